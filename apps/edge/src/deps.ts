@@ -1,0 +1,27 @@
+import type { Redis } from 'ioredis';
+import { createRedis } from '../../../db/src/redis.js';
+import { createSql, type Sql } from '../../../db/src/sql.js';
+import type { EdgeSettings } from './config.js';
+import { TemporalGateway } from './lib/temporal.js';
+
+/** Everything the edge talks to. Built once per process (or per test app) and closed with the app. */
+export interface EdgeDeps {
+  settings: EdgeSettings;
+  sql: Sql;
+  /** Commands on the request path: rate limits, usage hand-off, event reads. */
+  redis: Redis;
+  temporal: TemporalGateway;
+}
+
+export function createEdgeDeps(settings: EdgeSettings): EdgeDeps {
+  return {
+    settings,
+    sql: createSql(settings.DATABASE_URL, { max: settings.DATABASE_POOL_MAX, appName: 'edge' }),
+    redis: createRedis(settings.REDIS_URL, 'request-path'),
+    temporal: new TemporalGateway(settings.TEMPORAL_ADDRESS, settings.TEMPORAL_NAMESPACE, settings.TEMPORAL_TASK_QUEUE),
+  };
+}
+
+export async function closeEdgeDeps(deps: EdgeDeps): Promise<void> {
+  await Promise.allSettled([deps.sql.end({ timeout: 5 }), deps.redis.quit().catch(() => deps.redis.disconnect()), deps.temporal.close()]);
+}

@@ -1,0 +1,103 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { ERROR_STATUS, PlatformError, type ErrorCode } from '../../../db/src/errors.js';
+
+export interface ErrorBody {
+  ok: false;
+  error: string;
+  code: ErrorCode;
+  hint?: string;
+  [extra: string]: unknown;
+}
+
+export function errorBody(error: PlatformError): ErrorBody {
+  return {
+    ok: false,
+    error: error.message,
+    code: error.code,
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    ...(error.details ?? {}),
+  };
+}
+
+export function sendError(reply: FastifyReply, error: PlatformError): FastifyReply {
+  if (error.headers) reply.headers(error.headers);
+  return reply.code(ERROR_STATUS[error.code]).type('application/json; charset=utf-8').send(errorBody(error));
+}
+
+function describeIssues(issues: ReadonlyArray<{ instancePath?: string; message?: string; params?: unknown }>, where: string): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => {
+      const path = (issue.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+      return `${path ? `${where}.${path}` : where}: ${issue.message ?? 'is invalid'}`;
+    })
+    .join('; ');
+}
+
+/** Maps whatever was thrown to a PlatformError. Only PlatformErrors and known Fastify errors keep their message. */
+export function toPlatformError(error: FastifyError | Error): PlatformError {
+  if (error instanceof PlatformError) return error;
+  const err = error as FastifyError;
+
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const where = err.validationContext ?? 'body';
+    return new PlatformError('validation_failed', `Invalid request ${describeIssues(err.validation, where)}`, {
+      hint: 'See /api/v1/openapi.json for the expected shape of this request.',
+    });
+  }
+  if (isResponseSerializationError(err)) {
+    return new PlatformError('internal_error', 'Internal error', { cause: err });
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new PlatformError('body_missing', 'Request body is empty', { hint: 'Send a JSON object with Content-Type: application/json.' });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new PlatformError('invalid_json', 'Request body is not valid JSON', { hint: 'Check the body for a syntax error; it must be a JSON object.' });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PlatformError('payload_too_large', 'Request body is too large', { hint: 'Send a smaller body.' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new PlatformError('unsupported_media_type', 'Unsupported Content-Type', { hint: 'Send the body as application/json.' });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new PlatformError('validation_failed', 'Content-Length does not match the body');
+    case 'FST_ERR_VALIDATION':
+      return new PlatformError('validation_failed', `Invalid request: ${err.message}`);
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) {
+    return new PlatformError('invalid_json', 'Request body is not valid JSON', { hint: 'Check the body for a syntax error; it must be a JSON object.' });
+  }
+  if (err.statusCode === 429) {
+    return new PlatformError('rate_limited', 'Too many requests', { hint: 'Wait for the number of seconds in Retry-After, then retry.' });
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    const code = (Object.entries(ERROR_STATUS).find(([, status]) => status === err.statusCode)?.[0] ?? 'validation_failed') as ErrorCode;
+    return new PlatformError(code, err.message || 'Bad request');
+  }
+  return new PlatformError('internal_error', 'Internal error', { cause: err });
+}
+
+/** The one error handler: every failure leaves as `{ ok: false, error, code, hint? }`. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
+    const mapped = toPlatformError(error);
+    if (mapped.code === 'internal_error') {
+      request.log.error({ err: error }, 'unhandled error');
+      // A 5xx never leaks an internal message or stack; the request id ties it to the log line.
+      return sendError(
+        reply,
+        new PlatformError('internal_error', 'Internal error', { hint: `Retry later; if it persists, report request id ${request.id}.` }),
+      );
+    }
+    if (mapped.status >= 500) request.log.warn({ code: mapped.code }, mapped.message);
+    return sendError(reply, mapped);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      reply,
+      new PlatformError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`, {
+        hint: 'The API root is /api/v1; see /api/v1/openapi.json for every route.',
+      }),
+    ),
+  );
+}

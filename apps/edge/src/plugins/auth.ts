@@ -1,0 +1,105 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { PlatformError } from '../../../../db/src/errors.js';
+import type { KeyRow } from '../../../../db/src/keys.js';
+import { KeyVerifier } from '../lib/key-verifier.js';
+
+/**
+ * Route-level auth requirement, declared in the route's `config.auth`:
+ * - 'none': public (the default);
+ * - 'key': any credential: an API key, an agent key or the dashboard cookie;
+ * - 'account': like 'key' but agent keys are refused with 403 (managing keys, connections, funds).
+ */
+export type AuthRequirement = 'none' | 'key' | 'account';
+
+export interface AuthContext {
+  accountId: string;
+  via: 'key' | 'cookie';
+  keyId: string | null;
+  keyKind: 'api' | 'agent' | null;
+  /** Agent keys only: true when a spend limit applies to charges. */
+  spendLimited: boolean;
+  /** Agent keys only: API ids the key may use, or null for any. */
+  allowedApis: string[] | null;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthRequirement;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+  interface FastifyInstance {
+    keyVerifier: KeyVerifier;
+  }
+}
+
+/** Reads the key from `Authorization: Bearer` or `X-API-Key`; both present and different is a 401. */
+export function presentedKey(request: FastifyRequest): string | null {
+  const authorization = request.headers.authorization;
+  const apiKeyHeader = request.headers['x-api-key'];
+  let bearer: string | null = null;
+  if (authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
+    if (!match?.[1]) {
+      throw new PlatformError('invalid_key', 'Authorization header must be "Bearer <API key>"', {
+        hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_...".',
+      });
+    }
+    bearer = match[1];
+  }
+  const headerKey = Array.isArray(apiKeyHeader) ? null : apiKeyHeader?.trim() ?? null;
+  if (Array.isArray(apiKeyHeader)) throw new PlatformError('invalid_key', 'Send X-API-Key once');
+  if (bearer !== null && headerKey !== null && bearer !== headerKey) {
+    throw new PlatformError('invalid_key', 'Authorization and X-API-Key carry different keys', { hint: 'Send one key, in one of the two headers.' });
+  }
+  return bearer ?? headerKey;
+}
+
+export function authFromKey(key: KeyRow): AuthContext {
+  return {
+    accountId: key.account_id,
+    via: 'key',
+    keyId: key.id,
+    keyKind: key.kind,
+    spendLimited: key.kind === 'agent' && key.spend_limit_micros !== null,
+    allowedApis: key.kind === 'agent' ? key.allowed_apis : null,
+  };
+}
+
+/** The caller's auth context on a route that requires one. */
+export function requireAuth(request: FastifyRequest): AuthContext {
+  if (!request.auth) throw new PlatformError('missing_credentials', 'Authentication required');
+  return request.auth;
+}
+
+export default fp(
+  async function authPlugin(app: FastifyInstance) {
+    const { settings, sql } = app.deps;
+    const verifier = new KeyVerifier(sql, { redisUrl: settings.REDIS_URL, redisPrefix: settings.REDIS_PREFIX, ttlMs: settings.KEY_CACHE_TTL_MS });
+    await verifier.start();
+    app.decorate('keyVerifier', verifier);
+    app.addHook('onClose', async () => verifier.stop());
+    app.decorateRequest('auth', null);
+
+    app.addHook('onRequest', async (request) => {
+      const requirement = request.routeOptions.config.auth ?? 'none';
+      if (requirement === 'none') return;
+      const key = presentedKey(request);
+      if (key === null) {
+        throw new PlatformError('missing_credentials', 'Missing API key', {
+          hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; create a key with POST /api/v1/register or POST /api/v1/keys.',
+        });
+      }
+      const auth = authFromKey(await verifier.verify(key));
+      if (requirement === 'account' && auth.keyKind === 'agent') {
+        throw new PlatformError('agent_key_forbidden', 'Agent keys cannot manage keys, agent keys, connections or funds', {
+          hint: 'Use an account API key or the dashboard for this call.',
+        });
+      }
+      request.auth = auth;
+    });
+  },
+  { name: 'auth', dependencies: ['deps'] },
+);

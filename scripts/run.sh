@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Small entry points that provision only what they need: `npm run migrate`, `npm run services`.
+. "$(dirname "$0")/lib.sh"
+ensure_node_modules
+case "${1:-}" in
+  migrate)
+    ensure_postgres
+    ensure_database "${PGDATABASE:-platform}"
+    exec npx tsx db/src/cli/migrate.ts ;;
+  services)
+    ensure_postgres; ensure_redis; ensure_temporal
+    say services "Postgres, Redis and Temporal are up; Temporal UI http://127.0.0.1:$TEMPORAL_UI_PORT (Ctrl-C stops what this started)"
+    trap stop_started EXIT INT TERM
+    [ ${#STARTED_PIDS[@]} -gt 0 ] && wait ;;
+  *) die "usage: scripts/run.sh migrate|services" ;;
+esac

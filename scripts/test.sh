@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `npm test`: installs what is missing, provisions Postgres, Redis and Temporal like `npm run up`,
+# then runs lint, typecheck and the whole test suite against the real services.
+. "$(dirname "$0")/lib.sh"
+trap stop_started EXIT
+trap 'exit 130' INT TERM
+
+ensure_node_modules
+ensure_venv
+ensure_postgres
+ensure_redis
+ensure_temporal
+
+# The suite gets a database of its own, recreated each run so it always matches the migrations.
+TEST_DB=${TEST_DATABASE_NAME:-platform_test}
+psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -qc "drop database if exists \"$TEST_DB\" with (force)" >/dev/null
+ensure_database "$TEST_DB"
+export DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$TEST_DB"
+export REDIS_URL=${REDIS_URL:-redis://$REDIS_HOST:$REDIS_PORT}
+export TEMPORAL_ADDRESS="$TEMPORAL_HOST:$TEMPORAL_PORT"
+export TEMPORAL_TEST_SERVER_PATH="$VENV/bin/temporal-test-server"
+export NODE_ENV=test LOG_LEVEL=${LOG_LEVEL:-silent}
+
+say test "lint"
+npx eslint . --max-warnings=0
+say test "typecheck"
+npx tsc --noEmit -p tsconfig.json
+say test "test suite (vitest) against $DATABASE_URL, $REDIS_URL, Temporal $TEMPORAL_ADDRESS"
+npx vitest run "$@"

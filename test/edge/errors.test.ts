@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createTestApp, expectError, expectOk } from '../helpers/app.js';
+
+describe('error shape', () => {
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    app = await createTestApp({ BODY_LIMIT_BYTES: '4096' });
+    const typed = app.withTypeProvider<ZodTypeProvider>();
+    typed.post('/api/v1/__test/echo', { schema: { body: z.object({ name: z.string().min(1), count: z.number().int() }) } }, async (request) => ({
+      ok: true,
+      echoed: request.body,
+    }));
+    typed.get('/api/v1/__test/boom', async () => {
+      throw new Error('database password is hunter2 at /srv/secret/path');
+    });
+    await app.ready();
+  });
+  afterAll(async () => app.close());
+
+  it('answers an unknown route with 404 in the error shape', async () => {
+    const body = expectError(await app.inject({ method: 'GET', url: '/api/v1/no/such/route' }), 404, 'not_found');
+    expect(body.hint).toContain('openapi.json');
+    expectError(await app.inject({ method: 'DELETE', url: '/nowhere?x=1' }), 404, 'not_found');
+  });
+
+  it('answers malformed JSON with 400 invalid_json', async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name": "a",' });
+    expectError(res, 400, 'invalid_json');
+  });
+
+  it('answers a POST without a body with 400 body_missing', async () => {
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/__test/echo' }), 400, 'body_missing');
+    const empty = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: '' });
+    expectError(empty, 400, 'body_missing');
+  });
+
+  it('answers a body that is not an object with 400', async () => {
+    for (const payload of ['[1,2]', '"text"', '42', 'null']) {
+      const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
+      const body = expectError(res, 400);
+      expect(['validation_failed', 'body_missing']).toContain(body.code);
+    }
+  });
+
+  it('names the offending field when validation fails', async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'x', count: 'three' } });
+    const body = expectError(res, 400, 'validation_failed');
+    expect(body.error).toContain('count');
+  });
+
+  it('answers an oversized body with 413 and keeps serving', async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'x'.repeat(10_000), count: 1 } });
+    expectError(res, 413, 'payload_too_large');
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'x', count: 1 } }));
+  });
+
+  it('answers a non-JSON content type with 415', async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/xml' }, payload: '<a/>' });
+    expectError(res, 415, 'unsupported_media_type');
+  });
+
+  it('hides internal messages on 500 and names the request id', async () => {
+    const res = await app.inject({ method: 'GET', url: '/api/v1/__test/boom' });
+    const body = expectError(res, 500, 'internal_error');
+    expect(res.body).not.toContain('hunter2');
+    expect(res.body).not.toContain('/srv/secret');
+    expect(res.body).not.toMatch(/at .*\.ts:\d+/);
+    expect(body.hint).toContain(res.headers['x-request-id'] as string);
+    // The process keeps serving after the failure.
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'y', count: 2 } }));
+  });
+
+  it('echoes a well-formed X-Request-Id and replaces a malformed one', async () => {
+    const given = await app.inject({ method: 'GET', url: '/api/v1/nothing', headers: { 'x-request-id': 'trace-123' } });
+    expect(given.headers['x-request-id']).toBe('trace-123');
+    const bad = await app.inject({ method: 'GET', url: '/api/v1/nothing', headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(bad.headers['x-request-id']).not.toBe('bad id with spaces');
+  });
+});

@@ -1,0 +1,56 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import { buildApp } from '../../apps/edge/src/app.js';
+import { createAccount } from '../../db/src/accounts.js';
+import { createKey, type KeyKind } from '../../db/src/keys.js';
+import { credit } from '../../db/src/ledger.js';
+import type { Db } from '../../db/src/sql.js';
+import { testEdgeSettings, uniqueId } from './settings.js';
+
+/** Builds an edge app against the real services. Routes may still be added before the first inject. */
+export async function createTestApp(overrides: Record<string, string> = {}): Promise<FastifyInstance> {
+  return buildApp(testEdgeSettings(overrides));
+}
+
+export interface TestAccount {
+  accountId: string;
+  email: string;
+  keyId: string;
+  fullKey: string;
+}
+
+/** A fresh account with one API key and an optional opening balance, made directly in the database. */
+export async function createTestAccount(db: Db, options: { balanceMicros?: bigint; keyKind?: KeyKind } = {}): Promise<TestAccount> {
+  const email = `${uniqueId('user')}@example.test`;
+  const account = await createAccount(db, { email, passwordHash: null });
+  if (!account) throw new Error('account email collided');
+  if (options.balanceMicros && options.balanceMicros > 0n) {
+    await credit(db, { accountId: account.id, amountMicros: options.balanceMicros, kind: 'adjustment', description: 'test funds' });
+  }
+  const { key, fullKey } = await createKey(db, { accountId: account.id, kind: options.keyKind ?? 'api', name: 'test key' });
+  return { accountId: account.id, email, keyId: key.id, fullKey };
+}
+
+export const bearer = (fullKey: string) => ({ authorization: `Bearer ${fullKey}` });
+
+/** Asserts the specification's error shape and status; on failure the message shows the response. */
+export function expectError(res: LightMyRequestResponse | { statusCode: number; body: string }, status: number, code?: string) {
+  const context = `response was ${res.statusCode}: ${res.body}`;
+  expect(res.statusCode, context).toBe(status);
+  const body = JSON.parse(res.body) as Record<string, unknown>;
+  expect(body.ok, context).toBe(false);
+  expect(typeof body.error, context).toBe('string');
+  expect((body.error as string).length, context).toBeGreaterThan(0);
+  if (code) expect(body.code, context).toBe(code);
+  if ('hint' in body) expect(typeof body.hint, context).toBe('string');
+  return body;
+}
+
+/** Parses a success body and asserts status and `ok: true`, showing the response on failure. */
+export function expectOk<T = Record<string, unknown>>(res: LightMyRequestResponse, status = 200): T & { ok: true } {
+  const context = `response was ${res.statusCode}: ${res.body}`;
+  expect(res.statusCode, context).toBe(status);
+  const body = JSON.parse(res.body) as T & { ok: true };
+  expect(body.ok, context).toBe(true);
+  return body;
+}

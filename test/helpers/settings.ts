@@ -1,0 +1,19 @@
+import { randomBytes } from 'node:crypto';
+import { edgeSettings, type EdgeSettings } from '../../apps/edge/src/config.js';
+
+export const testDatabaseUrl = () => process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/platform_test';
+
+/** A unique suffix for ids, queue names and Redis prefixes, so tests never share data. */
+export const uniqueId = (label = 't') => `${label}${randomBytes(5).toString('hex')}`;
+
+/** Edge settings for a test app: the test database, real Redis and Temporal, overrides on top. */
+export function testEdgeSettings(overrides: Record<string, string> = {}): EdgeSettings {
+  return edgeSettings.parse({
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+    DATABASE_URL: testDatabaseUrl(),
+    DATABASE_POOL_MAX: '10',
+    ...overrides,
+  });
+}

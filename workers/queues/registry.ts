@@ -1,0 +1,17 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Sql } from '../../db/src/sql.js';
+import type { WorkerSettings } from '../settings.js';
+import type { QueueDefinition } from './definitions.js';
+
+export interface QueueDeps {
+  sql: Sql;
+  redis: Redis;
+  settings: WorkerSettings;
+  log: Logger;
+}
+
+/** Every queue the worker process serves. Usage aggregation and directory indexing register here. */
+export function queueDefinitions(_deps: QueueDeps): QueueDefinition[] {
+  return [];
+}
