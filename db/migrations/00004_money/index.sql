@@ -1,0 +1,2 @@
+-- Reserved for the money issue's schema; replaced when that work lands.
+select 1;
