@@ -25,7 +25,7 @@ if [ -f db/src/cli/seed.ts ]; then
   say db "loading seed data"
   npx tsx db/src/cli/seed.ts
 fi
-if [ -f apps/dashboard/package.json ] && [ ! -f apps/dashboard/dist/index.html ]; then
+if [ ! -f apps/dashboard/dist/index.html ]; then
   say build "building the dashboard"
   npm run --silent build:dashboard
 fi

@@ -7,6 +7,7 @@ import type { EdgeSettings } from './config.js';
 import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling } from './errors.js';
 import authPlugin from './plugins/auth.js';
+import dashboardPlugin from './plugins/dashboard.js';
 import openapiPlugin from './plugins/openapi.js';
 import queueBoardPlugin from './plugins/queue-board.js';
 import { registerApiRoutes } from './routes/index.js';
@@ -83,5 +84,6 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(authPlugin);
   await registerApiRoutes(app);
   await app.register(queueBoardPlugin);
+  await app.register(dashboardPlugin);
   return app;
 }
