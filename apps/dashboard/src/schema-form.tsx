@@ -14,6 +14,7 @@ export interface FieldSchema {
   maxLength?: number;
   pattern?: string;
   format?: string;
+  items?: FieldSchema;
 }
 
 export interface ObjectSchema {
@@ -22,12 +23,13 @@ export interface ObjectSchema {
   required?: string[];
 }
 
-type FieldKind = 'string' | 'number' | 'integer' | 'boolean' | 'enum' | 'text';
+type FieldKind = 'string' | 'number' | 'integer' | 'boolean' | 'enum' | 'text' | 'list';
 
 function kindOf(field: FieldSchema): FieldKind {
   if (Array.isArray(field.enum) && field.enum.length > 0) return 'enum';
   const type = Array.isArray(field.type) ? field.type.find((t) => t !== 'null') : field.type;
   if (type === 'number' || type === 'integer' || type === 'boolean') return type;
+  if (type === 'array') return 'list';
   if (type === 'string' && (field.maxLength === undefined || field.maxLength > 200) && field.format === undefined && field.pattern === undefined) return 'text';
   return 'string';
 }
@@ -49,6 +51,14 @@ export function toResultData(schema: ObjectSchema, values: Record<string, string
     }
     if (typeof value !== 'string' || value === '') continue;
     if (kind === 'number' || kind === 'integer') out[name] = Number(value);
+    else if (kind === 'list') {
+      const itemType = field.items?.type;
+      const items = value
+        .split(/[\n,]/)
+        .map((item) => item.trim())
+        .filter(Boolean);
+      out[name] = itemType === 'number' || itemType === 'integer' ? items.map(Number) : items;
+    }
     else if (kind === 'enum') out[name] = field.enum?.find((option) => String(option) === value) ?? value;
     else if (field.format === 'date-time') out[name] = new Date(value).toISOString();
     else out[name] = value;
@@ -71,8 +81,9 @@ export function SchemaForm({
   onSubmit: (resultData: Record<string, unknown>) => Promise<void>;
 }) {
   const id = useId();
-  const properties = Object.entries(schema.properties ?? {});
   const required = new Set(schema.required ?? []);
+  // Required fields first (stored schemas do not keep their authors' key order), then the rest.
+  const properties = Object.entries(schema.properties ?? {}).sort(([a], [b]) => Number(required.has(b)) - Number(required.has(a)));
   const [values, setValues] = useState<Record<string, string | boolean>>(() =>
     Object.fromEntries(
       properties.map(([name, field]) => [name, kindOf(field) === 'boolean' ? field.default === true : field.default === undefined ? '' : String(field.default)]),
@@ -115,12 +126,13 @@ export function SchemaForm({
             )}
           </span>
         );
-        const help = field.description ? (
+        const helpText = [field.description, kind === 'list' ? 'One item per line, or separated by commas.' : null].filter(Boolean).join(' ');
+        const help = helpText ? (
           <span className="field-help" id={`${fieldId}-help`}>
-            {field.description}
+            {helpText}
           </span>
         ) : null;
-        const describedBy = field.description ? `${fieldId}-help` : undefined;
+        const describedBy = helpText ? `${fieldId}-help` : undefined;
         if (kind === 'boolean') {
           return (
             <div className="field field-check" key={name}>
@@ -142,13 +154,13 @@ export function SchemaForm({
                   </option>
                 ))}
               </select>
-            ) : kind === 'text' ? (
+            ) : kind === 'text' || kind === 'list' ? (
               <textarea
                 id={fieldId}
                 rows={3}
                 required={isRequired}
-                minLength={field.minLength}
-                maxLength={field.maxLength}
+                minLength={kind === 'text' ? field.minLength : undefined}
+                maxLength={kind === 'text' ? field.maxLength : undefined}
                 value={String(values[name] ?? '')}
                 onChange={(e) => set(name, e.target.value)}
                 aria-describedby={describedBy}

@@ -97,9 +97,12 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
           <span className="field-label">Email</span>
           <input type="email" name="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
         </label>
-        <label className="field">
-          <span className="field-label">Password</span>
+        <div className="field">
+          <label className="field-label" htmlFor="auth-password">
+            Password
+          </label>
           <input
+            id="auth-password"
             type="password"
             name="password"
             autoComplete={mode === 'signup' ? 'new-password' : 'current-password'}
@@ -107,9 +110,14 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
             minLength={mode === 'signup' ? 10 : 1}
             value={password}
             onChange={(e) => setPassword(e.target.value)}
+            aria-describedby={mode === 'signup' ? 'auth-password-help' : undefined}
           />
-          {mode === 'signup' && <span className="field-help">10 to 200 characters, not your email and not a common password. A long passphrase is best.</span>}
-        </label>
+          {mode === 'signup' && (
+            <span className="field-help" id="auth-password-help">
+              10 to 200 characters, not your email and not a common password. A long passphrase is best.
+            </span>
+          )}
+        </div>
         <button type="submit" className="button button-primary button-block" disabled={busy}>
           {busy ? 'Please wait…' : mode === 'signup' ? 'Create account' : 'Sign in'}
         </button>

@@ -36,18 +36,24 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
   return (
     <>
       <form className="form-grid" onSubmit={submit}>
-        <label className="field">
-          <span className="field-label">API id</span>
-          <input value={apiId} onChange={(e) => setApiId(e.target.value)} required placeholder="e.g. openweathermap.org" autoComplete="off" />
-          <span className="field-help">
+        <div className="field">
+          <label className="field-label" htmlFor="connect-api-id">
+            API id
+          </label>
+          <input id="connect-api-id" value={apiId} onChange={(e) => setApiId(e.target.value)} required placeholder="e.g. openweathermap.org" autoComplete="off" aria-describedby="connect-api-id-help" />
+          <span className="field-help" id="connect-api-id-help">
             Find ids in the <Link href="/directory">directory</Link>.
           </span>
-        </label>
-        <label className="field">
-          <span className="field-label">Your key for that API</span>
-          <input type="password" value={apiKey} onChange={(e) => setApiKey(e.target.value)} required autoComplete="off" />
-          <span className="field-help">Stored encrypted; only its last characters are ever shown again.</span>
-        </label>
+        </div>
+        <div className="field">
+          <label className="field-label" htmlFor="connect-api-key">
+            Your key for that API
+          </label>
+          <input id="connect-api-key" type="password" value={apiKey} onChange={(e) => setApiKey(e.target.value)} required autoComplete="off" aria-describedby="connect-api-key-help" />
+          <span className="field-help" id="connect-api-key-help">
+            Stored encrypted; only its last characters are ever shown again.
+          </span>
+        </div>
         <div className="form-actions">
           <button type="submit" className="button button-primary" disabled={busy}>
             {busy ? 'Connecting…' : 'Connect'}

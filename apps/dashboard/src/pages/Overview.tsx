@@ -71,6 +71,7 @@ export function OverviewPage() {
   const stats = useApi<Stats>('/usage/stats', expired);
   const series = useMemo(() => (usage.data ? fillDays(usage.data.days, usage.data.byDay) : []), [usage.data]);
   const topApis = stats.data?.stats.topApis ?? usage.data?.byApi ?? [];
+  const hasCalls = (stats.data?.stats.totalCalls ?? 0) > 0;
 
   return (
     <>
@@ -87,10 +88,11 @@ export function OverviewPage() {
           <p className="muted">Spend {formatDollars(usage.data?.totals.cost)}</p>
         </Card>
         <Card title="Error rate" className="stat-card">
-          {stats.loading && !stats.data ? <Spinner /> : <p className="stat">{formatPercent(stats.data?.stats.errorRate)}</p>}
+          {stats.loading && !stats.data ? <Spinner /> : <p className="stat">{hasCalls ? formatPercent(stats.data?.stats.errorRate) : '—'}</p>}
           <p className="muted">
-            {stats.data?.stats.avgLatencyMs != null ? `Average latency ${formatNumber(Math.round(stats.data.stats.avgLatencyMs))} ms` : 'Latency appears after your first calls'}
-            {stats.data?.stats.p95LatencyMs != null ? `, p95 ${formatNumber(Math.round(stats.data.stats.p95LatencyMs))} ms` : ''}
+            {hasCalls && stats.data?.stats.avgLatencyMs != null
+              ? `Average latency ${formatNumber(Math.round(stats.data.stats.avgLatencyMs))} ms${stats.data.stats.p95LatencyMs != null ? `, p95 ${formatNumber(Math.round(stats.data.stats.p95LatencyMs))} ms` : ''}`
+              : 'Error rate and latency appear after your first calls.'}
           </p>
           <ErrorMessage error={stats.error} onRetry={stats.reload} />
         </Card>

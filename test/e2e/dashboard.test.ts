@@ -1,0 +1,212 @@
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../apps/edge/src/app.js';
+import { loadCookbooks } from '../../db/src/cookbooks.js';
+import { createRedis } from '../../db/src/redis.js';
+import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
+import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
+import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
+
+/**
+ * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real listening
+ * edge, Postgres, Redis and a Temporal worker of this file's own: a person signs up, manages keys,
+ * tops up, completes a cookbook step an agent's session waits on (it arrives in the inbox live),
+ * and signs out. Steps share one browser page and run in order.
+ */
+describe('dashboard in a browser', () => {
+  const taskQueue = uniqueId('dashboard-e2e-');
+  const redisPrefix = uniqueId('dash');
+  const email = `${uniqueId('person')}@example.test`;
+  const password = 'correct horse battery staple';
+  let app: FastifyInstance;
+  let base: string;
+  let workerRedis: Redis;
+  let worker: RunningWorker;
+  let browser: RunningBrowser;
+  let page: Page;
+  let firstKey = '';
+  let sessionId = '';
+
+  const call = async (path: string, init: { method?: string; key?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
+    const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
+    if (init.key) headers.authorization = `Bearer ${init.key}`;
+    if (init.cookie) headers.cookie = init.cookie;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+    const text = await res.text();
+    return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
+  };
+  const expectStatus = (res: { status: number; text: string }, status: number) => expect(res.status, `response was ${res.status}: ${res.text}`).toBe(status);
+  const nav = (label: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true });
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    app = await buildApp(
+      testEdgeSettings({ PORT: String(port), PUBLIC_URL: base, REDIS_PREFIX: redisPrefix, TEMPORAL_TASK_QUEUE: taskQueue, SSE_HEARTBEAT_MS: '1000' }),
+    );
+    await loadCookbooks(app.deps.sql);
+    workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
+    worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
+    await app.listen({ host: '127.0.0.1', port });
+    browser = await launchBrowser();
+    page = browser.page;
+    page.setDefaultTimeout(15_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await worker?.stop();
+    await workerRedis?.quit();
+  });
+
+  beforeEach(({ task, onTestFailed }) => {
+    onTestFailed(() => screenshotOnFailure(page, `dashboard-${task.name}`));
+  });
+
+  it('signs up, sees the first key once, and lands on the overview', async () => {
+    await page.goto(`${base}/`);
+    await expect(page.getByRole('heading', { name: 'Sign in' }).waitFor()).resolves.toBeUndefined();
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await page.getByLabel('Email', { exact: true }).fill(email);
+    await page.getByLabel('Password', { exact: true }).fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { name: 'Your account is ready' }).waitFor();
+    firstKey = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+    expect(firstKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
+    await expect(page.getByText('It is shown only once').isVisible()).resolves.toBe(true);
+    await page.getByRole('button', { name: /I have stored it/ }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await expect(page.getByTestId('balance').textContent()).resolves.toBe('$1.00');
+  });
+
+  it('explains a wrong password and an existing email in sentences', async () => {
+    const other = await browser.context.browser()!.newContext();
+    const anon = await other.newPage();
+    try {
+      await anon.goto(`${base}/signin`);
+      await anon.getByLabel('Email', { exact: true }).fill(email);
+      await anon.getByLabel('Password', { exact: true }).fill('not the password at all');
+      await anon.getByRole('button', { name: 'Sign in' }).click();
+      await expect(anon.getByRole('alert').textContent()).resolves.toContain('The email or password is wrong');
+      await anon.getByRole('link', { name: 'Create an account' }).click();
+      await anon.getByLabel('Email', { exact: true }).fill(email);
+      await anon.getByLabel('Password', { exact: true }).fill(password);
+      await anon.getByRole('button', { name: 'Create account' }).click();
+      await expect(anon.getByRole('alert').textContent()).resolves.toContain('An account with this email already exists');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('tops up the balance in sandbox mode', async () => {
+    await page.getByLabel('Amount in dollars').fill('5');
+    await page.getByRole('button', { name: 'Add funds' }).click();
+    await page.getByText('$5.00 added to your balance.').waitFor();
+    await page.getByTestId('balance').filter({ hasText: '$6.00' }).waitFor();
+    const balance = await call('/api/v1/balance', { key: firstKey });
+    expectStatus(balance, 200);
+    expect(balance.body.balance).toBe(6);
+    await docScreenshot(page, 'overview');
+  });
+
+  it('creates a key shown once, disables it, revokes another after confirmation', async () => {
+    await nav('Keys').click();
+    await page.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
+    await page.getByLabel('Key name').fill('e2e server');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const fullKey = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+    expect(fullKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
+    expectStatus(await call('/api/v1/balance', { key: fullKey }), 200);
+    await page.getByRole('button', { name: /hide the key/ }).click();
+    await expect(page.getByTestId('full-key').count()).resolves.toBe(0);
+    expect(await page.content()).not.toContain(fullKey);
+
+    const row = page.getByTestId('key-row').filter({ hasText: 'e2e server' });
+    await row.getByRole('button', { name: 'Disable e2e server' }).click();
+    await row.getByText('Disabled', { exact: true }).waitFor();
+    expectStatus(await call('/api/v1/balance', { key: fullKey }), 403);
+
+    await page.getByLabel('Key name').fill('short-lived');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('button', { name: /hide the key/ }).click();
+    const doomed = page.getByTestId('key-row').filter({ hasText: 'short-lived' });
+    await doomed.getByRole('button', { name: 'Revoke' }).click();
+    await doomed.getByRole('button', { name: 'Revoke for good' }).click();
+    await doomed.getByText('Revoked', { exact: true }).waitFor();
+    await expect(page.getByTestId('key-row').count()).resolves.toBe(3);
+    await docScreenshot(page, 'keys');
+  });
+
+  it("shows an agent's human step in the inbox live, and completing it advances the session", async () => {
+    const weatherApi = await createTestApi(app.deps.sql, 'weather');
+    const smsApi = await createTestApi(app.deps.sql, 'sms');
+    await nav('Inbox').click();
+    await page.getByText('Nothing needs you right now').waitFor();
+    // A marker on the window: it survives only if the page is never reloaded.
+    await page.evaluate(() => Object.assign(globalThis, { e2eMarker: 'not reloaded' }));
+
+    // The agent starts a session with its key; the inbox notices it and follows its event stream.
+    const started = await call('/api/v1/cookbooks/weather-alert-sms/start', { method: 'POST', key: firstKey, body: { selectedApis: { weather: weatherApi, sms: smsApi } } });
+    expectStatus(started, 201);
+    sessionId = (started.body.session as { sessionId: string }).sessionId;
+    await page.getByText('Live: following 1 session').waitFor();
+
+    // The agent works through its steps; the human step then arrives over SSE.
+    const agent = (stepId: string, resultData: unknown) =>
+      call(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, { method: 'POST', key: firstKey, body: { stepId, resultData } });
+    expectStatus(await agent('fetch-forecast', { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm warning' }] }), 200);
+    expectStatus(await agent('draft-message', { message: 'Storm tonight from 20:00. Stay indoors.', recipients: ['+4712345678'] }), 200);
+
+    const card = page.getByTestId('human-step');
+    await card.waitFor();
+    await expect(card.textContent()).resolves.toContain('Severe-weather alert by SMS');
+    await expect(card.getByRole('link', { name: sessionId }).isVisible()).resolves.toBe(true);
+    await expect(card.getByText(/^Due in /).isVisible()).resolves.toBe(true);
+    await expect(page.evaluate(() => (globalThis as { e2eMarker?: string }).e2eMarker)).resolves.toBe('not reloaded');
+    await docScreenshot(page, 'inbox');
+
+    // The form is generated from the step's inputSchema: a required boolean and optional strings.
+    await card.getByLabel(/^Approved/).check();
+    await card.getByLabel(/^Note/).fill('Wording checked against the forecast.');
+    await card.getByRole('button', { name: 'Complete step' }).click();
+    await page.getByText('is complete. The session continues.').waitFor();
+    await page.getByText('Nothing needs you right now').waitFor();
+
+    const after = await call(`/api/v1/cookbooks/sessions/${sessionId}`, { key: firstKey });
+    expectStatus(after, 200);
+    expect(after.body.session).toMatchObject({ status: 'running', currentStep: 'send-sms', progress: { completed: 3, total: 4 } });
+    const approval = (after.body.session as { steps: { stepId: string; status: string; resultData: unknown }[] }).steps.find((s) => s.stepId === 'approve-wording');
+    expect(approval).toMatchObject({ status: 'completed', resultData: { approved: true, note: 'Wording checked against the forecast.' } });
+  });
+
+  it('shows the session with its event history and a link to its workflow in the Temporal UI', async () => {
+    await page.goto(`${base}/sessions/${sessionId}`);
+    await page.getByTestId('session-status').getByText('Running').waitFor();
+    await page.getByTestId('session-events').getByText('Completed by a person: ').waitFor();
+    const link = page.getByRole('link', { name: 'Open workflow in Temporal UI' });
+    await expect(link.getAttribute('href')).resolves.toBe(`${app.deps.settings.TEMPORAL_UI_URL}/namespaces/default/workflows/cookbook-session-${sessionId}`);
+    // The agent finishes; the page follows without a reload.
+    const last = await call(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, { method: 'POST', key: firstKey, body: { stepId: 'send-sms', resultData: { messageIds: ['SM1'] } } });
+    expectStatus(last, 200);
+    await page.getByTestId('session-events').getByText('Session completed').waitFor();
+    await page.getByTestId('session-status').getByText('Completed').waitFor();
+  });
+
+  it('signs out, after which the old session cookie no longer works', async () => {
+    const cookies = await browser.context.cookies(base);
+    const session = cookies.find((c) => c.httpOnly);
+    expect(session, JSON.stringify(cookies.map((c) => c.name))).toBeDefined();
+    const cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+    expectStatus(await call('/api/auth/session', { cookie }), 200);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect((await browser.context.cookies(base)).find((c) => c.name === session!.name)).toBeUndefined();
+    expectStatus(await call('/api/auth/session', { cookie }), 401);
+    expectStatus(await call('/api/v1/keys', { cookie }), 401);
+  });
+});
