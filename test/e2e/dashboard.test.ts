@@ -141,6 +141,32 @@ describe('dashboard in a browser', () => {
     await docScreenshot(page, 'keys');
   });
 
+  it('fits a phone screen and works from the keyboard', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(`${base}/keys`);
+      await page.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow, 'horizontal scrolling on a phone').toBeLessThanOrEqual(0);
+      // The navigation folds behind a menu button on narrow screens.
+      await expect(nav('Inbox').isVisible()).resolves.toBe(false);
+      await page.getByRole('button', { name: 'Menu' }).click();
+      await nav('Overview').click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+    // On a fresh load the first Tab reaches the skip link; Enter on a focused button acts (buttons, not divs).
+    await page.reload();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.keyboard.press('Tab');
+    await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe('Skip to content');
+    await page.getByLabel('Amount in dollars').fill('1');
+    await page.getByRole('button', { name: 'Add funds' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByTestId('balance').filter({ hasText: '$7.00' }).waitFor();
+  });
+
   it("shows an agent's human step in the inbox live, and completing it advances the session", async () => {
     const weatherApi = await createTestApi(app.deps.sql, 'weather');
     const smsApi = await createTestApi(app.deps.sql, 'sms');

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, describeError, isUnauthenticated } from './api';
 import { AuthPage } from './pages/Auth';
 import { ConnectionsPage } from './pages/Connections';
@@ -58,7 +58,13 @@ export function App() {
       });
   }, []);
   useEffect(check, [check]);
-  useEffect(() => setMenuOpen(false), [path]);
+  const firstPath = useRef(path);
+  useEffect(() => {
+    setMenuOpen(false);
+    // After a client-side navigation, move focus to the new page (as a full page load would), so
+    // keyboard and screen-reader users start at its content rather than on the old link.
+    if (path !== firstPath.current) document.getElementById('main')?.focus({ preventScroll: true });
+  }, [path]);
 
   const expired = useCallback(() => setAccount(null), []);
   const signOut = useCallback(async () => {
