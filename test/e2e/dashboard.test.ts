@@ -146,7 +146,7 @@ describe('dashboard in a browser', () => {
     try {
       await page.goto(`${base}/keys`);
       await page.getByRole('heading', { name: 'Keys', exact: true }).waitFor();
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       expect(overflow, 'horizontal scrolling on a phone').toBeLessThanOrEqual(0);
       // The navigation folds behind a menu button on narrow screens.
       await expect(nav('Inbox').isVisible()).resolves.toBe(false);
@@ -160,11 +160,51 @@ describe('dashboard in a browser', () => {
     await page.reload();
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.keyboard.press('Tab');
-    await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe('Skip to content');
+    await expect(page.evaluate<string | undefined>('document.activeElement?.textContent')).resolves.toBe('Skip to content');
     await page.getByLabel('Amount in dollars').fill('1');
     await page.getByRole('button', { name: 'Add funds' }).focus();
     await page.keyboard.press('Enter');
     await page.getByTestId('balance').filter({ hasText: '$7.00' }).waitFor();
+  });
+
+  it('searches the directory, shows the $0.01 charge before buying instructions, and votes', async () => {
+    await nav('Directory').click();
+    await page.getByRole('heading', { name: 'Directory', exact: true }).waitFor();
+    await page.getByRole('navigation', { name: 'Categories' }).getByRole('link').nth(1).waitFor();
+    await page.getByLabel('Search APIs').fill('weather');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('heading', { name: 'Results for “weather”' }).waitFor();
+    const first = page.getByTestId('api-item').first();
+    await first.waitFor();
+    await first.getByRole('link').first().click();
+
+    // The price is on the page before anything is charged.
+    const buy = page.getByRole('button', { name: 'Show instructions for $0.01' });
+    await buy.waitFor();
+    await expect(page.getByText('Reading them costs $0.01').isVisible()).resolves.toBe(true);
+    const before = (await call('/api/v1/balance', { key: firstKey })).body.balance as number;
+    await buy.click();
+    await page.getByText('$0.01 was charged to your balance.').waitFor();
+    await expect(page.locator('.markdown').first().textContent()).resolves.toMatch(/\S/);
+    const after = (await call('/api/v1/balance', { key: firstKey })).body.balance as number;
+    expect(Math.round((before - after) * 1e6)).toBe(10_000);
+
+    // Other runs may have voted on the same API: count from the tally shown.
+    const up = page.getByRole('button', { name: /^▲ Useful \(\d+\)$/ });
+    await up.waitFor();
+    const upBefore = Number(/\((\d+)\)/.exec((await up.textContent()) ?? '')?.[1]);
+    await up.click();
+    await page.getByRole('button', { name: `▲ Useful (${upBefore + 1})` }).waitFor();
+    await expect(up.getAttribute('aria-pressed')).resolves.toBe('true');
+    await docScreenshot(page, 'api-details');
+
+    // Natural-language discovery answers with a reason per API.
+    await page.goto(`${base}/directory`);
+    await page.getByLabel('Natural language').check();
+    await page.getByLabel('Describe what you need').fill('send a text message to a phone');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('heading', { name: 'APIs for “send a text message to a phone”' }).waitFor();
+    await page.getByTestId('api-item').first().waitFor();
   });
 
   it("shows an agent's human step in the inbox live, and completing it advances the session", async () => {
