@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -8,6 +9,7 @@ import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling } from './errors.js';
 import authPlugin from './plugins/auth.js';
 import openapiPlugin from './plugins/openapi.js';
+import rateLimitPlugin from './plugins/rate-limit.js';
 import { registerApiRoutes } from './routes/index.js';
 
 declare module 'fastify' {
@@ -79,7 +81,9 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   });
 
   await app.register(openapiPlugin);
+  await app.register(cookie);
   await app.register(authPlugin);
+  await app.register(rateLimitPlugin);
   await registerApiRoutes(app);
   return app;
 }

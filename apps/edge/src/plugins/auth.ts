@@ -3,6 +3,9 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import type { KeyRow } from '../../../../db/src/keys.js';
 import { KeyVerifier } from '../lib/key-verifier.js';
+import { assertCsrf, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Route-level auth requirement, declared in the route's `config.auth`:
@@ -68,6 +71,10 @@ export function authFromKey(key: KeyRow): AuthContext {
   };
 }
 
+export function authFromSession(accountId: string): AuthContext {
+  return { accountId, via: 'cookie', keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
+}
+
 /** The caller's auth context on a route that requires one. */
 export function requireAuth(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new PlatformError('missing_credentials', 'Authentication required');
@@ -86,11 +93,19 @@ export default fp(
     app.addHook('onRequest', async (request) => {
       const requirement = request.routeOptions.config.auth ?? 'none';
       if (requirement === 'none') return;
+      // A key in the headers wins over a cookie: programs authenticate with keys and need no CSRF token.
       const key = presentedKey(request);
       if (key === null) {
-        throw new PlatformError('missing_credentials', 'Missing API key', {
-          hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; create a key with POST /api/v1/register or POST /api/v1/keys.',
-        });
+        const token = request.cookies[SESSION_COOKIE];
+        if (!token) {
+          throw new PlatformError('missing_credentials', 'Missing API key', {
+            hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; create a key with POST /api/v1/register or POST /api/v1/keys.',
+          });
+        }
+        const session = await verifySession(sql, settings, token);
+        if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
+        request.auth = authFromSession(session.accountId);
+        return;
       }
       const auth = authFromKey(await verifier.verify(key));
       if (requirement === 'account' && auth.keyKind === 'agent') {
