@@ -116,6 +116,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         }
         throw error;
       }
+      app.keyVerifier.evict(key.id);
       await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
       return { ok: true as const, agentKey: toAgentKey(key) };
     },

@@ -47,7 +47,9 @@ const patchBody = z
 /** /keys: the account's API keys (agent keys live under /agent-keys). Managing keys needs an account credential. */
 const keyRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, redis, settings } = app.deps;
+  // This instance forgets the key at once; the others within a pub/sub round trip.
   const published = async (key: KeyRow) => {
+    app.keyVerifier.evict(key.id);
     await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
     return key;
   };
