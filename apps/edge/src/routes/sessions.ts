@@ -80,18 +80,25 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/api/auth/session',
     {
-      config: { auth: 'account' },
+      config: { auth: 'key' },
       schema: {
         tags: TAGS,
-        summary: 'Who is logged in: the account of the current credential',
-        response: { 200: z.object({ ok: z.literal(true), account, via: z.enum(['key', 'cookie']) }) },
+        summary: 'Who is logged in: the account of the current credential (cookie, API key or agent key)',
+        response: {
+          200: z.object({
+            ok: z.literal(true),
+            account,
+            via: z.enum(['key', 'cookie']),
+            keyKind: z.enum(['api', 'agent']).nullable().describe('null for the session cookie'),
+          }),
+        },
       },
     },
     async (request) => {
       const auth = requireAuth(request);
       const row = await getAccount(sql, auth.accountId);
       if (!row) throw new PlatformError('invalid_session', 'Account no longer exists');
-      return { ok: true as const, account: { id: row.id, email: row.email }, via: auth.via };
+      return { ok: true as const, account: { id: row.id, email: row.email }, via: auth.via, keyKind: auth.keyKind };
     },
   );
 };
