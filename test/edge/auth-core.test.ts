@@ -36,6 +36,28 @@ describe('key authentication on a route that requires it', () => {
     expectError(await whoami(bearer(flipped)), 401, 'invalid_key');
   });
 
+  it('answers 401 for a key one digit too long, a non-hex digit, inner whitespace and an empty header', async () => {
+    const body = account.fullKey.slice(KEY_PREFIX.length);
+    for (const bad of [
+      `${account.fullKey}0`,
+      `${KEY_PREFIX}${body.slice(0, 10)}g${body.slice(11)}`,
+      `${KEY_PREFIX}${body.slice(0, 24)} ${body.slice(24)}`,
+      `${KEY_PREFIX}${body.slice(0, 24)}\t${body.slice(24)}`,
+      `${KEY_PREFIX}${body.slice(0, 47)}`,
+      KEY_PREFIX,
+    ]) {
+      expectError(await whoami({ 'x-api-key': bad }), 401, 'invalid_key');
+      expectError(await whoami({ authorization: `Bearer ${bad}` }), 401, 'invalid_key');
+    }
+    expectError(await whoami({ authorization: 'Bearer' }), 401, 'invalid_key');
+    expectError(await whoami({ authorization: `Token ${account.fullKey}` }), 401, 'invalid_key');
+  });
+
+  it('tolerates whitespace around the key and any letter case of the Bearer scheme', async () => {
+    expectOk(await whoami({ 'x-api-key': `  ${account.fullKey}  ` }));
+    expectOk(await whoami({ authorization: `bearer   ${account.fullKey} ` }));
+  });
+
   it('answers 401 when the two headers carry different keys', async () => {
     const other = await createTestAccount(app.deps.sql);
     expectError(await whoami({ authorization: `Bearer ${account.fullKey}`, 'x-api-key': other.fullKey }), 401, 'invalid_key');
