@@ -32,7 +32,7 @@ export function edgeLogger(settings: EdgeSettings): FastifyServerOptions['logger
   return {
     level: settings.LOG_LEVEL,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'],
+      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
       censor: '[redacted]',
     },
   };
