@@ -49,6 +49,23 @@ describe('POST /api/v1/keys and GET /api/v1/keys', () => {
     for (const key of body.keys) expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'status']);
   });
 
+  it('records lastUsedAt off the request path, in a batch written at the latest when the instance stops', async () => {
+    const owner = await createTestAccount(app.deps.sql);
+    const { key, fullKey } = await createKey(owner);
+    const other = await createTestApp();
+    try {
+      expectOk(await other.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(fullKey) }));
+      const [row] = await app.deps.sql<{ last_used_at: Date | null }[]>`select last_used_at from api_keys where id = ${key.id}`;
+      expect(row?.last_used_at).toBeNull();
+    } finally {
+      await other.close();
+    }
+    const list = expectOk<{ keys: KeyMeta[] }>(await call('GET', '/api/v1/keys', owner.fullKey));
+    const used = list.keys.find((k) => k.id === key.id);
+    expect(used?.lastUsedAt, JSON.stringify(used)).not.toBeNull();
+    expect(Date.parse(used?.lastUsedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(used?.createdAt ?? ''));
+  });
+
   it('pages with limit and cursor', async () => {
     const owner = await createTestAccount(app.deps.sql);
     for (const name of ['a', 'b', 'c']) await createKey(owner, name);

@@ -1,5 +1,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { generateKey } from '../../db/src/key-format.js';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { loginUser, registerUser, TEST_PASSWORD } from '../helpers/session.js';
@@ -117,3 +118,32 @@ function expectStatus(res: LightMyRequestResponse, status: number): LightMyReque
   expect(res.statusCode, `response was ${res.statusCode}: ${res.body}`).toBe(status);
   return res;
 }
+
+describe('rate limits on refused credentials and per account on login', () => {
+  it('counts refused credentials against the address, with the headers on the 401', async () => {
+    const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '2' });
+    const guess = () => app.inject({ method: 'GET', url: '/api/v1/keys', headers: { 'x-api-key': generateKey().fullKey }, remoteAddress: '203.0.113.66' });
+    const first = await guess();
+    expectError(first, 401, 'invalid_key');
+    expectLimitHeaders(first, 2, 1);
+    expectError(await guess(), 401, 'invalid_key');
+    expectLimited(await guess(), 2, 60);
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: { cookie: 'session=forged' }, remoteAddress: '203.0.113.66' }), 429, 'rate_limited');
+    // A valid key from the same address still works: it has its own budget.
+    const owner = await createTestAccount(app.deps.sql);
+    expectStatus(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(owner.fullKey), remoteAddress: '203.0.113.66' }), 200);
+  });
+
+  it('limits login attempts on one account from any number of addresses', async () => {
+    const app = await limitedApp({ RATE_LIMIT_LOGIN_MAX: '2' });
+    const user = await registerUser(app);
+    const login = (remoteAddress: string, password: string) =>
+      app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: user.email.toUpperCase(), password }, remoteAddress });
+    expectError(await login('198.51.100.1', 'wrong guess number 1'), 401, 'invalid_credentials');
+    expectError(await login('198.51.100.2', 'wrong guess number 2'), 401, 'invalid_credentials');
+    expectLimited(await login('198.51.100.3', user.password), 2, 300);
+    // Another account from those addresses is not affected.
+    const other = await registerUser(app);
+    expectStatus(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: other.email, password: other.password }, remoteAddress: '198.51.100.4' }), 200);
+  });
+});

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import type { KeyRow } from '../../../../db/src/keys.js';
 import { KeyVerifier } from '../lib/key-verifier.js';
+import { isLimited } from './rate-limit.js';
 import { assertCsrf, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -90,9 +91,22 @@ export default fp(
     app.addHook('onClose', async () => verifier.stop());
     app.decorateRequest('auth', null);
 
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async (request, reply) => {
       const requirement = request.routeOptions.config.auth ?? 'none';
       if (requirement === 'none') return;
+      try {
+        await authenticate(request, requirement);
+      } catch (error) {
+        // Refused credentials count against the caller's address, so guessing keys or replaying
+        // cookies is throttled like any public call (and a 401 carries the limit headers).
+        if (error instanceof PlatformError && error.status === 401 && isLimited(request)) {
+          await app.rateLimiter.consume(request, reply, 'public', `ip:${request.ip}`);
+        }
+        throw error;
+      }
+    });
+
+    async function authenticate(request: FastifyRequest, requirement: AuthRequirement): Promise<void> {
       // A key in the headers wins over a cookie: programs authenticate with keys and need no CSRF token.
       const key = presentedKey(request);
       if (key === null) {
@@ -114,7 +128,7 @@ export default fp(
         });
       }
       request.auth = auth;
-    });
+    }
   },
   { name: 'auth', dependencies: ['deps'] },
 );

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
 import { PlatformError } from '../../../../db/src/errors.js';
@@ -12,9 +12,22 @@ import type { EdgeSettings } from '../config.js';
  */
 export type RateLimitPolicy = 'login' | 'register' | false;
 
+export type RateLimitBucket = 'key' | 'public' | 'login' | 'register';
+
+export interface RateLimiter {
+  /**
+   * Counts one hit of `subject` under `policy`, sets the limit headers on the reply, and throws 429
+   * `rate_limited` when the window's budget is spent. Lets the request through when Redis is down.
+   */
+  consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string): Promise<void>;
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     rateLimit?: RateLimitPolicy;
+  }
+  interface FastifyInstance {
+    rateLimiter: RateLimiter;
   }
 }
 
@@ -23,7 +36,7 @@ interface Window {
   windowMs: number;
 }
 
-function windows(settings: EdgeSettings): Record<'key' | 'public' | 'login' | 'register', Window> {
+function windows(settings: EdgeSettings): Record<RateLimitBucket, Window> {
   return {
     key: { max: settings.RATE_LIMIT_KEY_MAX, windowMs: settings.RATE_LIMIT_KEY_WINDOW_SECONDS * 1000 },
     public: { max: settings.RATE_LIMIT_PUBLIC_MAX, windowMs: settings.RATE_LIMIT_PUBLIC_WINDOW_SECONDS * 1000 },
@@ -46,7 +59,7 @@ return {count, ttl}`;
 type LimiterRedis = Redis & { rateLimitHit(key: string, windowMs: number): Promise<[number, number]> };
 
 /** The subject a request is counted against, and under which policy. */
-function bucket(request: FastifyRequest): { policy: keyof ReturnType<typeof windows>; subject: string } {
+function bucket(request: FastifyRequest): { policy: RateLimitBucket; subject: string } {
   const declared = request.routeOptions.config.rateLimit;
   if (declared === 'login' || declared === 'register') return { policy: declared, subject: `ip:${request.ip}` };
   const auth = request.auth;
@@ -54,12 +67,19 @@ function bucket(request: FastifyRequest): { policy: keyof ReturnType<typeof wind
   return { policy: 'public', subject: `ip:${request.ip}` };
 }
 
+/** Routes under /api/ are limited unless they opt out (health probes); unknown routes are not. */
+export function isLimited(request: FastifyRequest): boolean {
+  const url = request.routeOptions.url;
+  return url !== undefined && url.startsWith('/api/') && request.routeOptions.config.rateLimit !== false;
+}
+
 /**
  * Rate limits in Redis, shared by every edge instance (fixed windows, one Lua call per request).
  * Every limited response carries X-RateLimit-Limit and X-RateLimit-Remaining; over the limit the
  * answer is 429 `rate_limited` with Retry-After. If Redis cannot be reached the request is let
  * through (fail open) and a warning is logged at most every 10 seconds: an outage of the limiter
- * must not take the whole gateway down. Runs after authentication, so it can count per key.
+ * must not take the whole gateway down. Runs after authentication, so it can count per key; a request
+ * whose credential is refused is counted against its address's public budget by the auth plugin.
  */
 export default fp(
   async function rateLimitPlugin(app: FastifyInstance) {
@@ -69,10 +89,7 @@ export default fp(
     const limits = windows(settings);
     let lastWarning = 0;
 
-    app.addHook('onRequest', async (request, reply) => {
-      const url = request.routeOptions.url;
-      if (url === undefined || !url.startsWith('/api/') || request.routeOptions.config.rateLimit === false) return;
-      const { policy, subject } = bucket(request);
+    async function consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string): Promise<void> {
       const limit = limits[policy];
       let count: number;
       let ttlMs: number;
@@ -96,6 +113,13 @@ export default fp(
           details: { retryAfter: resetSeconds },
         });
       }
+    }
+    app.decorate('rateLimiter', { consume } satisfies RateLimiter);
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (!isLimited(request)) return;
+      const { policy, subject } = bucket(request);
+      await consume(request, reply, policy, subject);
     });
   },
   { name: 'rate-limit', dependencies: ['deps', 'auth'] },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findAccountByEmail, getAccount } from '../../../../db/src/accounts.js';
@@ -41,6 +42,9 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       // A login form posted from another site must not log the browser into an attacker's account.
       assertSameOrigin(request, settings, { required: false });
+      // Besides the per-address limit of the route, guesses at one account are limited from everywhere.
+      const emailDigest = createHash('sha256').update(request.body.email.toLowerCase()).digest('base64url');
+      await app.rateLimiter.consume(request, reply, 'login', `email:${emailDigest}`);
       const found = await findAccountByEmail(sql, request.body.email);
       const passwordOk = await verifyPassword(request.body.password, found?.password_hash ?? null);
       if (!found || !passwordOk) {
