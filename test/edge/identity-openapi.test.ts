@@ -43,6 +43,11 @@ describe('OpenAPI document: identity routes', () => {
         'name',
         'spendLimit',
       ]);
+      for (const status of ['400', '401', '403', '404', '409', '429']) {
+        const errorSchema = doc.paths['/api/v1/keys/{id}']?.patch?.responses[status]?.content?.['application/json']?.schema;
+        expect(Object.keys(errorSchema?.properties ?? {}), `PATCH /keys/{id} ${status}`).toEqual(expect.arrayContaining(['ok', 'error', 'code', 'hint']));
+      }
+      expect(doc.paths['/api/v1/register']?.post?.responses).toHaveProperty('409');
       expect(doc.paths['/api/v1/keys']?.get?.security).toBeDefined();
       expect(doc.paths['/api/v1/register']?.post?.security).toBeUndefined();
       expect(doc.paths['/api/auth/login']?.post?.security).toBeUndefined();

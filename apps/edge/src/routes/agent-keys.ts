@@ -6,6 +6,7 @@ import { createKey, type KeyRow } from '../../../../db/src/keys.js';
 import { formatDollars, parseDollars, toDollars } from '../../../../db/src/money.js';
 import { publishKeyChange } from '../lib/key-verifier.js';
 import { requireAuth } from '../plugins/auth.js';
+import { errorResponses } from './error-responses.js';
 import { fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
 
 const API_ID = /^[a-z0-9][a-z0-9._-]{0,199}$/;
@@ -52,7 +53,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['agent keys'],
         summary: 'Create an agent key; the full key is in this response only',
         body: createBody,
-        response: { 201: z.object({ ok: z.literal(true), agentKey, fullKey: fullKeySchema }) },
+        response: { 201: z.object({ ok: z.literal(true), agentKey, fullKey: fullKeySchema }), ...errorResponses(400, 401, 403, 429) },
       },
     },
     async (request, reply) => {
@@ -83,7 +84,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['agent keys'],
         summary: "List the account's agent keys (never the full key), newest first",
         querystring: listQuery,
-        response: { 200: z.object({ ok: z.literal(true), agentKeys: z.array(agentKey), nextCursor: z.string().nullable() }) },
+        response: { 200: z.object({ ok: z.literal(true), agentKeys: z.array(agentKey), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 429) },
       },
     },
     async (request) => {
@@ -101,7 +102,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['agent keys'],
         summary: 'Delete (revoke) an agent key; requests using it get 403 from then on',
         params: keyIdParams,
-        response: { 200: z.object({ ok: z.literal(true), agentKey }) },
+        response: { 200: z.object({ ok: z.literal(true), agentKey }), ...errorResponses(400, 401, 403, 404, 429) },
       },
     },
     async (request) => {

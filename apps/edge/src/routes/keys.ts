@@ -5,6 +5,7 @@ import { changeKey, listKeys } from '../../../../db/src/key-management.js';
 import { createKey, type KeyRow } from '../../../../db/src/keys.js';
 import { publishKeyChange } from '../lib/key-verifier.js';
 import { requireAuth } from '../plugins/auth.js';
+import { errorResponses } from './error-responses.js';
 
 /** What listings and responses show of a key: never the full key, never its hash. */
 export const keyMeta = z.object({
@@ -62,7 +63,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['keys'],
         summary: 'Create an API key; the full key is in this response only',
         body: z.object({ name: keyName }).strict(),
-        response: { 201: z.object({ ok: z.literal(true), key: keyMeta, fullKey: fullKeySchema }) },
+        response: { 201: z.object({ ok: z.literal(true), key: keyMeta, fullKey: fullKeySchema }), ...errorResponses(400, 401, 403, 429) },
       },
     },
     async (request, reply) => {
@@ -80,7 +81,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['keys'],
         summary: "List the account's API keys (prefix and metadata, never the full key), newest first",
         querystring: listQuery,
-        response: { 200: z.object({ ok: z.literal(true), keys: z.array(keyMeta), nextCursor: z.string().nullable() }) },
+        response: { 200: z.object({ ok: z.literal(true), keys: z.array(keyMeta), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 429) },
       },
     },
     async (request) => {
@@ -100,7 +101,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
         description: 'Body `{ name?, status?: "enabled" | "disabled" }`, at least one. A revoked key cannot be changed (409).',
         params: keyIdParams,
         body: patchBody,
-        response: { 200: z.object({ ok: z.literal(true), key: keyMeta }) },
+        response: { 200: z.object({ ok: z.literal(true), key: keyMeta }), ...errorResponses(400, 401, 403, 404, 409, 429) },
       },
     },
     async (request) => {
@@ -118,7 +119,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['keys'],
         summary: 'Revoke a key permanently (enabled or disabled keys)',
         params: keyIdParams,
-        response: { 200: z.object({ ok: z.literal(true), key: keyMeta }) },
+        response: { 200: z.object({ ok: z.literal(true), key: keyMeta }), ...errorResponses(400, 401, 403, 404, 409, 429) },
       },
     },
     async (request) => {

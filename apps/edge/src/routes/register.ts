@@ -4,6 +4,7 @@ import { PlatformError } from '../../../../db/src/errors.js';
 import { toDollars } from '../../../../db/src/money.js';
 import { registerAccount } from '../../../../db/src/registration.js';
 import { assertPasswordPolicy, hashPassword, PASSWORD_POLICY } from '../lib/passwords.js';
+import { errorResponses } from './error-responses.js';
 import { fullKeySchema, keyMeta, toKeyMeta } from './keys.js';
 
 export const emailSchema = z
@@ -33,6 +34,7 @@ const registerRoutes: FastifyPluginAsyncZod = async (app) => {
             fullKey: fullKeySchema,
             balance: z.number().describe('Dollars: the sign-up credit'),
           }),
+          ...errorResponses(400, 409, 429),
         },
       },
     },

@@ -7,6 +7,7 @@ import { revokeDashboardSession } from '../../../../db/src/sessions.js';
 import { verifyPassword } from '../lib/passwords.js';
 import { assertCsrf, assertSameOrigin, clearSessionCookies, openSession, SESSION_COOKIE, setSessionCookies, verifySession } from '../lib/sessions.js';
 import { requireAuth } from '../plugins/auth.js';
+import { errorResponses } from './error-responses.js';
 
 const TAGS = ['dashboard session'];
 const account = z.object({ id: z.string(), email: z.string() });
@@ -36,6 +37,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
             csrfToken: z.string().describe('Also in the csrf_token cookie; echo it in X-CSRF-Token'),
             expiresAt: z.string().describe('ISO 8601'),
           }),
+          ...errorResponses(400, 401, 403, 429),
         },
       },
     },
@@ -63,7 +65,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: TAGS,
         summary: 'Log out: ends the session (the token stops working at once) and clears the cookies',
         description: 'With a live session, the same CSRF rules as other cookie-authenticated changes apply. Without one it only clears the cookies.',
-        response: { 200: z.object({ ok: z.literal(true), loggedOut: z.boolean().describe('false when there was no live session') }) },
+        response: { 200: z.object({ ok: z.literal(true), loggedOut: z.boolean().describe('false when there was no live session') }), ...errorResponses(403) },
       },
     },
     async (request, reply) => {
@@ -95,6 +97,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
             via: z.enum(['key', 'cookie']),
             keyKind: z.enum(['api', 'agent']).nullable().describe('null for the session cookie'),
           }),
+          ...errorResponses(401, 403, 429),
         },
       },
     },
