@@ -1,6 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateKey } from '../../db/src/key-format.js';
+import { clientAddress } from '../../apps/edge/src/plugins/rate-limit.js';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { loginUser, registerUser, TEST_PASSWORD } from '../helpers/session.js';
@@ -145,5 +146,26 @@ describe('rate limits on refused credentials and per account on login', () => {
     // Another account from those addresses is not affected.
     const other = await registerUser(app);
     expectStatus(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: other.email, password: other.password }, remoteAddress: '198.51.100.4' }), 200);
+  });
+});
+
+describe('client addresses', () => {
+  it('counts IPv4 as is and IPv6 by its /64', () => {
+    expect(clientAddress('203.0.113.7')).toBe('203.0.113.7');
+    expect(clientAddress('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(clientAddress('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientAddress('2001:0db8:0000:0000:ffff:1:2:3')).toBe('2001:db8:0:0::/64');
+    expect(clientAddress('2001:db8:0:1::1')).toBe('2001:db8:0:1::/64');
+    expect(clientAddress('::1')).toBe('0:0:0:0::/64');
+    expect(clientAddress('fe80::')).toBe('fe80:0:0:0::/64');
+  });
+
+  it('shares one budget across a /64', async () => {
+    const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '2' });
+    const get = (remoteAddress: string) => app.inject({ method: 'GET', url: '/api/v1/openapi.json', remoteAddress });
+    expectLimitHeaders(await get('2001:db8:aa::1'), 2, 1);
+    expectLimitHeaders(await get('2001:db8:aa::ffff'), 2, 0);
+    expectLimited(await get('2001:db8:aa:0:1:2:3:4'), 2, 60);
+    expectLimitHeaders(await get('2001:db8:ab::1'), 2, 1);
   });
 });

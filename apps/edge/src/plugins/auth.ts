@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import type { KeyRow } from '../../../../db/src/keys.js';
 import { KeyVerifier } from '../lib/key-verifier.js';
-import { isLimited } from './rate-limit.js';
+import { clientAddress, isLimited } from './rate-limit.js';
 import { assertCsrf, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -100,7 +100,7 @@ export default fp(
         // Refused credentials count against the caller's address, so guessing keys or replaying
         // cookies is throttled like any public call (and a 401 carries the limit headers).
         if (error instanceof PlatformError && error.status === 401 && isLimited(request)) {
-          await app.rateLimiter.consume(request, reply, 'public', `ip:${request.ip}`);
+          await app.rateLimiter.consume(request, reply, 'public', `ip:${clientAddress(request.ip)}`);
         }
         throw error;
       }

@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
@@ -58,13 +59,28 @@ return {count, ttl}`;
 
 type LimiterRedis = Redis & { rateLimitHit(key: string, windowMs: number): Promise<[number, number]> };
 
+/**
+ * The address a client is counted by: an IPv4 address as is (also when IPv4-mapped), an IPv6
+ * address by its /64, the block one subscriber usually holds, so hopping through it gains nothing.
+ */
+export function clientAddress(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped?.[1]) return mapped[1];
+  if (!isIPv6(ip)) return ip;
+  const [head = '', tail] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
 /** The subject a request is counted against, and under which policy. */
 function bucket(request: FastifyRequest): { policy: RateLimitBucket; subject: string } {
   const declared = request.routeOptions.config.rateLimit;
-  if (declared === 'login' || declared === 'register') return { policy: declared, subject: `ip:${request.ip}` };
+  if (declared === 'login' || declared === 'register') return { policy: declared, subject: `ip:${clientAddress(request.ip)}` };
   const auth = request.auth;
   if (auth) return { policy: 'key', subject: auth.keyId ? `key:${auth.keyId}` : `account:${auth.accountId}` };
-  return { policy: 'public', subject: `ip:${request.ip}` };
+  return { policy: 'public', subject: `ip:${clientAddress(request.ip)}` };
 }
 
 /** Routes under /api/ are limited unless they opt out (health probes); unknown routes are not. */
