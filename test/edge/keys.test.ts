@@ -124,6 +124,18 @@ describe('the key state machine through PATCH and DELETE /api/v1/keys/{id}', () 
     expect(row?.revoked_at).toBeInstanceOf(Date);
   });
 
+  it('keeps a revocation permanent when an enable races it', async () => {
+    const owner = await createTestAccount(app.deps.sql);
+    const { key } = await createKey(owner);
+    const url = `/api/v1/keys/${key.id}`;
+    await call('PATCH', url, owner.fullKey, { status: 'disabled' });
+    const [revoke, enable] = await Promise.all([call('DELETE', url, owner.fullKey), call('PATCH', url, owner.fullKey, { status: 'enabled' })]);
+    expectOk(revoke);
+    expect([200, 409], enable.body).toContain(enable.statusCode);
+    const [row] = await app.deps.sql<{ status: string }[]>`select status from api_keys where id = ${key.id}`;
+    expect(row?.status).toBe('revoked');
+  });
+
   it('revokes an enabled key directly, and a key can revoke itself', async () => {
     const owner = await createTestAccount(app.deps.sql);
     const { key, fullKey } = await createKey(owner);

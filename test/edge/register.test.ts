@@ -48,6 +48,17 @@ describe('POST /api/v1/register', () => {
     expect(row?.n).toBe(1);
   });
 
+  it('lets exactly one of concurrent registrations of the same email through', async () => {
+    const address = email();
+    const results = await Promise.all([address, address.toLowerCase(), address.toUpperCase()].map((e) => register({ email: e, password: TEST_PASSWORD })));
+    expect(results.map((r) => r.statusCode).sort(), results.map((r) => r.body).join('\n')).toEqual([201, 409, 409]);
+    const [row] = await app.deps.sql<{ accounts: number; keys: number; credits: number }[]>`
+      select count(distinct a.id)::int as accounts, count(distinct k.id)::int as keys, count(distinct l.id)::int as credits
+        from accounts a left join api_keys k on k.account_id = a.id left join ledger_entries l on l.account_id = a.id
+       where lower(a.email) = lower(${address})`;
+    expect(row).toEqual({ accounts: 1, keys: 1, credits: 1 });
+  });
+
   it('answers 400 for a bad email, naming the field', async () => {
     for (const bad of ['not-an-email', 'a@', '@example.test', 'two words@example.test', '', `${'a'.repeat(250)}@example.test`]) {
       const body = expectError(await register({ email: bad, password: TEST_PASSWORD }), 400, 'validation_failed');
