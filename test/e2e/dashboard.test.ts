@@ -196,7 +196,7 @@ describe('dashboard in a browser', () => {
     await up.click();
     await page.getByRole('button', { name: `▲ Useful (${upBefore + 1})` }).waitFor();
     await expect(up.getAttribute('aria-pressed')).resolves.toBe('true');
-    await docScreenshot(page, 'api-details');
+    await docScreenshot(page, 'api-details', { fullPage: false });
 
     // Natural-language discovery answers with a reason per API.
     await page.goto(`${base}/directory`);

@@ -78,11 +78,11 @@ export async function screenshotOnFailure(page: Page | undefined, testName: stri
  * Takes a README screenshot: always into test-results/screenshots/, and into docs/screenshots/
  * when UPDATE_SCREENSHOTS=1, so an ordinary test run leaves the working tree clean.
  */
-export async function docScreenshot(page: Page, name: string): Promise<string> {
+export async function docScreenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
   const dir = join(TEST_RESULTS, 'screenshots');
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage: options.fullPage ?? true });
   if (process.env.UPDATE_SCREENSHOTS === '1') {
     mkdirSync(DOC_SCREENSHOTS, { recursive: true });
     copyFileSync(path, join(DOC_SCREENSHOTS, `${name}.png`));
