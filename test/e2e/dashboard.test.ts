@@ -1,3 +1,4 @@
+import { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
@@ -8,6 +9,8 @@ import { createRedis } from '../../db/src/redis.js';
 import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
+import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
+import { usageQueue } from '../../workers/queues/usage.js';
 
 /**
  * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real listening
@@ -24,6 +27,9 @@ describe('dashboard in a browser', () => {
   let base: string;
   let workerRedis: Redis;
   let worker: RunningWorker;
+  let usageWorker: Worker;
+  let upstream: TestUpstream;
+  let meteredApi: string;
   let browser: RunningBrowser;
   let page: Page;
   let firstKey = '';
@@ -39,17 +45,34 @@ describe('dashboard in a browser', () => {
     return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
   };
   const expectStatus = (res: { status: number; text: string }, status: number) => expect(res.status, `response was ${res.status}: ${res.text}`).toBe(status);
+  const dollars = (amount: number) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(amount);
   const nav = (label: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true });
 
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
+    // A real third-party stand-in behind the metered proxy: paths containing "fail" answer 500.
+    upstream = await startUpstream((req, res) => {
+      res.writeHead(req.url?.includes('fail') ? 500 : 200, { 'content-type': 'application/json' });
+      res.end('{"forecast":"storm"}');
+    });
+    meteredApi = await registerApi({ baseUrl: upstream.url, price: '0.002' });
     app = await buildApp(
-      testEdgeSettings({ PORT: String(port), PUBLIC_URL: base, REDIS_PREFIX: redisPrefix, TEMPORAL_TASK_QUEUE: taskQueue, SSE_HEARTBEAT_MS: '1000' }),
+      testEdgeSettings({
+        PORT: String(port),
+        PUBLIC_URL: base,
+        REDIS_PREFIX: redisPrefix,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        SSE_HEARTBEAT_MS: '1000',
+        ALLOW_PRIVATE_UPSTREAMS: 'true',
+        USAGE_FLUSH_MS: '20',
+      }),
     );
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
+    const usage = usageQueue({ sql: app.deps.sql });
+    usageWorker = new Worker(usage.queue, (job) => usage.process(job), { connection: workerRedis, prefix: redisPrefix, concurrency: 2 });
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
@@ -60,7 +83,9 @@ describe('dashboard in a browser', () => {
     await browser?.close();
     await app?.close();
     await worker?.stop();
+    await usageWorker?.close();
     await workerRedis?.quit();
+    await upstream?.close();
   });
 
   beforeEach(({ task, onTestFailed }) => {
@@ -110,6 +135,19 @@ describe('dashboard in a browser', () => {
     const balance = await call('/api/v1/balance', { key: firstKey });
     expectStatus(balance, 200);
     expect(balance.body.balance).toBe(6);
+
+    // An agent calls an API through the proxy (two calls fail upstream and are refunded); the
+    // overview then charts the day, lists the API and shows the error rate.
+    for (const path of ['forecast', 'forecast', 'alerts', 'forecast', 'fail', 'alerts', 'forecast', 'fail', 'forecast', 'alerts']) {
+      const res = await fetch(`${base}/api/v1/proxy/${meteredApi}/${path}`, { headers: { authorization: `Bearer ${firstKey}` } });
+      expect([200, 502], `proxy answered ${res.status}`).toContain(res.status);
+      await res.arrayBuffer();
+    }
+    await expect.poll(async () => ((await call('/api/v1/usage?days=30', { key: firstKey })).body.totals as { calls: number }).calls, { timeout: 15_000 }).toBe(10);
+    await page.reload();
+    await page.locator('figure.chart svg rect').last().waitFor();
+    await page.getByRole('cell', { name: meteredApi }).waitFor();
+    await expect(page.getByText('20%', { exact: true }).isVisible()).resolves.toBe(true);
     await docScreenshot(page, 'overview');
   });
 
@@ -161,10 +199,11 @@ describe('dashboard in a browser', () => {
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.keyboard.press('Tab');
     await expect(page.evaluate<string | undefined>('document.activeElement?.textContent')).resolves.toBe('Skip to content');
+    const before = (await call('/api/v1/balance', { key: firstKey })).body.balance as number;
     await page.getByLabel('Amount in dollars').fill('1');
     await page.getByRole('button', { name: 'Add funds' }).focus();
     await page.keyboard.press('Enter');
-    await page.getByTestId('balance').filter({ hasText: '$7.00' }).waitFor();
+    await page.getByTestId('balance').filter({ hasText: dollars(before + 1) }).waitFor();
   });
 
   it('searches the directory, shows the $0.01 charge before buying instructions, and votes', async () => {
