@@ -85,3 +85,70 @@ export async function registerApi(options: { baseUrl: string; price: string; aut
 }
 
 export const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+
+export interface RawResponse {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+  /** Set when the response was cut off. */
+  aborted: boolean;
+}
+
+/**
+ * A plain node:http client call: sends the path and headers exactly as given (no URL
+ * normalisation, any header), so tests can send what a hostile or sloppy client would.
+ */
+export async function rawRequest(
+  base: string,
+  options: { method: string; path: string; headers?: Record<string, string | string[]>; body?: Buffer | string | AsyncIterable<Buffer> },
+): Promise<RawResponse> {
+  const { request } = await import('node:http');
+  const url = new URL(base);
+  return new Promise<RawResponse>((resolve, reject) => {
+    const headers = { ...options.headers };
+    if (typeof options.body === 'string' || Buffer.isBuffer(options.body)) headers['content-length'] = String(Buffer.byteLength(options.body));
+    const req = request({ host: url.hostname, port: url.port, method: options.method, path: options.path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      let aborted = false;
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('aborted', () => {
+        aborted = true;
+      });
+      res.on('error', () => {
+        aborted = true;
+      });
+      res.on('close', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), aborted: aborted || !res.complete }));
+    });
+    req.on('error', reject);
+    const body = options.body;
+    if (body === undefined) req.end();
+    else if (typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
+    else {
+      void (async () => {
+        for await (const chunk of body) {
+          if (!req.write(chunk)) await new Promise((r) => req.once('drain', r));
+        }
+        req.end();
+      })().catch((error: unknown) => req.destroy(error as Error));
+    }
+  });
+}
+
+/** Deterministic pseudo-random bytes, produced in chunks, with the digest of the whole. */
+export function bigPayload(totalBytes: number, seed = 1): { chunks: () => AsyncGenerator<Buffer>; sha256: string } {
+  const chunkSize = 64 * 1024;
+  const make = (i: number) => createHash('sha256').update(`${seed}:${i}`).digest().toString('hex').repeat(Math.ceil(chunkSize / 64)).slice(0, chunkSize);
+  const hash = createHash('sha256');
+  const count = Math.ceil(totalBytes / chunkSize);
+  const chunkAt = (i: number) => {
+    const full = Buffer.from(make(i), 'latin1');
+    return i === count - 1 ? full.subarray(0, totalBytes - chunkSize * (count - 1)) : full;
+  };
+  for (let i = 0; i < count; i += 1) hash.update(chunkAt(i));
+  return {
+    sha256: hash.digest('hex'),
+    chunks: async function* () {
+      for (let i = 0; i < count; i += 1) yield chunkAt(i);
+    },
+  };
+}
