@@ -192,6 +192,37 @@ describe('the metered proxy', () => {
     expect(seen.headers['transfer-encoding']).toBe('chunked');
   });
 
+  it('keeps the charge when the caller hangs up mid-download', async () => {
+    const account = await funded();
+    const { request } = await import('node:http');
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = request(`${edge}/api/v1/proxy/${apiId}/big`, { headers: { 'x-api-key': account.fullKey }, agent: false }, (res) => {
+        res.once('data', (chunk: Buffer) => {
+          req.destroy();
+          resolve(chunk.length);
+        });
+      });
+      req.on('error', () => {});
+      req.on('close', () => resolve(-1));
+      req.end();
+      setTimeout(() => reject(new Error('no data')), 5_000).unref();
+    });
+    expect(got).toBeGreaterThan(0);
+    // Asserting an absence: give the edge a moment to notice the hang-up and settle the call.
+    await new Promise((r) => setTimeout(r, 300));
+    const entries = await ledger(account.accountId);
+    expect(entries.map((e) => e.kind)).toEqual(['adjustment', 'charge']);
+  });
+
+  it('forwards a GET body as well', async () => {
+    const account = await funded();
+    const before = upstream.seen.length;
+    const res = await call(account, 'GET', '/echo?x=1', { headers: { 'content-type': 'application/json' }, body: '{"query": 1}' });
+    expect(res.status).toBe(200);
+    expect(seenSince(before)[0]!.body?.toString()).toBe('{"query": 1}');
+    expect(res.body.toString()).toBe('{"query": 1}');
+  });
+
   it('forwards odd bodies byte for byte, whatever their content type', async () => {
     const account = await funded();
     const binary = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 256));

@@ -188,4 +188,25 @@ describe('the usage pipeline', () => {
       await deadSql.end({ timeout: 1 });
     }
   });
+
+  it('keeps charging correctly with Redis down, and the usage still lands in Postgres', async () => {
+    const offline = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_URL: 'redis://127.0.0.1:1', USAGE_QUEUE_TIMEOUT_MS: '200', USAGE_FLUSH_MS: '20' });
+    try {
+      await offline.listen({ host: '127.0.0.1', port: 0 });
+      const offlineEdge = `http://127.0.0.1:${(offline.server.address() as AddressInfo).port}`;
+      const account = await createTestAccount(offline.deps.sql, { balanceMicros: 5_000n });
+      const apiId = await registerApi({ baseUrl: upstream.url, price: '0.002' });
+      const statuses = [];
+      for (let i = 0; i < 3; i += 1) statuses.push((await rawRequest(offlineEdge, { method: 'GET', path: `/api/v1/proxy/${apiId}/ok`, headers: bearer(account.fullKey) })).status);
+      expect(statuses).toEqual([200, 200, 402]);
+      await offline.usage.flush();
+      const [row] = await offline.deps.sql<{ calls: bigint; cost: bigint; balance: bigint }[]>`
+        select (select calls from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}) as calls,
+               (select cost_micros from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}) as cost,
+               (select balance_micros from accounts where id = ${account.accountId}) as balance`;
+      expect(row).toEqual({ calls: 2n, cost: 4_000n, balance: 1_000n });
+    } finally {
+      await offline.close();
+    }
+  });
 });

@@ -41,6 +41,8 @@ export const edgeSettings = sharedSettings.extend({
   /** ... or after this many milliseconds, whichever comes first. */
   USAGE_FLUSH_MS: z.coerce.number().int().min(5).max(60_000).default(250),
   /** Events held in memory while both Redis and Postgres refuse them; beyond this the oldest batch is logged and dropped. */
+  /** How long handing one batch to Redis may take before it is written to Postgres directly. */
+  USAGE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
   USAGE_BUFFER_MAX: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
 });
 

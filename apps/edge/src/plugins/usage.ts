@@ -22,6 +22,7 @@ export default fp(
       batchSize: settings.USAGE_BATCH_SIZE,
       flushMs: settings.USAGE_FLUSH_MS,
       bufferMax: settings.USAGE_BUFFER_MAX,
+      addTimeoutMs: settings.USAGE_QUEUE_TIMEOUT_MS,
       log: app.log,
     });
     app.decorate('usage', recorder);

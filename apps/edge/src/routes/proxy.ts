@@ -1,4 +1,4 @@
-import { Transform } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -26,7 +26,6 @@ import { requireAuth } from '../plugins/auth.js';
 import { API_ID } from './connections.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** `/api/v1/proxy/{api_id}`: segments of the raw URL before the path remainder. */
 const SEGMENTS_BEFORE_REMAINDER = 4;
 /** How much of a failing upstream's body the 502 carries. */
@@ -117,12 +116,17 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       at: new Date().toISOString(),
     });
 
-  const headers = upstreamRequestHeaders(request.raw.rawHeaders, upstreamAuthPart && 'header' in upstreamAuthPart ? [upstreamAuthPart.header[0]] : []);
+  // Fastify hands the body of POST/PUT/PATCH/DELETE to the catch-all parser; a GET body stays on the raw request.
+  const raw = (request.body as IncomingMessage | undefined) ?? (carriesBody(request.raw) ? request.raw : undefined);
+  const hasBody = raw !== undefined;
+  const dropped = upstreamAuthPart && 'header' in upstreamAuthPart ? [upstreamAuthPart.header[0]] : [];
+  // Without a body to forward, a stray Content-Length would promise bytes that never come.
+  if (!hasBody) dropped.push('content-length');
+  const headers = upstreamRequestHeaders(request.raw.rawHeaders, dropped);
   if (upstreamAuthPart && 'header' in upstreamAuthPart) headers.push(...upstreamAuthPart.header);
 
   let body: Transform | undefined;
-  const raw = request.body as IncomingMessage | undefined;
-  if (BODY_METHODS.has(request.method) && raw && typeof raw.pipe === 'function') {
+  if (raw) {
     const limit = settings.PROXY_BODY_LIMIT_BYTES;
     body = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
@@ -167,13 +171,14 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   reply.code(upstream.statusCode);
   reply.headers(downstreamResponseHeaders(upstream.headers));
   let upstreamBroke = false;
+  let clientGone = false;
   let settled = false;
   const settle = () => {
     if (settled) return;
     settled = true;
     if (upstreamBroke && receipt.chargeId) {
       // The upstream closed mid-response: the caller got a cut-off answer; the charge is returned.
-      refund(sql, receipt.chargeId, 'upstream closed mid-response').then(
+      refund(sql, receipt.chargeId, 'refund: upstream closed mid-response').then(
         () => recordUsage(502, 0n),
         (error: unknown) => {
           request.log.error({ err: error, chargeId: receipt.chargeId }, 'refund after an aborted upstream response failed');
@@ -182,9 +187,10 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       );
       return;
     }
+    // A caller who hangs up mid-download keeps the charge: the upstream did its work.
     recordUsage(upstream.statusCode, receipt.costMicros);
   };
-  if (request.method === 'HEAD' || upstream.statusCode === 204 || upstream.statusCode === 304) {
+  if (upstream.statusCode === 204 || upstream.statusCode === 304) {
     await upstream.body.dump();
     settle();
     return reply.send();
@@ -195,12 +201,16 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       callback(null, chunk);
     },
   });
-  upstream.body.on('error', (error) => {
-    upstreamBroke = true;
-    meter.destroy(error);
+  // The source's own error comes first when the upstream breaks; when the caller hangs up, the
+  // reply closes first and the pipeline then tears the upstream body down.
+  upstream.body.on('error', () => {
+    if (!clientGone) upstreamBroke = true;
   });
-  upstream.body.pipe(meter);
-  reply.raw.once('close', settle);
+  pipeline(upstream.body, meter, () => {});
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
+    setImmediate(settle);
+  });
   return reply.send(meter);
 }
 
@@ -216,6 +226,10 @@ async function upstreamKey(request: FastifyRequest, api: MeteredApi, accountId: 
   throw new PlatformError('connection_required', `${api.id} needs a key and the platform has none for it`, {
     hint: `Nothing was charged. Connect your own key with POST /api/v1/connect/${api.id} {"apiKey": "..."}.`,
   });
+}
+
+function carriesBody(raw: IncomingMessage): boolean {
+  return raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length'] ?? 0) > 0;
 }
 
 function bodyTooLarge(limit: number) {
