@@ -1,6 +1,6 @@
 // The Temporal worker process: runs the cookbook-session workflows and their activities.
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
 import { createRedis } from '../../db/src/redis.js';
 import { SettingsError } from '../../db/src/settings.js';
@@ -17,6 +17,10 @@ try {
   process.exit(1);
 }
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'temporal-worker' } });
+
+// The SDK logs through its own logger; keep it at warnings unless debugging (the bundler is chatty at info).
+const sdkLevel: LogLevel = settings.LOG_LEVEL === 'debug' || settings.LOG_LEVEL === 'trace' ? 'DEBUG' : 'WARN';
+Runtime.install({ logger: new DefaultLogger(sdkLevel) });
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
 const redis = createRedis(settings.REDIS_URL, 'queue');
