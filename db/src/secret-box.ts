@@ -16,8 +16,8 @@ export const DEV_MASTER_KEY = '6465762d6f6e6c792d636f6e6e656374696f6e732d6d61737
 
 /** CONNECTIONS_MASTER_KEY: 32 bytes written as 64 hex digits or base64. Parses to a Buffer. */
 export const masterKeySetting = z
-  .string()
-  .default(DEV_MASTER_KEY)
+  // An empty value (as docker-compose passes an unset variable) means "not set".
+  .preprocess((value) => (value === '' ? undefined : value), z.string().default(DEV_MASTER_KEY))
   .transform((value, ctx) => {
     const text = value.trim();
     const key = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');

@@ -56,5 +56,8 @@ export function loadEdgeSettings(env: NodeJS.ProcessEnv = process.env): EdgeSett
   if (settings.NODE_ENV === 'production' && isDevMasterKey(settings.CONNECTIONS_MASTER_KEY)) {
     throw new Error('CONNECTIONS_MASTER_KEY must be set to 32 random bytes (openssl rand -hex 32) in production');
   }
+  if (settings.NODE_ENV === 'production' && settings.ALLOW_PRIVATE_UPSTREAMS) {
+    throw new Error('ALLOW_PRIVATE_UPSTREAMS=true is for tests only: in production the proxy must not reach private or loopback addresses');
+  }
   return settings;
 }
