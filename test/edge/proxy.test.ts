@@ -20,6 +20,9 @@ async function upstreamHandler(req: IncomingMessage, res: ServerResponse, seen: 
   } else if (route === '/missing') {
     res.writeHead(404, { 'content-type': 'text/plain', 'x-upstream': 'yes' });
     res.end('no such thing');
+  } else if (route === '/leak-key') {
+    res.writeHead(500, { 'content-type': 'text/plain' });
+    res.end(`bad key ${String(req.headers['x-api-key'])}`);
   } else if (route === '/boom') {
     res.writeHead(500, { 'content-type': 'text/plain' });
     res.end('database exploded');
@@ -298,6 +301,11 @@ describe('the metered proxy', () => {
       check(seen);
       expect(JSON.stringify(seen.rawHeaders) + seen.url).not.toContain(account.fullKey);
     }
+    const leaky = await registerApi({ baseUrl: upstream.url, price: '0.001', auth: 'header:X-Api-Key', platformKey: 'plat-secret-123456' });
+    const leaked = await call(account, 'GET', '/leak-key', { api: leaky });
+    expect(leaked.status).toBe(502);
+    expect(leaked.body.toString()).not.toContain('plat-secret-123456');
+    expect(json(leaked).upstream).toEqual({ status: 500, body: 'bad key [redacted]' });
     const keyless = await registerApi({ baseUrl: upstream.url, price: '0.001', auth: 'bearer' });
     const before = upstream.seen.length;
     expectError(await asResponse(call(account, 'GET', '/x', { api: keyless })), 409, 'connection_required');

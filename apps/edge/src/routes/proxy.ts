@@ -152,7 +152,8 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
   if (upstream.statusCode >= 500) {
     const unavailable = upstream.statusCode === 503;
-    const excerpt = await readExcerpt(upstream.body);
+    // An upstream that echoes the key it was sent must not hand the platform's key to the caller.
+    const excerpt = key === null || key.length < 4 ? await readExcerpt(upstream.body) : (await readExcerpt(upstream.body)).replaceAll(key, '[redacted]');
     const failure = unavailable
       ? new PlatformError('upstream_unavailable', `${api.id} is temporarily unavailable (upstream answered 503)`, {
           hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
