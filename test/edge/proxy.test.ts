@@ -312,6 +312,19 @@ describe('the metered proxy', () => {
     expect(upstream.seen.length).toBe(before);
   });
 
+  it('reaches the base URL itself, and a free API still reports cost and balance', async () => {
+    const account = await funded();
+    const free = await registerApi({ baseUrl: `${upstream.url}/base`, price: '0' });
+    for (const [path, expected] of [['', '/base'], ['/', '/base/'], ['?a=1', '/base?a=1']] as const) {
+      const res = await call(account, 'GET', path, { api: free });
+      expect(res.status, res.body.toString()).toBe(200);
+      expect(json(res).url).toBe(expected);
+      expect(res.headers['x-service-cost']).toBe('0');
+      expect(res.headers['x-service-balance']).toBe('1');
+      expect(res.headers['x-service-api']).toBe(free);
+    }
+  });
+
   it('prices by the first matching rule', async () => {
     const account = await funded();
     const res = await call(account, 'POST', '/premium/model', { body: 'x', headers: { 'content-type': 'text/plain' } });

@@ -6,7 +6,7 @@ import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { connectionKey } from '../../../../db/src/connections.js';
 import { notFound, PlatformError } from '../../../../db/src/errors.js';
-import { refund } from '../../../../db/src/ledger.js';
+import { getBalance, refund } from '../../../../db/src/ledger.js';
 import { getMeteredApi, priceOf, type MeteredApi } from '../../../../db/src/metered-apis.js';
 import { formatDollars } from '../../../../db/src/money.js';
 import { openSecret, platformKeyContext } from '../../../../db/src/secret-box.js';
@@ -55,18 +55,26 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
+  const schema = {
+    tags: ['proxy'],
+    summary: 'Call a third-party API through the metered proxy',
+    description:
+      'The path after the API id, the query string and the body reach the upstream unchanged. The call is charged before it is ' +
+      'forwarded; 502/503 answers are refunded. Send X-Max-Cost (dollars) to refuse a call that would cost more.',
+  };
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId/*',
     config: { auth: 'key' },
-    schema: {
-      tags: ['proxy'],
-      summary: 'Call a third-party API through the metered proxy',
-      description:
-        'The path after the API id, the query string and the body reach the upstream unchanged. The call is charged before it is ' +
-        'forwarded; 502/503 answers are refunded. Send X-Max-Cost (dollars) to refuse a call that would cost more.',
-      params: z.object({ apiId: API_ID, '*': z.string() }),
-    },
+    schema: { ...schema, params: z.object({ apiId: API_ID, '*': z.string() }) },
+    handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
+  });
+  // The API's base URL itself (`/proxy/{api_id}` or `/proxy/{api_id}/`, the router ignores the trailing slash).
+  app.route({
+    method: [...METHODS],
+    url: '/proxy/:apiId',
+    config: { auth: 'key' },
+    schema: { ...schema, params: z.object({ apiId: API_ID }) },
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });
 };
@@ -98,6 +106,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   // Nothing is forwarded before the charge (and X-Max-Cost, allow-list and spend limit) passed.
   const receipt = await chargeRequest(request, reply, { costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${target.path || '/'}` });
   reply.header('X-Service-Api', api.id);
+  if (receipt.balanceMicros === null) reply.header('X-Service-Balance', formatDollars((await getBalance(sql, auth.accountId)) ?? 0n));
 
   let bytesIn = 0;
   let bytesOut = 0;
