@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Job, Queue, Worker } from 'bullmq';
@@ -8,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageRecorder } from '../../apps/edge/src/lib/usage-recorder.js';
 import { createRedis } from '../../db/src/redis.js';
 import { createSql } from '../../db/src/sql.js';
-import { USAGE_JOB, USAGE_QUEUE, type UsageEvent } from '../../db/src/usage.js';
+import { recordUsageEvents, USAGE_JOB, USAGE_QUEUE, type UsageEvent } from '../../db/src/usage.js';
 import { usageQueue } from '../../workers/queues/usage.js';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
@@ -147,6 +148,52 @@ describe('the usage pipeline', () => {
       await connection.quit();
     }
   });
+
+  it('counts nothing of a batch whose worker process is killed mid-transaction, and the retry counts it once', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const apiId = uniqueId('api-');
+    const events = Array.from({ length: 50 }, () => event(account.accountId, apiId));
+    const appName = uniqueId('doomed-worker');
+    // Another transaction holds the day's aggregate row, so the worker stops right after inserting its events.
+    let inserted!: () => void;
+    const blockerReady = new Promise<void>((resolve) => (inserted = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const blocker = app.deps.sql
+      .begin(async (tx) => {
+        await tx`insert into usage_daily (account_id, api_id, day) values (${account.accountId}, ${apiId}, (now() at time zone 'UTC')::date)`;
+        inserted();
+        await held;
+        throw new Error('roll back the blocker');
+      })
+      .catch(() => {});
+    await blockerReady;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/usage-batch-process.ts'], {
+      env: { ...process.env, USAGE_BATCH: JSON.stringify({ events }), USAGE_APP_NAME: appName },
+      stdio: 'ignore',
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    try {
+      await expect
+        .poll(async () => (await app.deps.sql`select 1 from pg_stat_activity where application_name = ${appName} and wait_event_type = 'Lock'`).length, { timeout: 15_000, interval: 25 })
+        .toBe(1);
+      child.kill('SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+    } finally {
+      release();
+      await blocker;
+      child.kill('SIGKILL');
+    }
+    // Once the lock is free the dead session's statement ends, Postgres finds the client gone and
+    // rolls its transaction back.
+    await expect.poll(async () => (await app.deps.sql`select 1 from pg_stat_activity where application_name = ${appName}`).length, { timeout: 5_000, interval: 25 }).toBe(0);
+    const [{ n } = { n: -1n }] = await app.deps.sql<{ n: bigint }[]>`select count(*)::bigint as n from usage_events where account_id = ${account.accountId}`;
+    expect(n).toBe(0n);
+    expect(await recordUsageEvents(app.deps.sql, events)).toBe(50);
+    expect(await recordUsageEvents(app.deps.sql, events)).toBe(0);
+    const [daily] = await app.deps.sql<{ calls: bigint }[]>`select calls from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}`;
+    expect(daily?.calls).toBe(50n);
+  }, 30_000);
 
   it('writes events straight to Postgres when Redis is down, losing none', async () => {
     const account = await createTestAccount(app.deps.sql);
