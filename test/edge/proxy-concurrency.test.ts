@@ -27,8 +27,15 @@ describe('the proxy under 2,000 concurrent charged calls', () => {
       res.end('{"ok":true}');
     });
     const prefix = uniqueId('conc');
-    // High limits here: when rate limiting lands, its settings are overridden in this call too.
-    app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix, DATABASE_POOL_MAX: '16', USAGE_FLUSH_MS: '50' });
+    // 2,000 calls on one key in seconds: the per-key rate limit is set out of the way explicitly.
+    app = await createTestApp({
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: prefix,
+      DATABASE_POOL_MAX: '16',
+      USAGE_FLUSH_MS: '50',
+      RATE_LIMIT_KEY_MAX: '1000000',
+      RATE_LIMIT_PUBLIC_MAX: '1000000',
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     pool = new Pool(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, { connections: 64, keepAliveTimeout: 30_000 });
     workerRedis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');

@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import usagePlugin from '../plugins/usage.js';
+import agentKeyRoutes from './agent-keys.js';
 import balanceRoutes from './balance.js';
 import connectionRoutes from './connections.js';
 import healthRoutes from './health.js';
+import keyRoutes from './keys.js';
 import proxyRoutes from './proxy.js';
+import registerRoutes from './register.js';
+import sessionRoutes from './sessions.js';
 import usageRoutes from './usage.js';
 
 /**
@@ -15,6 +19,9 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
+      await api.register(registerRoutes);
+      await api.register(keyRoutes);
+      await api.register(agentKeyRoutes);
       await api.register(balanceRoutes);
       await api.register(connectionRoutes);
       await api.register(usageRoutes);
@@ -23,4 +30,6 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
     },
     { prefix: '/api/v1' },
   );
+  // Dashboard sessions live on the site root, outside the versioned API.
+  await app.register(sessionRoutes);
 }
