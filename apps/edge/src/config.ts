@@ -16,6 +16,12 @@ export const edgeSettings = sharedSettings.extend({
   SESSION_SECRET: z.string().min(32).default('dev-only-session-secret-change-me-0123456789'),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: z.string().regex(/^[^:]+:.+$/).optional(),
+  /** Cookbook session event streams: a comment line this often keeps proxies from closing idle streams. */
+  SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** Budget for starting a session workflow; past it (Temporal unreachable) the start answers 503. */
+  TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /** Budget for a step completion or cancellation to be applied by the workflow before answering 503. */
+  TEMPORAL_UPDATE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
 });
 
 export type EdgeSettings = z.output<typeof edgeSettings>;

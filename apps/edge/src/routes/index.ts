@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import sessionEventsPlugin from '../plugins/session-events.js';
+import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
 
 /**
@@ -6,9 +8,11 @@ import healthRoutes from './health.js';
  * under /api/v1 and appears in the OpenAPI document automatically.
  */
 export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
+  await app.register(sessionEventsPlugin);
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
+      await api.register(cookbookRoutes);
     },
     { prefix: '/api/v1' },
   );
