@@ -37,6 +37,8 @@ const { recordSessionChange } = proxyActivities<Activities>({
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+type PendingCompletion = CompleteStepRequest & { result: CompleteStepResult | null };
+
 /** Runs the session's steps in order; returns the final snapshot. */
 export async function cookbookSession(input: CookbookSessionInput): Promise<SessionSnapshot> {
   const total = input.steps.length;
@@ -49,10 +51,12 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
   let updatedAt = startedAt;
   let cancelRequested = false;
   /** A completion the update handler accepted, until the main loop has applied and persisted it. */
-  let pending: (CompleteStepRequest & { result: CompleteStepResult | null }) | null = null;
+  let pending: PendingCompletion | null = null;
   let cancelResult: SessionSnapshot | null = null;
   // Read through a function: the handlers change `pending` behind the main loop's back.
   const accepted = () => pending;
+  /** The completion applied in this transition, answered once the transition is persisted. */
+  let applied: PendingCompletion | null = null;
 
   const ended = () => ENDED_STATUSES.includes(status);
   const currentStep = () => (ended() ? null : (input.steps[index]?.stepId ?? null));
@@ -192,9 +196,9 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       if (step.kind === 'human') emit('human_step.pending', { ...stepData, remindAt: record.remindAt, expiresAt: record.expiresAt });
       await commit();
       // The completion that led here (if any) is answered once the next step is persisted too.
-      const answered = accepted();
-      if (answered !== null) {
-        answered.result = { session: snapshot(), nextStepId: step.stepId };
+      if (applied !== null) {
+        applied.result = { session: snapshot(), nextStepId: step.stepId };
+        applied = null;
         pending = null;
       }
 
@@ -232,15 +236,16 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       record.completedAt = iso(Date.now());
       record.remindAt = null;
       dirtySteps.set(step.stepId, record);
+      applied = completion;
       completed += 1;
       const doneData = { stepId: step.stepId, title: step.title, kind: step.kind, completedBy: completion.actor, progress: progress() };
       emit('step.completed', doneData);
       if (step.kind === 'human') emit('human_step.completed', doneData);
     }
     await finish('completed', 'session.completed');
-    const last = accepted();
-    if (last !== null) {
-      last.result = { session: snapshot(), nextStepId: null };
+    if (applied !== null) {
+      applied.result = { session: snapshot(), nextStepId: null };
+      applied = null;
       pending = null;
     }
     // A cancellation that raced the last completion finds the session ended.

@@ -74,7 +74,12 @@ export interface StepView {
   resultData: Record<string, unknown> | null;
 }
 
-export function stepView(cookbook: Cookbook, selectedApis: Record<string, string>, stepId: string, history: StepRow | undefined): StepView | null {
+/**
+ * A step of a session's cookbook with what the history says about it. The current step counts as
+ * pending even before the workflow's first write of its history row lands.
+ */
+export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string, history: StepRow | undefined): StepView | null {
+  const selectedApis = session.selected_apis;
   const position = cookbook.steps.findIndex((step) => step.stepId === stepId);
   const step = cookbook.steps[position];
   if (!step) return null;
@@ -87,7 +92,7 @@ export function stepView(cookbook: Cookbook, selectedApis: Record<string, string
     inputSchema: step.inputSchema,
     timeLimits: step.timeLimits,
     completedBy: step.kind === 'human' ? 'human' : 'key',
-    status: history?.status ?? 'upcoming',
+    status: history?.status ?? (session.current_step_id === stepId && !isEnded(session) ? 'pending' : 'upcoming'),
     startedAt: history?.started_at.toISOString() ?? null,
     remindAt: history?.remind_at?.toISOString() ?? null,
     expiresAt: history?.expires_at?.toISOString() ?? null,

@@ -240,7 +240,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
       const [cookbook, history] = await Promise.all([requireCookbook(request, row.cookbook_id), listSessionSteps(sql, row.id)]);
       const byId = new Map(history.map((step) => [step.step_id, step]));
-      const steps = cookbook.steps.map((step) => stepView(cookbook, row.selected_apis, step.stepId, byId.get(step.stepId))!);
+      const steps = cookbook.steps.map((step) => stepView(cookbook, row, step.stepId, byId.get(step.stepId))!);
       return { ok: true as const, session: { ...sessionView(row), cookbookTitle: cookbook.title, steps } };
     },
   );
@@ -262,7 +262,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
       }
       const [cookbook, history] = await Promise.all([requireCookbook(request, row.cookbook_id), listSessionSteps(sql, row.id)]);
-      const step = stepView(cookbook, row.selected_apis, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
+      const step = stepView(cookbook, row, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
       if (!step) throw new Error(`step ${row.current_step_id} is not in cookbook ${cookbook.id}`);
       return { ok: true as const, step };
     },
@@ -308,7 +308,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const fresh = await requireSession(sql, auth.accountId, row.id);
       const history = result.nextStepId === null ? [] : await listSessionSteps(sql, row.id);
       const nextStep =
-        result.nextStepId === null ? null : stepView(cookbook, row.selected_apis, result.nextStepId, history.find((h) => h.step_id === result.nextStepId));
+        result.nextStepId === null ? null : stepView(cookbook, fresh, result.nextStepId, history.find((h) => h.step_id === result.nextStepId));
       return { ok: true as const, session: sessionView(fresh), nextStep };
     },
   );
