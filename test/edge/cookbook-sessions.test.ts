@@ -138,4 +138,217 @@ describe('cookbook sessions over REST, on Temporal', () => {
     const active = expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions'));
     expect(active.sessions.map((s) => s.sessionId)).not.toContain(session.sessionId);
   });
+  it('refuses bad starts: unknown cookbook 404, missing or unknown slots and unknown APIs 400 naming the slot', async () => {
+    expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, {}, 'no-such-cookbook'), 404, 'not_found');
+    const missing = expectError(await start({ selectedApis: { weather: weatherApi } }), 400, 'validation_failed');
+    expect(missing.error).toContain('"sms"');
+    const unknownSlot = expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi, fax: smsApi } }), 400, 'validation_failed');
+    expect(unknownSlot.error).toContain('"fax"');
+    const unknownApi = expectError(await start({ selectedApis: { weather: weatherApi, sms: 'no-such-api-xyz' } }), 400, 'validation_failed');
+    expect(unknownApi.error).toContain('"sms"');
+    expect(unknownApi.error).toContain('no-such-api-xyz');
+    expectError(await start({ selectedApis: 'weather' }), 400, 'validation_failed');
+    expectError(await start({ selectedApis: { weather: 7 } }), 400, 'validation_failed');
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: auth() }), 400, 'body_missing');
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', payload: { selectedApis: {} } }), 401, 'missing_credentials');
+    expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, { 'idempotency-key': 'has space' }), 400, 'validation_failed');
+    const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${account.accountId} and selected_apis ? 'fax'`;
+    expect(row!.n).toBe(0);
+  });
+
+  it('answers the same session for the same Idempotency-Key, even when the retries race', async () => {
+    const who = await createTestAccount(app.deps.sql);
+    const key = uniqueId('idem-');
+    const body = { selectedApis: { weather: weatherApi, sms: smsApi } };
+    const [a, b] = await Promise.all([start(body, who, { 'idempotency-key': key }), start(body, who, { 'idempotency-key': key })]);
+    const first = expectOk<{ session: Session }>(a, 201).session;
+    expect(expectOk<{ session: Session }>(b, 201).session.sessionId).toBe(first.sessionId);
+    const again = await start(body, who, { 'idempotency-key': key });
+    expect(expectOk<{ session: Session }>(again, 201).session.sessionId).toBe(first.sessionId);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    const other = expectOk<{ session: Session }>(await start(body, who, { 'idempotency-key': `${key}-2` }), 201).session;
+    expect(other.sessionId).not.toBe(first.sessionId);
+    // The same key of another account is another session.
+    const stranger = expectOk<{ session: Session }>(await start(body, account, { 'idempotency-key': key }), 201).session;
+    expect(stranger.sessionId).not.toBe(first.sessionId);
+    const active = expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions', who)).sessions.map((s) => s.sessionId);
+    expect(active.sort()).toEqual([first.sessionId, other.sessionId].sort());
+  });
+
+  it("answers 404 for another account's session on every session route", async () => {
+    const session = await startWeather();
+    const other = await createTestAccount(app.deps.sql);
+    const base = `/api/v1/cookbooks/sessions/${session.sessionId}`;
+    for (const path of ['', '/step', '/human-steps', '/events']) expectError(await get(`${base}${path}`, other), 404, 'not_found');
+    expectError(await complete(session.sessionId, 'fetch-forecast', FORECAST, other), 404, 'not_found');
+    expectError(await app.inject({ method: 'POST', url: `${base}/cancel`, headers: auth(other) }), 404, 'not_found');
+    expectError(await get('/api/v1/cookbooks/sessions/ses_doesnotexist'), 404, 'not_found');
+    // The owner's session is untouched.
+    expect(expectOk<{ session: Session }>(await get(base)).session.progress.completed).toBe(0);
+  });
+
+  it('rejects a stale step with 409, a resultData that breaks the schema with 400, and a key completing a human step with 403, before history', async () => {
+    const session = await startWeather();
+    expectError(await complete(session.sessionId, 'draft-message', DRAFT), 409, 'conflict');
+    expectError(await complete(session.sessionId, 'no-such-step', {}), 409, 'conflict');
+    const invalid = expectError(await complete(session.sessionId, 'fetch-forecast', { location: { lat: 200, lon: 0 }, severe: 'yes' }), 400, 'validation_failed');
+    expect(invalid.error).toMatch(/resultData\.location\.lat|resultData\.severe|alerts/);
+    expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`, headers: auth(), payload: { stepId: 'fetch-forecast' } }), 400, 'validation_failed');
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    // A completion of the step just done is stale now.
+    expectError(await complete(session.sessionId, 'fetch-forecast', FORECAST), 409, 'conflict');
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT));
+    const forbidden = expectError(await complete(session.sessionId, 'approve-wording', { approved: true }), 403, 'forbidden');
+    expect(forbidden.error).toContain('person');
+
+    // The workflow validator also refuses a stale step sent straight to Temporal (the edge's mirror check bypassed).
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    await expect(handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'fetch-forecast', resultData: {}, actor: 'key' }] })).rejects.toThrow();
+    await expect(handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'approve-wording', resultData: {}, actor: 'key' }] })).rejects.toThrow();
+
+    // Rejected updates never reached history: only the two accepted completions are there.
+    const history = await handle.fetchHistory();
+    const accepted = history.events?.filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes) ?? [];
+    expect(accepted).toHaveLength(2);
+    expect(expectOk<{ session: Session }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`)).session).toMatchObject({
+      status: 'waiting_for_human',
+      progress: { completed: 2, total: 4 },
+    });
+  });
+
+  it('lets exactly one of two racing completions of the same step win, over REST and straight through Temporal', async () => {
+    const session = await startWeather();
+    const results = await Promise.all([complete(session.sessionId, 'fetch-forecast', FORECAST), complete(session.sessionId, 'fetch-forecast', FORECAST)]);
+    expect(results.map((r) => r.statusCode).sort(), results.map((r) => r.body).join('\n')).toEqual([200, 409]);
+
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    const direct = await Promise.allSettled(
+      [1, 2, 3].map(() => handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'draft-message', resultData: DRAFT, actor: 'key' }] })),
+    );
+    expect(direct.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const state = await handle.query('sessionState');
+    expect(state).toMatchObject({ currentStep: 'approve-wording', progress: { completed: 2, total: 4 } });
+    const detail = expectOk<{ session: { steps: { stepId: string; status: string }[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    expect(detail.session.steps.filter((s) => s.status === 'completed').map((s) => s.stepId)).toEqual(['fetch-forecast', 'draft-message']);
+  });
+
+  it('keeps the search attributes current and leaves a memo an operator can read', async () => {
+    const who = await createTestAccount(app.deps.sql);
+    const session = await startWeather(who);
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    const description = await handle.describe();
+    expect(description.memo).toMatchObject({ cookbookTitle: expect.stringContaining('SMS'), account: who.email, selectedApis: { weather: weatherApi, sms: smsApi } });
+    expect(description.taskQueue).toBe(taskQueue);
+
+    const list = async (query: string) => {
+      const ids: string[] = [];
+      for await (const execution of app.deps.temporal.client.workflow.list({ query })) ids.push(execution.workflowId);
+      return ids;
+    };
+    await expect.poll(() => list(`AccountId = "${who.accountId}" AND CookbookId = "weather-alert-sms" AND CurrentStep = "fetch-forecast"`), { timeout: 10_000, interval: 200 }).toEqual([
+      workflowIdFor(session.sessionId),
+    ]);
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, who));
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT, who));
+    await expect
+      .poll(() => list(`AccountId = "${who.accountId}" AND SessionStatus = "waiting_for_human" AND CurrentStep = "approve-wording"`), { timeout: 10_000, interval: 200 })
+      .toEqual([workflowIdFor(session.sessionId)]);
+    const count = await app.deps.temporal.client.workflow.count(`AccountId = "${who.accountId}" AND SessionStatus = "running"`);
+    expect(count.count).toBe(0);
+    const attributes = (await handle.describe()).typedSearchAttributes;
+    expect(attributes.getAll().map((pair) => [pair.key.name, pair.value]).filter(([name]) => ['AccountId', 'CookbookId', 'SessionStatus', 'CurrentStep'].includes(name as string)).sort()).toEqual([
+      ['AccountId', who.accountId],
+      ['CookbookId', 'weather-alert-sms'],
+      ['CurrentStep', 'approve-wording'],
+      ['SessionStatus', 'waiting_for_human'],
+    ]);
+  });
+
+  it('cancels a session (documented extra): the stream ends with session.cancelled and a second cancel is 409', async () => {
+    const session = await startWeather();
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    const cancelled = expectOk<{ session: Session }>(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }));
+    expect(cancelled.session).toMatchObject({ status: 'cancelled', currentStep: null, progress: { completed: 1, total: 4 } });
+    expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }), 409, 'conflict');
+    expectError(await complete(session.sessionId, 'draft-message', DRAFT), 409, 'conflict');
+    const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth());
+    await stream.ended;
+    expect(stream.events.at(-1)).toMatchObject({ event: 'session.cancelled', data: { status: 'cancelled', stepId: 'draft-message' } });
+  });
+
+  it('replays after Last-Event-ID (header or query), then follows live and ends after the final event', async () => {
+    const session = await startWeather();
+    const path = `/api/v1/cookbooks/sessions/${session.sessionId}/events`;
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    const full = await openSse(baseUrl, path, auth());
+    const seen = await full.waitFor(4);
+    full.close();
+    expect(seen.map((e) => e.event)).toEqual(['session.started', 'step.started', 'step.completed', 'step.started']);
+
+    const resumed = await openSse(baseUrl, path, { ...auth(), 'last-event-id': seen[1]!.id! });
+    expect((await resumed.waitFor(2)).map((e) => e.id)).toEqual([seen[2]!.id, seen[3]!.id]);
+    // Live: the next completion arrives on the open stream.
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT));
+    expect((await resumed.waitFor(5)).slice(2).map((e) => e.event)).toEqual(['step.completed', 'step.started', 'human_step.pending']);
+    await humanComplete(session.sessionId, 'approve-wording', { approved: false });
+    expectOk(await complete(session.sessionId, 'send-sms', { messageIds: [], skipped: true }));
+    await resumed.ended;
+    expect(resumed.events.at(-1)?.event).toBe('session.completed');
+    expect(resumed.comments.length).toBeGreaterThan(0);
+
+    const byQuery = await openSse(baseUrl, `${path}?lastEventId=10-0`, auth());
+    await byQuery.ended;
+    expect(byQuery.events.map((e) => e.id)).toEqual(['11-0', '12-0']);
+    // Already holding the final event: the stream ends at once with nothing to send.
+    const done = await openSse(baseUrl, path, { ...auth(), 'last-event-id': '12-0' });
+    await done.ended;
+    expect(done.events).toEqual([]);
+    expectError(await get(`${path}?lastEventId=abc`), 400, 'validation_failed');
+  });
+
+  it('serves many streams through one shared subscriber connection and frees a closed client at once', async () => {
+    const session = await startWeather();
+    const path = `/api/v1/cookbooks/sessions/${session.sessionId}/events`;
+    const before = app.sessionEvents.stats().followers;
+    const streams = await Promise.all(Array.from({ length: 60 }, () => openSse(baseUrl, path, auth())));
+    await Promise.all(streams.map((stream) => stream.waitFor(2)));
+    expect(app.sessionEvents.stats()).toMatchObject({ followers: before + 60, subscriberConnections: 1 });
+    const clients = (await app.deps.redis.client('LIST')) as string;
+    expect(clients.split('\n').filter((line) => line.includes(`name=${redisPrefix}:sse-hub`))).toHaveLength(1);
+
+    // Heartbeats arrive as comment lines on idle streams.
+    await expect.poll(() => streams[0]!.comments.includes('heartbeat'), { timeout: 5_000, interval: 50 }).toBe(true);
+    for (const stream of streams.slice(0, 59)) stream.close();
+    await expect.poll(() => app.sessionEvents.stats().followers, { timeout: 5_000, interval: 20 }).toBe(before + 1);
+    // The one left open still gets live events.
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    await streams[59]!.waitFor(4);
+    streams[59]!.close();
+    await expect.poll(() => app.sessionEvents.stats().followers, { timeout: 5_000, interval: 20 }).toBe(before);
+  });
+});
+
+describe('cookbook sessions while Temporal is unreachable', () => {
+  it('answers 503 to a start and leaves no half-created session', async () => {
+    const app = await createTestApp({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_START_TIMEOUT_MS: '1000' });
+    try {
+      await loadCookbooks(app.deps.sql);
+      const who = await createTestAccount(app.deps.sql);
+      const weather = await createTestApi(app.deps.sql, 'weather');
+      const sms = await createTestApi(app.deps.sql, 'sms');
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: { ...bearer(who.fullKey), 'idempotency-key': 'k1' },
+        payload: { selectedApis: { weather, sms } },
+      });
+      const body = expectError(res, 503, 'service_unavailable');
+      expect(body.hint).toContain('Retry');
+      const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${who.accountId}`;
+      expect(row!.n).toBe(0);
+      expect(expectOk<{ sessions: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/sessions', headers: bearer(who.fullKey) })).sessions).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
 });
