@@ -264,6 +264,20 @@ describe('cookbook sessions over REST, on Temporal', () => {
     ]);
   });
 
+  it('fails a session whose account was deleted, telling the stream with session.failed', async () => {
+    const doomed = await createTestAccount(app.deps.sql);
+    const session = await startWeather(doomed);
+    const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth(doomed));
+    await stream.waitFor(2);
+    await app.deps.sql`delete from accounts where id = ${doomed.accountId}`;
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    const answer = await handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'fetch-forecast', resultData: FORECAST, actor: 'key' }] });
+    expect(answer.session.status).toBe('failed');
+    expect(await handle.result()).toMatchObject({ status: 'failed' });
+    await stream.ended;
+    expect(stream.events.at(-1)).toMatchObject({ event: 'session.failed', data: { status: 'failed', reason: expect.stringContaining('deleted') } });
+  });
+
   it('cancels a session (documented extra): the stream ends with session.cancelled and a second cancel is 409', async () => {
     const session = await startWeather();
     expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));

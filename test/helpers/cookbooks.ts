@@ -14,7 +14,7 @@ export function quietTemporalRuntime(): void {
   if (runtimeQuieted) return;
   runtimeQuieted = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+    Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
   } catch {
     // Already installed by an earlier Worker in this process.
   }
