@@ -1,6 +1,7 @@
 // The Temporal worker process: runs the cookbook-session workflows and their activities.
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { LogLevel, LogMetadata } from '@temporalio/common';
+import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { createRedis } from '../../db/src/redis.js';
 import { SettingsError } from '../../db/src/settings.js';
@@ -17,6 +18,22 @@ try {
   process.exit(1);
 }
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'temporal-worker' } });
+
+// The SDK's own log lines (worker lifecycle, activity failures, workflow task errors) go through
+// pino like everything else; the Rust core forwards only its warnings and errors.
+const sdkLog = log.child({ component: 'temporal-sdk' });
+const levels = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+Runtime.install({
+  logger: {
+    log: (level: LogLevel, message: string, meta?: LogMetadata) => sdkLog[levels[level]](meta ?? {}, message),
+    trace: (message: string, meta?: LogMetadata) => sdkLog.trace(meta ?? {}, message),
+    debug: (message: string, meta?: LogMetadata) => sdkLog.debug(meta ?? {}, message),
+    info: (message: string, meta?: LogMetadata) => sdkLog.info(meta ?? {}, message),
+    warn: (message: string, meta?: LogMetadata) => sdkLog.warn(meta ?? {}, message),
+    error: (message: string, meta?: LogMetadata) => sdkLog.error(meta ?? {}, message),
+  },
+  telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+});
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
 const redis = createRedis(settings.REDIS_URL, 'queue');
