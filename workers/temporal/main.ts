@@ -1,7 +1,6 @@
 // The Temporal worker process: runs the cookbook-session workflows and their activities.
 import { fileURLToPath } from 'node:url';
-import type { LogLevel, LogMetadata } from '@temporalio/common';
-import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
 import { createRedis } from '../../db/src/redis.js';
 import { SettingsError } from '../../db/src/settings.js';
@@ -19,21 +18,9 @@ try {
 }
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'temporal-worker' } });
 
-// The SDK's own log lines (worker lifecycle, activity failures, workflow task errors) go through
-// pino like everything else; the Rust core forwards only its warnings and errors.
-const sdkLog = log.child({ component: 'temporal-sdk' });
-const levels = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
-Runtime.install({
-  logger: {
-    log: (level: LogLevel, message: string, meta?: LogMetadata) => sdkLog[levels[level]](meta ?? {}, message),
-    trace: (message: string, meta?: LogMetadata) => sdkLog.trace(meta ?? {}, message),
-    debug: (message: string, meta?: LogMetadata) => sdkLog.debug(meta ?? {}, message),
-    info: (message: string, meta?: LogMetadata) => sdkLog.info(meta ?? {}, message),
-    warn: (message: string, meta?: LogMetadata) => sdkLog.warn(meta ?? {}, message),
-    error: (message: string, meta?: LogMetadata) => sdkLog.error(meta ?? {}, message),
-  },
-  telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
-});
+// The SDK logs through its own logger; keep it at warnings unless debugging (the bundler is chatty at info).
+const sdkLevel: LogLevel = settings.LOG_LEVEL === 'debug' || settings.LOG_LEVEL === 'trace' ? 'DEBUG' : 'WARN';
+Runtime.install({ logger: new DefaultLogger(sdkLevel) });
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
 const redis = createRedis(settings.REDIS_URL, 'queue');
