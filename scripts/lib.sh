@@ -36,8 +36,10 @@ ensure_node_modules() {
   node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=18)?0:1)' \
     || die "Node.js 20.18+ is required, found $(node --version)"
   if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    say deps "installing npm packages (npm ci)"
-    npm ci --no-audit --no-fund --loglevel=error
+    # `npm install` rather than `npm ci`: it installs exactly the lockfile's versions too, and tolerates
+    # a registry mirror that lacks other platforms' optional binaries (which makes `npm ci` refuse).
+    say deps "installing npm packages (npm install from package-lock.json)"
+    npm install --no-audit --no-fund --loglevel=error
   fi
 }
 

@@ -8,6 +8,7 @@ import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling } from './errors.js';
 import authPlugin from './plugins/auth.js';
 import openapiPlugin from './plugins/openapi.js';
+import queueBoardPlugin from './plugins/queue-board.js';
 import { registerApiRoutes } from './routes/index.js';
 
 declare module 'fastify' {
@@ -81,5 +82,6 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(openapiPlugin);
   await app.register(authPlugin);
   await registerApiRoutes(app);
+  await app.register(queueBoardPlugin);
   return app;
 }

@@ -1,0 +1,81 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import { Queue } from 'bullmq';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { PlatformError } from '../../../../db/src/errors.js';
+import { createRedis } from '../../../../db/src/redis.js';
+import { sendError } from '../errors.js';
+
+export const QUEUE_BOARD_PATH = '/admin/queues';
+
+function safeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+function checkOperator(request: FastifyRequest, expected: string): void {
+  const header = request.headers.authorization ?? '';
+  const match = /^Basic\s+(\S+)$/i.exec(header);
+  const given = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
+  if (!safeEqual(given, expected)) {
+    throw new PlatformError('missing_credentials', 'Operator login required', {
+      hint: 'The queue board uses HTTP Basic auth with the OPERATOR_BASIC_AUTH setting.',
+      headers: { 'WWW-Authenticate': 'Basic realm="queue board", charset="UTF-8"' },
+    });
+  }
+}
+
+/**
+ * The BullMQ board for operators at /admin/queues, behind HTTP Basic auth (OPERATOR_BASIC_AUTH;
+ * without it the board is not mounted). Queues are discovered from Redis on each visit, so every
+ * queue the workers declare shows up without the edge having to know them.
+ */
+export default fp(
+  async function queueBoardPlugin(app: FastifyInstance) {
+    const { settings } = app.deps;
+    const credentials = settings.OPERATOR_BASIC_AUTH;
+    if (!credentials) return;
+
+    const connection = createRedis(settings.REDIS_URL, 'queue', { lazyConnect: true });
+    const queues = new Map<string, Queue>();
+    const serverAdapter = new FastifyAdapter();
+    serverAdapter.setBasePath(QUEUE_BOARD_PATH);
+    const board = createBullBoard({ queues: [], serverAdapter });
+
+    const refresh = async () => {
+      const names = new Set<string>();
+      let cursor = '0';
+      do {
+        const [next, keys] = await connection.scan(cursor, 'MATCH', `${settings.REDIS_PREFIX}:*:meta`, 'COUNT', 500);
+        cursor = next;
+        for (const key of keys) names.add(key.slice(settings.REDIS_PREFIX.length + 1, -':meta'.length));
+      } while (cursor !== '0');
+      for (const name of names) {
+        if (!queues.has(name)) queues.set(name, new Queue(name, { connection, prefix: settings.REDIS_PREFIX }));
+      }
+      board.replaceQueues([...queues.values()].map((queue) => new BullMQAdapter(queue, { readOnlyMode: false })));
+    };
+
+    await app.register(async (scope) => {
+      // bull-board installs its own error handler in this scope, so failures are answered here.
+      scope.addHook('onRequest', async (request, reply) => {
+        try {
+          checkOperator(request, credentials);
+        } catch (error) {
+          return sendError(reply, error as PlatformError);
+        }
+        if (request.url.startsWith(`${QUEUE_BOARD_PATH}/api/queues`)) await refresh();
+      });
+      await scope.register(serverAdapter.registerPlugin(), { prefix: QUEUE_BOARD_PATH });
+    });
+    app.addHook('onClose', async () => {
+      await Promise.allSettled([...queues.values()].map((queue) => queue.close()));
+      connection.disconnect();
+    });
+  },
+  { name: 'queue-board', dependencies: ['deps'] },
+);

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `npm run bench [-- scenario ...]`: provisions like `npm run up`, then runs every benchmark scenario
+# (or the named ones) against a database of its own; each writes its section of docs/BENCHMARKS.md.
+. "$(dirname "$0")/lib.sh"
+trap stop_started EXIT
+
+ensure_node_modules
+ensure_postgres
+ensure_redis
+ensure_temporal
+ensure_database platform_bench
+export DATABASE_URL=${BENCH_DATABASE_URL:-postgres://$PGUSER@$PGHOST:$PGPORT/platform_bench}
+export TEMPORAL_ADDRESS="$TEMPORAL_HOST:$TEMPORAL_PORT"
+export LOG_LEVEL=${LOG_LEVEL:-warn} NODE_ENV=production
+
+scenarios=("$@")
+if [ ${#scenarios[@]} -eq 0 ]; then
+  for file in bench/*.ts; do scenarios+=("$(basename "$file" .ts)"); done
+fi
+for name in "${scenarios[@]}"; do
+  [ -f "bench/$name.ts" ] || die "no scenario bench/$name.ts"
+  say bench "scenario $name"
+  npx tsx "bench/$name.ts"
+done
+say bench "done: see docs/BENCHMARKS.md"

@@ -1,0 +1,43 @@
+import { Queue } from 'bullmq';
+import { describe, expect, it } from 'vitest';
+import { createRedis } from '../../db/src/redis.js';
+import { createTestApp, expectError } from '../helpers/app.js';
+import { uniqueId } from '../helpers/settings.js';
+
+describe('queue board', () => {
+  it('is behind operator Basic auth and lists the queues found in Redis', async () => {
+    const prefix = uniqueId('board');
+    const app = await createTestApp({ OPERATOR_BASIC_AUTH: 'operator:s3cret-pass', REDIS_PREFIX: prefix });
+    const connection = createRedis(app.deps.settings.REDIS_URL, 'queue');
+    const queue = new Queue('usage-events', { connection, prefix });
+    try {
+      await queue.add('probe', { n: 1 });
+      const denied = await app.inject({ method: 'GET', url: '/admin/queues/api/queues' });
+      expectError(denied, 401, 'missing_credentials');
+      expect(denied.headers['www-authenticate']).toContain('Basic');
+      const wrong = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: `Basic ${Buffer.from('operator:nope').toString('base64')}` } });
+      expectError(wrong, 401);
+      const auth = { authorization: `Basic ${Buffer.from('operator:s3cret-pass').toString('base64')}` };
+      const res = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: auth });
+      expect(res.statusCode, res.body).toBe(200);
+      expect((JSON.parse(res.body) as { queues: { name: string }[] }).queues.map((q) => q.name)).toContain('usage-events');
+      const page = await app.inject({ method: 'GET', url: '/admin/queues', headers: auth });
+      expect(page.statusCode, page.body.slice(0, 200)).toBe(200);
+      expect(page.headers['content-type']).toContain('text/html');
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      connection.disconnect();
+      await app.close();
+    }
+  });
+
+  it('is not mounted without OPERATOR_BASIC_AUTH', async () => {
+    const app = await createTestApp();
+    try {
+      expectError(await app.inject({ method: 'GET', url: '/admin/queues' }), 404, 'not_found');
+    } finally {
+      await app.close();
+    }
+  });
+});
