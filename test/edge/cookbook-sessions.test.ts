@@ -175,6 +175,30 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expect(active.sort()).toEqual([first.sessionId, other.sessionId].sort());
   });
 
+  it('requires a credential on every session route, and lets an agent key run a session', async () => {
+    const session = await startWeather();
+    const base = `/api/v1/cookbooks/sessions/${session.sessionId}`;
+    const calls: [string, string][] = [
+      ['POST', '/api/v1/cookbooks/weather-alert-sms/start'],
+      ['GET', '/api/v1/cookbooks/sessions'],
+      ['GET', base],
+      ['GET', `${base}/step`],
+      ['POST', `${base}/complete-step`],
+      ['GET', `${base}/human-steps`],
+      ['GET', `${base}/events`],
+      ['POST', `${base}/cancel`],
+      ['GET', '/api/v1/me/human-steps'],
+    ];
+    for (const [method, url] of calls) {
+      expectError(await app.inject({ method: method as 'GET' | 'POST', url, payload: method === 'POST' ? {} : undefined }), 401, 'missing_credentials');
+      expectError(await app.inject({ method: method as 'GET' | 'POST', url, headers: bearer(`service_sk_${'0'.repeat(48)}`) }), 401);
+    }
+    const agent = await createTestAccount(app.deps.sql, { keyKind: 'agent' });
+    const agentSession = await startWeather(agent);
+    expectOk(await complete(agentSession.sessionId, 'fetch-forecast', FORECAST, agent));
+    expect(expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions', agent)).sessions.map((s) => s.sessionId)).toEqual([agentSession.sessionId]);
+  });
+
   it("answers 404 for another account's session on every session route", async () => {
     const session = await startWeather();
     const other = await createTestAccount(app.deps.sql);

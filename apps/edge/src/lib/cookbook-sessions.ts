@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import type { ValidateFunction } from 'ajv';
 import { getAccount } from '../../../../db/src/accounts.js';
@@ -328,7 +328,6 @@ function updateError(error: unknown, sessionId: string): PlatformError | null {
 }
 
 export async function completeStep(
-  client: Client,
   temporal: TemporalGateway,
   timeoutMs: number,
   session: SessionRow,
@@ -336,17 +335,17 @@ export async function completeStep(
 ) {
   try {
     return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
-      client.workflow.getHandle(session.workflow_id).executeUpdate(completeStepUpdate, { args: [request] }),
+      temporal.client.workflow.getHandle(session.workflow_id).executeUpdate(completeStepUpdate, { args: [request] }),
     );
   } catch (error) {
     throw updateError(error, session.id) ?? error;
   }
 }
 
-export async function cancelSession(client: Client, temporal: TemporalGateway, timeoutMs: number, session: SessionRow, reason: string | undefined) {
+export async function cancelSession(temporal: TemporalGateway, timeoutMs: number, session: SessionRow, reason: string | undefined) {
   try {
     return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
-      client.workflow.getHandle(session.workflow_id).executeUpdate(cancelSessionUpdate, { args: [reason === undefined ? {} : { reason }] }),
+      temporal.client.workflow.getHandle(session.workflow_id).executeUpdate(cancelSessionUpdate, { args: [reason === undefined ? {} : { reason }] }),
     );
   } catch (error) {
     throw updateError(error, session.id) ?? error;

@@ -304,7 +304,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         });
       }
       validateResultData(cookbook.id, step, resultData);
-      const result = await completeStep(temporal.client, temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor: actorOf(request) });
+      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor: actorOf(request) });
       const fresh = await requireSession(sql, auth.accountId, row.id);
       const history = result.nextStepId === null ? [] : await listSessionSteps(sql, row.id);
       const nextStep =
@@ -332,7 +332,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       const body = request.body as { reason?: unknown } | undefined;
       const reason = typeof body?.reason === 'string' ? body.reason.slice(0, 500) : undefined;
-      await cancelSession(temporal.client, temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, reason);
+      await cancelSession(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, reason);
       return { ok: true as const, session: sessionView(await requireSession(sql, auth.accountId, row.id)) };
     },
   );
