@@ -37,7 +37,7 @@ const { recordSessionChange } = proxyActivities<Activities>({
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-type PendingCompletion = CompleteStepRequest & { result: CompleteStepResult | null };
+type PendingCompletion = CompleteStepRequest & { result: CompleteStepResult | null; rejected: boolean };
 
 /** Runs the session's steps in order; returns the final snapshot. */
 export async function cookbookSession(input: CookbookSessionInput): Promise<SessionSnapshot> {
@@ -96,10 +96,13 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
     async (request) => {
       // Two completions delivered together both pass their validators; the first handler to run wins.
       checkCompletion(request);
-      const mine = { ...request, result: null as CompleteStepResult | null };
+      const mine: PendingCompletion = { ...request, result: null, rejected: false };
       pending = mine;
-      await condition(() => mine.result !== null);
-      return mine.result!;
+      await condition(() => mine.result !== null || mine.rejected);
+      if (mine.result === null) {
+        throw ApplicationFailure.create({ type: REJECTIONS.sessionEnded, message: `The session has ended (${status})`, nonRetryable: true });
+      }
+      return mine.result;
     },
     { validator: checkCompletion, description: 'Complete the current step with its result data' },
   );
@@ -169,6 +172,21 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
     await commit();
   };
 
+  /**
+   * Answers every update handler still waiting (an applied completion gets the final state, one that
+   * was not applied is rejected as "session ended", a cancellation gets the final state), then lets
+   * the handlers return before the workflow completes.
+   */
+  const settle = async (): Promise<SessionSnapshot> => {
+    const final = snapshot();
+    if (applied !== null && applied.result === null) applied.result = { session: final, nextStepId: null };
+    const waiting = accepted();
+    if (waiting !== null && waiting !== applied && waiting.result === null) waiting.rejected = true;
+    if (cancelRequested && cancelResult === null) cancelResult = final;
+    await condition(allHandlersFinished);
+    return final;
+  };
+
   try {
     emit('session.started', { cookbookTitle: input.cookbookTitle, selectedApis: input.selectedApis, progress: progress() });
     for (index = 0; index < total; index += 1) {
@@ -209,7 +227,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
           record.status = 'expired';
           dirtySteps.set(step.stepId, record);
           await finish('expired', 'session.expired', { stepId: step.stepId, title: step.title, kind: step.kind });
-          return await settle(snapshot());
+          return await settle();
         }
         if (Date.now() >= nextReminderMs) {
           record.reminders += 1;
@@ -227,8 +245,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
         record.status = 'cancelled';
         dirtySteps.set(step.stepId, record);
         await finish('cancelled', 'session.cancelled', { stepId: step.stepId });
-        cancelResult = snapshot();
-        return await settle(cancelResult);
+        return await settle();
       }
       record.status = 'completed';
       record.resultData = completion.resultData;
@@ -243,14 +260,8 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       if (step.kind === 'human') emit('human_step.completed', doneData);
     }
     await finish('completed', 'session.completed');
-    if (applied !== null) {
-      applied.result = { session: snapshot(), nextStepId: null };
-      applied = null;
-      pending = null;
-    }
-    // A cancellation that raced the last completion finds the session ended.
-    if (cancelRequested) cancelResult = snapshot();
-    return await settle(snapshot());
+    // The last completion is answered, and a cancellation that raced it finds the session ended.
+    return await settle();
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     // The session cannot be recorded any more (its account or cookbook is gone): end it as failed,
@@ -258,15 +269,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
     status = 'failed';
     emit('session.failed', { status, progress: progress(), reason: error.cause?.message ?? error.message });
     await commit({ eventsOnly: true });
-    const waiting = accepted();
-    if (waiting !== null) waiting.result = { session: snapshot(), nextStepId: null };
-    if (cancelRequested) cancelResult = snapshot();
-    return await settle(snapshot());
+    return await settle();
   }
 }
 
-/** Lets running update handlers return their answers before the workflow completes. */
-async function settle(final: SessionSnapshot): Promise<SessionSnapshot> {
-  await condition(allHandlersFinished);
-  return final;
-}
