@@ -6,7 +6,7 @@ import { loadCookbooks } from '../../db/src/cookbooks.js';
 import { createRedis } from '../../db/src/redis.js';
 import { completeStepUpdate, workflowIdFor } from '../../workflows/messages.js';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
-import { createTestApi, openSse, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
+import { createTestApi, openSse, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { uniqueId } from '../helpers/settings.js';
 
 interface Session {
@@ -51,6 +51,7 @@ describe('cookbook sessions over REST, on Temporal', () => {
     smsApi = await createTestApi(app.deps.sql, 'sms');
   });
   afterAll(async () => {
+    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
     await app?.close();
     await worker?.stop();
     await workerRedis?.quit();

@@ -1,5 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Redis } from 'ioredis';
 import type { Db, Sql } from '../../db/src/sql.js';
@@ -55,6 +56,13 @@ export async function startWorker(options: { taskQueue: string; sql: Sql; redis:
       await connection.close();
     },
   };
+}
+
+/** Terminates the sessions a test file left running on its own task queue, so the shared dev server stays tidy. */
+export async function terminateRunningSessions(client: Client, taskQueue: string): Promise<void> {
+  const ids: string[] = [];
+  for await (const execution of client.workflow.list({ query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"` })) ids.push(execution.workflowId);
+  await Promise.allSettled(ids.map((id) => client.workflow.getHandle(id).terminate('test finished')));
 }
 
 /** A directory API row of the test's own, for filling slots. */

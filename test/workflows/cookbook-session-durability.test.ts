@@ -7,7 +7,7 @@ import { sessionEventsKey } from '../../db/src/cookbook-sessions.js';
 import { createRedis } from '../../db/src/redis.js';
 import { completeStepUpdate, workflowIdFor } from '../../workflows/messages.js';
 import { bearer, createTestAccount, createTestApp, expectOk, type TestAccount } from '../helpers/app.js';
-import { createTestApi, openSse, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
+import { createTestApi, openSse, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { uniqueId } from '../helpers/settings.js';
 
 const FORECAST = { location: { lat: 1, lon: 2 }, severe: false, alerts: [] };
@@ -33,6 +33,7 @@ describe('a cookbook session survives its Temporal worker being stopped and repl
     selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
   });
   afterAll(async () => {
+    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
     await app?.close();
     await worker?.stop();
     await workerRedis?.quit();
