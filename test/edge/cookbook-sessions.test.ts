@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertStartedSession } from '../../db/src/cookbook-sessions.js';
 import { loadCookbooks } from '../../db/src/cookbooks.js';
 import { createRedis } from '../../db/src/redis.js';
 import { completeStepUpdate, workflowIdFor } from '../../workflows/messages.js';
@@ -368,8 +369,8 @@ describe('cookbook sessions over REST, on Temporal', () => {
 });
 
 describe('cookbook sessions while Temporal is unreachable', () => {
-  it('answers 503 to a start and leaves no half-created session', async () => {
-    const app = await createTestApp({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_START_TIMEOUT_MS: '1000' });
+  it('answers 503 to a start and leaves no half-created session, and 503 to a completion', async () => {
+    const app = await createTestApp({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_START_TIMEOUT_MS: '1000', TEMPORAL_UPDATE_TIMEOUT_MS: '1000' });
     try {
       await loadCookbooks(app.deps.sql);
       const who = await createTestAccount(app.deps.sql);
@@ -386,6 +387,27 @@ describe('cookbook sessions while Temporal is unreachable', () => {
       const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${who.accountId}`;
       expect(row!.n).toBe(0);
       expect(expectOk<{ sessions: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/sessions', headers: bearer(who.fullKey) })).sessions).toEqual([]);
+
+      // A session that exists answers 503 to a completion while its workflow cannot be reached.
+      const sessionId = uniqueId('ses_');
+      await insertStartedSession(app.deps.sql, {
+        sessionId,
+        accountId: who.accountId,
+        cookbookId: 'weather-alert-sms',
+        workflowId: workflowIdFor(sessionId),
+        totalSteps: 4,
+        firstStepId: 'fetch-forecast',
+        selectedApis: { weather, sms },
+        idempotencyKey: null,
+        startedAt: new Date(),
+      });
+      const completion = await app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`,
+        headers: bearer(who.fullKey),
+        payload: { stepId: 'fetch-forecast', resultData: FORECAST },
+      });
+      expectError(completion, 503, 'service_unavailable');
     } finally {
       await app.close();
     }
