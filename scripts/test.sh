@@ -20,6 +20,8 @@ export REDIS_URL=${REDIS_URL:-redis://$REDIS_HOST:$REDIS_PORT}
 export TEMPORAL_ADDRESS="$TEMPORAL_HOST:$TEMPORAL_PORT"
 export TEMPORAL_TEST_SERVER_PATH="$VENV/bin/temporal-test-server"
 export NODE_ENV=test LOG_LEVEL=${LOG_LEVEL:-silent}
+# Tests never share Redis keys or queues with a local `npm run up` (prefix "platform").
+export REDIS_PREFIX=${TEST_REDIS_PREFIX:-platform-test}
 
 say test "lint"
 npx eslint . --max-warnings=0

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chargeRequest } from '../../apps/edge/src/lib/charging.js';
 import { publishKeyChange } from '../../apps/edge/src/lib/key-verifier.js';
 import { KEY_PREFIX } from '../../db/src/key-format.js';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
@@ -12,6 +13,10 @@ describe('key authentication on a route that requires it', () => {
     app = await createTestApp();
     app.get('/api/v1/__test/whoami', { config: { auth: 'key' } }, async (request) => ({ ok: true, accountId: request.auth?.accountId }));
     app.get('/api/v1/__test/account-only', { config: { auth: 'account' } }, async () => ({ ok: true }));
+    app.get('/api/v1/__test/priced', { config: { auth: 'key' } }, async (request, reply) => {
+      await chargeRequest(request, reply, { costMicros: 10_000n, item: 'test' });
+      return { ok: true };
+    });
     await app.ready();
     account = await createTestAccount(app.deps.sql);
   });
@@ -36,6 +41,28 @@ describe('key authentication on a route that requires it', () => {
     expectError(await whoami(bearer(flipped)), 401, 'invalid_key');
   });
 
+  it('answers 401 for a key one digit too long, a non-hex digit, inner whitespace and an empty header', async () => {
+    const body = account.fullKey.slice(KEY_PREFIX.length);
+    for (const bad of [
+      `${account.fullKey}0`,
+      `${KEY_PREFIX}${body.slice(0, 10)}g${body.slice(11)}`,
+      `${KEY_PREFIX}${body.slice(0, 24)} ${body.slice(24)}`,
+      `${KEY_PREFIX}${body.slice(0, 24)}\t${body.slice(24)}`,
+      `${KEY_PREFIX}${body.slice(0, 47)}`,
+      KEY_PREFIX,
+    ]) {
+      expectError(await whoami({ 'x-api-key': bad }), 401, 'invalid_key');
+      expectError(await whoami({ authorization: `Bearer ${bad}` }), 401, 'invalid_key');
+    }
+    expectError(await whoami({ authorization: 'Bearer' }), 401, 'invalid_key');
+    expectError(await whoami({ authorization: `Token ${account.fullKey}` }), 401, 'invalid_key');
+  });
+
+  it('tolerates whitespace around the key and any letter case of the Bearer scheme', async () => {
+    expectOk(await whoami({ 'x-api-key': `  ${account.fullKey}  ` }));
+    expectOk(await whoami({ authorization: `bearer   ${account.fullKey} ` }));
+  });
+
   it('answers 401 when the two headers carry different keys', async () => {
     const other = await createTestAccount(app.deps.sql);
     expectError(await whoami({ authorization: `Bearer ${account.fullKey}`, 'x-api-key': other.fullKey }), 401, 'invalid_key');
@@ -51,6 +78,16 @@ describe('key authentication on a route that requires it', () => {
     await app.deps.sql`update api_keys set status = 'revoked' where id = ${victim.keyId}`;
     await publishKeyChange(app.deps.redis, app.deps.settings.REDIS_PREFIX, victim.keyId);
     await expect.poll(async () => JSON.parse((await whoami(bearer(victim.fullKey))).body).code, { timeout: 1_000, interval: 20 }).toBe('key_revoked');
+  });
+
+  it('answers 402 with balance and cost for a valid key whose balance is below the price (auth table row 402)', async () => {
+    const broke = await createTestAccount(app.deps.sql);
+    const body = expectError(await app.inject({ method: 'GET', url: '/api/v1/__test/priced', headers: bearer(broke.fullKey) }), 402, 'insufficient_balance');
+    expect(body).toMatchObject({ balance: 0, cost: 0.01 });
+    const funded = await createTestAccount(app.deps.sql, { balanceMicros: 10_000n });
+    const res = await app.inject({ method: 'GET', url: '/api/v1/__test/priced', headers: bearer(funded.fullKey) });
+    expectOk(res);
+    expect(res.headers['x-service-balance']).toBe('0');
   });
 
   it('refuses agent keys on account-only routes with 403', async () => {

@@ -6,9 +6,19 @@ export const testDatabaseUrl = () => process.env.DATABASE_URL ?? 'postgres://pos
 /** A unique suffix for ids, queue names and Redis prefixes, so tests never share data. */
 export const uniqueId = (label = 't') => `${label}${randomBytes(5).toString('hex')}`;
 
+const GENEROUS_RATE_LIMITS = {
+  RATE_LIMIT_KEY_MAX: '1000000',
+  RATE_LIMIT_PUBLIC_MAX: '1000000',
+  RATE_LIMIT_LOGIN_MAX: '1000000',
+  RATE_LIMIT_REGISTER_MAX: '1000000',
+};
+
 /** Edge settings for a test app: the test database, real Redis and Temporal, overrides on top. */
 export function testEdgeSettings(overrides: Record<string, string> = {}): EdgeSettings {
   return edgeSettings.parse({
+    // Every test runs from 127.0.0.1 against one shared Redis: keep the per-address limits out of
+    // the way of other tests. Tests of the limits themselves pass low limits as overrides.
+    ...GENEROUS_RATE_LIMITS,
     ...process.env,
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -9,6 +10,7 @@ import { registerErrorHandling } from './errors.js';
 import authPlugin from './plugins/auth.js';
 import openapiPlugin from './plugins/openapi.js';
 import queueBoardPlugin from './plugins/queue-board.js';
+import rateLimitPlugin from './plugins/rate-limit.js';
 import { registerApiRoutes } from './routes/index.js';
 
 declare module 'fastify' {
@@ -31,7 +33,7 @@ export function edgeLogger(settings: EdgeSettings): FastifyServerOptions['logger
   return {
     level: settings.LOG_LEVEL,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'],
+      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
       censor: '[redacted]',
     },
   };
@@ -80,7 +82,9 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   });
 
   await app.register(openapiPlugin);
+  await app.register(cookie);
   await app.register(authPlugin);
+  await app.register(rateLimitPlugin);
   await registerApiRoutes(app);
   await app.register(queueBoardPlugin);
   return app;

@@ -1,5 +1,9 @@
 import { z } from 'zod';
+import { parseDollars } from '../../../db/src/money.js';
 import { envFlag, parseSettings, sharedSettings } from '../../../db/src/settings.js';
+
+const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
+const seconds = (fallback: number) => z.coerce.number().int().min(1).max(86_400 * 30).default(fallback);
 
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
 export const edgeSettings = sharedSettings.extend({
@@ -14,6 +18,32 @@ export const edgeSettings = sharedSettings.extend({
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** Secret for signing dashboard session JWTs (HS256). Must be set in production. */
   SESSION_SECRET: z.string().min(32).default('dev-only-session-secret-change-me-0123456789'),
+  /** Lifetime of a dashboard session (cookie and JWT), in seconds. */
+  SESSION_TTL_SECONDS: seconds(43_200),
+  /** Credit written to a new account's ledger at registration, in dollars. */
+  SIGNUP_CREDIT_DOLLARS: z
+    .string()
+    .default('1.00')
+    .transform((value, ctx) => {
+      const micros = parseDollars(value);
+      if (micros === null) {
+        ctx.addIssue({ code: 'custom', message: 'expected a dollar amount such as 1.00' });
+        return z.NEVER;
+      }
+      return micros;
+    }),
+  /** Rate limits (fixed windows in Redis, shared by every edge instance). Per key, or per account for the dashboard cookie. */
+  RATE_LIMIT_KEY_MAX: count(600),
+  RATE_LIMIT_KEY_WINDOW_SECONDS: seconds(60),
+  /** Per client address on public routes. */
+  RATE_LIMIT_PUBLIC_MAX: count(120),
+  RATE_LIMIT_PUBLIC_WINDOW_SECONDS: seconds(60),
+  /** Per client address on POST /api/auth/login. */
+  RATE_LIMIT_LOGIN_MAX: count(10),
+  RATE_LIMIT_LOGIN_WINDOW_SECONDS: seconds(300),
+  /** Per client address on POST /api/v1/register. */
+  RATE_LIMIT_REGISTER_MAX: count(5),
+  RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: z.string().regex(/^[^:]+:.+$/).optional(),
   /** Cookbook session event streams: a comment line this often keeps proxies from closing idle streams. */

@@ -3,6 +3,10 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import type { KeyRow } from '../../../../db/src/keys.js';
 import { KeyVerifier } from '../lib/key-verifier.js';
+import { clientAddress, isLimited } from './rate-limit.js';
+import { assertCsrf, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Route-level auth requirement, declared in the route's `config.auth`:
@@ -68,6 +72,10 @@ export function authFromKey(key: KeyRow): AuthContext {
   };
 }
 
+export function authFromSession(accountId: string): AuthContext {
+  return { accountId, via: 'cookie', keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
+}
+
 /** The caller's auth context on a route that requires one. */
 export function requireAuth(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new PlatformError('missing_credentials', 'Authentication required');
@@ -83,14 +91,35 @@ export default fp(
     app.addHook('onClose', async () => verifier.stop());
     app.decorateRequest('auth', null);
 
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async (request, reply) => {
       const requirement = request.routeOptions.config.auth ?? 'none';
       if (requirement === 'none') return;
+      try {
+        await authenticate(request, requirement);
+      } catch (error) {
+        // Refused credentials count against the caller's address, so guessing keys or replaying
+        // cookies is throttled like any public call (and a 401 carries the limit headers).
+        if (error instanceof PlatformError && error.status === 401 && isLimited(request)) {
+          await app.rateLimiter.consume(request, reply, 'public', `ip:${clientAddress(request.ip)}`);
+        }
+        throw error;
+      }
+    });
+
+    async function authenticate(request: FastifyRequest, requirement: AuthRequirement): Promise<void> {
+      // A key in the headers wins over a cookie: programs authenticate with keys and need no CSRF token.
       const key = presentedKey(request);
       if (key === null) {
-        throw new PlatformError('missing_credentials', 'Missing API key', {
-          hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; create a key with POST /api/v1/register or POST /api/v1/keys.',
-        });
+        const token = request.cookies[SESSION_COOKIE];
+        if (!token) {
+          throw new PlatformError('missing_credentials', 'Missing API key', {
+            hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; create a key with POST /api/v1/register or POST /api/v1/keys.',
+          });
+        }
+        const session = await verifySession(sql, settings, token);
+        if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
+        request.auth = authFromSession(session.accountId);
+        return;
       }
       const auth = authFromKey(await verifier.verify(key));
       if (requirement === 'account' && auth.keyKind === 'agent') {
@@ -99,7 +128,7 @@ export default fp(
         });
       }
       request.auth = auth;
-    });
+    }
   },
   { name: 'auth', dependencies: ['deps'] },
 );

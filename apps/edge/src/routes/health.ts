@@ -38,6 +38,8 @@ const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Service health, with a check of each dependency',
         response: { 200: healthBody, 503: healthBody },
       },
+      // Load balancers probe this often; it is never rate limited.
+      config: { rateLimit: false },
     },
     async (_request, reply) => {
       const { sql, redis, temporal } = app.deps;

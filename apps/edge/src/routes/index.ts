@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import sessionEventsPlugin from '../plugins/session-events.js';
+import agentKeyRoutes from './agent-keys.js';
 import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
+import keyRoutes from './keys.js';
+import registerRoutes from './register.js';
+import sessionRoutes from './sessions.js';
 
 /**
  * Every route module of the versioned API, one per resource of the specification. Each is mounted
@@ -12,8 +16,13 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
+      await api.register(registerRoutes);
+      await api.register(keyRoutes);
+      await api.register(agentKeyRoutes);
       await api.register(cookbookRoutes);
     },
     { prefix: '/api/v1' },
   );
+  // Dashboard sessions live on the site root, outside the versioned API.
+  await app.register(sessionRoutes);
 }

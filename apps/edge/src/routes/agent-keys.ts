@@ -1,0 +1,127 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { PlatformError } from '../../../../db/src/errors.js';
+import { changeKey, listKeys } from '../../../../db/src/key-management.js';
+import { createKey, type KeyRow } from '../../../../db/src/keys.js';
+import { formatDollars, parseDollars, toDollars } from '../../../../db/src/money.js';
+import { publishKeyChange } from '../lib/key-verifier.js';
+import { requireAuth } from '../plugins/auth.js';
+import { errorResponses } from './error-responses.js';
+import { fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
+
+const API_ID = /^[a-z0-9][a-z0-9._-]{0,199}$/;
+
+const agentKey = keyMeta.extend({
+  spendLimit: z.number().nullable().describe('Dollars this key may spend in total; null for no limit beyond the balance'),
+  spent: z.number().describe('Dollars charged to this key so far'),
+  allowedApis: z.array(z.string()).nullable().describe('Directory API ids this key may call; null for any'),
+  expiresAt: z.string().nullable().describe('ISO 8601; the key is refused (403) from then on'),
+});
+
+function toAgentKey(key: KeyRow): z.infer<typeof agentKey> {
+  return {
+    ...toKeyMeta(key),
+    spendLimit: key.spend_limit_micros === null ? null : toDollars(key.spend_limit_micros),
+    spent: toDollars(key.spent_micros),
+    allowedApis: key.allowed_apis,
+    expiresAt: key.expires_at?.toISOString() ?? null,
+  };
+}
+
+const createBody = z
+  .object({
+    name: keyName,
+    spendLimit: z.union([z.number(), z.string()]).optional().describe('Dollars, e.g. 5 or "2.50"'),
+    allowedApis: z.array(z.string().regex(API_ID, 'must be directory API ids')).max(200).optional(),
+    expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time such as 2030-01-31T12:00:00Z' }).optional(),
+  })
+  .strict();
+
+/**
+ * /agent-keys: keys an account hands to its agents, with an optional spend limit, API allow-list and
+ * expiry (enforced on charged calls by the charging path). Deleting one revokes it for good and
+ * hides it from the list; its row stays so the ledger keeps naming it.
+ */
+const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { sql, redis, settings } = app.deps;
+
+  app.post(
+    '/agent-keys',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['agent keys'],
+        summary: 'Create an agent key; the full key is in this response only',
+        body: createBody,
+        response: { 201: z.object({ ok: z.literal(true), agentKey, fullKey: fullKeySchema }), ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request, reply) => {
+      const { accountId } = requireAuth(request);
+      const body = request.body;
+      let spendLimitMicros: bigint | null = null;
+      if (body.spendLimit !== undefined) {
+        spendLimitMicros = parseDollars(body.spendLimit);
+        if (spendLimitMicros === null) throw invalid('spendLimit', 'must be a non-negative dollar amount', 'Use at most six decimal places, e.g. 5 or "2.50".');
+      }
+      let expiresAt: Date | null = null;
+      if (body.expiresAt !== undefined) {
+        expiresAt = new Date(body.expiresAt);
+        if (expiresAt.getTime() <= Date.now()) throw invalid('expiresAt', 'must be in the future');
+      }
+      const allowedApis = body.allowedApis === undefined ? null : [...new Set(body.allowedApis)];
+      const { key, fullKey } = await createKey(sql, { accountId, kind: 'agent', name: body.name, spendLimitMicros, allowedApis, expiresAt });
+      request.log.info({ keyId: key.id, spendLimit: spendLimitMicros === null ? null : formatDollars(spendLimitMicros) }, 'agent key created');
+      return reply.code(201).send({ ok: true as const, agentKey: toAgentKey(key), fullKey });
+    },
+  );
+
+  app.get(
+    '/agent-keys',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['agent keys'],
+        summary: "List the account's agent keys (never the full key), newest first",
+        querystring: listQuery,
+        response: { 200: z.object({ ok: z.literal(true), agentKeys: z.array(agentKey), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const { accountId } = requireAuth(request);
+      const page = await listKeys(sql, { accountId, kind: 'agent', limit: request.query.limit, cursor: request.query.cursor ?? null, includeRevoked: false });
+      return { ok: true as const, agentKeys: page.keys.map(toAgentKey), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.delete(
+    '/agent-keys/:id',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['agent keys'],
+        summary: 'Delete (revoke) an agent key; requests using it get 403 from then on',
+        params: keyIdParams,
+        response: { 200: z.object({ ok: z.literal(true), agentKey }), ...errorResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const { accountId } = requireAuth(request);
+      let key: KeyRow;
+      try {
+        key = await changeKey(sql, { accountId, kind: 'agent', keyId: request.params.id, change: { status: 'revoked' } });
+      } catch (error) {
+        // A deleted agent key is gone from the caller's point of view: deleting it again is 404.
+        if (error instanceof PlatformError && error.code === 'conflict') {
+          throw new PlatformError('not_found', `Agent key ${request.params.id} was already deleted`, { hint: 'List yours with GET /api/v1/agent-keys.' });
+        }
+        throw error;
+      }
+      app.keyVerifier.evict(key.id);
+      await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
+      return { ok: true as const, agentKey: toAgentKey(key) };
+    },
+  );
+};
+
+export default agentKeyRoutes;

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+
+/** The error shape every failure has; extra fields (402's balance and cost, 429's retryAfter) pass through. */
+export const errorSchema = z.looseObject({
+  ok: z.literal(false),
+  error: z.string().describe('Human-readable message'),
+  code: z.string().describe('Stable machine-readable name, e.g. invalid_key, rate_limited'),
+  hint: z.string().optional().describe('Suggestion for a fix'),
+});
+
+const MEANING: Record<number, string> = {
+  400: 'Malformed request (validation_failed, invalid_json, body_missing)',
+  401: 'Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials)',
+  403: 'Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check',
+  404: 'No such resource for this account',
+  409: 'Conflicts with the current state (e.g. a revoked key, an existing email)',
+  429: 'Rate limited (rate_limited); see Retry-After',
+};
+
+/** Documented error responses for a route's OpenAPI entry, in the one error shape. */
+export function errorResponses<S extends keyof typeof MEANING & number>(...statuses: S[]): Record<S, typeof errorSchema> {
+  return Object.fromEntries(statuses.map((status) => [status, errorSchema.describe(MEANING[status] ?? 'Error')])) as Record<S, typeof errorSchema>;
+}

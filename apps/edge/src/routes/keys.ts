@@ -1,0 +1,137 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { PlatformError } from '../../../../db/src/errors.js';
+import { changeKey, listKeys } from '../../../../db/src/key-management.js';
+import { createKey, type KeyRow } from '../../../../db/src/keys.js';
+import { publishKeyChange } from '../lib/key-verifier.js';
+import { requireAuth } from '../plugins/auth.js';
+import { errorResponses } from './error-responses.js';
+
+/** What listings and responses show of a key: never the full key, never its hash. */
+export const keyMeta = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string().describe('service_sk_ plus the first 8 hex digits of the key'),
+  status: z.enum(['enabled', 'disabled', 'revoked']),
+  createdAt: z.string().describe('ISO 8601'),
+  lastUsedAt: z.string().nullable().describe('ISO 8601; recorded in batches, may lag by a few seconds'),
+});
+export type KeyMeta = z.infer<typeof keyMeta>;
+
+export function toKeyMeta(key: KeyRow): KeyMeta {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    status: key.status,
+    createdAt: key.created_at.toISOString(),
+    lastUsedAt: key.last_used_at?.toISOString() ?? null,
+  };
+}
+
+export const keyName = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+export const fullKeySchema = z.string().describe('The full key, shown in this response only: store it now');
+export const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).max(100).optional().describe('nextCursor of the previous page'),
+});
+export const keyIdParams = z.object({ id: z.string().min(1).max(100) });
+
+const patchBody = z
+  .object({
+    name: keyName.optional(),
+    status: z.enum(['enabled', 'disabled']).optional().describe('Revoke with DELETE instead'),
+  })
+  .strict()
+  .refine((body) => body.name !== undefined || body.status !== undefined, { message: 'give name and/or status' });
+
+/** /keys: the account's API keys (agent keys live under /agent-keys). Managing keys needs an account credential. */
+const keyRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { sql, redis, settings } = app.deps;
+  // This instance forgets the key at once; the others within a pub/sub round trip.
+  const published = async (key: KeyRow) => {
+    app.keyVerifier.evict(key.id);
+    await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
+    return key;
+  };
+
+  app.post(
+    '/keys',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['keys'],
+        summary: 'Create an API key; the full key is in this response only',
+        body: z.object({ name: keyName }).strict(),
+        response: { 201: z.object({ ok: z.literal(true), key: keyMeta, fullKey: fullKeySchema }), ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request, reply) => {
+      const { accountId } = requireAuth(request);
+      const { key, fullKey } = await createKey(sql, { accountId, kind: 'api', name: request.body.name });
+      return reply.code(201).send({ ok: true as const, key: toKeyMeta(key), fullKey });
+    },
+  );
+
+  app.get(
+    '/keys',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['keys'],
+        summary: "List the account's API keys (prefix and metadata, never the full key), newest first",
+        querystring: listQuery,
+        response: { 200: z.object({ ok: z.literal(true), keys: z.array(keyMeta), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const { accountId } = requireAuth(request);
+      const page = await listKeys(sql, { accountId, kind: 'api', limit: request.query.limit, cursor: request.query.cursor ?? null, includeRevoked: true });
+      return { ok: true as const, keys: page.keys.map(toKeyMeta), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.patch(
+    '/keys/:id',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['keys'],
+        summary: 'Rename a key and/or disable or enable it',
+        description: 'Body `{ name?, status?: "enabled" | "disabled" }`, at least one. A revoked key cannot be changed (409).',
+        params: keyIdParams,
+        body: patchBody,
+        response: { 200: z.object({ ok: z.literal(true), key: keyMeta }), ...errorResponses(400, 401, 403, 404, 409, 429) },
+      },
+    },
+    async (request) => {
+      const { accountId } = requireAuth(request);
+      const key = await changeKey(sql, { accountId, kind: 'api', keyId: request.params.id, change: request.body });
+      return { ok: true as const, key: toKeyMeta(await published(key)) };
+    },
+  );
+
+  app.delete(
+    '/keys/:id',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['keys'],
+        summary: 'Revoke a key permanently (enabled or disabled keys)',
+        params: keyIdParams,
+        response: { 200: z.object({ ok: z.literal(true), key: keyMeta }), ...errorResponses(400, 401, 403, 404, 409, 429) },
+      },
+    },
+    async (request) => {
+      const { accountId } = requireAuth(request);
+      const key = await changeKey(sql, { accountId, kind: 'api', keyId: request.params.id, change: { status: 'revoked' } });
+      return { ok: true as const, key: toKeyMeta(await published(key)) };
+    },
+  );
+};
+
+export default keyRoutes;
+
+/** Throws 400 with the field named when a value is not acceptable after schema validation. */
+export const invalid = (field: string, message: string, hint?: string) =>
+  new PlatformError('validation_failed', `Invalid request body.${field}: ${message}`, hint === undefined ? {} : { hint });

@@ -1,0 +1,171 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { generateKey } from '../../db/src/key-format.js';
+import { clientAddress } from '../../apps/edge/src/plugins/rate-limit.js';
+import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
+import { uniqueId } from '../helpers/settings.js';
+import { loginUser, registerUser, TEST_PASSWORD } from '../helpers/session.js';
+
+const apps: FastifyInstance[] = [];
+/** An app with its own Redis prefix (so counters start at zero) and the given low limits. */
+async function limitedApp(overrides: Record<string, string>, prefix = uniqueId('rl')): Promise<FastifyInstance> {
+  const app = await createTestApp({ REDIS_PREFIX: prefix, ...overrides });
+  apps.push(app);
+  return app;
+}
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()));
+});
+
+function expectLimitHeaders(res: LightMyRequestResponse, limit: number, remaining: number) {
+  const context = `response was ${res.statusCode}: ${JSON.stringify(res.headers)} ${res.body}`;
+  expect(res.headers['x-ratelimit-limit'], context).toBe(String(limit));
+  expect(res.headers['x-ratelimit-remaining'], context).toBe(String(remaining));
+}
+
+function expectLimited(res: LightMyRequestResponse, limit: number, windowSeconds: number) {
+  const body = expectError(res, 429, 'rate_limited');
+  expectLimitHeaders(res, limit, 0);
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(retryAfter, JSON.stringify(res.headers)).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(windowSeconds);
+  expect(body.hint).toMatch(/Retry-After/);
+}
+
+describe('rate limits', () => {
+  it('limits public routes per client address, with the headers on every response and 429 past the limit', async () => {
+    const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '3', RATE_LIMIT_PUBLIC_WINDOW_SECONDS: '60' });
+    const get = (remoteAddress = '203.0.113.7') => app.inject({ method: 'GET', url: '/api/v1/openapi.json', remoteAddress });
+    for (const remaining of [2, 1, 0]) {
+      const res = await get();
+      expect(res.statusCode, res.body.slice(0, 200)).toBe(200);
+      expectLimitHeaders(res, 3, remaining);
+    }
+    expectLimited(await get(), 3, 60);
+    // Another address has its own budget; health probes are never limited.
+    expectLimitHeaders(await get('198.51.100.1'), 3, 2);
+    const health = await app.inject({ method: 'GET', url: '/api/v1/health', remoteAddress: '203.0.113.7' });
+    expect(health.headers['x-ratelimit-limit']).toBeUndefined();
+    expect(health.statusCode).not.toBe(429);
+  });
+
+  it('limits authenticated routes per key, and the dashboard cookie per account', async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '2', RATE_LIMIT_PUBLIC_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql);
+    const second = expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: 'b' } }), 201);
+    const list = (headers: Record<string, string>) => app.inject({ method: 'GET', url: '/api/v1/keys', headers });
+    expectLimitHeaders(expectStatus(await list(bearer(owner.fullKey)), 200), 2, 0);
+    expectLimited(await list(bearer(owner.fullKey)), 2, 60);
+    // The same account's other key has its own budget.
+    expectLimitHeaders(expectStatus(await list(bearer(second.fullKey)), 200), 2, 1);
+
+    const user = await registerUser(app);
+    const browser = await loginUser(app, user);
+    expectLimitHeaders(expectStatus(await list({ cookie: browser.cookie }), 200), 2, 1);
+    expectLimitHeaders(expectStatus(await list({ cookie: browser.cookie }), 200), 2, 0);
+    expectLimited(await list({ cookie: browser.cookie }), 2, 60);
+  });
+
+  it('is stricter on registration and login, per client address, whatever the body', async () => {
+    const app = await limitedApp({ RATE_LIMIT_REGISTER_MAX: '2', RATE_LIMIT_LOGIN_MAX: '2', RATE_LIMIT_LOGIN_WINDOW_SECONDS: '300' });
+    const register = (email: string) => app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD }, remoteAddress: '192.0.2.10' });
+    const first = await register(`${uniqueId('rl')}@example.test`);
+    expect(first.statusCode, first.body).toBe(201);
+    expectLimitHeaders(first, 2, 1);
+    expectError(await register('not-an-email'), 400, 'validation_failed');
+    expectLimited(await register(`${uniqueId('rl')}@example.test`), 2, 3600);
+
+    const user = { email: JSON.parse(first.body).account.email as string, password: TEST_PASSWORD };
+    const login = (password: string) => app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: user.email, password }, remoteAddress: '192.0.2.10' });
+    expectError(await login('wrong password guess'), 401, 'invalid_credentials');
+    expectLimitHeaders(await login('another wrong guess'), 2, 0);
+    // Past the limit even the right password waits: guessing is throttled per address.
+    expectLimited(await login(user.password), 2, 300);
+  });
+
+  it('counts in Redis, shared by every edge instance', async () => {
+    const prefix = uniqueId('rl');
+    const overrides = { RATE_LIMIT_PUBLIC_MAX: '3' };
+    const a = await limitedApp(overrides, prefix);
+    const b = await limitedApp(overrides, prefix);
+    const get = (app: FastifyInstance) => app.inject({ method: 'GET', url: '/api/v1/openapi.json', remoteAddress: '203.0.113.99' });
+    expectLimitHeaders(await get(a), 3, 2);
+    expectLimitHeaders(await get(b), 3, 1);
+    expectLimitHeaders(await get(a), 3, 0);
+    expectLimited(await get(b), 3, 60);
+    const keys = await a.deps.redis.keys(`${prefix}:ratelimit:*`);
+    expect(keys).toEqual([`${prefix}:ratelimit:public:ip:203.0.113.99`]);
+  });
+
+  it('opens a new window when the old one ends', async () => {
+    const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '1', RATE_LIMIT_PUBLIC_WINDOW_SECONDS: '1' });
+    const get = () => app.inject({ method: 'GET', url: '/api/v1/openapi.json', remoteAddress: '203.0.113.5' });
+    expect((await get()).statusCode).toBe(200);
+    expectLimited(await get(), 1, 1);
+    await expect.poll(async () => (await get()).statusCode, { timeout: 3_000, interval: 100 }).toBe(200);
+  });
+
+  it('lets requests through when Redis is unreachable (fail open)', async () => {
+    const app = await limitedApp({ REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PUBLIC_MAX: '1' });
+    for (let i = 0; i < 2; i++) {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+      expect(res.statusCode, res.body.slice(0, 200)).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    }
+  });
+});
+
+function expectStatus(res: LightMyRequestResponse, status: number): LightMyRequestResponse {
+  expect(res.statusCode, `response was ${res.statusCode}: ${res.body}`).toBe(status);
+  return res;
+}
+
+describe('rate limits on refused credentials and per account on login', () => {
+  it('counts refused credentials against the address, with the headers on the 401', async () => {
+    const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '2' });
+    const guess = () => app.inject({ method: 'GET', url: '/api/v1/keys', headers: { 'x-api-key': generateKey().fullKey }, remoteAddress: '203.0.113.66' });
+    const first = await guess();
+    expectError(first, 401, 'invalid_key');
+    expectLimitHeaders(first, 2, 1);
+    expectError(await guess(), 401, 'invalid_key');
+    expectLimited(await guess(), 2, 60);
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: { cookie: 'session=forged' }, remoteAddress: '203.0.113.66' }), 429, 'rate_limited');
+    // A valid key from the same address still works: it has its own budget.
+    const owner = await createTestAccount(app.deps.sql);
+    expectStatus(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(owner.fullKey), remoteAddress: '203.0.113.66' }), 200);
+  });
+
+  it('limits login attempts on one account from any number of addresses', async () => {
+    const app = await limitedApp({ RATE_LIMIT_LOGIN_MAX: '2' });
+    const user = await registerUser(app);
+    const login = (remoteAddress: string, password: string) =>
+      app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: user.email.toUpperCase(), password }, remoteAddress });
+    expectError(await login('198.51.100.1', 'wrong guess number 1'), 401, 'invalid_credentials');
+    expectError(await login('198.51.100.2', 'wrong guess number 2'), 401, 'invalid_credentials');
+    expectLimited(await login('198.51.100.3', user.password), 2, 300);
+    // Another account from those addresses is not affected.
+    const other = await registerUser(app);
+    expectStatus(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: other.email, password: other.password }, remoteAddress: '198.51.100.4' }), 200);
+  });
+});
+
+describe('client addresses', () => {
+  it('counts IPv4 as is and IPv6 by its /64', () => {
+    expect(clientAddress('203.0.113.7')).toBe('203.0.113.7');
+    expect(clientAddress('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(clientAddress('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientAddress('2001:0db8:0000:0000:ffff:1:2:3')).toBe('2001:db8:0:0::/64');
+    expect(clientAddress('2001:db8:0:1::1')).toBe('2001:db8:0:1::/64');
+    expect(clientAddress('::1')).toBe('0:0:0:0::/64');
+    expect(clientAddress('fe80::')).toBe('fe80:0:0:0::/64');
+  });
+
+  it('shares one budget across a /64', async () => {
+    const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '2' });
+    const get = (remoteAddress: string) => app.inject({ method: 'GET', url: '/api/v1/openapi.json', remoteAddress });
+    expectLimitHeaders(await get('2001:db8:aa::1'), 2, 1);
+    expectLimitHeaders(await get('2001:db8:aa::ffff'), 2, 0);
+    expectLimited(await get('2001:db8:aa:0:1:2:3:4'), 2, 60);
+    expectLimitHeaders(await get('2001:db8:ab::1'), 2, 1);
+  });
+});
