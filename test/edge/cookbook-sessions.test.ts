@@ -8,6 +8,7 @@ import { createRedis } from '../../db/src/redis.js';
 import { completeStepUpdate, workflowIdFor } from '../../workflows/messages.js';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
 import { createTestApi, openSse, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
+import { loginUser, registerUser } from '../helpers/session.js';
 import { uniqueId } from '../helpers/settings.js';
 
 interface Session {
@@ -140,6 +141,37 @@ describe('cookbook sessions over REST, on Temporal', () => {
     const active = expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions'));
     expect(active.sessions.map((s) => s.sessionId)).not.toContain(session.sessionId);
   });
+  it('lets a person signed in to the dashboard complete the human step over REST (cookie session, CSRF token)', async () => {
+    const user = await registerUser(app);
+    const browser = await loginUser(app, user);
+    const agentKey = { ...account, accountId: user.accountId, fullKey: user.fullKey };
+    const session = await startWeather(agentKey);
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, agentKey));
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT, agentKey));
+    // The key is refused on the human step; the same account's browser session is not.
+    expectError(await complete(session.sessionId, 'approve-wording', { approved: true }, agentKey), 403, 'forbidden');
+
+    const inbox = await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } });
+    expect(expectOk<{ humanSteps: { sessionId: string; stepId: string }[] }>(inbox).humanSteps).toEqual([
+      expect.objectContaining({ sessionId: session.sessionId, stepId: 'approve-wording' }),
+    ]);
+    const url = `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`;
+    const payload = { stepId: 'approve-wording', resultData: { approved: true, editedMessage: 'Storm tonight. Stay in.' } };
+    // Without the CSRF token the cookie alone is refused.
+    expectError(await app.inject({ method: 'POST', url, headers: { cookie: browser.cookie }, payload }), 403);
+    // Schema errors are still 400 for a person.
+    expectError(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload: { stepId: 'approve-wording', resultData: { approved: 'yes' } } }), 400, 'validation_failed');
+    const done = expectOk<{ session: Session; nextStep: Step }>(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload }));
+    expect(done.session).toMatchObject({ status: 'running', currentStep: 'send-sms', progress: { completed: 3, total: 4 } });
+    expect(done.nextStep).toMatchObject({ stepId: 'send-sms', kind: 'agent' });
+
+    const detail = expectOk<{ session: { steps: { stepId: string; completedBy: string | null; resultData: unknown }[] } }>(
+      await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, agentKey),
+    );
+    expect(detail.session.steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({ completedBy: 'human', resultData: payload.resultData });
+    expect(expectOk<{ humanSteps: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } })).humanSteps).toEqual([]);
+  });
+
   it('refuses bad starts: unknown cookbook 404, missing or unknown slots and unknown APIs 400 naming the slot', async () => {
     expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, {}, 'no-such-cookbook'), 404, 'not_found');
     const missing = expectError(await start({ selectedApis: { weather: weatherApi } }), 400, 'validation_failed');
