@@ -49,7 +49,8 @@ function parseEntries(entries: [string, string[]][]): StreamedEvent[] {
 /**
  * Fans session events out to every SSE client of this edge instance with two Redis connections in
  * all, however many streams are open: one subscriber on the "stream grew" channel the activities
- * publish to, and the shared command connection for XRANGE reads. A client that goes away is
+ * publish to, and the shared command connection for XRANGE reads (one read per session and position,
+ * however many clients follow it). A client that goes away is
  * dropped from the maps at once. A heartbeat tick (one timer for all clients) also re-reads every
  * followed stream, which covers a notification lost while the subscriber reconnected.
  */
@@ -76,7 +77,8 @@ export class SessionEventHub {
       const channel = sessionEventsChannel(this.options.prefix);
       const subscriber = createRedis(this.options.redisUrl, 'subscriber', { connectionName: `${this.options.prefix}:sse-hub` });
       subscriber.on('message', (_channel: string, sessionId: string) => {
-        for (const follower of this.followers.get(sessionId) ?? []) void this.pull(follower);
+        const set = this.followers.get(sessionId);
+        if (set) this.pullFollowers(set);
       });
       // After a reconnect ioredis subscribes again; read everything in case a message was missed.
       subscriber.on('ready', () => this.pullAll());
@@ -111,7 +113,7 @@ export class SessionEventHub {
     }
     set.add(follower);
     // Subscribed before the first read, so nothing appended meanwhile can be missed.
-    void this.pull(follower);
+    this.pullFollowers([follower]);
     return () => this.drop(follower);
   }
 
@@ -123,38 +125,61 @@ export class SessionEventHub {
     if (set.size === 0) this.followers.delete(follower.sessionId);
   }
 
-  private async pull(follower: Follower): Promise<void> {
-    if (follower.pulling) {
-      follower.dirty = true;
-      return;
+  /** Reads for these followers, one XRANGE per group of followers at the same position. */
+  private pullFollowers(followers: Iterable<Follower>): void {
+    const groups = new Map<string, Follower[]>();
+    for (const follower of followers) {
+      const group = groups.get(follower.lastId);
+      if (group) group.push(follower);
+      else groups.set(follower.lastId, [follower]);
     }
-    follower.pulling = true;
+    for (const group of groups.values()) void this.pullGroup(group);
+  }
+
+  private async pullGroup(candidates: Follower[]): Promise<void> {
+    // A follower already reading is marked to read again when it is done.
+    const group = candidates.filter((follower) => {
+      if (follower.pulling) follower.dirty = true;
+      return !follower.pulling && !follower.closed;
+    });
+    const first = group[0];
+    if (!first) return;
+    for (const follower of group) {
+      follower.pulling = true;
+      follower.dirty = false;
+    }
+    const batchSize = this.options.batchSize ?? 500;
+    let more = false;
     try {
-      do {
-        follower.dirty = false;
-        const key = sessionEventsKey(this.options.prefix, follower.sessionId);
-        const entries = (await this.options.reader.xrange(key, `(${follower.lastId}`, '+', 'COUNT', this.options.batchSize ?? 500)) as [string, string[]][];
-        for (const event of parseEntries(entries)) {
-          if (follower.closed) return;
-          follower.lastId = event.id;
-          follower.sink.event(event);
-          if (FINAL_EVENTS.includes(event.name)) {
-            this.drop(follower);
-            follower.sink.end();
-            return;
-          }
-        }
-        if (entries.length === (this.options.batchSize ?? 500)) follower.dirty = true;
-      } while (follower.dirty && !follower.closed);
+      const key = sessionEventsKey(this.options.prefix, first.sessionId);
+      const entries = (await this.options.reader.xrange(key, `(${first.lastId}`, '+', 'COUNT', batchSize)) as [string, string[]][];
+      const events = parseEntries(entries);
+      for (const follower of group) this.deliver(follower, events);
+      more = entries.length === batchSize;
     } catch {
       // Redis hiccup: the next notification or heartbeat tick reads again from lastId.
     } finally {
-      follower.pulling = false;
+      for (const follower of group) follower.pulling = false;
+    }
+    const again = group.filter((follower) => !follower.closed && (follower.dirty || more));
+    if (again.length > 0) this.pullFollowers(again);
+  }
+
+  private deliver(follower: Follower, events: StreamedEvent[]): void {
+    for (const event of events) {
+      if (follower.closed) return;
+      follower.lastId = event.id;
+      follower.sink.event(event);
+      if (FINAL_EVENTS.includes(event.name)) {
+        this.drop(follower);
+        follower.sink.end();
+        return;
+      }
     }
   }
 
   private pullAll(): void {
-    for (const set of this.followers.values()) for (const follower of set) void this.pull(follower);
+    for (const set of this.followers.values()) this.pullFollowers(set);
   }
 
   private tick(): void {
