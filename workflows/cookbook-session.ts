@@ -149,7 +149,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
     events = [];
     const steps = [...dirtySteps.values()].map((record) => ({ ...record }));
     dirtySteps.clear();
-    await recordSessionChange({
+    const recorded = recordSessionChange({
       input: {
         sessionId: input.sessionId,
         accountId: input.accountId,
@@ -163,6 +163,13 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       events: batch,
       eventsOnly: options.eventsOnly ?? false,
     });
+    try {
+      await recorded;
+    } catch (error) {
+      // Not recorded: its events go out with the next attempt, so the stream keeps every number.
+      events = [...batch, ...events];
+      throw error;
+    }
   };
   const progress = () => ({ completed, total });
 

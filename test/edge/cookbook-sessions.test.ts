@@ -334,6 +334,9 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expect(await handle.result()).toMatchObject({ status: 'failed' });
     await stream.ended;
     expect(stream.events.at(-1)).toMatchObject({ event: 'session.failed', data: { status: 'failed', reason: expect.stringContaining('deleted') } });
+    // The transition that could not be recorded still reaches the stream: no number is skipped.
+    expect(stream.events.map((e) => e.event)).toEqual(['session.started', 'step.started', 'step.completed', 'step.started', 'session.failed']);
+    expect(stream.events.map((e) => e.id)).toEqual(['1-0', '2-0', '3-0', '4-0', '5-0']);
   });
 
   it('cancels a session (documented extra): the stream ends with session.cancelled and a second cancel is 409', async () => {
