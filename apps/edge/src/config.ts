@@ -74,6 +74,12 @@ export const edgeSettings = sharedSettings.extend({
   USAGE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
   /** Events held in memory while both Redis and Postgres refuse them; beyond this the oldest batch is logged and dropped. */
   USAGE_BUFFER_MAX: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
+  /** Cookbook session event streams: a comment line this often keeps proxies from closing idle streams. */
+  SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** Budget for starting a session workflow; past it (Temporal unreachable) the start answers 503. */
+  TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /** Budget for a step completion or cancellation to be applied by the workflow before answering 503. */
+  TEMPORAL_UPDATE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
 });
 
 export type EdgeSettings = z.output<typeof edgeSettings>;

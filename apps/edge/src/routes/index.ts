@@ -3,6 +3,8 @@ import usagePlugin from '../plugins/usage.js';
 import agentKeyRoutes from './agent-keys.js';
 import balanceRoutes from './balance.js';
 import connectionRoutes from './connections.js';
+import sessionEventsPlugin from '../plugins/session-events.js';
+import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
 import keyRoutes from './keys.js';
 import proxyRoutes from './proxy.js';
@@ -16,6 +18,7 @@ import usageRoutes from './usage.js';
  */
 export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(usagePlugin);
+  await app.register(sessionEventsPlugin);
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
@@ -27,6 +30,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
       await api.register(usageRoutes);
       // Encapsulated: its own raw-stream content-type parser and body limit.
       await api.register(proxyRoutes);
+      await api.register(cookbookRoutes);
     },
     { prefix: '/api/v1' },
   );
