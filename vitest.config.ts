@@ -4,8 +4,6 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // PENDING: the browser flow needs the identity, money and cookbook routes; enabled when they land on main.
-    exclude: ['test/e2e/**', 'node_modules/**'],
     globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/dashboard-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -7,10 +7,13 @@ case "${1:-}" in
     ensure_postgres
     ensure_database "${PGDATABASE:-platform}"
     exec npx tsx db/src/cli/migrate.ts ;;
+  api)
+    shift
+    exec npx tsx db/src/cli/api.ts "$@" ;;
   services)
     ensure_postgres; ensure_redis; ensure_temporal
     say services "Postgres, Redis and Temporal are up; Temporal UI http://127.0.0.1:$TEMPORAL_UI_PORT (Ctrl-C stops what this started)"
     trap stop_started EXIT INT TERM
     [ ${#STARTED_PIDS[@]} -gt 0 ] && wait ;;
-  *) die "usage: scripts/run.sh migrate|services" ;;
+  *) die "usage: scripts/run.sh migrate|api|services" ;;
 esac

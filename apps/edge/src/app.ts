@@ -6,7 +6,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import { PlatformError } from '../../../db/src/errors.js';
 import type { EdgeSettings } from './config.js';
 import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
-import { registerErrorHandling } from './errors.js';
+import { registerErrorHandling, sendError } from './errors.js';
 import authPlugin from './plugins/auth.js';
 import dashboardPlugin from './plugins/dashboard.js';
 import openapiPlugin from './plugins/openapi.js';
@@ -55,6 +55,10 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Malformed percent-encoding or an over-long path parameter: the router answers before any
+    // handler, so without this its own body (not the platform's error shape) would leave.
+    frameworkErrors: (error, _request, reply) =>
+      sendError(reply, new PlatformError('validation_failed', `Malformed URL: ${error.message}`, { hint: 'Percent-encode the path correctly.' })),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

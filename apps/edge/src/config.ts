@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDollars } from '../../../db/src/money.js';
+import { isDevMasterKey, masterKeySetting } from '../../../db/src/secret-box.js';
 import { envFlag, parseSettings, sharedSettings } from '../../../db/src/settings.js';
 
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
@@ -48,6 +49,39 @@ export const edgeSettings = sharedSettings.extend({
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: z.string().regex(/^[^:]+:.+$/).optional(),
+
+  // --- money: top-ups, the metered proxy, bring-your-own-key, usage hand-off ---
+  /** sandbox: accounts may top themselves up (to a cap); live: top-ups need a real payment (403). */
+  BILLING_MODE: z.enum(['sandbox', 'live']).default('sandbox'),
+  /** In sandbox mode a top-up may not take the balance above this many dollars. */
+  SANDBOX_BALANCE_CAP_DOLLARS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /** 32 bytes (64 hex digits or base64) sealing BYO keys and platform keys; must be set in production. */
+  CONNECTIONS_MASTER_KEY: masterKeySetting,
+  /** Largest request body the proxy forwards (bytes); streamed, never buffered. */
+  PROXY_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  PROXY_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(50).max(120_000).default(5_000),
+  /** Time the upstream may take to answer with its status and headers. */
+  PROXY_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
+  /** Longest silence allowed between body chunks, both ways. */
+  PROXY_BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
+  /** Retry-After (seconds) on 503 upstream_unavailable when the upstream gave none. */
+  PROXY_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+  /** Let the proxy reach loopback/private/link-local upstreams. Tests only: production must keep it false. */
+  ALLOW_PRIVATE_UPSTREAMS: envFlag.default(false),
+  /** Usage events are handed to BullMQ in batches of up to this many ... */
+  USAGE_BATCH_SIZE: z.coerce.number().int().min(1).max(5_000).default(500),
+  /** ... or after this many milliseconds, whichever comes first. */
+  USAGE_FLUSH_MS: z.coerce.number().int().min(5).max(60_000).default(250),
+  /** How long handing one batch to Redis may take before it is written to Postgres directly. */
+  USAGE_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
+  /** Events held in memory while both Redis and Postgres refuse them; beyond this the oldest batch is logged and dropped. */
+  USAGE_BUFFER_MAX: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
+  /** Cookbook session event streams: a comment line this often keeps proxies from closing idle streams. */
+  SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** Budget for starting a session workflow; past it (Temporal unreachable) the start answers 503. */
+  TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /** Budget for a step completion or cancellation to be applied by the workflow before answering 503. */
+  TEMPORAL_UPDATE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
 });
 
 export type EdgeSettings = z.output<typeof edgeSettings>;
@@ -56,6 +90,12 @@ export function loadEdgeSettings(env: NodeJS.ProcessEnv = process.env): EdgeSett
   const settings = parseSettings(edgeSettings, env);
   if (settings.NODE_ENV === 'production' && settings.SESSION_SECRET === edgeSettings.shape.SESSION_SECRET.parse(undefined)) {
     throw new Error('SESSION_SECRET must be set to a secret of at least 32 characters in production');
+  }
+  if (settings.NODE_ENV === 'production' && isDevMasterKey(settings.CONNECTIONS_MASTER_KEY)) {
+    throw new Error('CONNECTIONS_MASTER_KEY must be set to 32 random bytes (openssl rand -hex 32) in production');
+  }
+  if (settings.NODE_ENV === 'production' && settings.ALLOW_PRIVATE_UPSTREAMS) {
+    throw new Error('ALLOW_PRIVATE_UPSTREAMS=true is for tests only: in production the proxy must not reach private or loopback addresses');
   }
   return settings;
 }

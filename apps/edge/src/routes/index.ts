@@ -1,21 +1,36 @@
 import type { FastifyInstance } from 'fastify';
+import usagePlugin from '../plugins/usage.js';
 import agentKeyRoutes from './agent-keys.js';
+import balanceRoutes from './balance.js';
+import connectionRoutes from './connections.js';
+import sessionEventsPlugin from '../plugins/session-events.js';
+import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
 import keyRoutes from './keys.js';
+import proxyRoutes from './proxy.js';
 import registerRoutes from './register.js';
 import sessionRoutes from './sessions.js';
+import usageRoutes from './usage.js';
 
 /**
  * Every route module of the versioned API, one per resource of the specification. Each is mounted
  * under /api/v1 and appears in the OpenAPI document automatically.
  */
 export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
+  await app.register(usagePlugin);
+  await app.register(sessionEventsPlugin);
   await app.register(
     async (api) => {
       await api.register(healthRoutes);
       await api.register(registerRoutes);
       await api.register(keyRoutes);
       await api.register(agentKeyRoutes);
+      await api.register(balanceRoutes);
+      await api.register(connectionRoutes);
+      await api.register(usageRoutes);
+      // Encapsulated: its own raw-stream content-type parser and body limit.
+      await api.register(proxyRoutes);
+      await api.register(cookbookRoutes);
     },
     { prefix: '/api/v1' },
   );

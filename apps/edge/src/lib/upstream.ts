@@ -1,0 +1,205 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookupAsync } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+import { PlatformError } from '../../../../db/src/errors.js';
+import type { AuthScheme } from '../../../../db/src/metered-apis.js';
+
+/** Addresses the proxy never connects to unless ALLOW_PRIVATE_UPSTREAMS is on: loopback, private, link-local, ... */
+const privateRanges = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
+  privateRanges.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['64:ff9b::', 96],
+] as const) {
+  privateRanges.addSubnet(net, bits, 'ipv6');
+}
+
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return privateRanges.check(address, 'ipv4');
+  if (family !== 6) return true;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped?.[1]) return privateRanges.check(mapped[1], 'ipv4');
+  return privateRanges.check(address, 'ipv6');
+}
+
+export class PrivateUpstreamError extends Error {
+  override name = 'PrivateUpstreamError';
+  readonly code = 'PRIVATE_UPSTREAM';
+}
+
+const privateRefusal = (host: string) =>
+  new PlatformError('private_upstream', `The upstream ${host} resolves to a private, loopback or link-local address; the proxy refuses it`, {
+    hint: 'Register the API with a public base URL. (Operators: ALLOW_PRIVATE_UPSTREAMS=true is for tests only.)',
+  });
+
+/** Resolves the upstream host and refuses it when any address is private. Before anything is charged. */
+export async function assertPublicHost(hostname: string): Promise<void> {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    if (isPrivateAddress(host)) throw privateRefusal(host);
+    return;
+  }
+  let addresses: LookupAddress[];
+  try {
+    addresses = await dnsLookupAsync(host, { all: true });
+  } catch {
+    throw new PlatformError('upstream_unavailable', `The upstream host ${host} could not be resolved`, {
+      hint: 'Nothing was charged. Retry later.',
+      headers: { 'Retry-After': '30' },
+    });
+  }
+  if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) throw privateRefusal(host);
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for the proxy's sockets that refuses private addresses at connect time, so a DNS
+ * answer that changes between the check and the connection (rebinding) cannot reach them either.
+ */
+export function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) {
+      return callback(new PrivateUpstreamError(`${hostname} resolves to a private address`), []);
+    }
+    if ((options as { all?: boolean }).all) return callback(null, addresses);
+    const first = addresses[0] as LookupAddress;
+    return callback(null, first.address, first.family);
+  });
+}
+
+const badPath = (why: string) =>
+  new PlatformError('validation_failed', `Invalid proxy path: ${why}`, {
+    hint: 'The path after /proxy/{api_id} is appended to the API base URL; it may not contain "..", "//", backslashes or encoded slashes.',
+  });
+
+/**
+ * Splits the raw request target of a proxy call into the upstream path remainder and query string,
+ * both as the caller sent them (bytes, not re-encoded), refusing anything that could leave the API's
+ * base URL: dot segments (also percent-encoded), encoded slashes or backslashes, backslashes, `//`.
+ */
+export function proxyTarget(rawUrl: string, segmentsBefore: number): { path: string; query: string | null } {
+  const q = rawUrl.indexOf('?');
+  const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  const query = q === -1 ? null : rawUrl.slice(q + 1);
+  const rest = rawPath.split('/').slice(segmentsBefore + 1);
+  const path = rest.length === 0 ? '' : `/${rest.join('/')}`;
+  if (path.includes('\\')) throw badPath('backslash');
+  if (/%(2f|5c|00)/i.test(path)) throw badPath('encoded slash, backslash or NUL');
+  if (path.includes('//')) throw badPath('empty segment ("//")');
+  for (const segment of rest) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      throw badPath('malformed percent-encoding');
+    }
+    if (decoded === '.' || decoded === '..') throw badPath('dot segment');
+  }
+  return { path, query };
+}
+
+/**
+ * The upstream URL: the base URL's path plus the remainder, with the query unchanged. The result is
+ * checked to stay on the base URL's origin and under its path.
+ */
+export function upstreamUrl(baseUrl: string, target: { path: string; query: string | null }): { origin: string; path: string; url: URL } {
+  const base = new URL(baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const path = `${basePath}${target.path}` || '/';
+  const withQuery = target.query === null ? path : `${path}?${target.query}`;
+  const url = new URL(withQuery, base.origin);
+  if (url.origin !== base.origin || (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))) {
+    throw badPath('it leaves the API base URL');
+  }
+  return { origin: base.origin, path: withQuery, url };
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-connection', 'http2-settings']);
+/** Caller credentials and platform headers that never reach an upstream. */
+const CALLER_ONLY = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-max-cost', 'forwarded', 'x-real-ip', 'expect']);
+
+/**
+ * The headers sent upstream: the caller's, in order and with duplicates, minus hop-by-hop headers
+ * (and those the caller's Connection header names), the caller's credentials and cookies, platform
+ * headers (`X-Max-Cost`, `X-Service-*`, `X-Forwarded-*`) and any header the upstream auth sets.
+ */
+export function upstreamRequestHeaders(rawHeaders: string[], drop: string[] = []): string[] {
+  const named = new Set(drop.map((h) => h.toLowerCase()));
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() === 'connection') {
+      for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || CALLER_ONLY.has(lower) || named.has(lower)) continue;
+    if (lower.startsWith('proxy-') || lower.startsWith('x-service-') || lower.startsWith('x-forwarded-')) continue;
+    out.push(name, rawHeaders[i + 1] ?? '');
+  }
+  return out;
+}
+
+/** Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed platform headers. */
+export function downstreamResponseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((t) => t.trim().toLowerCase()),
+  );
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('proxy-')) continue;
+    if (lower === 'set-cookie' || lower === 'x-request-id' || lower.startsWith('x-service-') || lower.startsWith('x-ratelimit-')) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** How the upstream key travels: a header to set, or a query parameter to append. */
+export type UpstreamAuth = { header: [string, string] } | { query: [string, string] } | null;
+
+export function upstreamAuth(scheme: AuthScheme, key: string | null): UpstreamAuth {
+  if (key === null) return null;
+  switch (scheme.type) {
+    case 'none':
+      return null;
+    case 'apiKey':
+      return scheme.in === 'header' ? { header: [scheme.name, key] } : { query: [scheme.name, key] };
+    case 'bearer':
+    case 'oauth2':
+      return { header: ['Authorization', `Bearer ${key}`] };
+    case 'basic':
+      return { header: ['Authorization', `Basic ${Buffer.from(key.includes(':') ? key : `${key}:`).toString('base64')}`] };
+  }
+}
+
+/** Appends the auth query parameter, replacing one of the same name the caller sent. */
+export function withAuthQuery(query: string | null, name: string, value: string): string {
+  const encodedName = encodeURIComponent(name);
+  const kept = (query ?? '').split('&').filter((pair) => pair !== '' && pair.split('=')[0] !== encodedName && pair.split('=')[0] !== name);
+  return [...kept, `${encodedName}=${encodeURIComponent(value)}`].join('&');
+}

@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { createRedis } from '../../../../db/src/redis.js';
+import { UsageRecorder } from '../lib/usage-recorder.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    usage: UsageRecorder;
+  }
+}
+
+/** The usage hand-off of metered calls (see UsageRecorder); flushed when the app closes. */
+export default fp(
+  async function usagePlugin(app: FastifyInstance) {
+    const { settings, sql } = app.deps;
+    // Its own fail-fast connection: a Redis outage must not stall the request path.
+    const redis = createRedis(settings.REDIS_URL, 'request-path', { enableOfflineQueue: false });
+    const recorder = new UsageRecorder({
+      sql,
+      redis,
+      prefix: settings.REDIS_PREFIX,
+      batchSize: settings.USAGE_BATCH_SIZE,
+      flushMs: settings.USAGE_FLUSH_MS,
+      bufferMax: settings.USAGE_BUFFER_MAX,
+      addTimeoutMs: settings.USAGE_QUEUE_TIMEOUT_MS,
+      log: app.log,
+    });
+    app.decorate('usage', recorder);
+    app.addHook('onClose', async () => {
+      await recorder.close();
+      await redis.quit().catch(() => redis.disconnect());
+    });
+  },
+  { name: 'usage', dependencies: ['deps'] },
+);

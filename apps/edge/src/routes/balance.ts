@@ -1,0 +1,88 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { PlatformError } from '../../../../db/src/errors.js';
+import { getBalance } from '../../../../db/src/ledger.js';
+import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '../../../../db/src/money.js';
+import { topUp } from '../../../../db/src/topups.js';
+import { requireAuth } from '../plugins/auth.js';
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+
+const balanceResponse = z.object({ ok: z.literal(true), balance: z.number() });
+const topUpResponse = z.object({ ok: z.literal(true), balance: z.number(), credited: z.number() });
+
+const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/balance',
+    {
+      config: { auth: 'key' },
+      schema: { tags: ['balance'], summary: 'Current prepaid balance in dollars', response: { 200: balanceResponse } },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const balance = await getBalance(request.server.deps.sql, auth.accountId);
+      return { ok: true as const, balance: toDollars(balance ?? 0n) };
+    },
+  );
+
+  app.post(
+    '/balance',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['balance'],
+        summary: 'Add funds (sandbox billing mode); honors an Idempotency-Key header',
+        body: z.object({ amount: z.union([z.number(), z.string()]).describe('Dollars, e.g. 5 or "12.50"; at most six decimals') }),
+        response: { 200: topUpResponse },
+      },
+    },
+    async (request, reply) => {
+      const auth = requireAuth(request);
+      const { settings, sql } = request.server.deps;
+      if (settings.BILLING_MODE === 'live') {
+        throw new PlatformError('live_billing', 'Top-ups through the API are disabled in live billing mode', {
+          hint: 'Add funds in the dashboard with a real payment, or pay per call with x402.',
+        });
+      }
+      const header = request.headers['idempotency-key'];
+      const idempotencyKey = header === undefined ? null : Array.isArray(header) ? '' : header;
+      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+        throw new PlatformError('validation_failed', 'Idempotency-Key must be 1 to 200 visible ASCII characters', { hint: 'A UUID works well.' });
+      }
+      const amountMicros = parseDollars(request.body.amount);
+      if (amountMicros === null || amountMicros === 0n) {
+        throw new PlatformError('validation_failed', 'amount must be a positive dollar amount with at most six decimal places', {
+          hint: 'For example {"amount": 5} or {"amount": "12.50"}.',
+        });
+      }
+      const capMicros = BigInt(settings.SANDBOX_BALANCE_CAP_DOLLARS) * MICROS_PER_DOLLAR;
+      if (amountMicros > capMicros) {
+        throw new PlatformError('validation_failed', `amount is above the sandbox cap of $${formatDollars(capMicros)}`, {
+          hint: `Top up at most $${formatDollars(capMicros)} in total.`,
+        });
+      }
+      const result = await topUp(sql, { accountId: auth.accountId, amountMicros, capMicros, idempotencyKey });
+      if (result.ok) {
+        if (result.replayed) reply.header('Idempotent-Replayed', 'true');
+        return { ok: true as const, balance: toDollars(result.balanceMicros), credited: toDollars(result.creditedMicros) };
+      }
+      switch (result.reason) {
+        case 'cap_exceeded': {
+          const room = result.capMicros - result.balanceMicros;
+          throw new PlatformError('balance_cap_exceeded', `A sandbox balance may not exceed $${formatDollars(result.capMicros)}`, {
+            hint: room > 0n ? `You can add at most $${formatDollars(room)} now.` : 'Spend some of the balance before topping up again.',
+            details: { balance: toDollars(result.balanceMicros), cap: toDollars(result.capMicros) },
+          });
+        }
+        case 'idempotency_conflict':
+          throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was already used with a different amount', {
+            hint: `It credited $${formatDollars(result.creditedMicros)}; use a new key for a new top-up.`,
+          });
+        case 'no_account':
+          throw new PlatformError('not_found', 'Account not found');
+      }
+    },
+  );
+};
+
+export default balanceRoutes;

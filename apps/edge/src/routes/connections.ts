@@ -1,0 +1,73 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { deleteConnection, listConnections, saveConnection, type Connection } from '../../../../db/src/connections.js';
+import { notFound } from '../../../../db/src/errors.js';
+import { getMeteredApi } from '../../../../db/src/metered-apis.js';
+import { requireAuth } from '../plugins/auth.js';
+
+export const API_ID = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,199}$/, 'must be a directory API id (lowercase letters, digits, ".", "_", "-")');
+
+const connectionSchema = z.object({ apiId: z.string(), keyHint: z.string(), createdAt: z.string(), updatedAt: z.string() });
+const present = (c: Connection) => ({ apiId: c.apiId, keyHint: c.keyHint, createdAt: c.createdAt.toISOString(), updatedAt: c.updatedAt.toISOString() });
+
+/** Bring your own key: the caller stores their own upstream key; the proxy then uses it. */
+const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.post(
+    '/connect/:apiId',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['connections'],
+        summary: 'Store your own key for an API (encrypted at rest, never returned); replaces an earlier one',
+        params: z.object({ apiId: API_ID }),
+        body: z.object({ apiKey: z.string().trim().min(1).max(4096).describe('Your key for the upstream API') }),
+        response: { 201: z.object({ ok: z.literal(true), connection: connectionSchema }) },
+      },
+    },
+    async (request, reply) => {
+      const auth = requireAuth(request);
+      const { sql, settings } = request.server.deps;
+      const api = await getMeteredApi(sql, request.params.apiId);
+      if (!api) throw notFound(`API ${request.params.apiId}`, 'List APIs with GET /api/v1/apis.');
+      const connection = await saveConnection(sql, settings.CONNECTIONS_MASTER_KEY, { accountId: auth.accountId, apiId: api.id, apiKey: request.body.apiKey });
+      return reply.code(201).send({ ok: true as const, connection: present(connection) });
+    },
+  );
+
+  app.delete(
+    '/connect/:apiId',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['connections'],
+        summary: 'Disconnect: delete your stored key for an API',
+        params: z.object({ apiId: API_ID }),
+        response: { 200: z.object({ ok: z.literal(true), connection: connectionSchema }) },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const removed = await deleteConnection(request.server.deps.sql, auth.accountId, request.params.apiId);
+      if (!removed) throw notFound(`Connection to ${request.params.apiId}`, 'GET /api/v1/me/apis lists your connections.');
+      return { ok: true as const, connection: present(removed) };
+    },
+  );
+
+  app.get(
+    '/me/apis',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['connections'],
+        summary: 'Your connected APIs (key hints only)',
+        response: { 200: z.object({ ok: z.literal(true), connections: z.array(connectionSchema) }) },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      return { ok: true as const, connections: (await listConnections(request.server.deps.sql, auth.accountId)).map(present) };
+    },
+  );
+};
+
+export default connectionRoutes;

@@ -1,0 +1,437 @@
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { listActiveSessions } from '../../../../db/src/cookbook-sessions.js';
+import { getCookbook, listCookbooks, type Cookbook } from '../../../../db/src/cookbooks.js';
+import { notFound, PlatformError } from '../../../../db/src/errors.js';
+import { PRICES } from '../../../../db/src/money.js';
+import type { Actor } from '../../../../workflows/messages.js';
+import { chargeRequest } from '../lib/charging.js';
+import {
+  cancelSession,
+  completeStep,
+  humanStepView,
+  isEnded,
+  listPendingHumanSteps,
+  listSessionSteps,
+  requireSession,
+  sessionView,
+  startSession,
+  stepView,
+  validateResultData,
+} from '../lib/cookbook-sessions.js';
+import { STREAM_ID, type StreamedEvent } from '../lib/session-events.js';
+import { requireAuth } from '../plugins/auth.js';
+
+const errorBody = z.object({ ok: z.literal(false), error: z.string(), code: z.string(), hint: z.string().optional() }).passthrough();
+const jsonObject = z.record(z.string(), z.unknown());
+
+const slotSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  category: z.string(),
+  required: z.boolean(),
+  suggestedProviders: z.array(z.string()),
+});
+const timeLimitsSchema = z.object({ reminderAfter: z.string().optional(), expiresAfter: z.string() });
+const cookbookStepSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  kind: z.enum(['agent', 'human']),
+  instructions: z.string(),
+  inputSchema: jsonObject,
+  timeLimits: timeLimitsSchema,
+});
+const cookbookSummarySchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string(),
+  category: z.string(),
+  slots: z.array(slotSchema.pick({ name: true, category: true, required: true })),
+  stepCount: z.number().int(),
+  humanSteps: z.number().int(),
+});
+const cookbookSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string(),
+  category: z.string(),
+  slots: z.array(slotSchema),
+  steps: z.array(cookbookStepSchema),
+});
+const statusSchema = z.enum(['running', 'waiting_for_human', 'completed', 'failed', 'cancelled', 'expired']);
+const sessionSchema = z.object({
+  sessionId: z.string(),
+  cookbookId: z.string(),
+  status: statusSchema,
+  currentStep: z.string().nullable(),
+  progress: z.object({ completed: z.number().int(), total: z.number().int() }),
+  selectedApis: z.record(z.string(), z.string()),
+  startedAt: z.string(),
+  updatedAt: z.string(),
+  endedAt: z.string().nullable(),
+});
+const stepSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  kind: z.enum(['agent', 'human']),
+  position: z.number().int(),
+  instructions: z.string(),
+  inputSchema: jsonObject,
+  timeLimits: timeLimitsSchema,
+  completedBy: z.enum(['key', 'human']),
+  status: z.enum(['pending', 'completed', 'expired', 'cancelled', 'upcoming']),
+  startedAt: z.string().nullable(),
+  remindAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  completedAt: z.string().nullable(),
+  resultData: jsonObject.nullable(),
+});
+const humanStepSchema = z.object({
+  sessionId: z.string(),
+  cookbookId: z.string(),
+  cookbookTitle: z.string(),
+  stepId: z.string(),
+  title: z.string(),
+  instructions: z.string(),
+  inputSchema: jsonObject,
+  pendingSince: z.string(),
+  remindAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  reminders: z.number().int(),
+});
+
+const cookbookParams = z.object({ id: z.string().min(1).max(100) });
+const sessionParams = z.object({ sessionId: z.string().min(1).max(100) });
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+
+const summary = (cookbook: Cookbook) => ({
+  id: cookbook.id,
+  title: cookbook.title,
+  description: cookbook.description,
+  category: cookbook.category,
+  slots: cookbook.slots.map(({ name, category, required }) => ({ name, category, required })),
+  stepCount: cookbook.steps.length,
+  humanSteps: cookbook.steps.filter((step) => step.kind === 'human').length,
+});
+
+/** The dashboard's cookie session is a person; any API or agent key is not. */
+const actorOf = (request: FastifyRequest): Actor => (requireAuth(request).via === 'cookie' ? 'human' : 'key');
+
+async function requireCookbook(request: FastifyRequest, id: string): Promise<Cookbook> {
+  const cookbook = await getCookbook(request.server.deps.sql, id);
+  if (!cookbook) throw notFound(`Cookbook ${id}`, 'List cookbooks with GET /api/v1/cookbooks.');
+  return cookbook;
+}
+
+function sseFrame(event: StreamedEvent): string {
+  return `id: ${event.id}\nevent: ${event.name}\ndata: ${event.data}\n\n`;
+}
+
+/**
+ * Cookbooks and their sessions. Each session is a Temporal workflow; the reads here come from the
+ * Postgres mirror its activities keep, the writes go to the workflow as Updates.
+ */
+const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { sql, temporal, settings } = app.deps;
+
+  app.get(
+    '/cookbooks',
+    {
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'List cookbooks (free text and category filters)',
+        querystring: z.object({
+          q: z.string().max(200).optional(),
+          category: z.string().max(100).optional(),
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          cursor: z.string().max(100).optional(),
+        }),
+        response: { 200: z.object({ ok: z.literal(true), cookbooks: z.array(cookbookSummarySchema), nextCursor: z.string().nullable() }), 400: errorBody },
+      },
+    },
+    async (request) => {
+      const { q, category, limit, cursor } = request.query;
+      const page = await listCookbooks(sql, { q, category, limit, after: cursor });
+      return { ok: true as const, cookbooks: page.cookbooks.map(summary), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.get(
+    '/cookbooks/sessions',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: "The caller's active sessions (running or waiting for a human)",
+        querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
+        response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema) }), 401: errorBody },
+      },
+    },
+    async (request) => {
+      const rows = await listActiveSessions(sql, requireAuth(request).accountId, request.query.limit);
+      return { ok: true as const, sessions: rows.map(sessionView) };
+    },
+  );
+
+  app.get(
+    '/cookbooks/:id',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'Cookbook details with steps and API slots ($0.005)',
+        params: cookbookParams,
+        response: { 200: z.object({ ok: z.literal(true), cookbook: cookbookSchema }), 402: errorBody, 404: errorBody },
+      },
+    },
+    async (request, reply) => {
+      const cookbook = await requireCookbook(request, request.params.id);
+      await chargeRequest(request, reply, { costMicros: PRICES.cookbookDetails, item: 'cookbook', description: `cookbook ${cookbook.id}` });
+      return { ok: true as const, cookbook };
+    },
+  );
+
+  app.post(
+    '/cookbooks/:id/start',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'Start a session: selectedApis maps each slot name to a directory API id',
+        description: 'Send an Idempotency-Key header to make retries answer the same session.',
+        params: cookbookParams,
+        headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
+        body: z.object({ selectedApis: z.record(z.string().max(64), z.string().min(1).max(200)) }),
+        response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), 400: errorBody, 404: errorBody, 503: errorBody },
+      },
+    },
+    async (request, reply) => {
+      const cookbook = await requireCookbook(request, request.params.id);
+      const idempotencyKey = request.headers['idempotency-key'] ?? null;
+      const { row, created } = await startSession(sql, temporal, settings.TEMPORAL_START_TIMEOUT_MS, {
+        accountId: requireAuth(request).accountId,
+        cookbook,
+        selectedApis: request.body.selectedApis,
+        idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null,
+      });
+      if (row.cookbook_id !== cookbook.id) {
+        throw new PlatformError('conflict', 'This Idempotency-Key was already used to start a session of another cookbook', {
+          hint: `Use a new Idempotency-Key; the earlier session is ${row.id}.`,
+        });
+      }
+      if (!created) reply.header('Idempotent-Replayed', 'true');
+      return reply.code(201).send({ ok: true as const, session: sessionView(row) });
+    },
+  );
+
+  app.get(
+    '/cookbooks/sessions/:sessionId',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'A session with its progress and step history',
+        params: sessionParams,
+        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema.extend({ cookbookTitle: z.string(), steps: z.array(stepSchema) }) }), 404: errorBody },
+      },
+    },
+    async (request) => {
+      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      const [cookbook, history] = await Promise.all([requireCookbook(request, row.cookbook_id), listSessionSteps(sql, row.id)]);
+      const byId = new Map(history.map((step) => [step.step_id, step]));
+      const steps = cookbook.steps.map((step) => stepView(cookbook, row, step.stepId, byId.get(step.stepId))!);
+      return { ok: true as const, session: { ...sessionView(row), cookbookTitle: cookbook.title, steps } };
+    },
+  );
+
+  app.get(
+    '/cookbooks/sessions/:sessionId/step',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'The current step, with instructions naming the chosen APIs; 409 when the session has ended',
+        params: sessionParams,
+        response: { 200: z.object({ ok: z.literal(true), step: stepSchema }), 404: errorBody, 409: errorBody },
+      },
+    },
+    async (request) => {
+      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      if (isEnded(row) || row.current_step_id === null) {
+        throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
+      }
+      const [cookbook, history] = await Promise.all([requireCookbook(request, row.cookbook_id), listSessionSteps(sql, row.id)]);
+      const step = stepView(cookbook, row, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
+      if (!step) throw new Error(`step ${row.current_step_id} is not in cookbook ${cookbook.id}`);
+      return { ok: true as const, step };
+    },
+  );
+
+  app.post(
+    '/cookbooks/sessions/:sessionId/complete-step',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'Complete the current step with resultData matching its inputSchema',
+        description:
+          '409 when stepId is not the current step or the session has ended; 400 when resultData breaks the inputSchema; 403 when an API key completes a human step (a person completes those in the dashboard).',
+        params: sessionParams,
+        body: z.object({ stepId: z.string().min(1).max(100), resultData: jsonObject }),
+        response: {
+          200: z.object({ ok: z.literal(true), session: sessionSchema, nextStep: stepSchema.nullable() }),
+          400: errorBody,
+          403: errorBody,
+          404: errorBody,
+          409: errorBody,
+          503: errorBody,
+        },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      const { stepId, resultData } = request.body;
+      if (isEnded(row)) {
+        throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
+      }
+      const cookbook = await requireCookbook(request, row.cookbook_id);
+      const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
+      if (!step || stepId !== row.current_step_id) {
+        throw new PlatformError('conflict', `Step "${stepId}" is not the current step ("${row.current_step_id}")`, {
+          hint: `GET /api/v1/cookbooks/sessions/${row.id}/step for the current step.`,
+        });
+      }
+      validateResultData(cookbook.id, step, resultData);
+      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor: actorOf(request) });
+      const fresh = await requireSession(sql, auth.accountId, row.id);
+      const history = result.nextStepId === null ? [] : await listSessionSteps(sql, row.id);
+      const nextStep =
+        result.nextStepId === null ? null : stepView(cookbook, fresh, result.nextStepId, history.find((h) => h.step_id === result.nextStepId));
+      return { ok: true as const, session: sessionView(fresh), nextStep };
+    },
+  );
+
+  app.post(
+    '/cookbooks/sessions/:sessionId/cancel',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'Cancel a session that has not ended (an addition to the specification)',
+        params: sessionParams,
+        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema }), 404: errorBody, 409: errorBody, 503: errorBody },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      if (isEnded(row)) {
+        throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: 'Only running sessions and sessions waiting for a human can be cancelled.' });
+      }
+      const body = request.body as { reason?: unknown } | undefined;
+      const reason = typeof body?.reason === 'string' ? body.reason.slice(0, 500) : undefined;
+      await cancelSession(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, reason);
+      return { ok: true as const, session: sessionView(await requireSession(sql, auth.accountId, row.id)) };
+    },
+  );
+
+  app.get(
+    '/cookbooks/sessions/:sessionId/human-steps',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: "The session's human steps waiting for a person",
+        params: sessionParams,
+        response: { 200: z.object({ ok: z.literal(true), humanSteps: z.array(humanStepSchema) }), 404: errorBody },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      const rows = await listPendingHumanSteps(sql, auth.accountId, row.id);
+      return { ok: true as const, humanSteps: rows.map(humanStepView) };
+    },
+  );
+
+  app.get(
+    '/me/human-steps',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: "Human steps waiting for a person across the account's sessions (the dashboard's inbox)",
+        response: { 200: z.object({ ok: z.literal(true), humanSteps: z.array(humanStepSchema) }) },
+      },
+    },
+    async (request) => {
+      const rows = await listPendingHumanSteps(sql, requireAuth(request).accountId, null);
+      return { ok: true as const, humanSteps: rows.map(humanStepView) };
+    },
+  );
+
+  app.get(
+    '/cookbooks/sessions/:sessionId/events',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'Server-sent events of the session: replays after Last-Event-ID, then follows live until the session ends',
+        description:
+          'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats.',
+        params: sessionParams,
+        querystring: z.object({ lastEventId: z.string().optional() }),
+        response: { 400: errorBody, 404: errorBody },
+      },
+    },
+    async (request, reply) => {
+      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      const header = request.headers['last-event-id'];
+      const lastEventId = (typeof header === 'string' ? header.trim() : undefined) || request.query.lastEventId || '0-0';
+      if (!STREAM_ID.test(lastEventId)) {
+        throw new PlatformError('validation_failed', 'Last-Event-ID must be an event id from this stream, such as "3-0"', { hint: 'Omit it to replay from the start.' });
+      }
+
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        'x-request-id': request.id,
+      });
+      raw.write(`retry: 3000\n: session ${row.id}\n\n`);
+      let unsubscribe: (() => void) | null = null;
+      let finished = false;
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        unsubscribe?.();
+        if (!raw.writableEnded) raw.end();
+      };
+      request.raw.on('close', finish);
+      raw.on('close', finish);
+      try {
+        const stop = await app.sessionEvents.follow(row.id, lastEventId, {
+          event: (event) => {
+            if (!finished) raw.write(sseFrame(event));
+          },
+          heartbeat: () => {
+            if (!finished) raw.write(': heartbeat\n\n');
+          },
+          end: finish,
+        }, { sessionEnded: isEnded(row) });
+        if (finished) stop();
+        else unsubscribe = stop;
+      } catch (error) {
+        request.log.warn({ err: error }, 'session event stream failed');
+        finish();
+      }
+    },
+  );
+};
+
+export default cookbookRoutes;

@@ -1,0 +1,304 @@
+import { pipeline, Transform } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import { connectionKey } from '../../../../db/src/connections.js';
+import { notFound, PlatformError } from '../../../../db/src/errors.js';
+import { getBalance, refund } from '../../../../db/src/ledger.js';
+import { getMeteredApi, priceOf, type MeteredApi } from '../../../../db/src/metered-apis.js';
+import { formatDollars } from '../../../../db/src/money.js';
+import { openSecret, platformKeyContext } from '../../../../db/src/secret-box.js';
+import { chargeRequest, type ChargeReceipt } from '../lib/charging.js';
+import {
+  assertPublicHost,
+  downstreamResponseHeaders,
+  guardedLookup,
+  PrivateUpstreamError,
+  proxyTarget,
+  upstreamAuth,
+  upstreamRequestHeaders,
+  upstreamUrl,
+  withAuthQuery,
+} from '../lib/upstream.js';
+import { requireAuth } from '../plugins/auth.js';
+import { API_ID } from './connections.js';
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** `/api/v1/proxy/{api_id}`: segments of the raw URL before the path remainder. */
+const SEGMENTS_BEFORE_REMAINDER = 4;
+/** How much of a failing upstream's body the 502 carries. */
+const UPSTREAM_ERROR_BODY_BYTES = 2_048;
+
+class BodyTooLarge extends Error {
+  override name = 'BodyTooLarge';
+}
+
+/**
+ * The metered proxy. Registered as its own encapsulated plugin: every content type is passed
+ * through as the raw request stream (never parsed or buffered), with its own size limit.
+ */
+const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { settings } = app.deps;
+  const agent = new Agent({
+    keepAliveTimeout: 10_000,
+    connections: 256,
+    headersTimeout: settings.PROXY_HEADERS_TIMEOUT_MS,
+    bodyTimeout: settings.PROXY_BODY_TIMEOUT_MS,
+    connect: settings.ALLOW_PRIVATE_UPSTREAMS
+      ? { timeout: settings.PROXY_CONNECT_TIMEOUT_MS }
+      : { timeout: settings.PROXY_CONNECT_TIMEOUT_MS, lookup: guardedLookup as never },
+  });
+  app.addHook('onClose', async () => agent.close());
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+  const schema = {
+    tags: ['proxy'],
+    summary: 'Call a third-party API through the metered proxy',
+    description:
+      'The path after the API id, the query string and the body reach the upstream unchanged. The call is charged before it is ' +
+      'forwarded; 502/503 answers are refunded. Send X-Max-Cost (dollars) to refuse a call that would cost more.',
+  };
+  app.route({
+    method: [...METHODS],
+    url: '/proxy/:apiId/*',
+    config: { auth: 'key' },
+    schema: { ...schema, params: z.object({ apiId: API_ID, '*': z.string() }) },
+    handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
+  });
+  // The API's base URL itself (`/proxy/{api_id}` or `/proxy/{api_id}/`, the router ignores the trailing slash).
+  app.route({
+    method: [...METHODS],
+    url: '/proxy/:apiId',
+    config: { auth: 'key' },
+    schema: { ...schema, params: z.object({ apiId: API_ID }) },
+    handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
+  });
+};
+
+async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: string, agent: Agent): Promise<FastifyReply> {
+  const started = performance.now();
+  const auth = requireAuth(request);
+  const { sql, settings } = request.server.deps;
+  const api = await getMeteredApi(sql, apiId);
+  if (!api) throw notFound(`API ${apiId}`, 'List APIs with GET /api/v1/apis.');
+
+  const target = proxyTarget(request.raw.url ?? '/', SEGMENTS_BEFORE_REMAINDER);
+  const declaredLength = Number(request.headers['content-length'] ?? 0);
+  if (declaredLength > settings.PROXY_BODY_LIMIT_BYTES) throw bodyTooLarge(settings.PROXY_BODY_LIMIT_BYTES);
+  let base: URL;
+  try {
+    base = new URL(api.baseUrl);
+  } catch {
+    throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, { hint: 'Nothing was charged.', headers: { 'Retry-After': '3600' } });
+  }
+  if (!settings.ALLOW_PRIVATE_UPSTREAMS) await assertPublicHost(base.hostname);
+
+  const { key, byok } = await upstreamKey(request, api, auth.accountId);
+  const upstreamAuthPart = upstreamAuth(api.authScheme, key);
+  const query = upstreamAuthPart && 'query' in upstreamAuthPart ? withAuthQuery(target.query, ...upstreamAuthPart.query) : target.query;
+  const url = upstreamUrl(api.baseUrl, { path: target.path, query });
+  const costMicros = priceOf(api, request.method, target.path || '/', byok);
+
+  // Nothing is forwarded before the charge (and X-Max-Cost, allow-list and spend limit) passed.
+  const receipt = await chargeRequest(request, reply, { costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${target.path || '/'}` });
+  reply.header('X-Service-Api', api.id);
+  if (receipt.balanceMicros === null) reply.header('X-Service-Balance', formatDollars((await getBalance(sql, auth.accountId)) ?? 0n));
+
+  let bytesIn = 0;
+  let bytesOut = 0;
+  const recordUsage = (status: number, netCostMicros: bigint) =>
+    request.server.usage.record({
+      accountId: auth.accountId,
+      keyId: auth.keyId,
+      apiId: api.id,
+      item: 'proxy',
+      status,
+      latencyMs: Math.round(performance.now() - started),
+      bytesIn,
+      bytesOut,
+      costMicros: netCostMicros.toString(),
+      chargeId: receipt.chargeId,
+      at: new Date().toISOString(),
+    });
+
+  // Fastify hands the body of POST/PUT/PATCH/DELETE to the catch-all parser; a GET body stays on the raw request.
+  const raw = (request.body as IncomingMessage | undefined) ?? (carriesBody(request.raw) ? request.raw : undefined);
+  const hasBody = raw !== undefined;
+  const dropped = upstreamAuthPart && 'header' in upstreamAuthPart ? [upstreamAuthPart.header[0]] : [];
+  // Without a body to forward, a stray Content-Length would promise bytes that never come.
+  if (!hasBody) dropped.push('content-length');
+  const headers = upstreamRequestHeaders(request.raw.rawHeaders, dropped);
+  if (upstreamAuthPart && 'header' in upstreamAuthPart) headers.push(...upstreamAuthPart.header);
+
+  let body: Transform | undefined;
+  if (raw) {
+    const limit = settings.PROXY_BODY_LIMIT_BYTES;
+    body = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        bytesIn += chunk.length;
+        if (bytesIn > limit) callback(new BodyTooLarge());
+        else callback(null, chunk);
+      },
+    });
+    raw.on('error', (error) => body?.destroy(error));
+    raw.pipe(body);
+  }
+
+  let upstream: Dispatcher.ResponseData;
+  try {
+    upstream = await agent.request({ origin: url.origin, path: url.path, method: request.method as Dispatcher.HttpMethod, headers, body: body ?? null });
+  } catch (error) {
+    const failure = forwardFailure(error, settings.PROXY_RETRY_AFTER_SECONDS, settings.PROXY_BODY_LIMIT_BYTES);
+    await refundInto(request, reply, receipt, failure);
+    recordUsage(failure.status, 0n);
+    request.log.warn({ apiId: api.id, code: failure.code, err: error }, 'proxy call failed before the upstream answered');
+    throw failure;
+  }
+
+  if (upstream.statusCode >= 500) {
+    const unavailable = upstream.statusCode === 503;
+    // An upstream that echoes the key it was sent must not hand the platform's key to the caller.
+    const excerpt = key === null || key.length < 4 ? await readExcerpt(upstream.body) : (await readExcerpt(upstream.body)).replaceAll(key, '[redacted]');
+    const failure = unavailable
+      ? new PlatformError('upstream_unavailable', `${api.id} is temporarily unavailable (upstream answered 503)`, {
+          hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
+          headers: { 'Retry-After': retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS) },
+          details: { upstream: { status: upstream.statusCode, body: excerpt } },
+        })
+      : new PlatformError('upstream_error', `${api.id} answered with an error (${upstream.statusCode})`, {
+          hint: 'The call was refunded. The upstream error is in `upstream`.',
+          details: { upstream: { status: upstream.statusCode, body: excerpt } },
+        });
+    await refundInto(request, reply, receipt, failure);
+    recordUsage(failure.status, 0n);
+    throw failure;
+  }
+
+  reply.code(upstream.statusCode);
+  reply.headers(downstreamResponseHeaders(upstream.headers));
+  let upstreamBroke = false;
+  let clientGone = false;
+  let settled = false;
+  const settle = () => {
+    if (settled) return;
+    settled = true;
+    if (upstreamBroke && receipt.chargeId) {
+      // The upstream closed mid-response: the caller got a cut-off answer; the charge is returned.
+      refund(sql, receipt.chargeId, 'refund: upstream closed mid-response').then(
+        () => recordUsage(502, 0n),
+        (error: unknown) => {
+          request.log.error({ err: error, chargeId: receipt.chargeId }, 'refund after an aborted upstream response failed');
+          recordUsage(502, receipt.costMicros);
+        },
+      );
+      return;
+    }
+    // A caller who hangs up mid-download keeps the charge: the upstream did its work.
+    recordUsage(upstream.statusCode, receipt.costMicros);
+  };
+  if (upstream.statusCode === 204 || upstream.statusCode === 304) {
+    await upstream.body.dump();
+    settle();
+    return reply.send();
+  }
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytesOut += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  // The source's own error comes first when the upstream breaks; when the caller hangs up, the
+  // reply closes first and the pipeline then tears the upstream body down.
+  upstream.body.on('error', () => {
+    if (!clientGone) upstreamBroke = true;
+  });
+  pipeline(upstream.body, meter, () => {});
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
+    setImmediate(settle);
+  });
+  return reply.send(meter);
+}
+
+/** The key the upstream gets: the caller's own (bring your own key) before the operator's platform key. */
+async function upstreamKey(request: FastifyRequest, api: MeteredApi, accountId: string): Promise<{ key: string | null; byok: boolean }> {
+  if (api.authScheme.type === 'none') return { key: null, byok: false };
+  const { sql, settings } = request.server.deps;
+  const own = await connectionKey(sql, settings.CONNECTIONS_MASTER_KEY, accountId, api.id);
+  if (own !== null) return { key: own, byok: true };
+  if (api.platformKeyEncrypted) {
+    return { key: openSecret(settings.CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted, platformKeyContext(api.id)), byok: false };
+  }
+  throw new PlatformError('connection_required', `${api.id} needs a key and the platform has none for it`, {
+    hint: `Nothing was charged. Connect your own key with POST /api/v1/connect/${api.id} {"apiKey": "..."}.`,
+  });
+}
+
+function carriesBody(raw: IncomingMessage): boolean {
+  return raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length'] ?? 0) > 0;
+}
+
+function bodyTooLarge(limit: number) {
+  return new PlatformError('payload_too_large', `The request body is larger than the proxy limit of ${limit} bytes`, {
+    hint: 'Send a smaller body. A call refused for its size is not charged (or is refunded).',
+    details: {},
+  });
+}
+
+function retryAfter(given: string | string[] | undefined, fallback: number): string {
+  const value = Array.isArray(given) ? given[0] : given;
+  return value && /^\d{1,4}$/.test(value.trim()) ? value.trim() : String(fallback);
+}
+
+/** Maps a failure before the upstream answered: too-large body (413), private address (403), else unavailable (503). */
+function forwardFailure(error: unknown, retryAfterSeconds: number, limit: number): PlatformError {
+  if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return bodyTooLarge(limit);
+  if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
+    return new PlatformError('private_upstream', 'The upstream resolves to a private, loopback or link-local address; the proxy refuses it', {
+      hint: 'The call was refunded. Register the API with a public base URL.',
+      details: {},
+    });
+  }
+  const timedOut =
+    error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.ConnectTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
+  return new PlatformError('upstream_unavailable', timedOut ? 'The upstream did not answer in time' : 'The upstream could not be reached', {
+    hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+    details: {},
+  });
+}
+
+/** Refunds the charge of a failed call and says so on the error response. */
+async function refundInto(request: FastifyRequest, reply: FastifyReply, receipt: ChargeReceipt, failure: PlatformError): Promise<void> {
+  if (!receipt.chargeId) return;
+  const refunded = await refund(request.server.deps.sql, receipt.chargeId, `refund: ${failure.code}`);
+  reply.header('X-Service-Cost', '0');
+  reply.header('X-Service-Balance', formatDollars(refunded.balanceMicros));
+  reply.header('X-Service-Refund-Id', refunded.refundId);
+  // Every failure built in this module carries a details object; the refund is reported in it.
+  if (failure.details) Object.assign(failure.details, { chargeId: receipt.chargeId, refundId: refunded.refundId });
+}
+
+/** The first bytes of an upstream error body as text; the rest is discarded. */
+async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size >= UPSTREAM_ERROR_BODY_BYTES) break;
+    }
+  } catch {
+    // A broken error body still makes a 502; what arrived is enough.
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, UPSTREAM_ERROR_BODY_BYTES).toString('utf8');
+}
+
+export default proxyRoutes;

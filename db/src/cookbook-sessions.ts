@@ -1,0 +1,177 @@
+import type { Redis } from 'ioredis';
+import type { SessionChange, SessionEvent, SessionStatus, StepRecord } from '../../workflows/messages.js';
+import { FINAL_EVENTS } from '../../workflows/messages.js';
+import type { Db, Sql } from './sql.js';
+
+/** Redis stream holding one session's events; entry ids are `<seq>-0`, seq numbered by the workflow. */
+export const sessionEventsKey = (prefix: string, sessionId: string) => `${prefix}:session-events:${sessionId}`;
+/** Pub/sub channel announcing "this session's stream grew": the message is the session id. */
+export const sessionEventsChannel = (prefix: string) => `${prefix}:session-events`;
+/** How long an ended session's event stream stays readable. */
+export const ENDED_STREAM_TTL_SECONDS = 30 * 24 * 3600;
+
+export interface SessionRow {
+  id: string;
+  account_id: string;
+  cookbook_id: string;
+  workflow_id: string;
+  status: SessionStatus;
+  current_step_id: string | null;
+  completed_steps: number;
+  total_steps: number;
+  selected_apis: Record<string, string>;
+  idempotency_key: string | null;
+  version: number;
+  started_at: Date;
+  updated_at: Date;
+  ended_at: Date | null;
+}
+
+export interface StepRow {
+  session_id: string;
+  step_id: string;
+  position: number;
+  kind: 'agent' | 'human';
+  status: StepRecord['status'];
+  result_data: Record<string, unknown> | null;
+  completed_by: 'key' | 'human' | null;
+  started_at: Date;
+  remind_at: Date | null;
+  expires_at: Date | null;
+  reminders: number;
+  completed_at: Date | null;
+}
+
+const SESSION_COLUMNS = `id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps, total_steps,
+  selected_apis, idempotency_key, version, started_at, updated_at, ended_at`;
+
+export interface NewSessionRow {
+  sessionId: string;
+  accountId: string;
+  cookbookId: string;
+  workflowId: string;
+  totalSteps: number;
+  firstStepId: string;
+  selectedApis: Record<string, string>;
+  idempotencyKey: string | null;
+  startedAt: Date;
+}
+
+/**
+ * The mirror row the edge writes once the workflow has started (version 0). The workflow's own
+ * first transition may have written it already; then this does nothing.
+ */
+export async function insertStartedSession(db: Db, row: NewSessionRow): Promise<void> {
+  await db`
+    insert into cookbook_sessions (id, account_id, cookbook_id, workflow_id, status, current_step_id, total_steps,
+                                   selected_apis, idempotency_key, version, started_at, updated_at)
+    values (${row.sessionId}, ${row.accountId}, ${row.cookbookId}, ${row.workflowId}, 'running', ${row.firstStepId},
+            ${row.totalSteps}, ${db.json(row.selectedApis)}, ${row.idempotencyKey}, 0, ${row.startedAt}, ${row.startedAt})
+    on conflict do nothing`;
+}
+
+/**
+ * Applies one workflow transition to the mirror in a transaction. Idempotent and ordered: a
+ * transition older than (or equal to) what the row holds changes nothing, so activity retries and
+ * late attempts never move the mirror backwards.
+ */
+export async function applySessionChange(sql: Sql, change: SessionChange, workflowId: string): Promise<boolean> {
+  const { input, session } = change;
+  return sql.begin(async (tx) => {
+    const applied = await tx`
+      insert into cookbook_sessions as s (id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps,
+                                          total_steps, selected_apis, idempotency_key, version, started_at, updated_at, ended_at)
+      values (${input.sessionId}, ${input.accountId}, ${input.cookbookId}, ${workflowId}, ${session.status}, ${session.currentStep},
+              ${session.progress.completed}, ${session.progress.total}, ${tx.json(input.selectedApis)}, ${input.idempotencyKey},
+              ${session.version}, ${session.startedAt}, ${session.updatedAt}, ${change.endedAt})
+      on conflict (id) do update set
+        status = excluded.status, current_step_id = excluded.current_step_id, completed_steps = excluded.completed_steps,
+        version = excluded.version, updated_at = excluded.updated_at, ended_at = excluded.ended_at
+      where s.version < excluded.version
+      returning id`;
+    if (applied.length === 0) return false;
+    for (const step of change.steps) {
+      await tx`
+        insert into cookbook_session_steps (session_id, step_id, position, kind, status, result_data, completed_by,
+                                            started_at, remind_at, expires_at, reminders, completed_at)
+        values (${input.sessionId}, ${step.stepId}, ${step.position}, ${step.kind}, ${step.status},
+                ${step.resultData === null ? null : tx.json(step.resultData as never)}, ${step.completedBy},
+                ${step.startedAt}, ${step.remindAt}, ${step.expiresAt}, ${step.reminders}, ${step.completedAt})
+        on conflict (session_id, step_id) do update set
+          status = excluded.status, result_data = excluded.result_data, completed_by = excluded.completed_by,
+          remind_at = excluded.remind_at, reminders = excluded.reminders, completed_at = excluded.completed_at`;
+    }
+    return true;
+  });
+}
+
+const ALREADY_APPENDED = /equal or smaller than the target stream top item/i;
+
+/**
+ * Appends events to the session's stream with the ids the workflow numbered (`<seq>-0`). An event
+ * already there (an activity retry, a restarted worker) is skipped by Redis itself, so every event
+ * is in the stream exactly once and in order. Followers are then told through pub/sub.
+ */
+export async function appendSessionEvents(redis: Redis, prefix: string, sessionId: string, events: SessionEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const key = sessionEventsKey(prefix, sessionId);
+  for (const event of events) {
+    try {
+      await redis.xadd(key, `${event.seq}-0`, 'event', event.name, 'data', JSON.stringify(event.data));
+    } catch (error) {
+      if (!ALREADY_APPENDED.test((error as Error).message)) throw error;
+    }
+  }
+  if (events.some((event) => FINAL_EVENTS.includes(event.name))) await redis.expire(key, ENDED_STREAM_TTL_SECONDS);
+  await redis.publish(sessionEventsChannel(prefix), sessionId);
+}
+
+export async function findSession(db: Db, accountId: string, sessionId: string): Promise<SessionRow | null> {
+  const [row] = await db<SessionRow[]>`
+    select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions where id = ${sessionId} and account_id = ${accountId}`;
+  return row ?? null;
+}
+
+export async function findSessionByIdempotencyKey(db: Db, accountId: string, key: string): Promise<SessionRow | null> {
+  const [row] = await db<SessionRow[]>`
+    select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions where account_id = ${accountId} and idempotency_key = ${key}`;
+  return row ?? null;
+}
+
+/** The account's active sessions (running or waiting for a human), newest first. */
+export async function listActiveSessions(db: Db, accountId: string, limit: number): Promise<SessionRow[]> {
+  return db<SessionRow[]>`
+    select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions
+    where account_id = ${accountId} and status in ('running', 'waiting_for_human')
+    order by started_at desc, id
+    limit ${limit}`;
+}
+
+export async function listSessionSteps(db: Db, sessionId: string): Promise<StepRow[]> {
+  return db<StepRow[]>`
+    select session_id, step_id, position, kind, status, result_data, completed_by, started_at, remind_at, expires_at,
+           reminders, completed_at
+    from cookbook_session_steps where session_id = ${sessionId} order by position`;
+}
+
+export interface PendingHumanStepRow extends StepRow {
+  cookbook_id: string;
+  cookbook_title: string;
+  steps: { stepId: string; title: string; instructions: string; inputSchema: Record<string, unknown> }[];
+  selected_apis: Record<string, string>;
+}
+
+/** Human steps waiting for a person, for one session or across all of an account's sessions. */
+export async function listPendingHumanSteps(db: Db, accountId: string, sessionId: string | null): Promise<PendingHumanStepRow[]> {
+  return db<PendingHumanStepRow[]>`
+    select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
+           st.remind_at, st.expires_at, st.reminders, st.completed_at,
+           s.cookbook_id, c.title as cookbook_title, c.steps, s.selected_apis
+    from cookbook_session_steps st
+    join cookbook_sessions s on s.id = st.session_id
+    join cookbooks c on c.id = s.cookbook_id
+    where s.account_id = ${accountId} and s.status = 'waiting_for_human'
+      and st.kind = 'human' and st.status = 'pending'
+      and (${sessionId}::text is null or s.id = ${sessionId})
+    order by st.started_at, st.session_id`;
+}

@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import type { Db } from './sql.js';
+
+/**
+ * The proxy's view of a directory API (the `apis` table of 00002): where it lives, how the upstream
+ * expects its key, and what a call costs. Operators write these rows with `npm run api`.
+ */
+export const authSchemeSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('none') }),
+  z.object({ type: z.literal('apiKey'), in: z.enum(['header', 'query']), name: z.string().min(1).max(200) }),
+  z.object({ type: z.literal('bearer') }),
+  z.object({ type: z.literal('basic') }),
+  z.object({ type: z.literal('oauth2') }),
+]);
+export type AuthScheme = z.output<typeof authSchemeSchema>;
+
+export const pricingRuleSchema = z.object({
+  /** HTTP method, or '*' / absent for any. */
+  method: z.string().max(10).optional(),
+  /** Path under the base URL; a trailing '*' matches any remainder. */
+  path: z.string().min(1).max(500),
+  priceMicros: z.coerce.bigint().nonnegative(),
+});
+export type PricingRule = z.output<typeof pricingRuleSchema>;
+
+export interface MeteredApi {
+  id: string;
+  name: string;
+  baseUrl: string;
+  authScheme: AuthScheme;
+  priceMicros: bigint;
+  byokPriceMicros: bigint | null;
+  pricingRules: PricingRule[];
+  platformKeyEncrypted: Buffer | null;
+  source: string;
+}
+
+interface ApiRow {
+  id: string;
+  name: string;
+  base_url: string;
+  auth_scheme: unknown;
+  price_micros: bigint;
+  byok_price_micros: bigint | null;
+  pricing_rules: unknown;
+  platform_key_encrypted: Buffer | null;
+  source: string;
+}
+
+const COLUMNS = 'id, name, base_url, auth_scheme, price_micros, byok_price_micros, pricing_rules, platform_key_encrypted, source';
+
+function fromRow(row: ApiRow): MeteredApi {
+  const scheme = authSchemeSchema.safeParse(row.auth_scheme);
+  const rules = z.array(pricingRuleSchema).safeParse(row.pricing_rules);
+  return {
+    id: row.id,
+    name: row.name,
+    baseUrl: row.base_url,
+    // An unknown scheme in imported data means "send no key", never a crash on the request path.
+    authScheme: scheme.success ? scheme.data : { type: 'none' },
+    priceMicros: row.price_micros,
+    byokPriceMicros: row.byok_price_micros,
+    pricingRules: rules.success ? rules.data : [],
+    platformKeyEncrypted: row.platform_key_encrypted,
+    source: row.source,
+  };
+}
+
+export async function getMeteredApi(db: Db, id: string): Promise<MeteredApi | null> {
+  const [row] = await db<ApiRow[]>`select ${db.unsafe(COLUMNS)} from apis where id = ${id}`;
+  return row ? fromRow(row) : null;
+}
+
+export async function listMeteredApis(db: Db, options: { source?: string } = {}): Promise<MeteredApi[]> {
+  const rows = options.source
+    ? await db<ApiRow[]>`select ${db.unsafe(COLUMNS)} from apis where source = ${options.source} order by id`
+    : await db<ApiRow[]>`select ${db.unsafe(COLUMNS)} from apis order by id`;
+  return rows.map(fromRow);
+}
+
+function ruleMatches(rule: PricingRule, method: string, path: string): boolean {
+  if (rule.method && rule.method !== '*' && rule.method.toUpperCase() !== method.toUpperCase()) return false;
+  return rule.path.endsWith('*') ? path.startsWith(rule.path.slice(0, -1)) : path === rule.path;
+}
+
+/**
+ * The price of one call: the first matching pricing rule, else the API's price; a call made with
+ * the caller's own key uses the bring-your-own-key price when one is set (and no rule matched).
+ */
+export function priceOf(api: MeteredApi, method: string, path: string, byok: boolean): bigint {
+  const rule = api.pricingRules.find((r) => ruleMatches(r, method, path));
+  if (rule) return rule.priceMicros;
+  if (byok && api.byokPriceMicros !== null) return api.byokPriceMicros;
+  return api.priceMicros;
+}
+
+export interface OperatorApiInput {
+  id: string;
+  name: string;
+  provider?: string;
+  baseUrl: string;
+  authScheme: AuthScheme;
+  priceMicros: bigint;
+  byokPriceMicros?: bigint | null;
+  pricingRules?: PricingRule[];
+  categories?: string[];
+  description?: string;
+}
+
+const rulesJson = (rules: PricingRule[]) => rules.map((r) => ({ ...r, priceMicros: r.priceMicros.toString() }));
+
+/** Inserts an operator API; returns false when the id exists. */
+export async function insertOperatorApi(db: Db, input: OperatorApiInput): Promise<boolean> {
+  const rows = await db`
+    insert into apis (id, name, provider, base_url, auth_scheme, price_micros, byok_price_micros, pricing_rules, categories, description, source)
+    values (${input.id}, ${input.name}, ${input.provider ?? input.name}, ${input.baseUrl}, ${db.json(input.authScheme)},
+            ${input.priceMicros}, ${input.byokPriceMicros ?? null}, ${db.json(rulesJson(input.pricingRules ?? []))},
+            ${input.categories ?? []}, ${input.description ?? ''}, 'operator')
+    on conflict (id) do nothing
+    returning id`;
+  return rows.length === 1;
+}
+
+export interface ApiUpdate {
+  name?: string;
+  baseUrl?: string;
+  authScheme?: AuthScheme;
+  priceMicros?: bigint;
+  byokPriceMicros?: bigint | null;
+  pricingRules?: PricingRule[];
+}
+
+/** Updates the given fields; returns false when the API does not exist. */
+export async function updateApi(db: Db, id: string, update: ApiUpdate): Promise<boolean> {
+  const rows = await db`
+    update apis set
+      name = coalesce(${update.name ?? null}, name),
+      base_url = coalesce(${update.baseUrl ?? null}, base_url),
+      auth_scheme = coalesce(${update.authScheme ? db.json(update.authScheme) : null}::jsonb, auth_scheme),
+      price_micros = coalesce(${update.priceMicros ?? null}::bigint, price_micros),
+      byok_price_micros = case when ${update.byokPriceMicros !== undefined} then ${update.byokPriceMicros ?? null}::bigint else byok_price_micros end,
+      pricing_rules = coalesce(${update.pricingRules ? db.json(rulesJson(update.pricingRules)) : null}::jsonb, pricing_rules),
+      updated_at = now()
+    where id = ${id}
+    returning id`;
+  return rows.length === 1;
+}
+
+export async function setPlatformKey(db: Db, id: string, sealed: Buffer | null): Promise<boolean> {
+  const rows = await db`update apis set platform_key_encrypted = ${sealed}, updated_at = now() where id = ${id} returning id`;
+  return rows.length === 1;
+}

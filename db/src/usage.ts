@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import type { Db, Sql } from './sql.js';
+
+/** The BullMQ queue the edge hands usage events to and the usage worker drains. */
+export const USAGE_QUEUE = 'usage-events';
+export const USAGE_JOB = 'usage-batch';
+
+/** One metered call. `id` is made by the edge, so every later write of the same event is a no-op. */
+export const usageEventSchema = z.object({
+  id: z.string().uuid(),
+  accountId: z.string().uuid(),
+  keyId: z.string().nullable(),
+  apiId: z.string().min(1).max(200),
+  item: z.string().min(1).max(50),
+  status: z.number().int().min(100).max(599),
+  latencyMs: z.number().int().nonnegative(),
+  bytesIn: z.number().int().nonnegative(),
+  bytesOut: z.number().int().nonnegative(),
+  /** Net cost in micro-dollars as a decimal string (JSON has no bigint): charge minus refund. */
+  costMicros: z.string().regex(/^\d{1,18}$/),
+  chargeId: z.string().uuid().nullable(),
+  /** ISO timestamp of the call. */
+  at: z.string().datetime({ offset: true }),
+});
+export type UsageEvent = z.output<typeof usageEventSchema>;
+
+export const usageBatchSchema = z.object({ events: z.array(usageEventSchema).min(1).max(5_000) });
+
+/**
+ * Writes a batch of usage events and advances the daily aggregates, idempotently: in one
+ * transaction the events are inserted with `on conflict do nothing`, and only the rows that were
+ * actually new are added to `usage_daily`. A retried job, a batch written twice (queue and
+ * fallback) or a worker killed mid-batch (the transaction rolls back) never counts an event twice.
+ * Returns how many events were new.
+ */
+export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const rows = events.map((e) => ({
+    id: e.id,
+    account_id: e.accountId,
+    key_id: e.keyId,
+    api_id: e.apiId,
+    item: e.item,
+    status: e.status,
+    latency_ms: e.latencyMs,
+    bytes_in: e.bytesIn,
+    bytes_out: e.bytesOut,
+    cost_micros: e.costMicros,
+    charge_id: e.chargeId,
+    at: e.at,
+  }));
+  return sql.begin(async (tx): Promise<number> => {
+    const inserted = await tx<{ n: string }[]>`
+      with fresh as (
+        insert into usage_events ${tx(rows as unknown as Record<string, string | number | null>[], EVENT_COLUMNS)}
+        on conflict (id) do nothing
+        returning account_id, api_id, (at at time zone 'UTC')::date as day, status, latency_ms, bytes_in, bytes_out, cost_micros
+      ),
+      grouped as (
+        select account_id, api_id, day, count(*) as calls, count(*) filter (where status >= 400) as errors,
+               sum(cost_micros) as cost_micros, sum(latency_ms) as latency_ms_total, sum(bytes_in) as bytes_in, sum(bytes_out) as bytes_out
+          from fresh group by account_id, api_id, day
+      ),
+      upserted as (
+        insert into usage_daily (account_id, api_id, day, calls, errors, cost_micros, latency_ms_total, bytes_in, bytes_out)
+        select account_id, api_id, day, calls, errors, cost_micros, latency_ms_total, bytes_in, bytes_out from grouped
+        order by account_id, day, api_id
+        on conflict (account_id, day, api_id) do update set
+          calls = usage_daily.calls + excluded.calls,
+          errors = usage_daily.errors + excluded.errors,
+          cost_micros = usage_daily.cost_micros + excluded.cost_micros,
+          latency_ms_total = usage_daily.latency_ms_total + excluded.latency_ms_total,
+          bytes_in = usage_daily.bytes_in + excluded.bytes_in,
+          bytes_out = usage_daily.bytes_out + excluded.bytes_out
+        returning 1
+      )
+      select (select count(*) from fresh)::text as n, (select count(*) from upserted) as _u`;
+    return Number(inserted[0]?.n ?? 0);
+  });
+}
+
+const EVENT_COLUMNS: string[] = ['id', 'account_id', 'key_id', 'api_id', 'item', 'status', 'latency_ms', 'bytes_in', 'bytes_out', 'cost_micros', 'charge_id', 'at'];
+
+export interface UsageTotals {
+  calls: number;
+  costMicros: bigint;
+  errors: number;
+}
+
+export interface UsageDay extends UsageTotals {
+  date: string;
+}
+
+export interface UsageByApi extends UsageTotals {
+  apiId: string;
+}
+
+interface DailyRow {
+  day: string;
+  api_id: string;
+  calls: bigint;
+  errors: bigint;
+  cost_micros: bigint;
+}
+
+async function dailyRows(db: Db, accountId: string, days: number, apiId: string | null): Promise<DailyRow[]> {
+  return db<DailyRow[]>`
+    select to_char(day, 'YYYY-MM-DD') as day, api_id, calls, errors, cost_micros from usage_daily
+     where account_id = ${accountId}
+       and day > (now() at time zone 'UTC')::date - ${days}::int
+       and (${apiId}::text is null or api_id = ${apiId})
+     order by day, api_id`;
+}
+
+function sumRows(rows: DailyRow[]): UsageTotals {
+  return rows.reduce((t, r) => ({ calls: t.calls + Number(r.calls), errors: t.errors + Number(r.errors), costMicros: t.costMicros + r.cost_micros }), {
+    calls: 0,
+    errors: 0,
+    costMicros: 0n,
+  });
+}
+
+function groupBy<K extends string>(rows: DailyRow[], key: (r: DailyRow) => K): Map<K, DailyRow[]> {
+  const map = new Map<K, DailyRow[]>();
+  for (const row of rows) map.set(key(row), [...(map.get(key(row)) ?? []), row]);
+  return map;
+}
+
+/** Usage of the last `days` UTC days (today included), from the worker's daily aggregates. */
+export async function usageSummary(db: Db, accountId: string, days: number) {
+  const rows = await dailyRows(db, accountId, days, null);
+  const byDay: UsageDay[] = [...groupBy(rows, (r) => r.day)].map(([date, rs]) => ({ date, ...sumRows(rs) }));
+  const byApi: UsageByApi[] = [...groupBy(rows, (r) => r.api_id)]
+    .map(([apiId, rs]) => ({ apiId, ...sumRows(rs) }))
+    .sort((a, b) => b.calls - a.calls || a.apiId.localeCompare(b.apiId));
+  return { totals: sumRows(rows), byDay, byApi };
+}
+
+export async function apiUsage(db: Db, accountId: string, apiId: string, days: number) {
+  const rows = await dailyRows(db, accountId, days, apiId);
+  const byDay: UsageDay[] = rows.map((r) => ({ date: r.day, ...sumRows([r]) }));
+  return { totals: sumRows(rows), byDay };
+}
+
+/** Aggregate statistics of the last `days` days; latency percentiles come from the event rows. */
+export async function usageStats(db: Db, accountId: string, days: number) {
+  const [daily] = await db<{ calls: bigint | null; errors: bigint | null; cost: bigint | null; latency: bigint | null }[]>`
+    select sum(calls)::bigint as calls, sum(errors)::bigint as errors, sum(cost_micros)::bigint as cost, sum(latency_ms_total)::bigint as latency
+      from usage_daily where account_id = ${accountId} and day > (now() at time zone 'UTC')::date - ${days}::int`;
+  const [p95] = await db<{ p95: number | null }[]>`
+    select percentile_cont(0.95) within group (order by latency_ms) as p95
+      from usage_events where account_id = ${accountId} and at >= ((now() at time zone 'UTC')::date - ${days - 1}::int)::timestamp at time zone 'UTC'`;
+  const top = await db<{ api_id: string; calls: bigint; cost: bigint }[]>`
+    select api_id, sum(calls)::bigint as calls, sum(cost_micros)::bigint as cost
+      from usage_daily where account_id = ${accountId} and day > (now() at time zone 'UTC')::date - ${days}::int
+     group by api_id order by sum(calls) desc, api_id limit 5`;
+  const calls = Number(daily?.calls ?? 0n);
+  const errors = Number(daily?.errors ?? 0n);
+  return {
+    totalCalls: calls,
+    totalCostMicros: daily?.cost ?? 0n,
+    errorRate: calls === 0 ? 0 : Math.round((errors / calls) * 10_000) / 10_000,
+    avgLatencyMs: calls === 0 ? 0 : Math.round(Number(daily?.latency ?? 0n) / calls),
+    p95LatencyMs: p95?.p95 === null || p95?.p95 === undefined ? 0 : Math.round(Number(p95.p95)),
+    topApis: top.map((t) => ({ apiId: t.api_id, calls: Number(t.calls), costMicros: t.cost })),
+  };
+}
+
+/** Retry policy of a usage batch job; shared by the edge (which adds jobs) and the worker definition. */
+export const USAGE_JOB_OPTIONS = {
+  attempts: 10,
+  backoff: { type: 'exponential' as const, delay: 1_000 },
+  removeOnComplete: 1_000,
+  removeOnFail: 10_000,
+};

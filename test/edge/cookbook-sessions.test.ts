@@ -1,0 +1,450 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertStartedSession } from '../../db/src/cookbook-sessions.js';
+import { loadCookbooks } from '../../db/src/cookbooks.js';
+import { createRedis } from '../../db/src/redis.js';
+import { completeStepUpdate, workflowIdFor } from '../../workflows/messages.js';
+import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
+import { createTestApi, openSse, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
+import { loginUser, registerUser } from '../helpers/session.js';
+import { uniqueId } from '../helpers/settings.js';
+
+interface Session {
+  sessionId: string;
+  cookbookId: string;
+  status: string;
+  currentStep: string | null;
+  progress: { completed: number; total: number };
+  selectedApis: Record<string, string>;
+}
+interface Step {
+  stepId: string;
+  kind: string;
+  instructions: string;
+  status: string;
+  completedBy: string;
+}
+
+const FORECAST = { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm warning', severity: 'severe' }] };
+const DRAFT = { message: 'Storm tonight from 20:00. Stay indoors.', recipients: ['+4712345678'] };
+
+describe('cookbook sessions over REST, on Temporal', () => {
+  const taskQueue = uniqueId('cookbook-sessions-');
+  const redisPrefix = uniqueId('cbs');
+  let app: FastifyInstance;
+  let baseUrl: string;
+  let workerRedis: Redis;
+  let worker: RunningWorker;
+  let account: TestAccount;
+  let weatherApi: string;
+  let smsApi: string;
+
+  beforeAll(async () => {
+    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_HEARTBEAT_MS: '200' });
+    await loadCookbooks(app.deps.sql);
+    workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
+    worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    account = await createTestAccount(app.deps.sql);
+    weatherApi = await createTestApi(app.deps.sql, 'weather');
+    smsApi = await createTestApi(app.deps.sql, 'sms');
+  });
+  afterAll(async () => {
+    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
+    await app?.close();
+    await worker?.stop();
+    await workerRedis?.quit();
+  });
+
+  const auth = (who: TestAccount = account) => bearer(who.fullKey);
+  const start = (body: unknown, who: TestAccount = account, headers: Record<string, string> = {}, cookbook = 'weather-alert-sms') =>
+    app.inject({ method: 'POST', url: `/api/v1/cookbooks/${cookbook}/start`, headers: { ...auth(who), ...headers }, payload: body as object });
+  const startWeather = async (who: TestAccount = account) =>
+    expectOk<{ session: Session }>(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, who), 201).session;
+  const complete = (sessionId: string, stepId: string, resultData: unknown, who: TestAccount = account) =>
+    app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`, headers: auth(who), payload: { stepId, resultData } as object });
+  const get = (url: string, who: TestAccount = account) => app.inject({ method: 'GET', url, headers: auth(who) });
+  const humanComplete = (sessionId: string, stepId: string, resultData: Record<string, unknown>) =>
+    app.deps.temporal.client.workflow.getHandle(workflowIdFor(sessionId)).executeUpdate(completeStepUpdate, { args: [{ stepId, resultData, actor: 'human' }] });
+
+  it('runs a whole session: agent steps, a pending human step, completion, with every event in order on the stream', async () => {
+    const session = await startWeather();
+    expect(session).toMatchObject({ cookbookId: 'weather-alert-sms', status: 'running', currentStep: 'fetch-forecast', progress: { completed: 0, total: 4 } });
+    expect(session.sessionId).toMatch(/^ses_[a-f0-9]{24}$/);
+    const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth());
+    expect(stream.response.statusCode).toBe(200);
+    expect(stream.response.headers['content-type']).toMatch(/^text\/event-stream/);
+
+    const step = expectOk<{ step: Step }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}/step`)).step;
+    expect(step).toMatchObject({ stepId: 'fetch-forecast', kind: 'agent', status: 'pending', completedBy: 'key' });
+    expect(step.instructions).toContain(`/api/v1/proxy/${weatherApi}`);
+    expect(step.instructions).not.toContain('{{');
+
+    const first = expectOk<{ session: Session; nextStep: Step }>(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    expect(first.session).toMatchObject({ status: 'running', currentStep: 'draft-message', progress: { completed: 1, total: 4 } });
+    expect(first.nextStep).toMatchObject({ stepId: 'draft-message', status: 'pending' });
+
+    const second = expectOk<{ session: Session; nextStep: Step }>(await complete(session.sessionId, 'draft-message', DRAFT));
+    expect(second.session).toMatchObject({ status: 'waiting_for_human', currentStep: 'approve-wording', progress: { completed: 2, total: 4 } });
+    expect(second.nextStep).toMatchObject({ stepId: 'approve-wording', kind: 'human', completedBy: 'human' });
+
+    const pending = expectOk<{ humanSteps: { sessionId: string; stepId: string; cookbookTitle: string; expiresAt: string }[] }>(
+      await get(`/api/v1/cookbooks/sessions/${session.sessionId}/human-steps`),
+    );
+    expect(pending.humanSteps).toHaveLength(1);
+    expect(pending.humanSteps[0]).toMatchObject({ sessionId: session.sessionId, stepId: 'approve-wording', cookbookTitle: expect.stringContaining('SMS') });
+    const inbox = expectOk<{ humanSteps: { sessionId: string; cookbookId: string }[] }>(await get('/api/v1/me/human-steps'));
+    expect(inbox.humanSteps.filter((h) => h.sessionId === session.sessionId)).toEqual([expect.objectContaining({ cookbookId: 'weather-alert-sms' })]);
+
+    // A person approves (the dashboard's cookie session sends actor 'human'; here through Temporal).
+    const approved = await humanComplete(session.sessionId, 'approve-wording', { approved: true });
+    expect(approved.session).toMatchObject({ status: 'running', currentStep: 'send-sms' });
+    expect(expectOk<{ humanSteps: unknown[] }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}/human-steps`)).humanSteps).toEqual([]);
+
+    const last = expectOk<{ session: Session; nextStep: null }>(await complete(session.sessionId, 'send-sms', { messageIds: ['SM1'] }));
+    expect(last.session).toMatchObject({ status: 'completed', currentStep: null, progress: { completed: 4, total: 4 } });
+    expect(last.nextStep).toBeNull();
+
+    await stream.ended;
+    expect(stream.events.map((e) => `${e.event}${(e.data as { stepId?: string }).stepId ? `:${(e.data as { stepId: string }).stepId}` : ''}`)).toEqual([
+      'session.started',
+      'step.started:fetch-forecast',
+      'step.completed:fetch-forecast',
+      'step.started:draft-message',
+      'step.completed:draft-message',
+      'step.started:approve-wording',
+      'human_step.pending:approve-wording',
+      'step.completed:approve-wording',
+      'human_step.completed:approve-wording',
+      'step.started:send-sms',
+      'step.completed:send-sms',
+      'session.completed',
+    ]);
+    expect(stream.events.map((e) => e.id)).toEqual(stream.events.map((_, i) => `${i + 1}-0`));
+
+    const detail = expectOk<{ session: Session & { steps: (Step & { resultData: unknown })[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    expect(detail.session.status).toBe('completed');
+    expect(detail.session.steps.map((s) => [s.stepId, s.status])).toEqual([
+      ['fetch-forecast', 'completed'],
+      ['draft-message', 'completed'],
+      ['approve-wording', 'completed'],
+      ['send-sms', 'completed'],
+    ]);
+    expect(detail.session.steps[0]!.resultData).toEqual(FORECAST);
+    expect(detail.session.steps[2]).toMatchObject({ completedBy: 'human' });
+
+    expectError(await get(`/api/v1/cookbooks/sessions/${session.sessionId}/step`), 409, 'conflict');
+    expectError(await complete(session.sessionId, 'send-sms', { messageIds: [] }), 409, 'conflict');
+    const active = expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions'));
+    expect(active.sessions.map((s) => s.sessionId)).not.toContain(session.sessionId);
+  });
+  it('lets a person signed in to the dashboard complete the human step over REST (cookie session, CSRF token)', async () => {
+    const user = await registerUser(app);
+    const browser = await loginUser(app, user);
+    const agentKey = { ...account, accountId: user.accountId, fullKey: user.fullKey };
+    const session = await startWeather(agentKey);
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, agentKey));
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT, agentKey));
+    // The key is refused on the human step; the same account's browser session is not.
+    expectError(await complete(session.sessionId, 'approve-wording', { approved: true }, agentKey), 403, 'forbidden');
+
+    const inbox = await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } });
+    expect(expectOk<{ humanSteps: { sessionId: string; stepId: string }[] }>(inbox).humanSteps).toEqual([
+      expect.objectContaining({ sessionId: session.sessionId, stepId: 'approve-wording' }),
+    ]);
+    const url = `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`;
+    const payload = { stepId: 'approve-wording', resultData: { approved: true, editedMessage: 'Storm tonight. Stay in.' } };
+    // Without the CSRF token the cookie alone is refused.
+    expectError(await app.inject({ method: 'POST', url, headers: { cookie: browser.cookie }, payload }), 403);
+    // Schema errors are still 400 for a person.
+    expectError(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload: { stepId: 'approve-wording', resultData: { approved: 'yes' } } }), 400, 'validation_failed');
+    const done = expectOk<{ session: Session; nextStep: Step }>(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload }));
+    expect(done.session).toMatchObject({ status: 'running', currentStep: 'send-sms', progress: { completed: 3, total: 4 } });
+    expect(done.nextStep).toMatchObject({ stepId: 'send-sms', kind: 'agent' });
+
+    const detail = expectOk<{ session: { steps: { stepId: string; completedBy: string | null; resultData: unknown }[] } }>(
+      await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, agentKey),
+    );
+    expect(detail.session.steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({ completedBy: 'human', resultData: payload.resultData });
+    expect(expectOk<{ humanSteps: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } })).humanSteps).toEqual([]);
+  });
+
+  it('refuses bad starts: unknown cookbook 404, missing or unknown slots and unknown APIs 400 naming the slot', async () => {
+    expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, {}, 'no-such-cookbook'), 404, 'not_found');
+    const missing = expectError(await start({ selectedApis: { weather: weatherApi } }), 400, 'validation_failed');
+    expect(missing.error).toContain('"sms"');
+    const unknownSlot = expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi, fax: smsApi } }), 400, 'validation_failed');
+    expect(unknownSlot.error).toContain('"fax"');
+    const unknownApi = expectError(await start({ selectedApis: { weather: weatherApi, sms: 'no-such-api-xyz' } }), 400, 'validation_failed');
+    expect(unknownApi.error).toContain('"sms"');
+    expect(unknownApi.error).toContain('no-such-api-xyz');
+    expectError(await start({ selectedApis: 'weather' }), 400, 'validation_failed');
+    expectError(await start({ selectedApis: { weather: 7 } }), 400, 'validation_failed');
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: auth() }), 400, 'body_missing');
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', payload: { selectedApis: {} } }), 401, 'missing_credentials');
+    expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, { 'idempotency-key': 'has space' }), 400, 'validation_failed');
+    const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${account.accountId} and selected_apis ? 'fax'`;
+    expect(row!.n).toBe(0);
+  });
+
+  it('answers the same session for the same Idempotency-Key, even when the retries race', async () => {
+    const who = await createTestAccount(app.deps.sql);
+    const key = uniqueId('idem-');
+    const body = { selectedApis: { weather: weatherApi, sms: smsApi } };
+    const [a, b] = await Promise.all([start(body, who, { 'idempotency-key': key }), start(body, who, { 'idempotency-key': key })]);
+    const first = expectOk<{ session: Session }>(a, 201).session;
+    expect(expectOk<{ session: Session }>(b, 201).session.sessionId).toBe(first.sessionId);
+    const again = await start(body, who, { 'idempotency-key': key });
+    expect(expectOk<{ session: Session }>(again, 201).session.sessionId).toBe(first.sessionId);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    const other = expectOk<{ session: Session }>(await start(body, who, { 'idempotency-key': `${key}-2` }), 201).session;
+    expect(other.sessionId).not.toBe(first.sessionId);
+    // The same key of another account is another session.
+    const stranger = expectOk<{ session: Session }>(await start(body, account, { 'idempotency-key': key }), 201).session;
+    expect(stranger.sessionId).not.toBe(first.sessionId);
+    const active = expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions', who)).sessions.map((s) => s.sessionId);
+    expect(active.sort()).toEqual([first.sessionId, other.sessionId].sort());
+  });
+
+  it('requires a credential on every session route, and lets an agent key run a session', async () => {
+    const session = await startWeather();
+    const base = `/api/v1/cookbooks/sessions/${session.sessionId}`;
+    const calls: [string, string][] = [
+      ['POST', '/api/v1/cookbooks/weather-alert-sms/start'],
+      ['GET', '/api/v1/cookbooks/sessions'],
+      ['GET', base],
+      ['GET', `${base}/step`],
+      ['POST', `${base}/complete-step`],
+      ['GET', `${base}/human-steps`],
+      ['GET', `${base}/events`],
+      ['POST', `${base}/cancel`],
+      ['GET', '/api/v1/me/human-steps'],
+    ];
+    for (const [method, url] of calls) {
+      expectError(await app.inject({ method: method as 'GET' | 'POST', url, payload: method === 'POST' ? {} : undefined }), 401, 'missing_credentials');
+      expectError(await app.inject({ method: method as 'GET' | 'POST', url, headers: bearer(`service_sk_${'0'.repeat(48)}`) }), 401);
+    }
+    const agent = await createTestAccount(app.deps.sql, { keyKind: 'agent' });
+    const agentSession = await startWeather(agent);
+    expectOk(await complete(agentSession.sessionId, 'fetch-forecast', FORECAST, agent));
+    expect(expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions', agent)).sessions.map((s) => s.sessionId)).toEqual([agentSession.sessionId]);
+  });
+
+  it("answers 404 for another account's session on every session route", async () => {
+    const session = await startWeather();
+    const other = await createTestAccount(app.deps.sql);
+    const base = `/api/v1/cookbooks/sessions/${session.sessionId}`;
+    for (const path of ['', '/step', '/human-steps', '/events']) expectError(await get(`${base}${path}`, other), 404, 'not_found');
+    expectError(await complete(session.sessionId, 'fetch-forecast', FORECAST, other), 404, 'not_found');
+    expectError(await app.inject({ method: 'POST', url: `${base}/cancel`, headers: auth(other) }), 404, 'not_found');
+    expectError(await get('/api/v1/cookbooks/sessions/ses_doesnotexist'), 404, 'not_found');
+    // The owner's session is untouched.
+    expect(expectOk<{ session: Session }>(await get(base)).session.progress.completed).toBe(0);
+  });
+
+  it('rejects a stale step with 409, a resultData that breaks the schema with 400, and a key completing a human step with 403, before history', async () => {
+    const session = await startWeather();
+    expectError(await complete(session.sessionId, 'draft-message', DRAFT), 409, 'conflict');
+    expectError(await complete(session.sessionId, 'no-such-step', {}), 409, 'conflict');
+    const invalid = expectError(await complete(session.sessionId, 'fetch-forecast', { location: { lat: 200, lon: 0 }, severe: 'yes' }), 400, 'validation_failed');
+    expect(invalid.error).toMatch(/resultData\.location\.lat|resultData\.severe|alerts/);
+    expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`, headers: auth(), payload: { stepId: 'fetch-forecast' } }), 400, 'validation_failed');
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    // A completion of the step just done is stale now.
+    expectError(await complete(session.sessionId, 'fetch-forecast', FORECAST), 409, 'conflict');
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT));
+    const forbidden = expectError(await complete(session.sessionId, 'approve-wording', { approved: true }), 403, 'forbidden');
+    expect(forbidden.error).toContain('person');
+
+    // The workflow validator also refuses a stale step sent straight to Temporal (the edge's mirror check bypassed).
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    await expect(handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'fetch-forecast', resultData: {}, actor: 'key' }] })).rejects.toThrow();
+    await expect(handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'approve-wording', resultData: {}, actor: 'key' }] })).rejects.toThrow();
+
+    // Rejected updates never reached history: only the two accepted completions are there.
+    const history = await handle.fetchHistory();
+    const accepted = history.events?.filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes) ?? [];
+    expect(accepted).toHaveLength(2);
+    expect(expectOk<{ session: Session }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`)).session).toMatchObject({
+      status: 'waiting_for_human',
+      progress: { completed: 2, total: 4 },
+    });
+  });
+
+  it('lets exactly one of two racing completions of the same step win, over REST and straight through Temporal', async () => {
+    const session = await startWeather();
+    const results = await Promise.all([complete(session.sessionId, 'fetch-forecast', FORECAST), complete(session.sessionId, 'fetch-forecast', FORECAST)]);
+    expect(results.map((r) => r.statusCode).sort(), results.map((r) => r.body).join('\n')).toEqual([200, 409]);
+
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    const direct = await Promise.allSettled(
+      [1, 2, 3].map(() => handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'draft-message', resultData: DRAFT, actor: 'key' }] })),
+    );
+    expect(direct.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const state = await handle.query('sessionState');
+    expect(state).toMatchObject({ currentStep: 'approve-wording', progress: { completed: 2, total: 4 } });
+    const detail = expectOk<{ session: { steps: { stepId: string; status: string }[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    expect(detail.session.steps.filter((s) => s.status === 'completed').map((s) => s.stepId)).toEqual(['fetch-forecast', 'draft-message']);
+  });
+
+  it('keeps the search attributes current and leaves a memo an operator can read', async () => {
+    const who = await createTestAccount(app.deps.sql);
+    const session = await startWeather(who);
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    const description = await handle.describe();
+    expect(description.memo).toMatchObject({ cookbookTitle: expect.stringContaining('SMS'), account: who.email, selectedApis: { weather: weatherApi, sms: smsApi } });
+    expect(description.taskQueue).toBe(taskQueue);
+
+    const list = async (query: string) => {
+      const ids: string[] = [];
+      for await (const execution of app.deps.temporal.client.workflow.list({ query })) ids.push(execution.workflowId);
+      return ids;
+    };
+    await expect.poll(() => list(`AccountId = "${who.accountId}" AND CookbookId = "weather-alert-sms" AND CurrentStep = "fetch-forecast"`), { timeout: 10_000, interval: 200 }).toEqual([
+      workflowIdFor(session.sessionId),
+    ]);
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, who));
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT, who));
+    await expect
+      .poll(() => list(`AccountId = "${who.accountId}" AND SessionStatus = "waiting_for_human" AND CurrentStep = "approve-wording"`), { timeout: 10_000, interval: 200 })
+      .toEqual([workflowIdFor(session.sessionId)]);
+    const count = await app.deps.temporal.client.workflow.count(`AccountId = "${who.accountId}" AND SessionStatus = "running"`);
+    expect(count.count).toBe(0);
+    const attributes = (await handle.describe()).typedSearchAttributes;
+    expect(attributes.getAll().map((pair) => [pair.key.name, pair.value]).filter(([name]) => ['AccountId', 'CookbookId', 'SessionStatus', 'CurrentStep'].includes(name as string)).sort()).toEqual([
+      ['AccountId', who.accountId],
+      ['CookbookId', 'weather-alert-sms'],
+      ['CurrentStep', 'approve-wording'],
+      ['SessionStatus', 'waiting_for_human'],
+    ]);
+  });
+
+  it('fails a session whose account was deleted, telling the stream with session.failed', async () => {
+    const doomed = await createTestAccount(app.deps.sql);
+    const session = await startWeather(doomed);
+    const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth(doomed));
+    await stream.waitFor(2);
+    await app.deps.sql`delete from accounts where id = ${doomed.accountId}`;
+    const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
+    const answer = await handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'fetch-forecast', resultData: FORECAST, actor: 'key' }] });
+    expect(answer.session.status).toBe('failed');
+    expect(await handle.result()).toMatchObject({ status: 'failed' });
+    await stream.ended;
+    expect(stream.events.at(-1)).toMatchObject({ event: 'session.failed', data: { status: 'failed', reason: expect.stringContaining('deleted') } });
+    // The transition that could not be recorded still reaches the stream: no number is skipped.
+    expect(stream.events.map((e) => e.event)).toEqual(['session.started', 'step.started', 'step.completed', 'step.started', 'session.failed']);
+    expect(stream.events.map((e) => e.id)).toEqual(['1-0', '2-0', '3-0', '4-0', '5-0']);
+  });
+
+  it('cancels a session (documented extra): the stream ends with session.cancelled and a second cancel is 409', async () => {
+    const session = await startWeather();
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    const cancelled = expectOk<{ session: Session }>(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }));
+    expect(cancelled.session).toMatchObject({ status: 'cancelled', currentStep: null, progress: { completed: 1, total: 4 } });
+    expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }), 409, 'conflict');
+    expectError(await complete(session.sessionId, 'draft-message', DRAFT), 409, 'conflict');
+    const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth());
+    await stream.ended;
+    expect(stream.events.at(-1)).toMatchObject({ event: 'session.cancelled', data: { status: 'cancelled', stepId: 'draft-message' } });
+  });
+
+  it('replays after Last-Event-ID (header or query), then follows live and ends after the final event', async () => {
+    const session = await startWeather();
+    const path = `/api/v1/cookbooks/sessions/${session.sessionId}/events`;
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    const full = await openSse(baseUrl, path, auth());
+    const seen = await full.waitFor(4);
+    full.close();
+    expect(seen.map((e) => e.event)).toEqual(['session.started', 'step.started', 'step.completed', 'step.started']);
+
+    const resumed = await openSse(baseUrl, path, { ...auth(), 'last-event-id': seen[1]!.id! });
+    expect((await resumed.waitFor(2)).map((e) => e.id)).toEqual([seen[2]!.id, seen[3]!.id]);
+    // Live: the next completion arrives on the open stream.
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT));
+    expect((await resumed.waitFor(5)).slice(2).map((e) => e.event)).toEqual(['step.completed', 'step.started', 'human_step.pending']);
+    await humanComplete(session.sessionId, 'approve-wording', { approved: false });
+    expectOk(await complete(session.sessionId, 'send-sms', { messageIds: [], skipped: true }));
+    await resumed.ended;
+    expect(resumed.events.at(-1)?.event).toBe('session.completed');
+    expect(resumed.comments.length).toBeGreaterThan(0);
+
+    const byQuery = await openSse(baseUrl, `${path}?lastEventId=10-0`, auth());
+    await byQuery.ended;
+    expect(byQuery.events.map((e) => e.id)).toEqual(['11-0', '12-0']);
+    // Already holding the final event: the stream ends at once with nothing to send.
+    const done = await openSse(baseUrl, path, { ...auth(), 'last-event-id': '12-0' });
+    await done.ended;
+    expect(done.events).toEqual([]);
+    expectError(await get(`${path}?lastEventId=abc`), 400, 'validation_failed');
+  });
+
+  it('serves many streams through one shared subscriber connection and frees a closed client at once', async () => {
+    const session = await startWeather();
+    const path = `/api/v1/cookbooks/sessions/${session.sessionId}/events`;
+    const before = app.sessionEvents.stats().followers;
+    const streams = await Promise.all(Array.from({ length: 60 }, () => openSse(baseUrl, path, auth())));
+    await Promise.all(streams.map((stream) => stream.waitFor(2)));
+    expect(app.sessionEvents.stats()).toMatchObject({ followers: before + 60, subscriberConnections: 1 });
+    const clients = (await app.deps.redis.client('LIST')) as string;
+    expect(clients.split('\n').filter((line) => line.includes(`name=${redisPrefix}:sse-hub`))).toHaveLength(1);
+
+    // Heartbeats arrive as comment lines on idle streams.
+    await expect.poll(() => streams[0]!.comments.includes('heartbeat'), { timeout: 5_000, interval: 50 }).toBe(true);
+    for (const stream of streams.slice(0, 59)) stream.close();
+    await expect.poll(() => app.sessionEvents.stats().followers, { timeout: 5_000, interval: 20 }).toBe(before + 1);
+    // The one left open still gets live events.
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    await streams[59]!.waitFor(4);
+    streams[59]!.close();
+    await expect.poll(() => app.sessionEvents.stats().followers, { timeout: 5_000, interval: 20 }).toBe(before);
+  });
+});
+
+describe('cookbook sessions while Temporal is unreachable', () => {
+  it('answers 503 to a start and leaves no half-created session, and 503 to a completion', async () => {
+    const app = await createTestApp({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_START_TIMEOUT_MS: '1000', TEMPORAL_UPDATE_TIMEOUT_MS: '1000' });
+    try {
+      await loadCookbooks(app.deps.sql);
+      const who = await createTestAccount(app.deps.sql);
+      const weather = await createTestApi(app.deps.sql, 'weather');
+      const sms = await createTestApi(app.deps.sql, 'sms');
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: { ...bearer(who.fullKey), 'idempotency-key': 'k1' },
+        payload: { selectedApis: { weather, sms } },
+      });
+      const body = expectError(res, 503, 'service_unavailable');
+      expect(body.hint).toContain('Retry');
+      const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${who.accountId}`;
+      expect(row!.n).toBe(0);
+      expect(expectOk<{ sessions: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/sessions', headers: bearer(who.fullKey) })).sessions).toEqual([]);
+
+      // A session that exists answers 503 to a completion while its workflow cannot be reached.
+      const sessionId = uniqueId('ses_');
+      await insertStartedSession(app.deps.sql, {
+        sessionId,
+        accountId: who.accountId,
+        cookbookId: 'weather-alert-sms',
+        workflowId: workflowIdFor(sessionId),
+        totalSteps: 4,
+        firstStepId: 'fetch-forecast',
+        selectedApis: { weather, sms },
+        idempotencyKey: null,
+        startedAt: new Date(),
+      });
+      const completion = await app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`,
+        headers: bearer(who.fullKey),
+        payload: { stepId: 'fetch-forecast', resultData: FORECAST },
+      });
+      expectError(completion, 503, 'service_unavailable');
+    } finally {
+      await app.close();
+    }
+  });
+});

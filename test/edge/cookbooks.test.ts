@@ -1,0 +1,106 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cookbooksDir, loadCookbooks, parseCookbook, readCookbookFiles } from '../../db/src/cookbooks.js';
+import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
+
+interface Summary {
+  id: string;
+  title: string;
+  category: string;
+  stepCount: number;
+  humanSteps: number;
+}
+
+describe('cookbook files', () => {
+  it('holds at least six checked procedures, each with slots and steps whose schemas compile', async () => {
+    const cookbooks = await readCookbookFiles(cookbooksDir);
+    expect(cookbooks.length).toBeGreaterThanOrEqual(6);
+    for (const cookbook of cookbooks) {
+      expect(cookbook.slots.some((slot) => slot.required), cookbook.id).toBe(true);
+      expect(cookbook.steps.length, cookbook.id).toBeGreaterThanOrEqual(3);
+      for (const step of cookbook.steps) {
+        expect(step.timeLimits.expiresAfter, `${cookbook.id}/${step.stepId}`).toMatch(/^\d+[smhd]$/);
+        if (step.kind === 'human') expect(step.timeLimits.reminderAfter, `${cookbook.id}/${step.stepId}`).toBeDefined();
+      }
+    }
+    expect(cookbooks.filter((cookbook) => cookbook.steps.some((step) => step.kind === 'human')).length).toBeGreaterThanOrEqual(4);
+  });
+
+  const valid = {
+    id: 'x-test',
+    title: 'T',
+    description: 'D',
+    category: 'c',
+    slots: [{ name: 'a', description: 'd', category: 'c', required: true }],
+    steps: [{ stepId: 's1', title: 'S', kind: 'agent', instructions: 'Use {{slots.a.proxy}}', inputSchema: { type: 'object' } }],
+  };
+
+  it('rejects files with a broken schema, an unknown slot reference, a duplicate step or bad time limits', () => {
+    expect(parseCookbook(valid, 'ok.json').steps[0]!.timeLimits).toEqual({ expiresAfter: '7d' });
+    const broken = (change: (file: typeof valid) => void) => {
+      const copy = structuredClone(valid);
+      change(copy);
+      return () => parseCookbook(copy, 'bad.json');
+    };
+    expect(broken((f) => (f.steps[0]!.inputSchema = { type: 'object', properties: { a: { type: 'strin' } } } as never))).toThrow(/inputSchema is not a valid JSON schema/);
+    expect(broken((f) => (f.steps[0]!.instructions = 'Call {{slots.nope.id}}'))).toThrow(/unknown slot "nope"/);
+    expect(broken((f) => f.steps.push({ ...f.steps[0]! }))).toThrow(/declared twice/);
+    expect(broken((f) => ((f.steps[0] as Record<string, unknown>).timeLimits = { reminderAfter: '2d', expiresAfter: '1d' }))).toThrow(/shorter/);
+    expect(broken((f) => ((f.steps[0] as Record<string, unknown>).kind = 'robot'))).toThrow(/kind/);
+  });
+});
+
+describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    app = await createTestApp();
+    await loadCookbooks(app.deps.sql);
+  });
+  afterAll(async () => app.close());
+
+  it('lists cookbooks publicly, with paging, free text and category filters', async () => {
+    const all = expectOk<{ cookbooks: Summary[]; nextCursor: string | null }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks' }));
+    expect(all.cookbooks.length).toBeGreaterThanOrEqual(6);
+    expect(all.cookbooks.map((c) => c.id)).toContain('weather-alert-sms');
+    expect(all.nextCursor).toBeNull();
+
+    const first = expectOk<{ cookbooks: Summary[]; nextCursor: string }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?limit=2' }));
+    expect(first.cookbooks).toHaveLength(2);
+    const second = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: `/api/v1/cookbooks?limit=2&cursor=${first.nextCursor}` }));
+    expect(second.cookbooks[0]!.id > first.cookbooks[1]!.id).toBe(true);
+
+    const sms = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?q=sms%20weather' }));
+    expect(sms.cookbooks.map((c) => c.id)).toContain('weather-alert-sms');
+    const translate = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?q=transl' }));
+    expect(translate.cookbooks.map((c) => c.id)).toEqual(['translate-and-email']);
+    const payments = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?category=Payments' }));
+    expect(payments.cookbooks.length).toBeGreaterThanOrEqual(2);
+    expect(payments.cookbooks.every((c) => c.category === 'payments')).toBe(true);
+    const none = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?q=zzzqqqxxx' }));
+    expect(none.cookbooks).toEqual([]);
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?limit=0' }), 400, 'validation_failed');
+  });
+
+  it('answers details for $0.005 with the cost headers, and 404 for an unknown cookbook without charging', async () => {
+    const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+    const res = await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms', headers: bearer(account.fullKey) });
+    const body = expectOk<{ cookbook: { id: string; slots: { name: string; required: boolean }[]; steps: { stepId: string; kind: string; inputSchema: object }[] } }>(res);
+    expect(res.headers['x-service-cost']).toBe('0.005');
+    expect(res.headers['x-service-balance']).toBe('0.995');
+    expect(body.cookbook.slots.find((s) => s.name === 'sms')?.required).toBe(true);
+    expect(body.cookbook.steps.map((s) => s.kind)).toEqual(['agent', 'agent', 'human', 'agent']);
+    expect(body.cookbook.steps[2]!.inputSchema).toMatchObject({ type: 'object', required: ['approved'] });
+
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/no-such-cookbook', headers: bearer(account.fullKey) }), 404, 'not_found');
+    const [row] = await app.deps.sql<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${account.accountId}`;
+    expect(row!.balance_micros).toBe(995_000n);
+  });
+
+  it('requires a key for details and answers 402 when the balance is below the price', async () => {
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms' }), 401, 'missing_credentials');
+    const poor = await createTestAccount(app.deps.sql);
+    const body = expectError(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms', headers: bearer(poor.fullKey) }), 402, 'insufficient_balance');
+    expect(body).toMatchObject({ balance: 0, cost: 0.005 });
+  });
+});

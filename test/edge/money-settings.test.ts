@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { loadEdgeSettings } from '../../apps/edge/src/config.js';
+
+const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(40) };
+const key = 'ab'.repeat(32);
+
+describe('money settings', () => {
+  it('requires a real CONNECTIONS_MASTER_KEY in production and refuses private upstreams there', () => {
+    expect(() => loadEdgeSettings(production)).toThrow(/CONNECTIONS_MASTER_KEY/);
+    expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: '' })).toThrow(/CONNECTIONS_MASTER_KEY/);
+    expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, ALLOW_PRIVATE_UPSTREAMS: 'true' })).toThrow(/ALLOW_PRIVATE_UPSTREAMS/);
+    const settings = loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key });
+    expect(settings.CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
+    expect(settings.ALLOW_PRIVATE_UPSTREAMS).toBe(false);
+    expect(settings.BILLING_MODE).toBe('sandbox');
+  });
+
+  it('accepts base64 keys and names a bad one', () => {
+    expect(loadEdgeSettings({ CONNECTIONS_MASTER_KEY: Buffer.alloc(32, 9).toString('base64') }).CONNECTIONS_MASTER_KEY.length).toBe(32);
+    expect(() => loadEdgeSettings({ CONNECTIONS_MASTER_KEY: 'too-short' })).toThrow(/CONNECTIONS_MASTER_KEY/);
+    expect(() => loadEdgeSettings({ BILLING_MODE: 'free' })).toThrow(/BILLING_MODE/);
+  });
+});

@@ -1,0 +1,124 @@
+// The cookbook-session workflow's contract, imported by the workflow, the worker's activities and
+// the edge's Temporal client alike: input, messages (updates, query), search attributes, events.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+
+export type SessionStatus = 'running' | 'waiting_for_human' | 'completed' | 'failed' | 'cancelled' | 'expired';
+export const ENDED_STATUSES: readonly SessionStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
+export const ACTIVE_STATUSES: readonly SessionStatus[] = ['running', 'waiting_for_human'];
+
+/** Who completes a step: 'key' for an API or agent key, 'human' for the dashboard's cookie session. */
+export type Actor = 'key' | 'human';
+
+export const workflowIdFor = (sessionId: string) => `cookbook-session-${sessionId}`;
+
+/** The plan of one step as the workflow runs it; copied from the cookbook when the session starts. */
+export interface StepPlan {
+  stepId: string;
+  title: string;
+  kind: 'agent' | 'human';
+  /** Human steps: a `human_step.reminder` event after this long, and again at each multiple. */
+  reminderAfterMs: number | null;
+  /** The session becomes `expired` when the step is still open after this long. */
+  expiresAfterMs: number;
+}
+
+export interface CookbookSessionInput {
+  sessionId: string;
+  accountId: string;
+  cookbookId: string;
+  cookbookTitle: string;
+  selectedApis: Record<string, string>;
+  idempotencyKey: string | null;
+  steps: StepPlan[];
+}
+
+export interface SessionSnapshot {
+  sessionId: string;
+  cookbookId: string;
+  status: SessionStatus;
+  currentStep: string | null;
+  progress: { completed: number; total: number };
+  startedAt: string;
+  updatedAt: string;
+  /** Number of transitions so far; the Postgres mirror keeps the highest it has seen. */
+  version: number;
+}
+
+export interface CompleteStepRequest {
+  stepId: string;
+  resultData: Record<string, unknown>;
+  actor: Actor;
+}
+
+export interface CompleteStepResult {
+  session: SessionSnapshot;
+  nextStepId: string | null;
+}
+
+/** Completes the current step. The validator rejects (before history) a stale step, an ended session and a key completing a human step. */
+export const completeStepUpdate = defineUpdate<CompleteStepResult, [CompleteStepRequest]>('completeStep');
+/** Cancels a running session; rejected when it has already ended. */
+export const cancelSessionUpdate = defineUpdate<SessionSnapshot, [{ reason?: string }]>('cancelSession');
+export const sessionStateQuery = defineQuery<SessionSnapshot>('sessionState');
+
+/** ApplicationFailure types the validators and handlers throw; the edge maps them to statuses. */
+export const REJECTIONS = {
+  staleStep: 'StaleStep',
+  sessionEnded: 'SessionEnded',
+  humanRequired: 'HumanRequired',
+} as const;
+
+export const SEARCH_ATTRIBUTES = {
+  accountId: defineSearchAttributeKey('AccountId', SearchAttributeType.KEYWORD),
+  cookbookId: defineSearchAttributeKey('CookbookId', SearchAttributeType.KEYWORD),
+  sessionStatus: defineSearchAttributeKey('SessionStatus', SearchAttributeType.KEYWORD),
+  currentStep: defineSearchAttributeKey('CurrentStep', SearchAttributeType.KEYWORD),
+};
+
+export type SessionEventName =
+  | 'session.started'
+  | 'step.started'
+  | 'step.completed'
+  | 'human_step.pending'
+  | 'human_step.reminder'
+  | 'human_step.completed'
+  | 'session.completed'
+  | 'session.failed'
+  | 'session.expired'
+  | 'session.cancelled';
+
+export const FINAL_EVENTS: readonly SessionEventName[] = ['session.completed', 'session.failed', 'session.expired', 'session.cancelled'];
+
+/** An event as the workflow numbers it: `seq` starts at 1 and becomes the Redis stream id `<seq>-0`. */
+export interface SessionEvent {
+  seq: number;
+  name: SessionEventName;
+  data: Record<string, unknown>;
+}
+
+/** One row of step history as the mirror stores it. */
+export interface StepRecord {
+  stepId: string;
+  position: number;
+  kind: 'agent' | 'human';
+  status: 'pending' | 'completed' | 'expired' | 'cancelled';
+  resultData: Record<string, unknown> | null;
+  completedBy: Actor | null;
+  startedAt: string;
+  remindAt: string | null;
+  expiresAt: string;
+  reminders: number;
+  completedAt: string | null;
+}
+
+/** What one workflow transition changes: the session row, step rows and the events to append. */
+export interface SessionChange {
+  input: Pick<CookbookSessionInput, 'sessionId' | 'accountId' | 'cookbookId' | 'selectedApis' | 'idempotencyKey'>;
+  session: SessionSnapshot;
+  endedAt: string | null;
+  steps: StepRecord[];
+  events: SessionEvent[];
+  /** Append the events only (the session can no longer be mirrored in Postgres). */
+  eventsOnly: boolean;
+}
