@@ -147,7 +147,7 @@ describe('dashboard in a browser', () => {
     await page.reload();
     await page.locator('figure.chart svg rect').last().waitFor();
     await page.getByRole('cell', { name: meteredApi }).waitFor();
-    await expect(page.getByText('20%', { exact: true }).isVisible()).resolves.toBe(true);
+    await page.getByText('20%', { exact: true }).waitFor();
     await docScreenshot(page, 'overview');
   });
 
