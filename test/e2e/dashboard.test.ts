@@ -66,6 +66,8 @@ describe('dashboard in a browser', () => {
         SSE_HEARTBEAT_MS: '1000',
         ALLOW_PRIVATE_UPSTREAMS: 'true',
         USAGE_FLUSH_MS: '20',
+        // Low enough for the last test to reach it; this run's own REDIS_PREFIX starts the count at zero.
+        RATE_LIMIT_LOGIN_MAX: '6',
       }),
     );
     await loadCookbooks(app.deps.sql);
@@ -315,5 +317,23 @@ describe('dashboard in a browser', () => {
     expect((await browser.context.cookies(base)).find((c) => c.name === session!.name)).toBeUndefined();
     expectStatus(await call('/api/auth/session', { cookie }), 401);
     expectStatus(await call('/api/v1/keys', { cookie }), 401);
+  });
+
+  it('tells a person who tries too many sign-ins how long to wait', async () => {
+    await page.goto(`${base}/signin`);
+    const stranger = `${uniqueId('nobody')}@example.test`;
+    const alert = page.getByRole('alert');
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      await page.getByLabel('Email', { exact: true }).fill(stranger);
+      await page.getByLabel('Password', { exact: true }).fill(`wrong password ${attempt}`);
+      const answered = page.waitForResponse((res) => res.url().endsWith('/api/auth/login'));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      const status = (await answered).status();
+      if (status === 429) break;
+      expect(status).toBe(401);
+      await alert.filter({ hasText: 'The email or password is wrong' }).waitFor();
+    }
+    await alert.filter({ hasText: 'Too many attempts' }).waitFor();
+    await expect(alert.textContent()).resolves.toMatch(/^Too many attempts\. Wait \d+ seconds, then try again\.$/);
   });
 });
