@@ -178,6 +178,18 @@ describe('dashboard in a browser', () => {
     await doomed.getByRole('button', { name: 'Revoke for good' }).click();
     await doomed.getByText('Revoked', { exact: true }).waitFor();
     await expect(page.getByTestId('key-row').count()).resolves.toBe(3);
+
+    // An agent key with a spending limit and an allow-list; its limits are listed with it.
+    await page.getByLabel('Name', { exact: true }).fill('research agent');
+    await page.getByLabel('Spending limit in dollars (optional)').fill('2.50');
+    await page.getByLabel('Allowed API ids (optional, comma separated)').fill(meteredApi);
+    await page.getByRole('button', { name: 'Create agent key' }).click();
+    const agentKey = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+    expect(agentKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
+    expectStatus(await call('/api/v1/keys', { key: agentKey }), 403);
+    await page.getByRole('button', { name: /hide the key/ }).click();
+    const agentRow = page.getByTestId('agent-key-row').filter({ hasText: 'research agent' });
+    await agentRow.getByText(`spent $0.00 of $2.50 · only ${meteredApi}`, { exact: false }).waitFor();
     await docScreenshot(page, 'keys');
   });
 
