@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../../db/src/sql.js';
 import type { WorkerSettings } from '../settings.js';
 import type { QueueDefinition } from './definitions.js';
+import { directoryIndexingQueue } from './directory-indexing.js';
 
 export interface QueueDeps {
   sql: Sql;
@@ -12,6 +13,6 @@ export interface QueueDeps {
 }
 
 /** Every queue the worker process serves. Usage aggregation and directory indexing register here. */
-export function queueDefinitions(_deps: QueueDeps): QueueDefinition[] {
-  return [];
+export function queueDefinitions(deps: QueueDeps): QueueDefinition[] {
+  return [directoryIndexingQueue(deps) as unknown as QueueDefinition];
 }

@@ -1,0 +1,31 @@
+// Seed data, run by `npm run up` after migrations: loads the platform docs (idempotent upsert) and,
+// when the catalog holds no imported API yet, enqueues the directory import for the queue worker.
+// The edge serves meanwhile; the import fills the catalog in the background.
+import { fileURLToPath } from 'node:url';
+import { loadDocs } from '../docs.js';
+import { enqueueDirectoryJob } from '../directory-queue.js';
+import { createRedis } from '../redis.js';
+import { parseSettings, sharedSettings } from '../settings.js';
+import { createSql } from '../sql.js';
+
+const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_PREFIX: true }));
+const sql = createSql(settings.DATABASE_URL, { max: 2, appName: 'seed' });
+try {
+  const docs = await loadDocs(sql, fileURLToPath(new URL('../../seed/docs', import.meta.url)));
+  console.log(`[seed] ${docs} doc sections loaded`);
+  const [counted] = await sql<{ imported: number }[]>`select count(*)::int as imported from apis where source = 'apis.guru'`;
+  const imported = counted?.imported ?? 0;
+  if (imported === 0) {
+    const redis = createRedis(settings.REDIS_URL, 'queue');
+    try {
+      const jobId = await enqueueDirectoryJob(redis, settings.REDIS_PREFIX, { kind: 'import-all' });
+      console.log(`[seed] the catalog is empty: directory import enqueued (job ${jobId}); the queue worker fills it in the background`);
+    } finally {
+      await redis.quit();
+    }
+  } else {
+    console.log(`[seed] the catalog holds ${imported} imported APIs (re-import: npm run directory:import)`);
+  }
+} finally {
+  await sql.end({ timeout: 5 });
+}
