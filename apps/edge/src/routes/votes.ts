@@ -55,7 +55,7 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['votes'],
         summary: 'Remove your vote (targetType and targetId in the query string or a JSON body)',
         querystring: z.object(target).partial(),
-        body: z.object(target).partial().optional(),
+        body: z.object(target).partial().nullish(),
         response: { 200: z.object({ ok: z.literal(true), removed: voteValue.nullable(), tally: tallyBody }) },
       },
     },
