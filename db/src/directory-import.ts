@@ -373,9 +373,12 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
   return progress;
 }
 
-/** Rebuilds the word list behind spelling correction (concurrently: searches keep running). */
+/** Rebuilds the word list behind spelling correction and IDF weights (concurrently: searches keep running). */
 export async function refreshSearchWords(db: Db): Promise<void> {
   await db`refresh materialized view concurrently directory_words`;
+  // Fresh statistics, or the planner scans the table instead of using the search indexes.
+  await db`analyze apis`;
+  await db`analyze directory_words`;
 }
 
 /** Re-indexes one imported API from its description file. Returns false for unknown or operator APIs. */

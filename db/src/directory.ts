@@ -88,8 +88,14 @@ export interface QueryPlan {
   expansions: string[];
   /** Concept groups, each a to_tsquery OR-expression; coverage counts the groups an API matches. */
   groups: string[];
+  /** Every term of every group (parallel arrays): its group index, text and IDF weight. */
+  termGroups: number[];
+  terms: string[];
+  weights: number[];
   /** All terms, one to_tsquery OR-expression. */
   any: string;
+  /** The terms that pick candidates (see planQuery). */
+  selective: string;
   /** The normalized text compared to names by trigram similarity. */
   raw: string;
 }
@@ -119,24 +125,54 @@ async function planQuery(db: Db, normalized: string, discovery: boolean): Promis
   words = words.slice(0, MAX_TERMS);
   const expansions = discovery ? expandCapabilities(normalized).filter((t) => !words.includes(t)) : [];
   // Spelling: a word the catalog never uses gets the closest catalog word, kept beside the original.
-  const candidates = words.filter((w) => w.length >= 4 && /^[a-z]+$/.test(w));
+  // The same look-up gives each word's document frequency, for IDF weights of the concept groups.
   const corrections: Record<string, string> = {};
-  if (candidates.length) {
-    const rows = await db<{ word: string; known: boolean; best: string | null }[]>`
-      select t.word,
-             exists (select 1 from directory_words d where d.word = t.word) as known,
-             (select d.word from directory_words d where d.word % t.word and similarity(d.word, t.word) >= 0.45
-               order by similarity(d.word, t.word) desc, d.ndoc desc limit 1) as best
-        from unnest(${candidates}::text[]) as t(word)`;
-    for (const row of rows) if (!row.known && row.best && row.best !== row.word) corrections[row.word] = row.best;
+  const docFreq = new Map<string, number>();
+  const lookups = [...new Set([...words, ...expansions])].filter((w) => /^[a-z]+$/.test(w));
+  let totalApis = 1;
+  if (lookups.length) {
+    const rows = await db<{ word: string; ndoc: number | null; best: string | null; best_ndoc: number | null; total: number }[]>`
+      select t.word, d.ndoc, b.word as best, b.ndoc as best_ndoc,
+             (select count(*)::int from apis) as total
+        from unnest(${lookups}::text[]) as t(word)
+        left join directory_words d on d.word = t.word
+        left join lateral (
+          select w.word, w.ndoc from directory_words w
+           where d.word is null and length(t.word) >= 4 and w.word % t.word and similarity(w.word, t.word) >= 0.45
+           order by similarity(w.word, t.word) desc, w.ndoc desc limit 1) b on true`;
+    for (const row of rows) {
+      totalApis = Math.max(totalApis, row.total);
+      if (row.ndoc !== null) docFreq.set(row.word, row.ndoc);
+      if (row.ndoc === null && row.best && words.includes(row.word)) {
+        corrections[row.word] = row.best;
+        docFreq.set(row.best, row.best_ndoc ?? 1);
+      }
+    }
   }
+  const idf = (term: string) => Math.log(1 + totalApis / (1 + (docFreq.get(term) ?? 0)));
   const expansionsFor = (word: string) => (discovery ? expandCapabilities(word) : []);
   const groups = words.map((w) => [...new Set([w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)])].join(' | '));
   // Phrase expansions ("text message" -> sms) form one more concept group of their own.
   const phraseTerms = expansions.filter((t) => !groups.some((g) => g.split(' | ').includes(t)));
   if (phraseTerms.length) groups.push(phraseTerms.join(' | '));
   const all = [...new Set([...words, ...Object.values(corrections), ...expansions])];
-  return { words, corrections, expansions, groups, any: all.join(' | '), raw: words.join(' ') };
+  // Each term weighs its IDF ("sentiment" says more than "analyze"); a concept group counts with
+  // the weight of its best matched term, relative to its best possible one.
+  const terms = groups.flatMap((g, index) => g.split(' | ').map((term) => ({ group: index, term, weight: idf(term) })));
+  return {
+    words,
+    corrections,
+    expansions,
+    groups,
+    termGroups: terms.map((t) => t.group),
+    terms: terms.map((t) => t.term),
+    weights: terms.map((t) => t.weight),
+    any: all.join(' | '),
+    // Candidates come from the selective terms only (a word in most APIs, like "add", would pull in
+    // hundreds of rows to score); common terms still count in the score of every candidate.
+    selective: (all.filter((t) => (docFreq.get(t) ?? 0) <= totalApis * 0.06).join(' | ') || all.join(' | ')),
+    raw: words.join(' '),
+  };
 }
 
 export interface RankedRow extends ApiSummaryRow {
@@ -155,23 +191,32 @@ async function rank(db: Db, plan: QueryPlan, options: RankOptions): Promise<Rank
   const categoryFilter = categoryCondition(db, options.category);
   return db<RankedRow[]>`
     with q as (select to_tsquery('english', ${plan.any}) as query),
-    groups as (select to_tsquery('english', g) as tq from unnest(${plan.groups}::text[]) as g where numnode(to_tsquery('english', g)) > 0),
+    sq as (select to_tsquery('english', ${plan.selective}) as query),
+    terms as (select gi, to_tsquery('english', t) as tq, w from unnest(${plan.termGroups}::int[], ${plan.terms}::text[], ${plan.weights}::float8[]) as x(gi, t, w)
+               where numnode(to_tsquery('english', t)) > 0),
+    total as (select greatest(sum(m), 0.001) as w from (select max(w) as m from terms group by gi) g),
+    -- Candidates come from the three indexes separately (one OR across them makes the planner scan).
+    candidates as (
+      select id from apis, sq where search_vector @@ sq.query
+      union select id from apis, sq where endpoint_vector @@ sq.query
+      union select id from apis where ${plan.raw} <% search_name
+    ),
     matched as (
       select a.*,
              ts_rank(a.search_vector, q.query, 0) as text_rank,
              ts_rank(a.endpoint_vector, q.query, 1) as endpoint_rank,
-             (select count(*) from groups where a.search_vector @@ groups.tq or a.endpoint_vector @@ groups.tq)::float
-               / greatest((select count(*) from groups), 1) as coverage,
-             (select count(*) from groups where a.search_vector @@ groups.tq)::float / greatest((select count(*) from groups), 1) as head_coverage,
+             coalesce((select sum(m) from (select max(w) as m from terms where a.search_vector @@ terms.tq or a.endpoint_vector @@ terms.tq group by gi) g), 0) / total.w as coverage,
+             coalesce((select sum(m) from (select max(w) as m from terms where a.search_vector @@ terms.tq group by gi) g), 0) / total.w as head_coverage,
              word_similarity(${plan.raw}, a.search_name) as name_similarity
-        from apis a, q
-       where (a.search_vector @@ q.query or a.endpoint_vector @@ q.query or ${plan.raw} <% a.search_name)
-         ${categoryFilter}
+        from candidates c
+        join apis a on a.id = c.id
+        cross join q cross join total
+       where true ${categoryFilter}
     )
     select ${SUMMARY_COLUMNS(db)},
-           (least(a.text_rank, 1.0) * 2.0
-            + least(a.endpoint_rank, 1.0) * 0.8
-            + a.coverage * 0.6 + a.head_coverage * 0.6
+           (least(a.text_rank, 1.0) * 1.0
+            + least(a.endpoint_rank * 20, 1.0) * 0.6
+            + a.coverage * 1.5 + a.head_coverage * 0.5
             + case when a.name_similarity >= 0.6 then a.name_similarity * 0.8 else 0 end
             + a.popularity * 0.15 + case when a.featured then 0.05 else 0 end
             + least(coalesce(v.up, 0) - coalesce(v.down, 0), 10) * 0.005)::float8 as score,
@@ -277,15 +322,19 @@ export async function discover(db: Db, q: string, limit = 10): Promise<Discovery
   const plan = await planQuery(db, normalized, true);
   const rows = await rank(db, plan, { limit, offset: 0 });
   if (rows.length === 0) return { results: [], plan };
+  // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
+  const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
+    .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
+    .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
+  const pattern = stems.length ? `\\m(${stems.join('|')})` : '^$';
   const endpointRows = await db<{ id: string; endpoints: { method: string; path: string; summary: string }[] }[]>`
-    with q as (select to_tsquery('english', ${plan.any}) as query)
     select a.id,
-           coalesce((select jsonb_agg(e order by r desc) from (
-               select e, ts_rank(to_tsvector('english', concat_ws(' ', e->>'summary', path_words(e->>'path'))), q.query) as r
-                 from jsonb_array_elements(a.endpoints) e
-                where to_tsvector('english', concat_ws(' ', e->>'summary', path_words(e->>'path'))) @@ q.query
-                order by r desc limit 3) m), '[]'::jsonb) as endpoints
-      from apis a, q
+           coalesce((select jsonb_agg(m.e order by m.hits desc, m.ord) from (
+               select e, ord, regexp_count(lower(concat_ws(' ', e->>'summary', e->>'path')), ${pattern}) as hits
+                 from jsonb_array_elements(a.endpoints) with ordinality as x(e, ord)
+                where lower(concat_ws(' ', e->>'summary', e->>'path')) ~ ${pattern}
+                order by hits desc, ord limit 3) m), '[]'::jsonb) as endpoints
+      from apis a
      where a.id = any(${rows.map((r) => r.id)})`;
   const matchedEndpoints = new Map(endpointRows.map((r) => [r.id, r.endpoints]));
   const matchedTerms = [...plan.words, ...Object.values(plan.corrections), ...plan.expansions];

@@ -55,9 +55,10 @@ create trigger apis_search_refresh
 -- Rows that existed before this migration (operator rows) get their vectors now.
 update apis set name = name;
 
-create index apis_search_vector_idx on apis using gin (search_vector);
-create index apis_endpoint_vector_idx on apis using gin (endpoint_vector);
-create index apis_search_name_trgm_idx on apis using gin (search_name gin_trgm_ops);
+-- fastupdate off: a pending list left by a bulk import would make every search scan it.
+create index apis_search_vector_idx on apis using gin (search_vector) with (fastupdate = off);
+create index apis_endpoint_vector_idx on apis using gin (endpoint_vector) with (fastupdate = off);
+create index apis_search_name_trgm_idx on apis using gin (search_name gin_trgm_ops) with (fastupdate = off);
 create index apis_name_order_idx on apis (lower(name), id);
 create unique index apis_source_path_key on apis (source_path) where source_path is not null;
 
@@ -92,11 +93,13 @@ create table votes (
 );
 create index votes_target_idx on votes (target_type, target_id) include (value);
 
--- The words of the catalog (name, provider, service, categories, description), for spelling
--- correction of search terms by trigram similarity. Refreshed by the importer after each import.
+-- The words of the catalog (name, provider, service, categories, description, endpoint summaries)
+-- with the number of APIs using each: spelling correction of search terms by trigram similarity,
+-- and IDF weights of query terms. Refreshed by the importer after each import.
 create materialized view directory_words as
   select word, ndoc
-    from ts_stat($$select to_tsvector('simple', search_name || ' ' || replace(array_to_string(categories, ' '), '_', ' ') || ' ' || immutable_unaccent(left(description, 4000))) from apis$$)
+    from ts_stat($$select to_tsvector('simple', search_name || ' ' || replace(array_to_string(categories, ' '), '_', ' ') || ' '
+                     || immutable_unaccent(left(description, 4000)) || ' ' || left(jsonb_path_query_array(endpoints, '$[*].summary')::text, 100000)) from apis$$)
    where length(word) between 3 and 40 and word ~ '^[a-z]+$';
 create unique index directory_words_word_key on directory_words (word);
-create index directory_words_trgm_idx on directory_words using gin (word gin_trgm_ops);
+create index directory_words_trgm_idx on directory_words using gin (word gin_trgm_ops) with (fastupdate = off);
