@@ -201,8 +201,9 @@ async function rank(db: Db, plan: QueryPlan, options: RankOptions): Promise<Rank
       union select id from apis, sq where endpoint_vector @@ sq.query
       union select id from apis where ${plan.raw} <% search_name
     ),
-    matched as (
-      select a.*,
+    -- Materialized and narrow: every feature is computed once per candidate.
+    matched as materialized (
+      select a.id, a.name, a.provider, a.service, a.categories, a.description, a.price_micros, a.featured, a.popularity,
              ts_rank(a.search_vector, q.query, 0) as text_rank,
              ts_rank(a.endpoint_vector, q.query, 1) as endpoint_rank,
              coalesce((select sum(m) from (select max(w) as m from terms where a.search_vector @@ terms.tq or a.endpoint_vector @@ terms.tq group by gi) g), 0) / total.w as coverage,
@@ -214,14 +215,17 @@ async function rank(db: Db, plan: QueryPlan, options: RankOptions): Promise<Rank
        where true ${categoryFilter}
     )
     select ${SUMMARY_COLUMNS(db)},
-           (least(a.text_rank, 1.0) * 1.0
-            + least(a.endpoint_rank * 20, 1.0) * 0.6
-            + a.coverage * 1.5 + a.head_coverage * 0.5
-            + case when a.name_similarity >= 0.6 then a.name_similarity * 0.8 else 0 end
-            + a.popularity * 0.15 + case when a.featured then 0.05 else 0 end
-            + least(coalesce(v.up, 0) - coalesce(v.down, 0), 10) * 0.005)::float8 as score,
+           (a.relevance + least(coalesce(v.up, 0) - coalesce(v.down, 0), 10) * 0.005)::float8 as score,
            a.coverage::float8 as coverage
-      from matched a
+      from (
+        select m.*,
+               least(m.text_rank, 1.0) * 1.0
+               + least(m.endpoint_rank * 20, 1.0) * 0.6
+               + m.coverage * 1.5 + m.head_coverage * 0.5
+               + case when m.name_similarity >= 0.6 then m.name_similarity * 0.8 else 0 end
+               + m.popularity * 0.15 + case when m.featured then 0.05 else 0 end as relevance
+          from matched m
+      ) a
       ${VOTES_JOIN(db)}
      order by score desc, a.id
      limit ${options.limit} offset ${options.offset}`;

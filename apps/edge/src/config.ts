@@ -14,6 +14,8 @@ export const edgeSettings = sharedSettings.extend({
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** Secret for signing dashboard session JWTs (HS256). Must be set in production. */
   SESSION_SECRET: z.string().min(32).default('dev-only-session-secret-change-me-0123456789'),
+  /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
+  DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: z.string().regex(/^[^:]+:.+$/).optional(),
 });

@@ -11,7 +11,7 @@ create or replace function immutable_unaccent(text) returns text
 alter table apis
   -- name, provider, service (A); categories (B); description (C).
   add column search_vector   tsvector not null default ''::tsvector,
-  -- Endpoint summaries and path words, ranked separately so big APIs cannot drown small ones.
+  -- Endpoint summaries and path words (no positions), ranked separately so big APIs cannot drown small ones.
   add column endpoint_vector tsvector not null default ''::tsvector,
   -- Lower-cased, unaccented "name provider service" for trigram similarity (typos).
   add column search_name     text not null default '',
@@ -41,7 +41,9 @@ begin
   select string_agg(concat_ws(' ', e->>'summary', path_words(e->>'path')), ' . ')
     into endpoint_text
     from jsonb_array_elements(case when jsonb_typeof(new.endpoints) = 'array' then new.endpoints else '[]'::jsonb end) e;
-  new.endpoint_vector := to_tsvector('english', immutable_unaccent(left(coalesce(endpoint_text, ''), 200000)));
+  -- Stripped of positions: a few hundred bytes instead of kilobytes keeps most rows out of TOAST,
+  -- which ranking reads for every candidate.
+  new.endpoint_vector := strip(to_tsvector('english', immutable_unaccent(left(coalesce(endpoint_text, ''), 200000))));
   if tg_op = 'INSERT' and new.endpoint_count = 0 and jsonb_typeof(new.endpoints) = 'array' then
     new.endpoint_count := jsonb_array_length(new.endpoints);
   end if;

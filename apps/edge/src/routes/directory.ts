@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
@@ -14,6 +15,7 @@ import { generateInstructions, instructionsFooter, proxyPath } from '../../../..
 import { notFound, PlatformError } from '../../../../db/src/errors.js';
 import { PRICES, toDollars } from '../../../../db/src/money.js';
 import { chargeRequest } from '../lib/charging.js';
+import { cachedJson } from '../lib/response-cache.js';
 
 const apiId = z.string().min(1).max(200);
 const apiSummary = z.object({
@@ -66,7 +68,11 @@ export function toApiSummary(row: ApiSummaryRow): z.output<typeof apiSummary> {
  * agent-readable instructions ($0.01, charged only for an API that exists).
  */
 const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { sql } = app.deps;
+  const { sql, redis, settings } = app.deps;
+  const ttl = settings.DIRECTORY_CACHE_SECONDS;
+  // The database is part of the key: deployments (and test runs) sharing one Redis never mix answers.
+  const database = createHash('sha256').update(settings.DATABASE_URL).digest('hex').slice(0, 12);
+  const cacheKey = (...parts: (string | number | undefined)[]) => `${settings.REDIS_PREFIX}:directory-cache:${database}:${JSON.stringify(parts)}`;
 
   app.get(
     '/apis',
@@ -80,9 +86,11 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const { q, category, limit, cursor } = request.query;
-      const result = await listApis(sql, { q, category: category?.toLowerCase(), limit, cursor });
-      const hint = q !== undefined && result.apis.length === 0 && !cursor ? 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.' : undefined;
-      return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor, ...(hint ? { hint } : {}) };
+      return cachedJson(redis, cacheKey('apis', q, category?.toLowerCase(), limit, cursor), ttl, async () => {
+        const result = await listApis(sql, { q, category: category?.toLowerCase(), limit, cursor });
+        const hint = q !== undefined && result.apis.length === 0 && !cursor ? 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.' : undefined;
+        return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor, ...(hint ? { hint } : {}) };
+      });
     },
   );
 
@@ -114,10 +122,11 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: z.object({ ok: z.literal(true), categories: z.array(z.object({ id: z.string(), name: z.string(), apiCount: z.number().int() })) }) },
       },
     },
-    async () => {
-      const rows = await listCategories(sql);
-      return { ok: true as const, categories: rows.map((r) => ({ id: r.id, name: categoryName(r.id), apiCount: r.api_count })) };
-    },
+    async () =>
+      cachedJson(redis, cacheKey('categories'), ttl, async () => {
+        const rows = await listCategories(sql);
+        return { ok: true as const, categories: rows.map((r) => ({ id: r.id, name: categoryName(r.id), apiCount: r.api_count })) };
+      }),
   );
 
   app.get(
@@ -217,16 +226,18 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       if (text === undefined) {
         throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
       }
-      const { results, plan } = await discover(sql, text, request.query.limit);
-      return {
-        ok: true as const,
-        query: text,
-        results: results.map((r) => ({ api: toApiSummary(r.api), score: r.score, reason: r.reason })),
-        interpreted: { words: plan.words, corrections: plan.corrections, expansions: plan.expansions },
-        ...(results.length === 0
-          ? { hint: `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.` }
-          : {}),
-      };
+      return cachedJson(redis, cacheKey('discover', text, request.query.limit), ttl, async () => {
+        const { results, plan } = await discover(sql, text, request.query.limit);
+        return {
+          ok: true as const,
+          query: text,
+          results: results.map((r) => ({ api: toApiSummary(r.api), score: r.score, reason: r.reason })),
+          interpreted: { words: plan.words, corrections: plan.corrections, expansions: plan.expansions },
+          ...(results.length === 0
+            ? { hint: `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.` }
+            : {}),
+        };
+      });
     },
   );
 };
