@@ -32,11 +32,11 @@ function percentiles(latencies: number[]) {
 }
 
 /** Runs autocannon and computes exact percentiles from every response time it reports. */
-async function run(name: string, paths: string[]) {
+async function run(name: string, paths: string[], connections = CONNECTIONS) {
   const latencies: number[] = [];
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
-      { url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: DURATION, requests: paths.map((path) => ({ method: 'GET' as const, path })) },
+      { url: `http://127.0.0.1:${port}`, connections, duration: DURATION, requests: paths.map((path) => ({ method: 'GET' as const, path })) },
       (error, done) => (error ? reject(error) : resolve(done)),
     );
     instance.on('response', (_client, _status, _bytes, responseTime) => latencies.push(responseTime));
@@ -75,13 +75,18 @@ for (const cacheSeconds of ['0', '30']) {
   port = typeof address === 'object' && address ? address.port : 0;
   n = (await app.deps.sql<{ n: number }[]>`select count(*)::int as n from apis`)[0]?.n ?? 0;
   const mode = cacheSeconds === '0' ? 'no cache' : 'Redis cache';
+  if (cacheSeconds === '0') {
+    // One caller: the cost of one ranking without queueing behind 49 others.
+    rows.push(await run('GET /api/v1/apis?q= (no cache, 1 caller)', searches.map((q) => `/api/v1/apis?q=${encodeURIComponent(q)}`), 1));
+    rows.push(await run('GET /api/v1/discover?q= (no cache, 1 caller)', tasks.map((q) => `/api/v1/discover?q=${encodeURIComponent(q)}`), 1));
+  }
   rows.push(await run(`GET /api/v1/apis?q= (${mode})`, searches.map((q) => `/api/v1/apis?q=${encodeURIComponent(q)}`)));
   rows.push(await run(`GET /api/v1/discover?q= (${mode})`, tasks.map((q) => `/api/v1/discover?q=${encodeURIComponent(q)}`)));
   await app.close();
 }
 rows.push(await baseline());
 
-console.log(`catalog: ${n} APIs; ${CONNECTIONS} concurrent callers; ${DURATION} s each`);
+console.log(`catalog: ${n} APIs; ${CONNECTIONS} concurrent callers unless noted; ${DURATION} s each; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 console.log('| what | requests | req/s | p50 ms | p95 ms | p99 ms | errors |');
 console.log('|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(`| ${r.name} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} |`);

@@ -54,7 +54,7 @@ describe('GET /api/v1/discover', () => {
     const result = await evaluateDiscovery(app.deps.sql, tasks);
     const context = JSON.stringify({ recallAt5: result.recallAt5, mrr: result.mrr, misses: result.misses }, null, 1);
     expect(result.unknownExpected, context).toEqual([]);
-    // Floors a little under the measured figures in docs/DISCOVERY.md (recall@5 1.000, MRR 0.871).
+    // Floors a little under the measured figures in docs/DISCOVERY.md (recall@5 1.000, MRR 0.860).
     expect(result.recallAt5, context).toBeGreaterThanOrEqual(0.95);
     expect(result.mrr, context).toBeGreaterThanOrEqual(0.82);
   });
