@@ -16,7 +16,7 @@ import { encryptPlatformKey } from './platform-key.js';
 import type { Db } from './sql.js';
 
 /** Bump when normalization changes, so the next import re-processes every file. */
-export const IMPORTER_VERSION = 3;
+export const IMPORTER_VERSION = 4;
 /** Endpoints kept per API in `apis.endpoints` (the search index and detail view); the total is kept apart. */
 export const MAX_STORED_ENDPOINTS = 400;
 const BATCH = 25;

@@ -291,11 +291,15 @@ export interface CategoryRow {
   api_count: number;
 }
 
-/** Every category with its API count; APIs the source leaves uncategorized count under "uncategorized". */
-export async function listCategories(db: Db): Promise<CategoryRow[]> {
+/**
+ * Every category with its API count; APIs the source leaves uncategorized count under
+ * "uncategorized". `source` limits the count to imported or operator rows.
+ */
+export async function listCategories(db: Db, source?: 'apis.guru' | 'operator'): Promise<CategoryRow[]> {
   return db<CategoryRow[]>`
     select category as id, count(*)::int as api_count
-      from (select unnest(case when cardinality(categories) = 0 then array[${UNCATEGORIZED}] else categories end) as category from apis) c
+      from (select unnest(case when cardinality(categories) = 0 then array[${UNCATEGORIZED}] else categories end) as category
+              from apis where ${source ?? null}::text is null or source = ${source ?? null}) c
      group by category
      order by api_count desc, category`;
 }
