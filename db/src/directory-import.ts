@@ -16,10 +16,11 @@ import { encryptPlatformKey } from './platform-key.js';
 import type { Db } from './sql.js';
 
 /** Bump when normalization changes, so the next import re-processes every file. */
-export const IMPORTER_VERSION = 4;
+export const IMPORTER_VERSION = 5;
 /** Endpoints kept per API in `apis.endpoints` (the search index and detail view); the total is kept apart. */
 export const MAX_STORED_ENDPOINTS = 400;
 const BATCH = 25;
+const KEY_PARAM = /^(x-)?(api[_-]?key|apikey|key|access[_-]?key|access[_-]?token|auth[_-]?token|token)$/i;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options'] as const;
 
 export function directoryRoot(): string {
@@ -161,6 +162,12 @@ export function normalizeSpec(spec: Obj): ApiRecord {
     }
   }
   const title = plainText(info.title, 200) || (service ? `${provider} ${service}` : provider);
+  let authScheme = authSchemeOf(spec);
+  if (authScheme.type === 'none') {
+    // Some descriptions declare no security scheme but require a key parameter on every call.
+    const keyParam = endpoints.flatMap((e) => e.params ?? []).find((p) => p.required && (p.in === 'query' || p.in === 'header') && KEY_PARAM.test(p.name));
+    if (keyParam) authScheme = { type: 'apiKey', in: keyParam.in as 'query' | 'header', name: keyParam.name };
+  }
   const record: ApiRecord = {
     id,
     name: title,
@@ -170,7 +177,7 @@ export function normalizeSpec(spec: Obj): ApiRecord {
     categories: sourceCategories(info),
     description: plainText(info.description, 2000),
     base_url: baseUrlOf(spec, provider),
-    auth_scheme: authSchemeOf(spec),
+    auth_scheme: authScheme,
     endpoints,
     endpoint_count: endpointCount,
     instructions: '',

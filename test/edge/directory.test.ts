@@ -150,6 +150,8 @@ describe('GET /api/v1/apis/{id}/instructions ($0.01)', () => {
     for (const part of ['/api/v1/proxy/twilio.com-api/', 'POST /api/v1/connect/twilio.com-api', '## Main endpoints', 'curl -X', '$0.005', '402', '404', '502', '503']) {
       expect(body.instructions, part).toContain(part);
     }
+    expect(body.instructions).toContain(`${app.deps.settings.PUBLIC_URL}/api/v1/proxy/twilio.com-api/`);
+    expect(body.instructions).not.toContain('$BASE_URL');
     const [row] = await app.deps.sql<{ amount_micros: bigint; item: string; api_id: string }[]>`
       select amount_micros, item, api_id from ledger_entries where account_id = ${account.accountId} and kind = 'charge'`;
     expect(row).toMatchObject({ amount_micros: -PRICES.instructions, item: 'instructions', api_id: 'twilio.com-api' });

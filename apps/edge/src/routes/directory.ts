@@ -194,7 +194,8 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         ok: true as const,
         apiId: row.id,
         format: 'markdown' as const,
-        instructions: body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key),
+        // The examples' $BASE_URL becomes this deployment's address.
+        instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll('$BASE_URL', settings.PUBLIC_URL),
       };
     },
   );
