@@ -79,6 +79,15 @@ describe('GET /api/v1/apis (browse and search)', () => {
     for (const api of filtered.apis) expect(api.categories).toContain('telecom');
   });
 
+  it('pages search results without repeats', async () => {
+    const first = expectOk<Page>(await get('/api/v1/apis?q=email&limit=5'));
+    expect(first.apis).toHaveLength(5);
+    const second = expectOk<Page>(await get(`/api/v1/apis?q=email&limit=5&cursor=${first.nextCursor}`));
+    expect(second.apis.length).toBeGreaterThan(0);
+    const ids = [...first.apis, ...second.apis].map((a) => a.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('answers an empty list with a hint for words nothing matches, and 400 for empty or punctuation-only q', async () => {
     const none = expectOk<Page>(await get('/api/v1/apis?q=qzxqvjw'));
     expect(none.apis).toEqual([]);
