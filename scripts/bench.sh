@@ -11,7 +11,15 @@ ensure_temporal
 ensure_database platform_bench
 export DATABASE_URL=${BENCH_DATABASE_URL:-postgres://$PGUSER@$PGHOST:$PGPORT/platform_bench}
 export TEMPORAL_ADDRESS="$TEMPORAL_HOST:$TEMPORAL_PORT"
-export LOG_LEVEL=${LOG_LEVEL:-warn} NODE_ENV=production
+export LOG_LEVEL=${LOG_LEVEL:-warn} NODE_ENV=development
+export REDIS_PREFIX=${REDIS_PREFIX:-platform-bench}
+
+npx tsx db/src/cli/migrate.ts
+imported=$(psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d platform_bench -tAc "select count(*) from apis where source = 'apis.guru'")
+if [ "$imported" = 0 ]; then
+  say bench "importing the full APIs.guru catalog into platform_bench (search and discovery run over it)"
+  npx tsx db/src/cli/directory-import.ts
+fi
 
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then

@@ -220,9 +220,7 @@ describe('dashboard in a browser', () => {
     await page.getByTestId('balance').filter({ hasText: dollars(before + 1) }).waitFor();
   });
 
-  // PENDING until the directory area (routes /apis, /discover, /categories, /votes) lands on main;
-  // it passed against issue-directory merged with this branch. Remove `.skip` then.
-  it.skip('searches the directory, shows the $0.01 charge before buying instructions, and votes', async () => {
+  it('searches the directory, shows the $0.01 charge before buying instructions, and votes', async () => {
     await nav('Directory').click();
     await page.getByRole('heading', { name: 'Directory', exact: true }).waitFor();
     await page.getByRole('navigation', { name: 'Categories' }).getByRole('link').nth(1).waitFor();

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../../db/src/sql.js';
 import type { WorkerSettings } from '../settings.js';
 import type { QueueDefinition } from './definitions.js';
+import { directoryIndexingQueue } from './directory-indexing.js';
 import { usageQueue } from './usage.js';
 
 export interface QueueDeps {
@@ -14,5 +15,5 @@ export interface QueueDeps {
 
 /** Every queue the worker process serves. Usage aggregation and directory indexing register here. */
 export function queueDefinitions(deps: QueueDeps): QueueDefinition[] {
-  return [usageQueue(deps) as unknown as QueueDefinition];
+  return [usageQueue(deps) as unknown as QueueDefinition, directoryIndexingQueue(deps) as unknown as QueueDefinition];
 }

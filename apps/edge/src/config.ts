@@ -47,6 +47,8 @@ export const edgeSettings = sharedSettings.extend({
   /** Per client address on POST /api/v1/register. */
   RATE_LIMIT_REGISTER_MAX: count(5),
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),
+  /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
+  DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: z.string().regex(/^[^:]+:.+$/).optional(),
 

@@ -11,6 +11,9 @@ import proxyRoutes from './proxy.js';
 import registerRoutes from './register.js';
 import sessionRoutes from './sessions.js';
 import usageRoutes from './usage.js';
+import directoryRoutes from './directory.js';
+import docsRoutes from './docs.js';
+import voteRoutes from './votes.js';
 
 /**
  * Every route module of the versioned API, one per resource of the specification. Each is mounted
@@ -31,6 +34,9 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
       // Encapsulated: its own raw-stream content-type parser and body limit.
       await api.register(proxyRoutes);
       await api.register(cookbookRoutes);
+      await api.register(directoryRoutes);
+      await api.register(docsRoutes);
+      await api.register(voteRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -1,0 +1,246 @@
+import { createHash } from 'node:crypto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  categoryExists,
+  categoryName,
+  discover,
+  getApi,
+  listApis,
+  listCategories,
+  UNCATEGORIZED,
+  type ApiSummaryRow,
+} from '../../../../db/src/directory.js';
+import { generateInstructions, instructionsFooter, proxyPath } from '../../../../db/src/directory-text.js';
+import { notFound, PlatformError } from '../../../../db/src/errors.js';
+import { PRICES, toDollars } from '../../../../db/src/money.js';
+import { chargeRequest } from '../lib/charging.js';
+import { cachedJson } from '../lib/response-cache.js';
+
+const apiId = z.string().min(1).max(200);
+const apiSummary = z.object({
+  id: z.string(),
+  name: z.string(),
+  provider: z.string(),
+  service: z.string().nullable(),
+  category: z.string(),
+  categories: z.array(z.string()),
+  description: z.string(),
+  pricePerCall: z.number(),
+  featured: z.boolean(),
+  votes: z.number().int(),
+});
+const endpoint = z.object({ method: z.string(), path: z.string(), summary: z.string() });
+const apiDetail = apiSummary.extend({
+  version: z.string().nullable(),
+  baseUrl: z.string(),
+  authScheme: z.record(z.string(), z.unknown()),
+  proxyPath: z.string(),
+  byokPricePerCall: z.number().nullable(),
+  platformKey: z.boolean(),
+  source: z.string(),
+  endpointCount: z.number().int(),
+  endpoints: z.array(endpoint),
+});
+const page = z.object({ ok: z.literal(true), apis: z.array(apiSummary), nextCursor: z.string().nullable(), hint: z.string().optional() });
+const paging = {
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(200).optional(),
+};
+
+export function toApiSummary(row: ApiSummaryRow): z.output<typeof apiSummary> {
+  return {
+    id: row.id,
+    name: row.name,
+    provider: row.provider,
+    service: row.service,
+    category: row.categories[0] ?? UNCATEGORIZED,
+    categories: row.categories,
+    description: row.description,
+    pricePerCall: toDollars(row.price_micros),
+    featured: row.featured,
+    votes: row.votes_up - row.votes_down,
+  };
+}
+
+/**
+ * The directory: browse and search (public), categories, natural-language discovery (public) and
+ * agent-readable instructions ($0.01, charged only for an API that exists).
+ */
+const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { sql, redis, settings } = app.deps;
+  const ttl = settings.DIRECTORY_CACHE_SECONDS;
+  // The database is part of the key: deployments (and test runs) sharing one Redis never mix answers.
+  const database = createHash('sha256').update(settings.DATABASE_URL).digest('hex').slice(0, 12);
+  const cacheKey = (...parts: (string | number | undefined)[]) => `${settings.REDIS_PREFIX}:directory-cache:${database}:${JSON.stringify(parts)}`;
+
+  app.get(
+    '/apis',
+    {
+      schema: {
+        tags: ['directory'],
+        summary: 'List or search APIs (relevance-ranked when q is given)',
+        querystring: z.object({ q: z.string().optional(), category: z.string().max(100).optional(), ...paging }),
+        response: { 200: page },
+      },
+    },
+    async (request) => {
+      const { q, category, limit, cursor } = request.query;
+      return cachedJson(redis, cacheKey('apis', q, category?.toLowerCase(), limit, cursor), ttl, async () => {
+        const result = await listApis(sql, { q, category: category?.toLowerCase(), limit, cursor });
+        const hint = q !== undefined && result.apis.length === 0 && !cursor ? 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.' : undefined;
+        return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor, ...(hint ? { hint } : {}) };
+      });
+    },
+  );
+
+  app.get(
+    '/apis/category/:category',
+    {
+      schema: {
+        tags: ['directory'],
+        summary: 'List the APIs of one category (404 for a category no API has)',
+        params: z.object({ category: z.string().min(1).max(100) }),
+        querystring: z.object(paging),
+        response: { 200: page },
+      },
+    },
+    async (request) => {
+      const category = request.params.category.toLowerCase();
+      if (!(await categoryExists(sql, category))) throw notFound(`Category ${category}`, 'GET /api/v1/categories lists every category.');
+      const result = await listApis(sql, { category, limit: request.query.limit, cursor: request.query.cursor });
+      return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor };
+    },
+  );
+
+  app.get(
+    '/categories',
+    {
+      schema: {
+        tags: ['directory'],
+        summary: 'Every category with the number of APIs in it',
+        response: { 200: z.object({ ok: z.literal(true), categories: z.array(z.object({ id: z.string(), name: z.string(), apiCount: z.number().int() })) }) },
+      },
+    },
+    async () =>
+      cachedJson(redis, cacheKey('categories'), ttl, async () => {
+        const rows = await listCategories(sql);
+        return { ok: true as const, categories: rows.map((r) => ({ id: r.id, name: categoryName(r.id), apiCount: r.api_count })) };
+      }),
+  );
+
+  app.get(
+    '/apis/:id',
+    {
+      schema: {
+        tags: ['directory'],
+        summary: 'API details: base URL, auth scheme, endpoints and the proxy path',
+        params: z.object({ id: apiId }),
+        response: { 200: z.object({ ok: z.literal(true), api: apiDetail }) },
+      },
+    },
+    async (request) => {
+      const row = await getApi(sql, request.params.id);
+      if (!row) throw notFound(`API ${request.params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
+      return {
+        ok: true as const,
+        api: {
+          ...toApiSummary({ ...row, description: row.description }),
+          version: row.version,
+          baseUrl: row.base_url,
+          authScheme: row.auth_scheme,
+          proxyPath: proxyPath(row.id),
+          byokPricePerCall: row.byok_price_micros === null ? null : toDollars(row.byok_price_micros),
+          platformKey: row.has_platform_key,
+          source: row.source,
+          endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
+          endpoints: row.endpoints,
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/apis/:id/instructions',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['directory'],
+        summary: 'Agent-readable instructions for one API ($0.01)',
+        params: z.object({ id: apiId }),
+        response: { 200: z.object({ ok: z.literal(true), apiId: z.string(), format: z.literal('markdown'), instructions: z.string() }) },
+      },
+    },
+    async (request, reply) => {
+      const row = await getApi(sql, request.params.id);
+      // Looked up before charging: an unknown API costs nothing.
+      if (!row) throw notFound(`API ${request.params.id}`, 'Nothing was charged. Search with GET /api/v1/apis?q=...');
+      await chargeRequest(request, reply, { costMicros: PRICES.instructions, item: 'instructions', apiId: row.id });
+      const body =
+        row.instructions ??
+        generateInstructions({
+          id: row.id,
+          name: row.name,
+          provider: row.provider,
+          service: row.service,
+          description: row.description,
+          baseUrl: row.base_url,
+          authScheme: row.auth_scheme,
+          categories: row.categories,
+          endpoints: row.endpoints,
+          endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
+        });
+      return {
+        ok: true as const,
+        apiId: row.id,
+        format: 'markdown' as const,
+        // The examples' $BASE_URL becomes this deployment's address.
+        instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll('$BASE_URL', settings.PUBLIC_URL),
+      };
+    },
+  );
+
+  app.get(
+    '/discover',
+    {
+      schema: {
+        tags: ['directory'],
+        summary: 'Natural-language discovery: describe a task, get the APIs that can do it',
+        querystring: z.object({
+          q: z.string().optional(),
+          query: z.string().optional(),
+          limit: z.coerce.number().int().min(1).max(50).default(10),
+        }),
+        response: {
+          200: z.object({
+            ok: z.literal(true),
+            query: z.string(),
+            results: z.array(z.object({ api: apiSummary, score: z.number(), reason: z.string() })),
+            interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),
+            hint: z.string().optional(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const text = request.query.q ?? request.query.query;
+      if (text === undefined) {
+        throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
+      }
+      return cachedJson(redis, cacheKey('discover', text, request.query.limit), ttl, async () => {
+        const { results, plan } = await discover(sql, text, request.query.limit);
+        return {
+          ok: true as const,
+          query: text,
+          results: results.map((r) => ({ api: toApiSummary(r.api), score: r.score, reason: r.reason })),
+          interpreted: { words: plan.words, corrections: plan.corrections, expansions: plan.expansions },
+          ...(results.length === 0
+            ? { hint: `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.` }
+            : {}),
+        };
+      });
+    },
+  );
+};
+
+export default directoryRoutes;

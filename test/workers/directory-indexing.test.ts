@@ -1,0 +1,74 @@
+import { Job, Queue, QueueEvents, Worker } from 'bullmq';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIRECTORY_QUEUE, enqueueDirectoryJob } from '../../db/src/directory-queue.js';
+import { createRedis } from '../../db/src/redis.js';
+import { createSql, type Sql } from '../../db/src/sql.js';
+import { directoryIndexingQueue } from '../../workers/queues/directory-indexing.js';
+import { loadWorkerSettings } from '../../workers/settings.js';
+import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+
+const prefix = uniqueId('dirq');
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+let sql: Sql;
+const connection = createRedis(redisUrl, 'queue');
+let worker: Worker;
+let events: QueueEvents;
+let queue: Queue;
+
+beforeAll(async () => {
+  sql = createSql(testDatabaseUrl(), { max: 3 });
+  const settings = loadWorkerSettings({ ...process.env, DATABASE_URL: testDatabaseUrl(), REDIS_PREFIX: prefix });
+  const definition = directoryIndexingQueue({ sql, redis: connection, settings, log: pino({ level: 'silent' }) });
+  worker = new Worker(definition.queue, async (job) => definition.process(job), { connection, prefix, concurrency: 1 });
+  worker.on('error', () => {});
+  events = new QueueEvents(DIRECTORY_QUEUE, { connection: createRedis(redisUrl, 'queue'), prefix });
+  await events.waitUntilReady();
+  queue = new Queue(DIRECTORY_QUEUE, { connection, prefix });
+});
+afterAll(async () => {
+  await worker.close();
+  await events.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  await connection.quit();
+  await sql.end();
+});
+
+describe('directory-indexing queue', () => {
+  it('re-indexes one API as a job, reporting progress and log lines', async () => {
+    await sql`update apis set description = 'stale' where id = 'xkcd.com'`;
+    const jobId = await enqueueDirectoryJob(connection, prefix, { kind: 'reindex-api', apiId: 'xkcd.com' });
+    const job = await Job.fromId(queue, jobId!);
+    await job!.waitUntilFinished(events, 60_000);
+    const done = await Job.fromId(queue, jobId!);
+    expect(done?.returnvalue).toEqual({ reindexed: 'xkcd.com' });
+    expect(done?.progress).toMatchObject({ processed: 1, updated: 1 });
+    const [row] = await sql<{ description: string }[]>`select description from apis where id = 'xkcd.com'`;
+    expect(row?.description).not.toBe('stale');
+    const logs = await queue.getJobLogs(jobId!);
+    expect(logs.logs.some((line) => line.includes('done:')), JSON.stringify(logs.logs)).toBe(true);
+  });
+
+  it('fails a job for an API it cannot re-index, without retrying', async () => {
+    const id = uniqueId('op-');
+    await sql`insert into apis (id, name, provider, base_url, source) values (${id}, 'Operator', 'op.example', 'https://op.example', 'operator')`;
+    const jobId = await enqueueDirectoryJob(connection, prefix, { kind: 'reindex-api', apiId: id });
+    const job = await Job.fromId(queue, jobId!);
+    await expect(job!.waitUntilFinished(events, 60_000)).rejects.toThrow(/not an imported API/);
+    const failed = await Job.fromId(queue, jobId!);
+    expect(failed?.attemptsMade).toBe(1);
+    await sql`delete from apis where id = ${id}`;
+  });
+
+  it('enqueues a full import once, however often it is asked', async () => {
+    const first = await enqueueDirectoryJob(connection, prefix, { kind: 'import-all' });
+    const second = await enqueueDirectoryJob(connection, prefix, { kind: 'import-all' });
+    expect(second).toBe(first);
+    const job = await Job.fromId(queue, first!);
+    const result = (await job!.waitUntilFinished(events, 120_000)) as { processed: number; inserted: number; failed: number };
+    // The suite's setup imported the catalog already: the job finds nothing new.
+    expect(result).toMatchObject({ inserted: 0, failed: 0 });
+    expect(result.processed).toBeGreaterThanOrEqual(2600);
+  });
+});
