@@ -193,6 +193,27 @@ describe('dashboard in a browser', () => {
     await docScreenshot(page, 'keys');
   });
 
+  it('connects a bring-your-own key showing only its hint, and disconnects it', async () => {
+    const byoKey = 'sk-e2e-secret-0123456789wxyz';
+    await nav('Connections').click();
+    await page.getByText('No connections yet').waitFor();
+    await page.getByLabel('API id', { exact: true }).fill(meteredApi);
+    await page.getByLabel('Your key for that API', { exact: true }).fill(byoKey);
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    await page.getByText(`Connected ${meteredApi}.`).waitFor();
+    const list = page.getByRole('list', { name: 'Connected APIs' });
+    await list.getByText('…wxyz').waitFor();
+    expect(await page.content()).not.toContain(byoKey);
+    await expect(page.getByLabel('Your key for that API', { exact: true }).inputValue()).resolves.toBe('');
+
+    await list.getByRole('button', { name: 'Disconnect' }).click();
+    await list.getByRole('button', { name: 'Yes, disconnect' }).click();
+    await page.getByText('No connections yet').waitFor();
+    const connections = await call('/api/v1/me/apis', { key: firstKey });
+    expectStatus(connections, 200);
+    expect(connections.body.connections).toEqual([]);
+  });
+
   it('fits a phone screen and works from the keyboard', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     try {

@@ -106,7 +106,7 @@ export function ConnectionsPage() {
                 <div className="key-actions">
                   <ConfirmButton
                     label="Disconnect"
-                    confirmLabel="Disconnect"
+                    confirmLabel="Yes, disconnect"
                     question={`Disconnect ${connection.apiId}? Your stored key is deleted.`}
                     onConfirm={async () => {
                       setError(null);
