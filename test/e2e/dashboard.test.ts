@@ -34,6 +34,8 @@ describe('dashboard in a browser', () => {
   let page: Page;
   let firstKey = '';
   let sessionId = '';
+  /** Uncaught exceptions in the page's scripts; the last test expects none. */
+  const pageErrors: string[] = [];
 
   const call = async (path: string, init: { method?: string; key?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
@@ -78,6 +80,7 @@ describe('dashboard in a browser', () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
+    page.on('pageerror', (error) => pageErrors.push(error.message));
     page.setDefaultTimeout(15_000);
   }, 90_000);
 
@@ -366,5 +369,9 @@ describe('dashboard in a browser', () => {
     }
     await alert.filter({ hasText: 'Too many attempts' }).waitFor();
     await expect(alert.textContent()).resolves.toMatch(/^Too many attempts\. Wait \d+ seconds, then try again\.$/);
+  });
+
+  it('ran without a script error in the page', () => {
+    expect(pageErrors).toEqual([]);
   });
 });

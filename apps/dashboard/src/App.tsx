@@ -66,6 +66,11 @@ export function App() {
     if (path !== firstPath.current) document.getElementById('main')?.focus({ preventScroll: true });
   }, [path]);
 
+  // Signed in on /signin or /signup (e.g. after signing in there): continue to the overview.
+  useEffect(() => {
+    if (account && PUBLIC_PATHS.has(path)) navigate('/', { replace: true });
+  }, [account, path]);
+
   const expired = useCallback(() => setAccount(null), []);
   const signOut = useCallback(async () => {
     setSignOutError(null);
@@ -98,10 +103,7 @@ export function App() {
   if (account === null) {
     return <AuthPage mode={path === '/signup' ? 'signup' : 'signin'} onSignedIn={(signedIn) => setAccount(signedIn)} />;
   }
-  if (PUBLIC_PATHS.has(path)) {
-    navigate('/', { replace: true });
-    return null;
-  }
+  if (PUBLIC_PATHS.has(path)) return null;
 
   return (
     <SessionContext.Provider value={{ account, expired, signOut }}>
