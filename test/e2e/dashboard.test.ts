@@ -227,6 +227,8 @@ describe('dashboard in a browser', () => {
       // The navigation folds behind a menu button on narrow screens.
       await expect(nav('Inbox').isVisible()).resolves.toBe(false);
       await page.getByRole('button', { name: 'Menu' }).click();
+      await nav('Overview').waitFor();
+      await docScreenshot(page, 'phone-menu', { fullPage: false });
       await nav('Overview').click();
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
     } finally {
