@@ -328,8 +328,11 @@ describe('dashboard in a browser', () => {
     expect(approval).toMatchObject({ status: 'completed', resultData: { approved: true, note: 'Wording checked against the forecast.' } });
   });
 
-  it('shows the session with its event history and a link to its workflow in the Temporal UI', async () => {
-    await page.goto(`${base}/sessions/${sessionId}`);
+  it('lists the session with its progress, shows its event history and links its workflow in the Temporal UI', async () => {
+    await nav('Sessions').click();
+    const active = page.getByRole('table', { name: 'Active sessions' }).getByTestId('session-row').filter({ hasText: sessionId });
+    await active.getByText('3 of 4 steps').waitFor();
+    await active.getByRole('link', { name: 'weather-alert-sms' }).click();
     await page.getByTestId('session-status').getByText('Running').waitFor();
     await page.getByTestId('session-events').getByText('Completed by a person: ').waitFor();
     const link = page.getByRole('link', { name: 'Open workflow in Temporal UI' });
@@ -339,6 +342,10 @@ describe('dashboard in a browser', () => {
     expectStatus(last, 200);
     await page.getByTestId('session-events').getByText('Session completed').waitFor();
     await page.getByTestId('session-status').getByText('Completed').waitFor();
+    // Ended sessions stay listed under Recent.
+    await nav('Sessions').click();
+    const recent = page.getByRole('table', { name: 'Recent sessions' }).getByTestId('session-row').filter({ hasText: sessionId });
+    await recent.getByText('Completed').waitFor();
   });
 
   it('signs out, after which the old session cookie no longer works', async () => {
