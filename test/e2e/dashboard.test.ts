@@ -348,6 +348,39 @@ describe('dashboard in a browser', () => {
     await recent.getByText('Completed').waitFor();
   });
 
+  it('completes a human step whose form is a list of choices (array of objects with an enum)', async () => {
+    const selectedApis = { payments: await createTestApi(app.deps.sql, 'payments'), email: await createTestApi(app.deps.sql, 'email') };
+    await nav('Inbox').click();
+    await page.getByText('Nothing needs you right now').waitFor();
+    const started = await call('/api/v1/cookbooks/invoice-overdue-followup/start', { method: 'POST', key: firstKey, body: { selectedApis } });
+    expectStatus(started, 201);
+    const invoiceSession = (started.body.session as { sessionId: string }).sessionId;
+    const invoices = [
+      { invoiceId: 'in_1', customer: 'Acme', amountDueCents: 12000, daysOverdue: 14 },
+      { invoiceId: 'in_2', customer: 'Globex', amountDueCents: 5000, daysOverdue: 3 },
+    ];
+    const found = await call(`/api/v1/cookbooks/sessions/${invoiceSession}/complete-step`, { method: 'POST', key: firstKey, body: { stepId: 'find-overdue', resultData: { invoices } } });
+    expectStatus(found, 200);
+
+    const card = page.getByTestId('human-step').filter({ hasText: 'Follow up on overdue invoices' });
+    await card.waitFor();
+    const first = card.getByRole('group', { name: 'Decisions 1' });
+    await first.getByLabel(/^Invoice Id/).fill('in_1');
+    await first.getByLabel(/^Action/).selectOption('remind');
+    await card.getByRole('button', { name: 'Add to Decisions' }).click();
+    const second = card.getByRole('group', { name: 'Decisions 2' });
+    await second.getByLabel(/^Invoice Id/).fill('in_2');
+    await second.getByLabel(/^Action/).selectOption('call');
+    await card.getByRole('button', { name: 'Complete step' }).click();
+    await page.getByText('is complete. The session continues.').waitFor();
+
+    const after = await call(`/api/v1/cookbooks/sessions/${invoiceSession}`, { key: firstKey });
+    expectStatus(after, 200);
+    expect(after.body.session).toMatchObject({ status: 'running', currentStep: 'send-reminders' });
+    const choice = (after.body.session as { steps: { stepId: string; resultData: unknown }[] }).steps.find((s) => s.stepId === 'choose-actions');
+    expect(choice?.resultData).toEqual({ decisions: [{ invoiceId: 'in_1', action: 'remind' }, { invoiceId: 'in_2', action: 'call' }] });
+  });
+
   it('signs out, after which the old session cookie no longer works', async () => {
     const cookies = await browser.context.cookies(base);
     const session = cookies.find((c) => c.httpOnly);
