@@ -295,7 +295,7 @@ async function walk(upstream: ExampleUpstream) {
   ).catch((error: unknown) => {
     if (error instanceof DemoError && /private_upstream/.test(error.message)) {
       throw new DemoError(
-        `${error.message}\nThe running edge refuses loopback upstreams. \`npm run up\` allows them outside production; if you started the edge otherwise, restart it with ALLOW_PRIVATE_UPSTREAMS=true (never in production).`,
+        `${error.message}\nThe running edge refuses loopback upstreams. \`npm run up\` allows them outside production unless ALLOW_PRIVATE_UPSTREAMS=false is set (environment or .env); restart the edge with ALLOW_PRIVATE_UPSTREAMS=true (development only, never in production).`,
       );
     }
     throw error;
