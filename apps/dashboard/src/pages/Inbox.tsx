@@ -69,7 +69,7 @@ export function InboxPage() {
   const { reload } = inbox;
 
   const refreshSessions = useCallback(() => {
-    api<{ sessions: Session[] }>('/cookbooks/sessions')
+    api<{ sessions: Session[] }>('/cookbooks/sessions?limit=200')
       .then((body) => {
         setActive(body.sessions);
         rememberSessions(

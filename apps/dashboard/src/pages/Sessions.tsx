@@ -73,7 +73,7 @@ function SessionTable({ sessions, label }: { sessions: (Session & { cookbookTitl
 
 export function SessionsPage() {
   const { expired, account } = useSession();
-  const active = useApi<{ sessions: Session[] }>('/cookbooks/sessions', expired);
+  const active = useApi<{ sessions: Session[] }>('/cookbooks/sessions?limit=200', expired);
   const [recent, setRecent] = useState<SessionDetail[] | null>(null);
   useInterval(active.reload, 5000);
 
