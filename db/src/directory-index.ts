@@ -152,6 +152,21 @@ export function wordSimilarity(found: Uint8Array, querySize: number, text: Int32
   return best;
 }
 
+/** word_similarity(query, text) of two strings (see wordSimilarity). */
+export function wordSimilarityOf(query: string, text: string): number {
+  const ids = new Map<string, number>();
+  const id = (t: string) => {
+    let at = ids.get(t);
+    if (at === undefined) ids.set(t, (at = ids.size));
+    return at;
+  };
+  const queryIds = new Set(trigrams(query).map(id));
+  const sequence = Int32Array.from(trigrams(text).map(id));
+  const found = new Uint8Array(ids.size);
+  for (const at of queryIds) found[at] = 1;
+  return wordSimilarity(found, queryIds.size, sequence, new Int32Array(ids.size).fill(-1));
+}
+
 /** ts_rank's per-lexeme contribution (calc_rank_or) from the weights of its positions, in order. */
 function rankContribution(weights: number[]): number {
   let sum = 0;
