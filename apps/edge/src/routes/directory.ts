@@ -64,6 +64,13 @@ export function toApiSummary(row: ApiSummaryRow): z.output<typeof apiSummary> {
 }
 
 /**
+ * The hot public read routes (search, discovery) build their answers from typed rows, so their zod
+ * response schemas document them (OpenAPI) without re-checking every answer at run time: that
+ * check cost about as much as the ranking itself under load (docs/BENCHMARKS.md).
+ */
+const plainJson = () => (data: unknown) => JSON.stringify(data);
+
+/**
  * The directory: browse and search (public), categories, natural-language discovery (public) and
  * agent-readable instructions ($0.01, charged only for an API that exists).
  */
@@ -77,6 +84,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/apis',
     {
+      serializerCompiler: plainJson,
       schema: {
         tags: ['directory'],
         summary: 'List or search APIs (relevance-ranked when q is given)',
@@ -203,6 +211,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/discover',
     {
+      serializerCompiler: plainJson,
       schema: {
         tags: ['directory'],
         summary: 'Natural-language discovery: describe a task, get the APIs that can do it',
