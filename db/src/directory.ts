@@ -11,7 +11,7 @@
  */
 import { PlatformError } from './errors.js';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './discovery-vocabulary.js';
-import { directoryIndex, type DirectoryIndex } from './directory-index.js';
+import { directoryIndex, type DirectoryIndex, type IndexedApi } from './directory-index.js';
 import type { AuthScheme } from './directory-text.js';
 import type { Db } from './sql.js';
 
@@ -186,6 +186,8 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
 export interface RankedRow extends ApiSummaryRow {
   score: number;
   coverage: number;
+  /** The index entry the row was read from (stable until the index reloads): lets callers memoize renderings. */
+  indexed?: IndexedApi;
 }
 
 interface RankOptions {
@@ -218,6 +220,7 @@ function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): Ran
     votes_down: api.votes_down,
     score,
     coverage,
+    indexed: api,
   }));
 }
 
