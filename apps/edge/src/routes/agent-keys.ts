@@ -4,10 +4,9 @@ import { PlatformError } from '../../../../db/src/errors.js';
 import { changeKey, listKeys } from '../../../../db/src/key-management.js';
 import { createKey, type KeyRow } from '../../../../db/src/keys.js';
 import { formatDollars, parseDollars, toDollars } from '../../../../db/src/money.js';
-import { publishKeyChange } from '../lib/key-verifier.js';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
-import { fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
+import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
 
 const API_ID = /^[a-z0-9][a-z0-9._-]{0,199}$/;
 
@@ -43,7 +42,7 @@ const createBody = z
  * hides it from the list; its row stays so the ledger keeps naming it.
  */
 const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { sql, redis, settings } = app.deps;
+  const { sql } = app.deps;
 
   app.post(
     '/agent-keys',
@@ -117,9 +116,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         }
         throw error;
       }
-      app.keyVerifier.evict(key.id);
-      await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
-      return { ok: true as const, agentKey: toAgentKey(key) };
+      return { ok: true as const, agentKey: toAgentKey(await announceKeyChange(app, key)) };
     },
   );
 };
