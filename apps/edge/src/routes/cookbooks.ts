@@ -22,6 +22,7 @@ import {
 } from '../lib/cookbook-sessions.js';
 import { STREAM_ID, type StreamedEvent } from '../lib/session-events.js';
 import { requireAuth } from '../plugins/auth.js';
+import { IDEMPOTENCY_KEY } from './balance.js';
 
 const errorBody = z.object({ ok: z.literal(false), error: z.string(), code: z.string(), hint: z.string().optional() }).passthrough();
 const jsonObject = z.record(z.string(), z.unknown());
@@ -103,7 +104,6 @@ const humanStepSchema = z.object({
 
 const cookbookParams = z.object({ id: z.string().min(1).max(100) });
 const sessionParams = z.object({ sessionId: z.string().min(1).max(100) });
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 
 const summary = (cookbook: Cookbook) => ({
   id: cookbook.id,
