@@ -32,6 +32,21 @@ describe('queue board', () => {
     }
   });
 
+  it('throttles wrong operator passwords per address with 429 and Retry-After', async () => {
+    const app = await createTestApp({ OPERATOR_BASIC_AUTH: 'operator:s3cret-pass', REDIS_PREFIX: uniqueId('board'), RATE_LIMIT_LOGIN_MAX: '2' });
+    const wrong = { authorization: `Basic ${Buffer.from('operator:guess').toString('base64')}` };
+    try {
+      expectError(await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: wrong }), 401, 'missing_credentials');
+      expectError(await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: wrong }), 401, 'missing_credentials');
+      const limited = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: wrong });
+      expectError(limited, 429, 'rate_limited');
+      expect(Number(limited.headers['retry-after']), limited.body).toBeGreaterThan(0);
+      expect(limited.headers['x-ratelimit-limit'], limited.body).toBe('2');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('is not mounted without OPERATOR_BASIC_AUTH', async () => {
     const app = await createTestApp();
     try {

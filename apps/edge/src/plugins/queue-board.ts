@@ -8,6 +8,7 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import { createRedis } from '../../../../db/src/redis.js';
 import { sendError } from '../errors.js';
+import { clientAddress } from './rate-limit.js';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
 
@@ -66,6 +67,13 @@ export default fp(
         try {
           checkOperator(request, credentials);
         } catch (error) {
+          // Wrong operator passwords are throttled per address like dashboard logins (the board is
+          // outside /api/, where the general limiter does not look).
+          try {
+            await app.rateLimiter.consume(request, reply, 'login', `operator:${clientAddress(request.ip)}`);
+          } catch (limited) {
+            return sendError(reply, limited as PlatformError);
+          }
           return sendError(reply, error as PlatformError);
         }
         if (request.url.startsWith(`${QUEUE_BOARD_PATH}/api/queues`)) await refresh();
@@ -77,5 +85,5 @@ export default fp(
       connection.disconnect();
     });
   },
-  { name: 'queue-board', dependencies: ['deps'] },
+  { name: 'queue-board', dependencies: ['deps', 'rate-limit'] },
 );
