@@ -24,6 +24,14 @@ describe('queue board', () => {
       const page = await app.inject({ method: 'GET', url: '/admin/queues', headers: auth });
       expect(page.statusCode, page.body.slice(0, 200)).toBe(200);
       expect(page.headers['content-type']).toContain('text/html');
+      // Its actions change queues: from another origin (a page posting with the browser's Basic
+      // credentials) or with no origin at all they are refused; from the site itself they run.
+      const pause = (headers: Record<string, string>) => app.inject({ method: 'PUT', url: '/admin/queues/api/queues/usage-events/pause', headers: { ...auth, ...headers } });
+      expectError(await pause({ origin: 'https://evil.example' }), 403, 'csrf_failed');
+      expectError(await pause({}), 403, 'csrf_failed');
+      const paused = await pause({ origin: new URL(app.deps.settings.PUBLIC_URL).origin });
+      expect(paused.statusCode, paused.body).toBeLessThan(300);
+      expect(await queue.isPaused()).toBe(true);
     } finally {
       await queue.obliterate({ force: true });
       await queue.close();

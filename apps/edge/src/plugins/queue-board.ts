@@ -8,9 +8,11 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import { createRedis } from '../../../../db/src/redis.js';
 import { sendError } from '../errors.js';
+import { assertSameOrigin } from '../lib/sessions.js';
 import { clientAddress } from './rate-limit.js';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function safeEqual(a: string, b: string): boolean {
   const left = Buffer.from(a);
@@ -75,6 +77,15 @@ export default fp(
             return sendError(reply, limited as PlatformError);
           }
           return sendError(reply, error as PlatformError);
+        }
+        // Browsers resend Basic credentials on their own, so a page elsewhere could post to the
+        // board's actions (pause, clean, retry): changes must come from the site's own origin.
+        if (!SAFE_METHODS.has(request.method)) {
+          try {
+            assertSameOrigin(request, settings, { required: true });
+          } catch (error) {
+            return sendError(reply, error as PlatformError);
+          }
         }
         if (request.url.startsWith(`${QUEUE_BOARD_PATH}/api/queues`)) await refresh();
       });
