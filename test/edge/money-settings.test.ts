@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadEdgeSettings } from '../../apps/edge/src/config.js';
+import { loadWorkerSettings } from '../../workers/settings.js';
 
 const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(40) };
 const key = 'ab'.repeat(32);
@@ -13,6 +14,12 @@ describe('money settings', () => {
     expect(settings.CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
     expect(settings.ALLOW_PRIVATE_UPSTREAMS).toBe(false);
     expect(settings.BILLING_MODE).toBe('sandbox');
+  });
+
+  it('makes the workers, which seal platform keys at import, refuse the development key in production too', () => {
+    expect(() => loadWorkerSettings({ NODE_ENV: 'production' })).toThrow(/CONNECTIONS_MASTER_KEY/);
+    expect(loadWorkerSettings({ NODE_ENV: 'production', CONNECTIONS_MASTER_KEY: key }).CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
+    expect(loadWorkerSettings({}).NODE_ENV).toBe('development');
   });
 
   it('accepts base64 keys and names a bad one', () => {
