@@ -22,6 +22,14 @@ describe('money settings', () => {
     expect(loadWorkerSettings({}).NODE_ENV).toBe('development');
   });
 
+  it('reads an empty optional setting as unset, as docker-compose passes OPERATOR_BASIC_AUTH=${OPERATOR_BASIC_AUTH:-}', () => {
+    const settings = loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, OPERATOR_BASIC_AUTH: '', DASHBOARD_DIST: '' });
+    expect(settings.OPERATOR_BASIC_AUTH).toBeUndefined();
+    expect(settings.DASHBOARD_DIST).toBeUndefined();
+    expect(loadEdgeSettings({ OPERATOR_BASIC_AUTH: 'ops:secret' }).OPERATOR_BASIC_AUTH).toBe('ops:secret');
+    expect(() => loadEdgeSettings({ OPERATOR_BASIC_AUTH: 'no-colon' })).toThrow(/OPERATOR_BASIC_AUTH/);
+  });
+
   it('accepts base64 keys and names a bad one', () => {
     expect(loadEdgeSettings({ CONNECTIONS_MASTER_KEY: Buffer.alloc(32, 9).toString('base64') }).CONNECTIONS_MASTER_KEY.length).toBe(32);
     expect(() => loadEdgeSettings({ CONNECTIONS_MASTER_KEY: 'too-short' })).toThrow(/CONNECTIONS_MASTER_KEY/);
