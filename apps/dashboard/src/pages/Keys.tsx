@@ -254,8 +254,9 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
 
 export function KeysPage() {
   const { expired } = useSession();
-  const keys = useApi<{ keys: KeyMeta[] }>('/keys', expired);
-  const agentKeys = useApi<{ agentKeys: AgentKey[] }>('/agent-keys', expired);
+  // The lists page at 50 by default; ask for the most a page holds (200) so older keys stay manageable.
+  const keys = useApi<{ keys: KeyMeta[] }>('/keys?limit=200', expired);
+  const agentKeys = useApi<{ agentKeys: AgentKey[] }>('/agent-keys?limit=200', expired);
 
   return (
     <>
