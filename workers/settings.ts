@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { directorySettings } from '../db/src/directory-settings.js';
-import { parseSettings, sharedSettings } from '../db/src/settings.js';
+import { isDevMasterKey } from '../db/src/secret-box.js';
+import { parseSettings, SettingsError, sharedSettings } from '../db/src/settings.js';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
 export const workerSettings = sharedSettings.extend(directorySettings.shape).extend({
@@ -12,4 +13,12 @@ export const workerSettings = sharedSettings.extend(directorySettings.shape).ext
 
 export type WorkerSettings = z.output<typeof workerSettings>;
 
-export const loadWorkerSettings = (env: NodeJS.ProcessEnv = process.env) => parseSettings(workerSettings, env);
+export function loadWorkerSettings(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
+  const settings = parseSettings(workerSettings, env);
+  // The directory import seals platform keys with it; the edge (which refuses the development key in
+  // production) could not open keys sealed with another one.
+  if (settings.NODE_ENV === 'production' && isDevMasterKey(settings.CONNECTIONS_MASTER_KEY)) {
+    throw new SettingsError('CONNECTIONS_MASTER_KEY must be set to the edge\'s 32 random bytes (openssl rand -hex 32) in production');
+  }
+  return settings;
+}

@@ -5,7 +5,6 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 
 export type SessionStatus = 'running' | 'waiting_for_human' | 'completed' | 'failed' | 'cancelled' | 'expired';
 export const ENDED_STATUSES: readonly SessionStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
-export const ACTIVE_STATUSES: readonly SessionStatus[] = ['running', 'waiting_for_human'];
 
 /** Who completes a step: 'key' for an API or agent key, 'human' for the dashboard's cookie session. */
 export type Actor = 'key' | 'human';

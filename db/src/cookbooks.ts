@@ -159,17 +159,8 @@ export async function upsertCookbook(db: Db, cookbook: Cookbook): Promise<void> 
       is distinct from (excluded.title, excluded.description, excluded.category, excluded.slots, excluded.steps)`;
 }
 
-interface CookbookRow {
-  id: string;
-  title: string;
-  description: string;
-  category: string;
-  slots: CookbookSlot[];
-  steps: CookbookStep[];
-}
-
 export async function getCookbook(db: Db, id: string): Promise<Cookbook | null> {
-  const [row] = await db<CookbookRow[]>`select id, title, description, category, slots, steps from cookbooks where id = ${id}`;
+  const [row] = await db<Cookbook[]>`select id, title, description, category, slots, steps from cookbooks where id = ${id}`;
   return row ?? null;
 }
 
@@ -188,7 +179,7 @@ export interface CookbookListQuery {
 export async function listCookbooks(db: Db, query: CookbookListQuery): Promise<{ cookbooks: Cookbook[]; nextCursor: string | null }> {
   const q = query.q?.trim() || null;
   const like = q === null ? null : `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const rows = await db<CookbookRow[]>`
+  const rows = await db<Cookbook[]>`
     select id, title, description, category, slots, steps from cookbooks
     where (${q}::text is null
            or search @@ websearch_to_tsquery('english', ${q})

@@ -1,9 +1,6 @@
 import { PlatformError, notFound } from './errors.js';
-import type { KeyKind, KeyRow, KeyStatus } from './keys.js';
+import { KEY_COLUMNS, type KeyKind, type KeyRow, type KeyStatus } from './keys.js';
 import type { Db, Sql } from './sql.js';
-
-const KEY_COLUMNS = `id, account_id, kind, name, prefix, status, spend_limit_micros, spent_micros, allowed_apis,
-  expires_at, created_at, updated_at, last_used_at, revoked_at`;
 
 export interface KeyPage {
   keys: KeyRow[];

@@ -21,7 +21,8 @@ export interface KeyRow {
   revoked_at: Date | null;
 }
 
-const KEY_COLUMNS = `id, account_id, kind, name, prefix, status, spend_limit_micros, spent_micros, allowed_apis,
+/** Every column of a KeyRow (never key_hash). */
+export const KEY_COLUMNS = `id, account_id, kind, name, prefix, status, spend_limit_micros, spent_micros, allowed_apis,
   expires_at, created_at, updated_at, last_used_at, revoked_at`;
 
 export interface NewKey {

@@ -12,15 +12,9 @@ export interface Tally {
   score: number;
 }
 
-/**
- * Whether a cookbook exists. The cookbooks table belongs to another migration (00006) that may not
- * be applied yet; `to_regclass` answers null then, and no cookbook exists.
- */
 export async function cookbookExists(db: Db, id: string): Promise<boolean> {
-  const [reg] = await db<{ table: string | null }[]>`select to_regclass('cookbooks')::text as table`;
-  if (!reg?.table) return false;
-  const rows = await db.unsafe('select 1 from cookbooks where id::text = $1 limit 1', [id]);
-  return rows.length > 0;
+  const [row] = await db`select 1 from cookbooks where id = ${id}`;
+  return row !== undefined;
 }
 
 export async function targetExists(db: Db, targetType: VoteTarget, targetId: string): Promise<boolean> {

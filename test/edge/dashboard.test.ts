@@ -24,6 +24,15 @@ describe('dashboard assets at the site root', () => {
     expect(res.body).toContain('<meta name="temporal-ui-url" content="http://temporal.example.test:8233" />');
   });
 
+  it('forbids other sites to frame its pages', async () => {
+    for (const url of ['/', '/keys']) {
+      const res = await app.inject({ method: 'GET', url, headers: HTML });
+      expect(res.headers['x-frame-options'], url).toBe('DENY');
+      expect(res.headers['content-security-policy'], url).toBe("frame-ancestors 'none'");
+      expect(res.headers['x-content-type-options'], url).toBe('nosniff');
+    }
+  });
+
   it('answers client-side routes with the same page, so a reload keeps the page', async () => {
     for (const url of ['/keys', '/inbox', '/sessions/abc', '/directory?q=weather', '/index.html']) {
       const res = await app.inject({ method: 'GET', url, headers: HTML });

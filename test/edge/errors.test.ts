@@ -27,6 +27,19 @@ describe('error shape', () => {
     expectError(await app.inject({ method: 'DELETE', url: '/nowhere?x=1' }), 404, 'not_found');
   });
 
+  it('answers a known path asked with another method with 405 and Allow, in the error shape', async () => {
+    const res = await app.inject({ method: 'PUT', url: '/api/v1/balance' });
+    const body = expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.allow, res.body).toContain('GET');
+    expect(res.headers.allow, res.body).toContain('POST');
+    expect(body.hint).toContain('GET');
+    const withParam = await app.inject({ method: 'POST', url: '/api/v1/keys/key_abc?x=1' });
+    expectError(withParam, 405, 'method_not_allowed');
+    expect(withParam.headers.allow, withParam.body).toContain('PATCH');
+    expectError(await app.inject({ method: 'DELETE', url: '/api/v1/health/' }), 405, 'method_not_allowed');
+    expectError(await app.inject({ method: 'PUT', url: '/api/v1/keys/key_abc/extra' }), 404, 'not_found');
+  });
+
   it('answers malformed JSON with 400 invalid_json', async () => {
     const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name": "a",' });
     expectError(res, 400, 'invalid_json');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadEdgeSettings } from '../../apps/edge/src/config.js';
+import { loadWorkerSettings } from '../../workers/settings.js';
 
 const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(40) };
 const key = 'ab'.repeat(32);
@@ -13,6 +14,20 @@ describe('money settings', () => {
     expect(settings.CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
     expect(settings.ALLOW_PRIVATE_UPSTREAMS).toBe(false);
     expect(settings.BILLING_MODE).toBe('sandbox');
+  });
+
+  it('makes the workers, which seal platform keys at import, refuse the development key in production too', () => {
+    expect(() => loadWorkerSettings({ NODE_ENV: 'production' })).toThrow(/CONNECTIONS_MASTER_KEY/);
+    expect(loadWorkerSettings({ NODE_ENV: 'production', CONNECTIONS_MASTER_KEY: key }).CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
+    expect(loadWorkerSettings({}).NODE_ENV).toBe('development');
+  });
+
+  it('reads an empty optional setting as unset, as docker-compose passes OPERATOR_BASIC_AUTH=${OPERATOR_BASIC_AUTH:-}', () => {
+    const settings = loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, OPERATOR_BASIC_AUTH: '', DASHBOARD_DIST: '' });
+    expect(settings.OPERATOR_BASIC_AUTH).toBeUndefined();
+    expect(settings.DASHBOARD_DIST).toBeUndefined();
+    expect(loadEdgeSettings({ OPERATOR_BASIC_AUTH: 'ops:secret' }).OPERATOR_BASIC_AUTH).toBe('ops:secret');
+    expect(() => loadEdgeSettings({ OPERATOR_BASIC_AUTH: 'no-colon' })).toThrow(/OPERATOR_BASIC_AUTH/);
   });
 
   it('accepts base64 keys and names a bad one', () => {

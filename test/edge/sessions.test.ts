@@ -108,6 +108,23 @@ describe('the session cookie as a credential', () => {
     expect(list.keys).toEqual([expect.objectContaining({ id: user.keyId, status: 'enabled' })]);
   });
 
+  it('refuses the cookie on any request another site started (Sec-Fetch-Site), so a link cannot make a priced GET spend', async () => {
+    const user = await registerUser(app);
+    const browser = await loginUser(app, user);
+    const balance = (site?: string) =>
+      app.inject({ method: 'GET', url: '/api/v1/balance', headers: { cookie: browser.cookie, ...(site ? { 'sec-fetch-site': site } : {}) } });
+    const before = expectOk<{ balance: number }>(await balance('same-origin')).balance;
+    expectOk(await balance('none'));
+    expectOk(await balance());
+    expectError(await balance('cross-site'), 403, 'csrf_failed');
+    expectError(await balance('same-site'), 403, 'csrf_failed');
+    const priced = await app.inject({ method: 'GET', url: '/api/v1/docs/no-such-section', headers: { cookie: browser.cookie, 'sec-fetch-site': 'cross-site' } });
+    expectError(priced, 403, 'csrf_failed');
+    expect(expectOk<{ balance: number }>(await balance('same-origin')).balance).toBe(before);
+    // A key is not a browser credential: the header does not matter for it.
+    expectOk(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: { authorization: `Bearer ${user.fullKey}`, 'sec-fetch-site': 'cross-site' } }));
+  });
+
   it('needs no CSRF token for key-authenticated writes, and a key wins over a cookie', async () => {
     const user = await registerUser(app);
     const browser = await loginUser(app, user);

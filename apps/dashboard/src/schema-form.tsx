@@ -1,5 +1,6 @@
 import { useId, useState, type FormEvent, type ReactNode } from 'react';
 import { describeError } from './api';
+import { useAction } from './ui';
 
 /** The part of JSON Schema a human step's inputSchema uses: an object of simple fields. */
 export interface FieldSchema {
@@ -245,21 +246,14 @@ export function SchemaForm({
   const required = new Set(schema.required ?? []);
   const fields = orderedFields(schema);
   const [values, setValues] = useState<Record<string, Value>>(() => Object.fromEntries(fields.map(([name, field]) => [name, initialValue(field, required.has(name))])));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const set = (name: string, value: Value) => setValues((previous) => ({ ...previous, [name]: value }));
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       await onSubmit(toResultData(schema, values));
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

@@ -1,44 +1,11 @@
-export interface Session {
-  sessionId: string;
-  cookbookId: string;
-  status: string;
-  currentStep: string | null;
-  progress: { completed: number; total: number };
-  selectedApis: Record<string, string>;
-  startedAt: string;
-  updatedAt: string;
-  endedAt?: string | null;
-}
+// The response shapes are the edge's own view types (type-only: nothing of the edge is bundled).
+import type { HumanStepView, SessionView, StepView } from '../../edge/src/lib/cookbook-sessions';
 
-export interface StepView {
-  stepId: string;
-  title: string;
-  kind: 'agent' | 'human';
-  instructions: string;
-  inputSchema: Record<string, unknown>;
-  status: string;
-  startedAt: string | null;
-  expiresAt: string | null;
-  completedAt: string | null;
-}
-
+export type Session = SessionView;
+export type HumanStep = HumanStepView;
 export interface SessionDetail extends Session {
   cookbookTitle: string;
   steps: StepView[];
-}
-
-export interface HumanStep {
-  sessionId: string;
-  cookbookId: string;
-  cookbookTitle: string;
-  stepId: string;
-  title: string;
-  instructions: string;
-  inputSchema: Record<string, unknown>;
-  pendingSince: string;
-  remindAt: string | null;
-  expiresAt: string | null;
-  reminders: number;
 }
 
 export const ACTIVE_STATUSES = new Set(['running', 'waiting_for_human']);

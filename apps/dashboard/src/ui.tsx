@@ -121,6 +121,27 @@ export function useApi<T>(path: string | null, onUnauthenticated?: () => void): 
   return { ...state, reload };
 }
 
+/**
+ * The state of a form's or button's server call: `run` clears the last error, marks the call busy,
+ * awaits it and keeps what it threw for an ErrorMessage.
+ */
+export function useAction(): { busy: boolean; error: unknown; run: (action: () => Promise<void>) => Promise<void> } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = useCallback(async (action: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run };
+}
+
 /** Asks before a destructive action, inline (no browser dialog), and keeps focus inside. */
 export function ConfirmButton({
   label,

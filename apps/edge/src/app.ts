@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { PlatformError } from '../../../db/src/errors.js';
@@ -29,10 +29,26 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
-/** The pino options of the edge: secrets in headers never reach a log line. */
+/** A proxied call's query string goes to the upstream unchanged and may carry the caller's own keys. */
+const PROXY_PATH = '/api/v1/proxy/';
+export function loggedUrl(url: string): string {
+  const q = url.indexOf('?');
+  return q !== -1 && url.startsWith(PROXY_PATH) ? `${url.slice(0, q)}?[redacted]` : url;
+}
+
+/** The pino options of the edge: secrets in headers (and proxied query strings) never reach a log line. */
 export function edgeLogger(settings: EdgeSettings): FastifyServerOptions['logger'] {
   return {
     level: settings.LOG_LEVEL,
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: loggedUrl(request.url),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
+    },
     redact: {
       paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
       censor: '[redacted]',

@@ -4,6 +4,8 @@ import { isDevMasterKey, masterKeySetting } from '../../../db/src/secret-box.js'
 import { envFlag, parseSettings, sharedSettings } from '../../../db/src/settings.js';
 
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
+/** An optional setting; empty (as docker-compose passes an unset `${VAR:-}`) means not set. */
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
 const seconds = (fallback: number) => z.coerce.number().int().min(1).max(86_400 * 30).default(fallback);
 
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
@@ -20,7 +22,7 @@ export const edgeSettings = sharedSettings.extend({
   /** Secret for signing dashboard session JWTs (HS256). Must be set in production. */
   SESSION_SECRET: z.string().min(32).default('dev-only-session-secret-change-me-0123456789'),
   /** Folder of the built dashboard (index.html and assets/); defaults to apps/dashboard/dist. */
-  DASHBOARD_DIST: z.string().min(1).optional(),
+  DASHBOARD_DIST: optional(z.string().min(1)),
   /** Lifetime of a dashboard session (cookie and JWT), in seconds. */
   SESSION_TTL_SECONDS: seconds(43_200),
   /** Credit written to a new account's ledger at registration, in dollars. */
@@ -50,7 +52,7 @@ export const edgeSettings = sharedSettings.extend({
   /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
   DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
-  OPERATOR_BASIC_AUTH: z.string().regex(/^[^:]+:.+$/).optional(),
+  OPERATOR_BASIC_AUTH: optional(z.string().regex(/^[^:]+:.+$/, 'must be user:password')),
 
   // --- money: top-ups, the metered proxy, bring-your-own-key, usage hand-off ---
   /** sandbox: accounts may top themselves up (to a cap); live: top-ups need a real payment (403). */

@@ -99,14 +99,39 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, mapped);
   });
 
+  // Every route's pattern, so a known path asked with another method answers 405 with Allow.
+  const routes: { pattern: RegExp; methods: string[] }[] = [];
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/api/')) return;
+    const source = route.url
+      .replace(/\/$/, '')
+      .split(/(:[A-Za-z0-9_]+|\*)/)
+      .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
+      .join('');
+    routes.push({ pattern: new RegExp(`^${source}/?$`), methods: [route.method].flat() });
+  });
+  const allowedMethods = (path: string) => [...new Set(routes.filter((route) => route.pattern.test(path)).flatMap((route) => route.methods))];
+
   app.decorate('htmlFallback', null);
-  app.setNotFoundHandler((request, reply) =>
-    app.htmlFallback?.(request, reply) ??
-    sendError(
+  app.setNotFoundHandler((request, reply) => {
+    const page = app.htmlFallback?.(request, reply);
+    if (page) return page;
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = allowedMethods(path);
+    if (allowed.length > 0) {
+      return sendError(
+        reply,
+        new PlatformError('method_not_allowed', `${request.method} is not allowed on ${path}`, {
+          hint: `Use ${allowed.join(', ')}; see /api/v1/openapi.json.`,
+          headers: { Allow: allowed.join(', ') },
+        }),
+      );
+    }
+    return sendError(
       reply,
-      new PlatformError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`, {
+      new PlatformError('not_found', `No route for ${request.method} ${path}`, {
         hint: 'The API root is /api/v1; see /api/v1/openapi.json for every route.',
       }),
-    ),
-  );
+    );
+  });
 }

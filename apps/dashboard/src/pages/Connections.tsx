@@ -3,7 +3,7 @@ import { api } from '../api';
 import { formatDateTime } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
-import { Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Spinner, useApi } from '../ui';
+import { Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 
 interface Connection {
   apiId: string;
@@ -15,23 +15,16 @@ interface Connection {
 function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) {
   const [apiId, setApiId] = useState('');
   const [apiKey, setApiKey] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       await api(`/connect/${encodeURIComponent(apiId.trim())}`, { method: 'POST', body: { apiKey } });
       // The key leaves the browser's memory as soon as the server has it.
       setApiKey('');
       onConnected(apiId.trim());
       setApiId('');
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <>
@@ -69,7 +62,7 @@ export function ConnectionsPage() {
   const { expired } = useSession();
   const connections = useApi<{ connections: Connection[] }>('/me/apis', expired);
   const [notice, setNotice] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
 
   return (
     <>
@@ -108,16 +101,13 @@ export function ConnectionsPage() {
                     label="Disconnect"
                     confirmLabel="Yes, disconnect"
                     question={`Disconnect ${connection.apiId}? Your stored key is deleted.`}
-                    onConfirm={async () => {
-                      setError(null);
-                      try {
+                    onConfirm={() =>
+                      run(async () => {
                         await api(`/connect/${encodeURIComponent(connection.apiId)}`, { method: 'DELETE' });
                         setNotice(`Disconnected ${connection.apiId}.`);
                         connections.reload();
-                      } catch (caught) {
-                        setError(caught);
-                      }
-                    }}
+                      })
+                    }
                   />
                 </div>
               </li>

@@ -4,7 +4,7 @@ import { formatDollars, formatNumber } from '../format';
 import { Markdown } from '../markdown';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
-import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useApi } from '../ui';
+import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 
 /** The price of GET /apis/{id}/instructions (10,000 micro-dollars), shown before the button is pressed. */
 export const INSTRUCTIONS_PRICE = 0.01;
@@ -164,23 +164,16 @@ export function DirectoryPage() {
 function Votes({ apiId }: { apiId: string }) {
   const { expired } = useSession();
   const tally = useApi<Tally>(`/votes?targetType=api&targetId=${encodeURIComponent(apiId)}`, expired);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const vote = async (value: 1 | -1) => {
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       if (tally.data?.myVote === value) {
         await api(`/vote?targetType=api&targetId=${encodeURIComponent(apiId)}`, { method: 'DELETE' });
       } else {
         await api('/vote', { method: 'POST', body: { targetType: 'api', targetId: apiId, value } });
       }
       tally.reload();
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <div className="votes">
@@ -200,22 +193,15 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
   const detail = useApi<{ api: ApiDetail }>(`/apis/${encodeURIComponent(apiId)}`);
   const [instructions, setInstructions] = useState<string | null>(null);
   const [charged, setCharged] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const item = detail.data?.api;
 
   const loadInstructions = async () => {
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const body = await api<{ instructions: string }>(`/apis/${encodeURIComponent(apiId)}/instructions`);
       setInstructions(body.instructions);
       setCharged(`${formatDollars(INSTRUCTIONS_PRICE)} was charged to your balance.`);
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

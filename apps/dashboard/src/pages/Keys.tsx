@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api } from '../api';
 import { formatDateTime, formatDollars, statusLabel } from '../format';
 import { useSession } from '../session';
-import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, PageHeader, Spinner, useAction, useApi } from '../ui';
 
 export interface KeyMeta {
   id: string;
@@ -47,22 +47,15 @@ export function KeyReveal({ fullKey, onDone }: { fullKey: string; onDone?: () =>
 function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void }) {
   const [renaming, setRenaming] = useState(false);
   const [name, setName] = useState(apiKey.name);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const revoked = apiKey.status === 'revoked';
 
   const change = async (body: { name?: string; status?: 'enabled' | 'disabled' }) => {
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       await api(`/keys/${encodeURIComponent(apiKey.id)}`, { method: 'PATCH', body });
       setRenaming(false);
       onChanged();
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   const rename = (event: FormEvent) => {
     event.preventDefault();
@@ -115,15 +108,12 @@ function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void 
             label="Revoke"
             confirmLabel="Revoke for good"
             question={`Revoke “${apiKey.name}”? Programs using it stop working at once; this cannot be undone.`}
-            onConfirm={async () => {
-              setError(null);
-              try {
+            onConfirm={() =>
+              run(async () => {
                 await api(`/keys/${encodeURIComponent(apiKey.id)}`, { method: 'DELETE' });
                 onChanged();
-              } catch (caught) {
-                setError(caught);
-              }
-            }}
+              })
+            }
           />
         </div>
       )}
@@ -133,23 +123,16 @@ function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void 
 
 function CreateKey({ onCreated }: { onCreated: () => void }) {
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [fullKey, setFullKey] = useState<string | null>(null);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const created = await api<{ fullKey: string }>('/keys', { method: 'POST', body: { name } });
       setFullKey(created.fullKey);
       setName('');
       onCreated();
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <>
@@ -173,18 +156,15 @@ function CreateAgentKey({ onCreated }: { onCreated: () => void }) {
   const [spendLimit, setSpendLimit] = useState('');
   const [allowedApis, setAllowedApis] = useState('');
   const [expiresAt, setExpiresAt] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [fullKey, setFullKey] = useState<string | null>(null);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
     const apis = allowedApis
       .split(/[\s,]+/)
       .map((id) => id.trim())
       .filter(Boolean);
-    try {
+    await run(async () => {
       const created = await api<{ fullKey: string }>('/agent-keys', {
         method: 'POST',
         body: {
@@ -200,11 +180,7 @@ function CreateAgentKey({ onCreated }: { onCreated: () => void }) {
       setAllowedApis('');
       setExpiresAt('');
       onCreated();
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <>
@@ -238,7 +214,7 @@ function CreateAgentKey({ onCreated }: { onCreated: () => void }) {
 }
 
 function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: () => void }) {
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
   const expired = agentKey.expiresAt !== null && new Date(agentKey.expiresAt).getTime() <= Date.now();
   return (
     <li className={`key-item ${agentKey.status === 'revoked' ? 'key-item-revoked' : ''}`} data-testid="agent-key-row">
@@ -263,15 +239,12 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
             label="Delete"
             confirmLabel="Delete for good"
             question={`Delete “${agentKey.name}”? The agent using it stops at once.`}
-            onConfirm={async () => {
-              setError(null);
-              try {
+            onConfirm={() =>
+              run(async () => {
                 await api(`/agent-keys/${encodeURIComponent(agentKey.id)}`, { method: 'DELETE' });
                 onChanged();
-              } catch (caught) {
-                setError(caught);
-              }
-            }}
+              })
+            }
           />
         </div>
       )}
@@ -281,8 +254,9 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
 
 export function KeysPage() {
   const { expired } = useSession();
-  const keys = useApi<{ keys: KeyMeta[] }>('/keys', expired);
-  const agentKeys = useApi<{ agentKeys: AgentKey[] }>('/agent-keys', expired);
+  // The lists page at 50 by default; ask for the most a page holds (200) so older keys stay manageable.
+  const keys = useApi<{ keys: KeyMeta[] }>('/keys?limit=200', expired);
+  const agentKeys = useApi<{ agentKeys: AgentKey[] }>('/agent-keys?limit=200', expired);
 
   return (
     <>

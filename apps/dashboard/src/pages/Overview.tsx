@@ -4,7 +4,7 @@ import { fillDays, UsageChart, type DayPoint } from '../chart';
 import { formatDollars, formatNumber, formatPercent } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
-import { Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useApi } from '../ui';
+import { Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 
 interface Usage {
   days: number;
@@ -21,15 +21,12 @@ const PERIODS = [7, 30, 90];
 
 function TopUp({ onCredited }: { onCredited: () => void }) {
   const [amount, setAmount] = useState('10');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [credited, setCredited] = useState<number | null>(null);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
     setCredited(null);
-    try {
+    await run(async () => {
       // One idempotency key per click: a retried request after a dropped connection credits once.
       const body = await api<{ credited: number; balance: number }>('/balance', {
         method: 'POST',
@@ -38,11 +35,7 @@ function TopUp({ onCredited }: { onCredited: () => void }) {
       });
       setCredited(body.credited);
       onCredited();
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <form className="inline-form" onSubmit={submit}>

@@ -104,6 +104,17 @@ function requestOrigin(request: FastifyRequest): string | null {
   return null;
 }
 
+/**
+ * The cookie also rides along on top-level navigations from other sites (SameSite=Lax), which are
+ * GETs, and some GETs spend money (instructions, doc sections, cookbook details, proxy calls). A
+ * browser names the initiator in Sec-Fetch-Site; a request another site started is refused, whatever
+ * its method. Requests without the header (older browsers, curl with a cookie) are not affected.
+ */
+export function assertNotCrossSite(request: FastifyRequest): void {
+  const site = request.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') throw csrfFailed(`A request started by another site (Sec-Fetch-Site: ${site}) cannot use the session cookie`);
+}
+
 /** A browser call must come from the site's own origin; a call naming another origin is refused. */
 export function assertSameOrigin(request: FastifyRequest, settings: EdgeSettings, { required }: { required: boolean }): void {
   const origin = requestOrigin(request);

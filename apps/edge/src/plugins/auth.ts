@@ -4,7 +4,7 @@ import { PlatformError } from '../../../../db/src/errors.js';
 import type { KeyRow } from '../../../../db/src/keys.js';
 import { KeyVerifier } from '../lib/key-verifier.js';
 import { clientAddress, isLimited } from './rate-limit.js';
-import { assertCsrf, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
+import { assertCsrf, assertNotCrossSite, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -117,6 +117,7 @@ export default fp(
           });
         }
         const session = await verifySession(sql, settings, token);
+        assertNotCrossSite(request);
         if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
         request.auth = authFromSession(session.accountId);
         return;

@@ -67,8 +67,13 @@ export default fp(
       });
     }
 
+    // The pages hold buttons that revoke keys and spend money: no other site may frame them.
     const sendPage = (reply: FastifyReply) =>
-      reply.code(200).header('Cache-Control', 'no-cache').type('text/html; charset=utf-8').send(page);
+      reply
+        .code(200)
+        .headers({ 'Cache-Control': 'no-cache', 'X-Frame-Options': 'DENY', 'Content-Security-Policy': "frame-ancestors 'none'", 'X-Content-Type-Options': 'nosniff' })
+        .type('text/html; charset=utf-8')
+        .send(page);
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => sendPage(reply));
     app.htmlFallback = (request, reply) => (isPageRequest(request) ? sendPage(reply) : null);

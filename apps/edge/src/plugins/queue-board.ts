@@ -8,8 +8,11 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '../../../../db/src/errors.js';
 import { createRedis } from '../../../../db/src/redis.js';
 import { sendError } from '../errors.js';
+import { assertSameOrigin } from '../lib/sessions.js';
+import { clientAddress } from './rate-limit.js';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function safeEqual(a: string, b: string): boolean {
   const left = Buffer.from(a);
@@ -66,7 +69,23 @@ export default fp(
         try {
           checkOperator(request, credentials);
         } catch (error) {
+          // Wrong operator passwords are throttled per address like dashboard logins (the board is
+          // outside /api/, where the general limiter does not look).
+          try {
+            await app.rateLimiter.consume(request, reply, 'login', `operator:${clientAddress(request.ip)}`);
+          } catch (limited) {
+            return sendError(reply, limited as PlatformError);
+          }
           return sendError(reply, error as PlatformError);
+        }
+        // Browsers resend Basic credentials on their own, so a page elsewhere could post to the
+        // board's actions (pause, clean, retry): changes must come from the site's own origin.
+        if (!SAFE_METHODS.has(request.method)) {
+          try {
+            assertSameOrigin(request, settings, { required: true });
+          } catch (error) {
+            return sendError(reply, error as PlatformError);
+          }
         }
         if (request.url.startsWith(`${QUEUE_BOARD_PATH}/api/queues`)) await refresh();
       });
@@ -77,5 +96,5 @@ export default fp(
       connection.disconnect();
     });
   },
-  { name: 'queue-board', dependencies: ['deps'] },
+  { name: 'queue-board', dependencies: ['deps', 'rate-limit'] },
 );

@@ -4,12 +4,10 @@ import { PlatformError } from '../../../../db/src/errors.js';
 import { changeKey, listKeys } from '../../../../db/src/key-management.js';
 import { createKey, type KeyRow } from '../../../../db/src/keys.js';
 import { formatDollars, parseDollars, toDollars } from '../../../../db/src/money.js';
-import { publishKeyChange } from '../lib/key-verifier.js';
 import { requireAuth } from '../plugins/auth.js';
+import { API_ID } from './connections.js';
 import { errorResponses } from './error-responses.js';
-import { fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
-
-const API_ID = /^[a-z0-9][a-z0-9._-]{0,199}$/;
+import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
 
 const agentKey = keyMeta.extend({
   spendLimit: z.number().nullable().describe('Dollars this key may spend in total; null for no limit beyond the balance'),
@@ -32,7 +30,7 @@ const createBody = z
   .object({
     name: keyName,
     spendLimit: z.union([z.number(), z.string()]).optional().describe('Dollars, e.g. 5 or "2.50"'),
-    allowedApis: z.array(z.string().regex(API_ID, 'must be directory API ids')).max(200).optional(),
+    allowedApis: z.array(API_ID).max(200).optional(),
     expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time such as 2030-01-31T12:00:00Z' }).optional(),
   })
   .strict();
@@ -43,7 +41,7 @@ const createBody = z
  * hides it from the list; its row stays so the ledger keeps naming it.
  */
 const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { sql, redis, settings } = app.deps;
+  const { sql } = app.deps;
 
   app.post(
     '/agent-keys',
@@ -117,9 +115,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         }
         throw error;
       }
-      app.keyVerifier.evict(key.id);
-      await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
-      return { ok: true as const, agentKey: toAgentKey(key) };
+      return { ok: true as const, agentKey: toAgentKey(await announceKeyChange(app, key)) };
     },
   );
 };

@@ -6,7 +6,8 @@ import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '../..
 import { topUp } from '../../../../db/src/topups.js';
 import { requireAuth } from '../plugins/auth.js';
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+/** An Idempotency-Key header: 1 to 200 visible ASCII characters (a UUID works well). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 
 const balanceResponse = z.object({ ok: z.literal(true), balance: z.number() });
 const topUpResponse = z.object({ ok: z.literal(true), balance: z.number(), credited: z.number() });

@@ -22,8 +22,9 @@ import {
 } from '../lib/cookbook-sessions.js';
 import { STREAM_ID, type StreamedEvent } from '../lib/session-events.js';
 import { requireAuth } from '../plugins/auth.js';
+import { IDEMPOTENCY_KEY } from './balance.js';
+import { errorResponses } from './error-responses.js';
 
-const errorBody = z.object({ ok: z.literal(false), error: z.string(), code: z.string(), hint: z.string().optional() }).passthrough();
 const jsonObject = z.record(z.string(), z.unknown());
 
 const slotSchema = z.object({
@@ -103,7 +104,6 @@ const humanStepSchema = z.object({
 
 const cookbookParams = z.object({ id: z.string().min(1).max(100) });
 const sessionParams = z.object({ sessionId: z.string().min(1).max(100) });
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 
 const summary = (cookbook: Cookbook) => ({
   id: cookbook.id,
@@ -147,7 +147,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           limit: z.coerce.number().int().min(1).max(200).default(50),
           cursor: z.string().max(100).optional(),
         }),
-        response: { 200: z.object({ ok: z.literal(true), cookbooks: z.array(cookbookSummarySchema), nextCursor: z.string().nullable() }), 400: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), cookbooks: z.array(cookbookSummarySchema), nextCursor: z.string().nullable() }), ...errorResponses(400) },
       },
     },
     async (request) => {
@@ -168,7 +168,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           limit: z.coerce.number().int().min(1).max(200).default(50),
           cursor: z.string().min(1).max(100).optional(),
         }),
-        response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema), nextCursor: z.string().nullable() }), 400: errorBody, 401: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema), nextCursor: z.string().nullable() }), ...errorResponses(400, 401) },
       },
     },
     async (request) => {
@@ -189,7 +189,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'Cookbook details with steps and API slots ($0.005)',
         params: cookbookParams,
-        response: { 200: z.object({ ok: z.literal(true), cookbook: cookbookSchema }), 402: errorBody, 404: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), cookbook: cookbookSchema }), ...errorResponses(402, 404) },
       },
     },
     async (request, reply) => {
@@ -210,7 +210,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         params: cookbookParams,
         headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
         body: z.object({ selectedApis: z.record(z.string().max(64), z.string().min(1).max(200)) }),
-        response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), 400: errorBody, 404: errorBody, 409: errorBody, 503: errorBody },
+        response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), ...errorResponses(400, 404, 409, 503) },
       },
     },
     async (request, reply) => {
@@ -235,7 +235,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'A session with its progress and step history',
         params: sessionParams,
-        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema.extend({ cookbookTitle: z.string(), steps: z.array(stepSchema) }) }), 404: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema.extend({ cookbookTitle: z.string(), steps: z.array(stepSchema) }) }), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -255,7 +255,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'The current step, with instructions naming the chosen APIs; 409 when the session has ended',
         params: sessionParams,
-        response: { 200: z.object({ ok: z.literal(true), step: stepSchema }), 404: errorBody, 409: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), step: stepSchema }), ...errorResponses(404, 409) },
       },
     },
     async (request) => {
@@ -283,11 +283,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         body: z.object({ stepId: z.string().min(1).max(100), resultData: jsonObject }),
         response: {
           200: z.object({ ok: z.literal(true), session: sessionSchema, nextStep: stepSchema.nullable() }),
-          400: errorBody,
-          403: errorBody,
-          404: errorBody,
-          409: errorBody,
-          503: errorBody,
+          ...errorResponses(400, 403, 404, 409, 503),
         },
       },
     },
@@ -323,7 +319,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'Cancel a session that has not ended (an addition to the specification)',
         params: sessionParams,
-        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema }), 404: errorBody, 409: errorBody, 503: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema }), ...errorResponses(404, 409, 503) },
       },
     },
     async (request) => {
@@ -347,7 +343,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: "The session's human steps waiting for a person",
         params: sessionParams,
-        response: { 200: z.object({ ok: z.literal(true), humanSteps: z.array(humanStepSchema) }), 404: errorBody },
+        response: { 200: z.object({ ok: z.literal(true), humanSteps: z.array(humanStepSchema) }), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -385,7 +381,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats.',
         params: sessionParams,
         querystring: z.object({ lastEventId: z.string().optional() }),
-        response: { 400: errorBody, 404: errorBody },
+        response: { ...errorResponses(400, 404) },
       },
     },
     async (request, reply) => {

@@ -11,10 +11,12 @@ export const errorSchema = z.looseObject({
 const MEANING: Record<number, string> = {
   400: 'Malformed request (validation_failed, invalid_json, body_missing)',
   401: 'Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials)',
+  402: 'Insufficient balance (insufficient_balance); the body adds balance and cost',
   403: 'Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check',
   404: 'No such resource for this account',
   409: 'Conflicts with the current state (e.g. a revoked key, an existing email)',
   429: 'Rate limited (rate_limited); see Retry-After',
+  503: 'A dependency is temporarily unavailable (service_unavailable); retry shortly',
 };
 
 /** Documented error responses for a route's OpenAPI entry, in the one error shape. */

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PlatformError } from '../../../../db/src/errors.js';
@@ -45,15 +46,16 @@ const patchBody = z
   .strict()
   .refine((body) => body.name !== undefined || body.status !== undefined, { message: 'give name and/or status' });
 
+/** After a key row changed: this instance forgets the key at once, the others within a pub/sub round trip. */
+export async function announceKeyChange(app: FastifyInstance, key: KeyRow): Promise<KeyRow> {
+  app.keyVerifier.evict(key.id);
+  await publishKeyChange(app.deps.redis, app.deps.settings.REDIS_PREFIX, key.id);
+  return key;
+}
+
 /** /keys: the account's API keys (agent keys live under /agent-keys). Managing keys needs an account credential. */
 const keyRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { sql, redis, settings } = app.deps;
-  // This instance forgets the key at once; the others within a pub/sub round trip.
-  const published = async (key: KeyRow) => {
-    app.keyVerifier.evict(key.id);
-    await publishKeyChange(redis, settings.REDIS_PREFIX, key.id);
-    return key;
-  };
+  const { sql } = app.deps;
 
   app.post(
     '/keys',
@@ -107,7 +109,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const { accountId } = requireAuth(request);
       const key = await changeKey(sql, { accountId, kind: 'api', keyId: request.params.id, change: request.body });
-      return { ok: true as const, key: toKeyMeta(await published(key)) };
+      return { ok: true as const, key: toKeyMeta(await announceKeyChange(app, key)) };
     },
   );
 
@@ -125,7 +127,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const { accountId } = requireAuth(request);
       const key = await changeKey(sql, { accountId, kind: 'api', keyId: request.params.id, change: { status: 'revoked' } });
-      return { ok: true as const, key: toKeyMeta(await published(key)) };
+      return { ok: true as const, key: toKeyMeta(await announceKeyChange(app, key)) };
     },
   );
 };
