@@ -184,6 +184,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/cookbooks/:id',
     {
+      // Priced: no implicit HEAD route, which would charge for a response without a body.
+      exposeHeadRoute: false,
       config: { auth: 'key' },
       schema: {
         tags: ['cookbooks'],

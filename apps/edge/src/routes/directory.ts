@@ -194,6 +194,8 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/apis/:id/instructions',
     {
+      // Priced: no implicit HEAD route, which would charge for a response without a body.
+      exposeHeadRoute: false,
       config: { auth: 'key' },
       schema: {
         tags: ['directory'],

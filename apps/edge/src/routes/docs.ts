@@ -50,6 +50,8 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/docs/:slug',
     {
+      // Priced: no implicit HEAD route, which would charge for a response without a body.
+      exposeHeadRoute: false,
       config: { auth: 'key' },
       schema: {
         tags: ['docs'],
