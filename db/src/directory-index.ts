@@ -677,7 +677,13 @@ export async function loadDirectoryIndex(db: Db, extraWords: readonly string[] =
 
 /** The channel the statement triggers of migration 00007 notify: payload 'apis', 'votes' or 'words'. */
 export const DIRECTORY_CHANNEL = 'directory_changed';
-const RELOAD_DEBOUNCE_MS = 200;
+/**
+ * A reload (about half a second, mostly building the index on the event loop) starts once changes
+ * have been quiet this long, and at the latest RELOAD_MAX_WAIT_MS after the first: an import commits
+ * a batch every few hundred milliseconds, and reloading after each would keep the edge busy.
+ */
+const RELOAD_QUIET_MS = 500;
+const RELOAD_MAX_WAIT_MS = 3_000;
 
 /** The vocabulary's expansion terms, stemmed by Postgres at load like catalog words. */
 const VOCABULARY_TERMS = [...new Set(CAPABILITY_SYNONYMS.flatMap(([, expansion]) => expansion.split(' ')))];
@@ -691,6 +697,7 @@ class IndexHolder {
   private ready: DirectoryIndex | null = null;
   private pending: Promise<DirectoryIndex> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private firstChangeAt = 0;
   private loading = false;
   private again = false;
 
@@ -741,11 +748,18 @@ class IndexHolder {
       this.again = true;
       return;
     }
-    if (this.timer) return;
+    const now = Date.now();
+    if (this.timer) {
+      if (now - this.firstChangeAt >= RELOAD_MAX_WAIT_MS) return;
+      clearTimeout(this.timer);
+    } else {
+      this.firstChangeAt = now;
+    }
+    const delay = Math.min(RELOAD_QUIET_MS, Math.max(0, this.firstChangeAt + RELOAD_MAX_WAIT_MS - now));
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.reload();
-    }, RELOAD_DEBOUNCE_MS);
+    }, delay);
     this.timer.unref();
   }
 
