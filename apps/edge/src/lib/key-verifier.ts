@@ -30,6 +30,8 @@ const TOUCH_FLUSH_MS = 5_000;
 export class KeyVerifier {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly hashById = new Map<string, string>();
+  /** Bumped by every eviction: a look-up that started before one must not cache what it read. */
+  private evictions = 0;
   private readonly touched = new Set<string>();
   private subscriber: Redis | null = null;
   private subscribed = false;
@@ -56,6 +58,7 @@ export class KeyVerifier {
     });
     const lost = () => {
       this.subscribed = false;
+      this.evictions += 1;
       this.cache.clear();
       this.hashById.clear();
     };
@@ -110,9 +113,14 @@ export class KeyVerifier {
       const hit = this.cache.get(cacheKey);
       if (hit && hit.expiresAt > now) return hit.key;
     }
+    const evictionsBefore = this.evictions;
     const key = await findKeyByHash(this.sql, hash);
-    if (key && this.subscribed && this.options.ttlMs > 0) {
-      if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
+    // A change published while the row was being read may not be in it: serve it, but don't cache it.
+    if (key && this.subscribed && this.options.ttlMs > 0 && this.evictions === evictionsBefore) {
+      if (this.cache.size >= MAX_CACHE_ENTRIES) {
+        this.cache.clear();
+        this.hashById.clear();
+      }
       this.cache.set(cacheKey, { key, expiresAt: now + this.options.ttlMs });
       this.hashById.set(key.id, cacheKey);
     }
@@ -120,6 +128,7 @@ export class KeyVerifier {
   }
 
   evict(keyId: string): void {
+    this.evictions += 1;
     const cacheKey = this.hashById.get(keyId);
     if (cacheKey) this.cache.delete(cacheKey);
     this.hashById.delete(keyId);
