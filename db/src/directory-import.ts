@@ -38,12 +38,6 @@ export async function* specFiles(root: string): AsyncGenerator<string> {
   }
 }
 
-export async function countSpecFiles(root: string): Promise<number> {
-  let n = 0;
-  for await (const _ of specFiles(root)) n += 1;
-  return n;
-}
-
 /** The stable, URL-safe id: provider, then "-" and the service when there is one, lower-cased. */
 export function apiIdFor(provider: string, service: string | null): string {
   return (service ? `${provider}-${service}` : provider)

@@ -275,11 +275,6 @@ export async function getApi(db: Db, id: string): Promise<ApiDetailRow | null> {
   return row ?? null;
 }
 
-export async function apiExists(db: Db, id: string): Promise<boolean> {
-  const [row] = await db`select 1 from apis where id = ${id}`;
-  return row !== undefined;
-}
-
 export interface CategoryRow {
   id: string;
   api_count: number;

@@ -1,7 +1,5 @@
 import type { Db, Sql } from './sql.js';
 
-export type LedgerKind = 'signup_credit' | 'topup' | 'charge' | 'refund' | 'adjustment';
-
 export interface ChargeRequest {
   accountId: string;
   costMicros: bigint;
