@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createAccount } from '../db/src/accounts.js';
 import { runApiCli } from '../db/src/cli/api-cli.js';
 import { createKey } from '../db/src/keys.js';
-import { credit } from '../db/src/ledger.js';
+import { charge, credit } from '../db/src/ledger.js';
 import { createSql } from '../db/src/sql.js';
 import { profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
@@ -193,6 +193,48 @@ http {
       log(scenario, `rate ${rate}/s run ${run} ${target}: p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms`);
     }
   }
+  // Informational: latency at half the platform's own peak (the platform and the bare proxy).
+  const ownRate = Math.max(1, Math.round(summarize(peak.platform.map((r) => r.rps)).median / 2));
+  const own: Record<'bare' | 'platform', LoadResult[]> = { bare: [], platform: [] };
+  for (let run = 1; run <= repeats; run += 1) {
+    for (const target of ['bare', 'platform'] as const) {
+      const r = await load(target, 'rate', seconds, ownRate);
+      own[target].push(r);
+      log(scenario, `rate ${ownRate}/s run ${run} ${target}: p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms`);
+    }
+  }
+
+  // The charge alone, from Node, at the same concurrency and pool size as the edge: the ceiling the
+  // one synchronous Postgres statement per call puts on the metered proxy (own accounts, so the ledger
+  // check above stays exact).
+  const ceilingAccounts = await Promise.all(
+    Array.from({ length: CONNECTIONS }, async (_, i) => {
+      const account = await createAccount(sql, { email: `bench-proxy-ceiling-${process.pid}-${i}-${Date.now()}@example.test`, passwordHash: null });
+      if (!account) throw new Error('could not create a bench account');
+      await credit(sql, { accountId: account.id, amountMicros: OPENING_MICROS, kind: 'adjustment' });
+      return account.id;
+    }),
+  );
+  const chargeSql = createSql(settings.DATABASE_URL, { max: 20, appName: 'bench-proxy-ceiling' });
+  const ceiling: number[] = [];
+  for (let run = 1; run <= repeats; run += 1) {
+    let n = 0;
+    const end = Date.now() + seconds * 1000;
+    const t0 = performance.now();
+    await Promise.all(
+      ceilingAccounts.map(async (accountId) => {
+        while (Date.now() < end) {
+          const result = await charge(chargeSql, { accountId, costMicros: 1n, item: 'proxy', apiId });
+          if (!result.ok) throw new Error('ceiling charge refused');
+          n += 1;
+        }
+      }),
+    );
+    ceiling.push(n / ((performance.now() - t0) / 1000));
+    log(scenario, `charge ceiling run ${run}: ${fmt(ceiling.at(-1)!, 0)} charges/s`);
+  }
+  await chargeSql.end({ timeout: 5 });
+
   const charges = await verifyLedger();
   const logLines = readFileSync(edgeLog, 'utf8').split('\n').filter((l) => l.trim()).length;
   const edgeRequests = sentTotal + 1; // + the health probe
@@ -200,13 +242,15 @@ http {
 
   // --- the profile ----------------------------------------------------------------------------------
   const profDir = join(tmp, 'profile');
+  const spawned = Date.now();
   edge = await startEdge(['--cpu-prof', '--cpu-prof-dir', profDir]);
   targets.platform.origin = edge.origin;
   await load('platform', 'peak', 2);
+  const profileFromMs = Date.now() - spawned; // start-up and warm-up are left out of the summary
   const profiled = await load('platform', 'peak', seconds);
   await edge.child.stop();
   const profFile = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-  const profile = profFile ? profileMarkdown(summarizeProfile(join(profDir, profFile))) : '(no profile was written)';
+  const profile = profFile ? profileMarkdown(summarizeProfile(join(profDir, profFile), 15, profileFromMs)) : '(no profile was written)';
   await verifyLedger();
 
   // --- the report ---------------------------------------------------------------------------------
@@ -256,12 +300,18 @@ ${rows}
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |
 | added p50 / p99 at ${rate}/s vs the upstream directly (ms) | ${fmtSummary(added(fixed.platform, fixed.direct, 'p50'))} / ${fmtSummary(added(fixed.platform, fixed.direct, 'p99'))} | – |
 
+Informational, at ${ownRate} requests/s (half the platform's own median peak): bare proxy p50 ${fmtSummary(s(own.bare, 'p50'))} ms, p99 ${fmtSummary(s(own.bare, 'p99'))} ms;
+platform p50 ${fmtSummary(s(own.platform, 'p50'))} ms, p99 ${fmtSummary(s(own.platform, 'p99'))} ms.
+
+The platform's ceiling: the charge statement alone (\`db/src/ledger.ts\` \`charge()\`, ${CONNECTIONS} callers on their own accounts, a pool of 20
+connections like the edge's \`DATABASE_POOL_MAX\`, synchronous commit) runs at ${fmtSummary(summarize(ceiling), 0)} charges/s on this machine.
+
 Ledger: checked after every platform run (one charge row per charged call, balances equal to the ledger's sum, no charge
 lost or doubled): ${charges} charges in total. The edge wrote ${fmt(logLines / edgeRequests)} log lines per request at \`LOG_LEVEL=${process.env.BENCH_EDGE_LOG_LEVEL ?? 'info'}\`.
 
 ### Where the edge's time goes
 
-One more peak run (${fmt(profiled.rps, 0)} req/s, slower than unprofiled) with the edge under \`node --cpu-prof\`; self time of the edge's main thread:
+One more peak run (${fmt(profiled.rps, 0)} req/s under the profiler) with the edge under \`node --cpu-prof\`; self time of the edge's main thread during that run (start-up and warm-up left out):
 
 ${profile}`,
   );

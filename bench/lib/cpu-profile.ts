@@ -36,11 +36,15 @@ function shortUrl(url: string): string {
   return own?.[1] ?? url;
 }
 
-export function summarizeProfile(path: string, top = 15): ProfileSummary {
+/** `fromMs`: samples before this many milliseconds after the profile started (start-up, warm-up) are left out. */
+export function summarizeProfile(path: string, top = 15, fromMs = 0): ProfileSummary {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
+  let elapsedUs = 0;
   for (let i = 0; i < profile.samples.length; i += 1) {
+    elapsedUs += profile.timeDeltas[i] ?? 0;
+    if (elapsedUs < fromMs * 1000) continue;
     const id = profile.samples[i]!;
     selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
   }
