@@ -20,8 +20,8 @@ import { loadAverage } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, percentile, summarize, writeSection } from './lib/report.js';
 
 const scenario = 'complete-step';
-const LATENCY_OPS = Number(process.env.BENCH_COMPLETE_LATENCY_OPS ?? 100);
-const THROUGHPUT_OPS = Number(process.env.BENCH_COMPLETE_THROUGHPUT_OPS ?? 200);
+const LATENCY_OPS = Number(process.env.BENCH_COMPLETE_LATENCY_OPS ?? 50);
+const THROUGHPUT_OPS = Number(process.env.BENCH_COMPLETE_THROUGHPUT_OPS ?? 100);
 const CONCURRENCY = 16;
 const FORECAST = { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm warning', severity: 'severe' }] };
 const startLoad = loadAverage();

@@ -186,9 +186,12 @@ http {
   const bareRps = summarize(peak.bare.map((r) => r.rps)).median;
   const rate = Math.max(1, Math.round(bareRps / 2));
   const fixed: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [] };
+  // A target whose own peak is below the rate cannot keep up: its queue grows for the whole run, so
+  // its runs are kept short (3 s); the latency then says "overloaded", whatever the duration.
+  const overloaded = (t: Target) => summarize(peak[t].map((r) => r.rps)).median < rate;
   for (let run = 1; run <= repeats; run += 1) {
     for (const target of order) {
-      const r = await load(target, 'rate', seconds, rate);
+      const r = await load(target, 'rate', overloaded(target) ? Math.min(seconds, 3) : seconds, rate);
       fixed[target].push(r);
       log(scenario, `rate ${rate}/s run ${run} ${target}: p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms`);
     }
@@ -262,7 +265,7 @@ http {
   const addedP99 = added(fixed.platform, fixed.bare, 'p99');
   const verdict = (ok: boolean) => (ok ? '**met**' : '**missed**');
   const rows = order
-    .map((t) => `| ${targets[t].label} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | ${fmtSummary(s(fixed[t], 'p50'))} | ${fmtSummary(s(fixed[t], 'p99'))} |`)
+    .map((t) => `| ${targets[t].label}${overloaded(t) ? ` (overloaded at ${rate}/s: 3 s runs)` : ''} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | ${fmtSummary(s(fixed[t], 'p50'))} | ${fmtSummary(s(fixed[t], 'p99'))} |`)
     .join('\n');
 
   writeSection(

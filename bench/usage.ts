@@ -31,7 +31,7 @@ const startLoad = loadAverage();
 function proxyPeak(): { rate: number; source: string } {
   if (process.env.BENCH_USAGE_RATE) return { rate: Number(process.env.BENCH_USAGE_RATE), source: 'BENCH_USAGE_RATE' };
   const doc = existsSync(BENCHMARKS_MD) ? readFileSync(BENCHMARKS_MD, 'utf8') : '';
-  const match = /\| platform metered proxy \| ([\d.]+) /.exec(doc);
+  const match = /\| platform metered proxy[^|]*\| ([\d.]+) /.exec(doc);
   return match?.[1] ? { rate: Math.round(Number(match[1])), source: "the proxy section's median peak" } : { rate: 2_000, source: 'a default (no proxy result yet)' };
 }
 
