@@ -22,7 +22,8 @@ const tasks = [
   'find recipes and nutrition facts',
 ];
 
-const settings = loadEdgeSettings({ ...process.env, LOG_LEVEL: 'warn', DATABASE_POOL_MAX: process.env.DATABASE_POOL_MAX ?? '20' });
+// 50 callers from one address: the per-address public rate limit is lifted out of the way of what is measured.
+const settings = loadEdgeSettings({ ...process.env, LOG_LEVEL: 'warn', DATABASE_POOL_MAX: process.env.DATABASE_POOL_MAX ?? '20', RATE_LIMIT_PUBLIC_MAX: '1000000000' });
 let port = 0;
 
 function percentiles(latencies: number[]) {
@@ -92,6 +93,7 @@ console.log('| what | requests | req/s | p50 ms | p95 ms | p99 ms | errors |');
 console.log('|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(`| ${r.name} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} |`);
 
+if (rows.some((r) => r.non2xx > 0)) throw new Error('some answers were errors (see the errors column): not writing the table');
 // The measured table also goes into docs/BENCHMARKS.md (its own marked section), with the target's verdict.
 const { environmentLine, writeSection } = await import('./lib/report.js');
 const verdictOf = (name: string, p95: number) => (name.includes('50 callers') || !name.includes('caller') ? (p95 < 20 ? 'met' : 'missed') : '–');
