@@ -1,9 +1,11 @@
 # One image for the edge and the workers; docker-compose.yml picks the command.
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# Dev dependencies too: the dashboard is built inside the image with Vite.
+RUN npm ci --no-audit --no-fund --include=dev
 COPY . .
+RUN npm run build:dashboard
+ENV NODE_ENV=production
 EXPOSE 3000
 CMD ["npx", "tsx", "apps/edge/src/server.ts"]

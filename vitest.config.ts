@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/directory-setup.ts'],
+    globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/directory-setup.ts', 'test/helpers/dashboard-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -118,6 +118,15 @@ ensure_temporal() {
   wait_for 90 "Temporal dev server (see $DATA_DIR/logs/temporal.log)" temporal_ready
 }
 
+# The browser tests drive Debian's Chromium through playwright-core (Playwright's own browser
+# download is not used). CHROMIUM_PATH may point at another Chromium build.
+export CHROMIUM_PATH=${CHROMIUM_PATH:-/usr/bin/chromium}
+ensure_chromium() {
+  [ -x "$CHROMIUM_PATH" ] && return 0
+  [ "$CHROMIUM_PATH" = /usr/bin/chromium ] || die "CHROMIUM_PATH=$CHROMIUM_PATH is not an executable"
+  apt_install chromium
+}
+
 stop_started() {
   local pid
   for pid in "${STARTED_PIDS[@]:-}"; do

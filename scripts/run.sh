@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Small entry points that provision only what they need: `npm run migrate`, `npm run services`.
+# Small entry points that provision only what they need: `npm run migrate`, `npm run services`,
+# `npm run api` (operator CLI), `npm run demo` (against the stack `npm run up` runs).
 . "$(dirname "$0")/lib.sh"
 ensure_node_modules
+# The same database `npm run up` uses (PGDATABASE from .env), unless DATABASE_URL says otherwise.
+export DATABASE_URL=${DATABASE_URL:-postgres://$PGUSER@$PGHOST:$PGPORT/${PGDATABASE:-platform}}
 case "${1:-}" in
   migrate)
     ensure_postgres
@@ -10,10 +13,13 @@ case "${1:-}" in
   api)
     shift
     exec npx tsx db/src/cli/api.ts "$@" ;;
+  demo)
+    shift
+    exec npx tsx scripts/demo.ts "$@" ;;
   services)
     ensure_postgres; ensure_redis; ensure_temporal
     say services "Postgres, Redis and Temporal are up; Temporal UI http://127.0.0.1:$TEMPORAL_UI_PORT (Ctrl-C stops what this started)"
     trap stop_started EXIT INT TERM
     [ ${#STARTED_PIDS[@]} -gt 0 ] && wait ;;
-  *) die "usage: scripts/run.sh migrate|api|services" ;;
+  *) die "usage: scripts/run.sh migrate|api|demo|services" ;;
 esac

@@ -10,6 +10,7 @@ ensure_venv
 ensure_postgres
 ensure_redis
 ensure_temporal
+ensure_chromium
 
 # The suite gets a database of its own, recreated each run so it always matches the migrations.
 TEST_DB=${TEST_DATABASE_NAME:-platform_test}
@@ -25,7 +26,8 @@ export REDIS_PREFIX=${TEST_REDIS_PREFIX:-platform-test}
 
 say test "lint"
 npx eslint . --max-warnings=0
-say test "typecheck"
+say test "typecheck (edge, workers, tests; dashboard)"
 npx tsc --noEmit -p tsconfig.json
+npx tsc --noEmit -p apps/dashboard/tsconfig.json
 say test "test suite (vitest) against $DATABASE_URL, $REDIS_URL, Temporal $TEMPORAL_ADDRESS"
 npx vitest run "$@"

@@ -18,6 +18,9 @@ export TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-$TEMPORAL_HOST:$TEMPORAL_PORT}
 export TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:$TEMPORAL_UI_PORT}
 export PORT=${PORT:-3000}
 export PUBLIC_URL=${PUBLIC_URL:-http://127.0.0.1:$PORT}
+# A local stack may proxy to loopback upstreams (the demo's example upstream, your own test servers);
+# production never does (the edge refuses ALLOW_PRIVATE_UPSTREAMS=true with NODE_ENV=production).
+if [ "${NODE_ENV:-development}" != production ]; then export ALLOW_PRIVATE_UPSTREAMS=${ALLOW_PRIVATE_UPSTREAMS:-true}; fi
 
 say db "applying migrations to $DATABASE_URL"
 npx tsx db/src/cli/migrate.ts
@@ -25,44 +28,71 @@ if [ -f db/src/cli/seed.ts ]; then
   say db "loading seed data"
   npx tsx db/src/cli/seed.ts
 fi
-if [ -f apps/dashboard/package.json ] && [ ! -f apps/dashboard/dist/index.html ]; then
+if [ ! -f apps/dashboard/dist/index.html ]; then
   say build "building the dashboard"
   npm run --silent build:dashboard
 fi
 
-# Every child stays in the terminal's process group, so Ctrl-C reaches each of them directly and they
-# shut down gracefully; when the script itself is signalled otherwise, cleanup signals all its
-# descendants. Each process's lines are prefixed with its name (pino-pretty on a terminal).
+# Each process runs with its output piped through a log filter that prefixes its name (pino-pretty
+# on a terminal). Ctrl-C (or SIGINT/SIGTERM to this script) signals the processes themselves first and
+# waits for them to finish their work in flight, while their log filters stay up to print the
+# shutdown; only then is anything left over terminated, and services this script started stopped.
+PIDDIR=$(mktemp -d "${TMPDIR:-/tmp}/platform-up.XXXXXX")
+PRETTY=false
+[ -t 1 ] && PRETTY=true
 run_process() { # run_process NAME COMMAND...
   local name=$1; shift
-  ( "$@" 2>&1 | if [ -t 1 ]; then npx pino-pretty --colorize --singleLine --ignore pid,hostname; else cat; fi \
+  # The log filters ignore Ctrl-C so they outlive the process and print its shutdown; the processes
+  # themselves handle SIGINT (a graceful stop) whatever they inherit.
+  ( trap '' INT
+    bash -c 'echo $$ >"$0"; exec "$@"' "$PIDDIR/$name" "$@" 2>&1 \
+      | if $PRETTY; then node_modules/.bin/pino-pretty --colorize --singleLine --ignore pid,hostname; else cat; fi \
       | sed -u "s/^/[$name] /" ) &
 }
 
 descendants() { local child; for child in $(pgrep -P "$1"); do descendants "$child"; echo "$child"; done; }
 
+any_alive() { local pid; for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
+
 cleanup() {
   trap - INT TERM EXIT
   say up "stopping everything this started"
-  local pids; pids=$(descendants $$)
+  local main=() file pids
+  for file in "$PIDDIR"/*; do [ -f "$file" ] && main+=("$(cat "$file")"); done
+  if [ ${#main[@]} -gt 0 ]; then
+    kill -TERM "${main[@]}" 2>/dev/null || true
+    # The edge drains within 10 s, the workers within SHUTDOWN_GRACE_SECONDS.
+    for _ in $(seq 1 $(( (${SHUTDOWN_GRACE_SECONDS:-20} + 5) * 4 ))); do any_alive "${main[@]}" || break; sleep 0.25; done
+  fi
+  pids=$(descendants $$)
   [ -n "$pids" ] && kill -TERM $pids 2>/dev/null || true
-  for _ in $(seq 1 60); do pgrep -P $$ >/dev/null || break; sleep 0.25; done
+  for _ in $(seq 1 20); do pgrep -P $$ >/dev/null || break; sleep 0.25; done
+  rm -rf "$PIDDIR"
   stop_started
+  say up "stopped"
 }
 trap cleanup INT TERM EXIT
 
-run_process edge npx tsx apps/edge/src/server.ts
-run_process temporal-worker npx tsx workers/temporal/main.ts
-run_process queue-workers npx tsx workers/queues/main.ts
+run_process edge node_modules/.bin/tsx apps/edge/src/server.ts
+run_process temporal-worker node_modules/.bin/tsx workers/temporal/main.ts
+run_process queue-workers node_modules/.bin/tsx workers/queues/main.ts
 
 wait_for 60 "the edge on port $PORT (see the [edge] lines above)" port_open 127.0.0.1 "$PORT"
+if [ -f apps/dashboard/package.json ]; then DASHBOARD="$PUBLIC_URL/"
+else DASHBOARD="(not in this checkout yet: apps/dashboard is missing; / answers 404)"; fi
+if [ -n "${OPERATOR_BASIC_AUTH:-}" ]; then QUEUE_BOARD="$PUBLIC_URL/admin/queues   (operator login: OPERATOR_BASIC_AUTH)"
+else QUEUE_BOARD="(off: set OPERATOR_BASIC_AUTH=user:password to serve it at $PUBLIC_URL/admin/queues)"; fi
+PRIVATE_NOTE=""
+[ "${ALLOW_PRIVATE_UPSTREAMS:-false}" = true ] && PRIVATE_NOTE="  The proxy may reach loopback/private upstreams (ALLOW_PRIVATE_UPSTREAMS=true, development only)."
 cat <<MSG
 
   API            $PUBLIC_URL/api/v1          (health: $PUBLIC_URL/api/v1/health)
   API reference  $PUBLIC_URL/api/v1/reference
-  Dashboard      $PUBLIC_URL/
+  Dashboard      $DASHBOARD
   Temporal UI    $TEMPORAL_UI_URL
-  Queue board    $PUBLIC_URL/admin/queues   (operator login: OPERATOR_BASIC_AUTH)
+  Queue board    $QUEUE_BOARD
+$PRIVATE_NOTE
+  Try it:        npm run demo   (an agent's walk through the platform, against this stack)
 
   Ctrl-C stops everything this started.
 

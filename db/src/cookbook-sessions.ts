@@ -138,13 +138,33 @@ export async function findSessionByIdempotencyKey(db: Db, accountId: string, key
   return row ?? null;
 }
 
-/** The account's active sessions (running or waiting for a human), newest first. */
-export async function listActiveSessions(db: Db, accountId: string, limit: number): Promise<SessionRow[]> {
-  return db<SessionRow[]>`
+/**
+ * One page of the account's active sessions (running or waiting for a human), newest first. The
+ * cursor is the id of the last session of the previous page; paging continues after it even when
+ * that session has ended since. An unknown cursor answers null.
+ */
+export async function listActiveSessions(
+  db: Db,
+  accountId: string,
+  page: { limit: number; after?: string | undefined },
+): Promise<{ sessions: SessionRow[]; nextCursor: string | null } | null> {
+  let after: { started_at: Date; id: string } | null = null;
+  if (page.after !== undefined) {
+    const [row] = await db<{ started_at: Date; id: string }[]>`
+      select started_at, id from cookbook_sessions where id = ${page.after} and account_id = ${accountId}`;
+    if (!row) return null;
+    after = row;
+  }
+  // started_at is compared in SQL (microseconds), never through a JS Date (milliseconds).
+  const rows = await db<SessionRow[]>`
     select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions
     where account_id = ${accountId} and status in ('running', 'waiting_for_human')
-    order by started_at desc, id
-    limit ${limit}`;
+      and (${after?.id ?? null}::text is null
+           or (started_at, id) < (select started_at, id from cookbook_sessions where id = ${after?.id ?? null}::text))
+    order by started_at desc, id desc
+    limit ${page.limit + 1}`;
+  const sessions = rows.slice(0, page.limit);
+  return { sessions, nextCursor: rows.length > page.limit ? sessions[sessions.length - 1]!.id : null };
 }
 
 export async function listSessionSteps(db: Db, sessionId: string): Promise<StepRow[]> {

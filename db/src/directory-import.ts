@@ -386,6 +386,8 @@ export async function refreshSearchWords(db: Db): Promise<void> {
   // Fresh statistics, or the planner scans the table instead of using the search indexes.
   await db`analyze apis`;
   await db`analyze directory_words`;
+  // Edge instances reload their in-process index with the new words (see migration 00007).
+  await db`select pg_notify('directory_changed', 'words')`;
 }
 
 /** Re-indexes one imported API from its description file. Returns false for unknown or operator APIs. */

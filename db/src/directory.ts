@@ -11,6 +11,7 @@
  */
 import { PlatformError } from './errors.js';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './discovery-vocabulary.js';
+import { directoryIndex, type DirectoryIndex, type IndexedApi } from './directory-index.js';
 import type { AuthScheme } from './directory-text.js';
 import type { Db } from './sql.js';
 
@@ -116,7 +117,19 @@ export function checkQueryText(q: string, param = 'q'): string {
   return normalized;
 }
 
-async function planQuery(db: Db, normalized: string, discovery: boolean): Promise<QueryPlan> {
+const expansionMemo = new Map<string, string[]>();
+/** expandCapabilities of one word, remembered (the vocabulary is fixed; the memo is bounded). */
+function wordExpansions(word: string): string[] {
+  let terms = expansionMemo.get(word);
+  if (!terms) {
+    if (expansionMemo.size >= 10_000) expansionMemo.clear();
+    expansionMemo.set(word, (terms = expandCapabilities(word)));
+  }
+  return terms;
+}
+
+/** Turns normalized query text into the plan ranking runs: words, corrections, expansions, concept groups, IDF weights. */
+export function planQuery(index: DirectoryIndex, normalized: string, discovery: boolean): QueryPlan {
   let words = [...new Set(normalized.split(' ').filter(Boolean))];
   if (discovery) {
     const content = words.filter((w) => !DISCOVERY_STOPWORDS.has(w));
@@ -128,29 +141,23 @@ async function planQuery(db: Db, normalized: string, discovery: boolean): Promis
   // The same look-up gives each word's document frequency, for IDF weights of the concept groups.
   const corrections: Record<string, string> = {};
   const docFreq = new Map<string, number>();
-  const lookups = [...new Set([...words, ...expansions])].filter((w) => /^[a-z]+$/.test(w));
-  let totalApis = 1;
-  if (lookups.length) {
-    const rows = await db<{ word: string; ndoc: number | null; best: string | null; best_ndoc: number | null; total: number }[]>`
-      select t.word, d.ndoc, b.word as best, b.ndoc as best_ndoc,
-             (select count(*)::int from apis) as total
-        from unnest(${lookups}::text[]) as t(word)
-        left join directory_words d on d.word = t.word
-        left join lateral (
-          select w.word, w.ndoc from directory_words w
-           where d.word is null and length(t.word) >= 4 and w.word % t.word and similarity(w.word, t.word) >= 0.45
-           order by similarity(w.word, t.word) desc, w.ndoc desc limit 1) b on true`;
-    for (const row of rows) {
-      totalApis = Math.max(totalApis, row.total);
-      if (row.ndoc !== null) docFreq.set(row.word, row.ndoc);
-      if (row.ndoc === null && row.best && words.includes(row.word)) {
-        corrections[row.word] = row.best;
-        docFreq.set(row.best, row.best_ndoc ?? 1);
-      }
+  const totalApis = Math.max(1, index.size);
+  for (const word of new Set([...words, ...expansions])) {
+    if (!/^[a-z]+$/.test(word)) continue;
+    const ndoc = index.documentFrequency(word);
+    if (ndoc !== undefined) {
+      docFreq.set(word, ndoc);
+      continue;
+    }
+    if (word.length < 4 || !words.includes(word)) continue;
+    const best = index.closestWord(word);
+    if (best) {
+      corrections[word] = best.word;
+      docFreq.set(best.word, best.ndoc);
     }
   }
   const idf = (term: string) => Math.log(1 + totalApis / (1 + (docFreq.get(term) ?? 0)));
-  const expansionsFor = (word: string) => (discovery ? expandCapabilities(word) : []);
+  const expansionsFor = (word: string) => (discovery ? wordExpansions(word) : []);
   const groups = words.map((w) => [...new Set([w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)])].join(' | '));
   // Phrase expansions ("text message" -> sms) form one more concept group of their own.
   const phraseTerms = expansions.filter((t) => !groups.some((g) => g.split(' | ').includes(t)));
@@ -158,7 +165,10 @@ async function planQuery(db: Db, normalized: string, discovery: boolean): Promis
   const all = [...new Set([...words, ...Object.values(corrections), ...expansions])];
   // Each term weighs its IDF ("sentiment" says more than "analyze"); a concept group counts with
   // the weight of its best matched term, relative to its best possible one.
-  const terms = groups.flatMap((g, index) => g.split(' | ').map((term) => ({ group: index, term, weight: idf(term) })));
+  const terms = groups.flatMap((g, gi) => g.split(' | ').map((term) => ({ group: gi, term, weight: idf(term) })));
+  // Candidates come from the selective terms only (a word in most APIs, like "add", would pull in
+  // hundreds of rows to score); common terms still count in the score of every candidate.
+  const selectiveTerms = all.filter((t) => (docFreq.get(t) ?? 0) <= totalApis * 0.06);
   return {
     words,
     corrections,
@@ -168,9 +178,7 @@ async function planQuery(db: Db, normalized: string, discovery: boolean): Promis
     terms: terms.map((t) => t.term),
     weights: terms.map((t) => t.weight),
     any: all.join(' | '),
-    // Candidates come from the selective terms only (a word in most APIs, like "add", would pull in
-    // hundreds of rows to score); common terms still count in the score of every candidate.
-    selective: (all.filter((t) => (docFreq.get(t) ?? 0) <= totalApis * 0.06).join(' | ') || all.join(' | ')),
+    selective: (selectiveTerms.length ? selectiveTerms : all).join(' | '),
     raw: words.join(' '),
   };
 }
@@ -178,6 +186,8 @@ async function planQuery(db: Db, normalized: string, discovery: boolean): Promis
 export interface RankedRow extends ApiSummaryRow {
   score: number;
   coverage: number;
+  /** The index entry the row was read from (stable until the index reloads): lets callers memoize renderings. */
+  indexed?: IndexedApi;
 }
 
 interface RankOptions {
@@ -186,49 +196,32 @@ interface RankOptions {
   offset: number;
 }
 
-/** Ranks APIs for a plan; see the module comment for the formula. */
-async function rank(db: Db, plan: QueryPlan, options: RankOptions): Promise<RankedRow[]> {
-  const categoryFilter = categoryCondition(db, options.category);
-  return db<RankedRow[]>`
-    with q as (select to_tsquery('english', ${plan.any}) as query),
-    sq as (select to_tsquery('english', ${plan.selective}) as query),
-    terms as (select gi, to_tsquery('english', t) as tq, w from unnest(${plan.termGroups}::int[], ${plan.terms}::text[], ${plan.weights}::float8[]) as x(gi, t, w)
-               where numnode(to_tsquery('english', t)) > 0),
-    total as (select greatest(sum(m), 0.001) as w from (select max(w) as m from terms group by gi) g),
-    -- Candidates come from the three indexes separately (one OR across them makes the planner scan).
-    candidates as (
-      select id from apis, sq where search_vector @@ sq.query
-      union select id from apis, sq where endpoint_vector @@ sq.query
-      union select id from apis where ${plan.raw} <% search_name
-    ),
-    -- Materialized and narrow: every feature is computed once per candidate.
-    matched as materialized (
-      select a.id, a.name, a.provider, a.service, a.categories, a.description, a.price_micros, a.featured, a.popularity,
-             ts_rank(a.search_vector, q.query, 0) as text_rank,
-             ts_rank(a.endpoint_vector, q.query, 1) as endpoint_rank,
-             coalesce((select sum(m) from (select max(w) as m from terms where a.search_vector @@ terms.tq or a.endpoint_vector @@ terms.tq group by gi) g), 0) / total.w as coverage,
-             coalesce((select sum(m) from (select max(w) as m from terms where a.search_vector @@ terms.tq group by gi) g), 0) / total.w as head_coverage,
-             word_similarity(${plan.raw}, a.search_name) as name_similarity
-        from candidates c
-        join apis a on a.id = c.id
-        cross join q cross join total
-       where true ${categoryFilter}
-    )
-    select ${SUMMARY_COLUMNS(db)},
-           (a.relevance + least(coalesce(v.up, 0) - coalesce(v.down, 0), 10) * 0.005)::float8 as score,
-           a.coverage::float8 as coverage
-      from (
-        select m.*,
-               least(m.text_rank, 1.0) * 1.0
-               + least(m.endpoint_rank * 20, 1.0) * 0.6
-               + m.coverage * 1.5 + m.head_coverage * 0.5
-               + case when m.name_similarity >= 0.6 then m.name_similarity * 0.8 else 0 end
-               + m.popularity * 0.15 + case when m.featured then 0.05 else 0 end as relevance
-          from matched m
-      ) a
-      ${VOTES_JOIN(db)}
-     order by score desc, a.id
-     limit ${options.limit} offset ${options.offset}`;
+const lexemesOf = (index: DirectoryIndex, terms: string[]) => [...new Set(terms.map((t) => index.lexeme(t)).filter((l): l is string => l !== null))];
+
+/** Ranks APIs for a plan in the in-process index; see DirectoryIndex.rank for the formula. */
+function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): RankedRow[] {
+  const hits = index.rank({
+    lexemes: lexemesOf(index, plan.any.split(' | ')),
+    selective: lexemesOf(index, plan.selective.split(' | ')),
+    terms: plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), weight: plan.weights[i]! })),
+    raw: plan.raw,
+    category: options.category,
+  }, options.offset + options.limit);
+  return hits.slice(options.offset, options.offset + options.limit).map(({ api, score, coverage }) => ({
+    id: api.id,
+    name: api.name,
+    provider: api.provider,
+    service: api.service,
+    categories: api.categories,
+    description: api.description,
+    price_micros: api.price_micros,
+    featured: api.featured,
+    votes_up: api.votes_up,
+    votes_down: api.votes_down,
+    score,
+    coverage,
+    indexed: api,
+  }));
 }
 
 function categoryCondition(db: Db, category: string | undefined) {
@@ -254,8 +247,9 @@ export async function listApis(db: Db, options: ListOptions): Promise<ApiPage> {
   const offset = decodeCursor(options.cursor);
   if (options.q !== undefined) {
     const normalized = checkQueryText(options.q);
-    const plan = await planQuery(db, normalized, false);
-    const rows = await rank(db, plan, { category: options.category, limit: options.limit + 1, offset });
+    const index = await directoryIndex(db);
+    const plan = planQuery(index, normalized, false);
+    const rows = rank(index, plan, { category: options.category, limit: options.limit + 1, offset });
     const page = rows.slice(0, options.limit);
     return { apis: page, nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan };
   }
@@ -327,27 +321,18 @@ export interface Discovery {
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
 export async function discover(db: Db, q: string, limit = 10): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
-  const plan = await planQuery(db, normalized, true);
-  const rows = await rank(db, plan, { limit, offset: 0 });
+  const index = await directoryIndex(db);
+  const plan = planQuery(index, normalized, true);
+  const rows = rank(index, plan, { limit, offset: 0 });
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
-  const pattern = stems.length ? `\\m(${stems.join('|')})` : '^$';
-  const endpointRows = await db<{ id: string; endpoints: { method: string; path: string; summary: string }[] }[]>`
-    select a.id,
-           coalesce((select jsonb_agg(m.e order by m.hits desc, m.ord) from (
-               select e, ord, regexp_count(lower(concat_ws(' ', e->>'summary', e->>'path')), ${pattern}) as hits
-                 from jsonb_array_elements(a.endpoints) with ordinality as x(e, ord)
-                where lower(concat_ws(' ', e->>'summary', e->>'path')) ~ ${pattern}
-                order by hits desc, ord limit 3) m), '[]'::jsonb) as endpoints
-      from apis a
-     where a.id = any(${rows.map((r) => r.id)})`;
-  const matchedEndpoints = new Map(endpointRows.map((r) => [r.id, r.endpoints]));
   const matchedTerms = [...plan.words, ...Object.values(plan.corrections), ...plan.expansions];
   const results = rows.map((row) => {
-    const endpoints = matchedEndpoints.get(row.id) ?? [];
+    const api = index.api(row.id);
+    const endpoints = api ? index.matchingEndpoints(api, stems) : [];
     const parts: string[] = [];
     const hay = `${row.name} ${row.provider} ${row.service ?? ''} ${row.categories.join(' ')} ${row.description}`.toLowerCase();
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);

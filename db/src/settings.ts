@@ -44,3 +44,13 @@ export const envFlag = z
     ctx.addIssue({ code: 'custom', message: `expected true or false, got "${value}"` });
     return z.NEVER;
   });
+
+/** For process entry points: loads settings or stops the process with the message naming what is wrong. */
+export function loadSettingsOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    console.error(error instanceof SettingsError || error instanceof Error ? error.message : error);
+    process.exit(1);
+  }
+}

@@ -209,6 +209,70 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expect(active.sort()).toEqual([first.sessionId, other.sessionId].sort());
   });
 
+  it('answers 409 idempotency_conflict when a replayed Idempotency-Key comes with another request body', async () => {
+    const who = await createTestAccount(app.deps.sql);
+    const key = uniqueId('idem-');
+    const first = expectOk<{ session: Session }>(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, who, { 'idempotency-key': key }), 201).session;
+    // The same request with its keys in another order is the same request: a replay.
+    const reordered = await start({ selectedApis: { sms: smsApi, weather: weatherApi } }, who, { 'idempotency-key': key });
+    expect(expectOk<{ session: Session }>(reordered, 201).session.sessionId).toBe(first.sessionId);
+    expect(reordered.headers['idempotent-replayed']).toBe('true');
+    // Another body (an extra slot, another API, a missing slot) or another cookbook: 409, nothing started.
+    for (const selectedApis of [
+      { weather: weatherApi, sms: smsApi, geocoder: weatherApi },
+      { weather: smsApi, sms: smsApi },
+      { weather: weatherApi },
+    ]) {
+      const conflict = expectError(await start({ selectedApis }, who, { 'idempotency-key': key }), 409, 'idempotency_conflict');
+      expect(conflict.hint).toContain(first.sessionId);
+    }
+    expectError(await start({ selectedApis: { translator: weatherApi, email: smsApi } }, who, { 'idempotency-key': key }, 'translate-and-email'), 409, 'idempotency_conflict');
+    // Two different bodies racing with one new key: exactly one starts the session, the other is 409.
+    const raceKey = uniqueId('idem-race-');
+    const [a, b] = await Promise.all([
+      start({ selectedApis: { weather: weatherApi, sms: smsApi } }, who, { 'idempotency-key': raceKey }),
+      start({ selectedApis: { weather: smsApi, sms: weatherApi } }, who, { 'idempotency-key': raceKey }),
+    ]);
+    expect([a.statusCode, b.statusCode].sort(), `${a.body}\n${b.body}`).toEqual([201, 409]);
+    expectError(a.statusCode === 409 ? a : b, 409, 'idempotency_conflict');
+    const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${who.accountId}`;
+    expect(row!.n).toBe(2);
+  });
+
+  it('pages the active sessions with limit, cursor and nextCursor, newest first', async () => {
+    const who = await createTestAccount(app.deps.sql);
+    const started: string[] = [];
+    for (let i = 0; i < 5; i++) started.push((await startWeather(who)).sessionId);
+    const newestFirst = [...started].reverse();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = cursor === null ? '?limit=2' : `?limit=2&cursor=${encodeURIComponent(cursor)}`;
+      const page = expectOk<{ sessions: Session[]; nextCursor: string | null }>(await get(`/api/v1/cookbooks/sessions${query}`, who));
+      expect(page.sessions.length).toBeLessThanOrEqual(2);
+      seen.push(...page.sessions.map((s) => s.sessionId));
+      cursor = page.nextCursor;
+      pages += 1;
+    } while (cursor !== null && pages < 10);
+    expect(seen).toEqual(newestFirst);
+    expect(pages).toBe(3);
+    // The default page holds them all and ends the list.
+    const all = expectOk<{ sessions: Session[]; nextCursor: string | null }>(await get('/api/v1/cookbooks/sessions', who));
+    expect(all.sessions.map((s) => s.sessionId)).toEqual(newestFirst);
+    expect(all.nextCursor).toBeNull();
+    // A cursor whose session has ended since still pages on after it; ended sessions are not listed.
+    const firstPage = expectOk<{ sessions: Session[]; nextCursor: string }>(await get('/api/v1/cookbooks/sessions?limit=2', who));
+    expectOk(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${firstPage.nextCursor}/cancel`, headers: auth(who) }));
+    const after = expectOk<{ sessions: Session[] }>(await get(`/api/v1/cookbooks/sessions?cursor=${firstPage.nextCursor}`, who));
+    expect(after.sessions.map((s) => s.sessionId)).toEqual(newestFirst.slice(2));
+    // Bad paging input: 400 in the error shape. Another account's session id is not a cursor here.
+    expectError(await get('/api/v1/cookbooks/sessions?limit=0', who), 400, 'validation_failed');
+    expectError(await get('/api/v1/cookbooks/sessions?limit=201', who), 400, 'validation_failed');
+    expectError(await get('/api/v1/cookbooks/sessions?cursor=ses_nope', who), 400, 'validation_failed');
+    expectError(await get(`/api/v1/cookbooks/sessions?cursor=${started[0]}`), 400, 'validation_failed');
+  });
+
   it('requires a credential on every session route, and lets an agent key run a session', async () => {
     const session = await startWeather();
     const base = `/api/v1/cookbooks/sessions/${session.sessionId}`;

@@ -2,19 +2,13 @@
 import { Worker } from 'bullmq';
 import pino from 'pino';
 import { createRedis } from '../../db/src/redis.js';
-import { SettingsError } from '../../db/src/settings.js';
+import { loadSettingsOrExit } from '../../db/src/settings.js';
 import { createSql } from '../../db/src/sql.js';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { queueDefinitions } from './registry.js';
 
-let settings;
-try {
-  settings = loadWorkerSettings();
-} catch (error) {
-  console.error(error instanceof SettingsError ? error.message : error);
-  process.exit(1);
-}
+const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' } });
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'queue-workers' });
 const connection = createRedis(settings.REDIS_URL, 'queue');

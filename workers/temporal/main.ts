@@ -3,19 +3,13 @@ import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
 import { createRedis } from '../../db/src/redis.js';
-import { SettingsError } from '../../db/src/settings.js';
+import { loadSettingsOrExit } from '../../db/src/settings.js';
 import { createSql } from '../../db/src/sql.js';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { createActivities } from './activities.js';
 
-let settings;
-try {
-  settings = loadWorkerSettings();
-} catch (error) {
-  console.error(error instanceof SettingsError ? error.message : error);
-  process.exit(1);
-}
+const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'temporal-worker' } });
 
 // The SDK logs through its own logger; keep it at warnings unless debugging (the bundler is chatty at info).

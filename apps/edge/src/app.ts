@@ -8,6 +8,7 @@ import type { EdgeSettings } from './config.js';
 import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling, sendError } from './errors.js';
 import authPlugin from './plugins/auth.js';
+import dashboardPlugin from './plugins/dashboard.js';
 import openapiPlugin from './plugins/openapi.js';
 import queueBoardPlugin from './plugins/queue-board.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
@@ -100,5 +101,6 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(rateLimitPlugin);
   await registerApiRoutes(app);
   await app.register(queueBoardPlugin);
+  await app.register(dashboardPlugin);
   return app;
 }

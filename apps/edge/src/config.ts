@@ -19,6 +19,8 @@ export const edgeSettings = sharedSettings.extend({
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** Secret for signing dashboard session JWTs (HS256). Must be set in production. */
   SESSION_SECRET: z.string().min(32).default('dev-only-session-secret-change-me-0123456789'),
+  /** Folder of the built dashboard (index.html and assets/); defaults to apps/dashboard/dist. */
+  DASHBOARD_DIST: z.string().min(1).optional(),
   /** Lifetime of a dashboard session (cookie and JWT), in seconds. */
   SESSION_TTL_SECONDS: seconds(43_200),
   /** Credit written to a new account's ledger at registration, in dollars. */

@@ -10,6 +10,13 @@ export interface ErrorBody {
   [extra: string]: unknown;
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Answers unknown paths that are pages (the dashboard's client-side routes); null to fall through to the JSON 404. */
+    htmlFallback: ((request: FastifyRequest, reply: FastifyReply) => FastifyReply | null) | null;
+  }
+}
+
 export function errorBody(error: PlatformError): ErrorBody {
   return {
     ok: false,
@@ -92,7 +99,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, mapped);
   });
 
+  app.decorate('htmlFallback', null);
   app.setNotFoundHandler((request, reply) =>
+    app.htmlFallback?.(request, reply) ??
     sendError(
       reply,
       new PlatformError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`, {

@@ -1,15 +1,9 @@
 // The edge's process entry: parse settings, build the app, listen, and shut down gracefully.
-import { SettingsError } from '../../../db/src/settings.js';
+import { loadSettingsOrExit } from '../../../db/src/settings.js';
 import { buildApp } from './app.js';
 import { loadEdgeSettings } from './config.js';
 
-let settings;
-try {
-  settings = loadEdgeSettings();
-} catch (error) {
-  console.error(error instanceof SettingsError ? error.message : error);
-  process.exit(1);
-}
+const settings = loadSettingsOrExit(loadEdgeSettings);
 
 const app = await buildApp(settings);
 const SHUTDOWN_GRACE_MS = 10_000;

@@ -210,7 +210,7 @@ export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs:
   const { accountId, cookbook, selectedApis, idempotencyKey } = input;
   if (idempotencyKey !== null) {
     const existing = await findSessionByIdempotencyKey(db, accountId, idempotencyKey);
-    if (existing) return { row: existing, created: false };
+    if (existing) return { row: checkReplay(existing, cookbook.id, selectedApis), created: false };
   }
   await checkSelectedApis(db, cookbook, selectedApis);
   const sessionId =
@@ -272,7 +272,28 @@ export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs:
   });
   const row = await findSession(db, accountId, sessionId);
   if (!row) throw new Error(`session ${sessionId} has no mirror row after start`);
+  // A racing start with the same key but another body may have won the workflow and the row.
+  if (idempotencyKey !== null) checkReplay(row, cookbook.id, selectedApis);
   return { row, created: true };
+}
+
+/**
+ * The hash of a start request: the cookbook (from the path) and the body after validation, whose
+ * only field is `selectedApis`, with keys sorted so that key order and whitespace do not matter.
+ */
+export function startRequestHash(cookbookId: string, selectedApis: Record<string, string>): string {
+  const sorted = Object.keys(selectedApis)
+    .sort()
+    .map((slot) => [slot, selectedApis[slot]]);
+  return createHash('sha256').update(JSON.stringify([cookbookId, sorted])).digest('hex');
+}
+
+/** A replayed Idempotency-Key must come with the same request: otherwise 409, naming the earlier session. */
+function checkReplay(row: SessionRow, cookbookId: string, selectedApis: Record<string, string>): SessionRow {
+  if (startRequestHash(row.cookbook_id, row.selected_apis) === startRequestHash(cookbookId, selectedApis)) return row;
+  throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was already used to start a session with a different request', {
+    hint: `Send the same cookbook and selectedApis to get the earlier session (${row.id}) again, or use a new Idempotency-Key.`,
+  });
 }
 
 // Compiled step validators, cached per cookbook step and invalidated when the schema changes.

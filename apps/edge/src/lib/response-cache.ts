@@ -17,3 +17,17 @@ export async function cachedJson<T>(redis: Redis, key: string, ttlSeconds: numbe
   redis.set(key, JSON.stringify(value), 'EX', ttlSeconds).catch(() => {});
   return value;
 }
+
+/** cachedJson for answers rendered to JSON text by the caller: stored and answered as they are. */
+export async function cachedText(redis: Redis, key: string, ttlSeconds: number, compute: () => Promise<string>): Promise<string> {
+  if (ttlSeconds <= 0) return compute();
+  try {
+    const hit = await redis.get(key);
+    if (hit !== null) return hit;
+  } catch {
+    return compute();
+  }
+  const value = await compute();
+  redis.set(key, value, 'EX', ttlSeconds).catch(() => {});
+  return value;
+}

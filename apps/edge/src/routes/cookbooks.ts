@@ -164,13 +164,20 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: "The caller's active sessions (running or waiting for a human)",
-        querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
-        response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema) }), 401: errorBody },
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          cursor: z.string().min(1).max(100).optional(),
+        }),
+        response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema), nextCursor: z.string().nullable() }), 400: errorBody, 401: errorBody },
       },
     },
     async (request) => {
-      const rows = await listActiveSessions(sql, requireAuth(request).accountId, request.query.limit);
-      return { ok: true as const, sessions: rows.map(sessionView) };
+      const { limit, cursor } = request.query;
+      const page = await listActiveSessions(sql, requireAuth(request).accountId, { limit, after: cursor });
+      if (!page) {
+        throw new PlatformError('validation_failed', 'cursor is not a nextCursor from this list', { hint: 'Omit cursor to start from the newest session.' });
+      }
+      return { ok: true as const, sessions: page.sessions.map(sessionView), nextCursor: page.nextCursor };
     },
   );
 
@@ -199,11 +206,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: 'Start a session: selectedApis maps each slot name to a directory API id',
-        description: 'Send an Idempotency-Key header to make retries answer the same session.',
+        description: 'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict.',
         params: cookbookParams,
         headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
         body: z.object({ selectedApis: z.record(z.string().max(64), z.string().min(1).max(200)) }),
-        response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), 400: errorBody, 404: errorBody, 503: errorBody },
+        response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), 400: errorBody, 404: errorBody, 409: errorBody, 503: errorBody },
       },
     },
     async (request, reply) => {
@@ -215,11 +222,6 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         selectedApis: request.body.selectedApis,
         idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null,
       });
-      if (row.cookbook_id !== cookbook.id) {
-        throw new PlatformError('conflict', 'This Idempotency-Key was already used to start a session of another cookbook', {
-          hint: `Use a new Idempotency-Key; the earlier session is ${row.id}.`,
-        });
-      }
       if (!created) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send({ ok: true as const, session: sessionView(row) });
     },

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
@@ -10,12 +11,13 @@ import {
   listCategories,
   UNCATEGORIZED,
   type ApiSummaryRow,
+  type RankedRow,
 } from '../../../../db/src/directory.js';
 import { generateInstructions, instructionsFooter, proxyPath } from '../../../../db/src/directory-text.js';
 import { notFound, PlatformError } from '../../../../db/src/errors.js';
 import { PRICES, toDollars } from '../../../../db/src/money.js';
 import { chargeRequest } from '../lib/charging.js';
-import { cachedJson } from '../lib/response-cache.js';
+import { cachedJson, cachedText } from '../lib/response-cache.js';
 
 const apiId = z.string().min(1).max(200);
 const apiSummary = z.object({
@@ -64,6 +66,33 @@ export function toApiSummary(row: ApiSummaryRow): z.output<typeof apiSummary> {
 }
 
 /**
+ * The hot public read routes (search, discovery) build their answers from typed rows, so their zod
+ * response schemas document them (OpenAPI) without re-checking every answer at run time: that
+ * check cost about as much as the ranking itself under load (docs/BENCHMARKS.md).
+ */
+const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JSON.stringify(data));
+
+/**
+ * An API summary as JSON text. A row from the in-process index renders once per index load (all
+ * but the vote count, which is appended per answer): rendering 50 summaries per search answer was
+ * a large share of its cost.
+ */
+const renderedSummaries = new WeakMap<object, string>();
+function summaryJson(row: ApiSummaryRow | RankedRow): string {
+  const indexed = 'indexed' in row ? row.indexed : undefined;
+  if (!indexed) return JSON.stringify(toApiSummary(row));
+  let head = renderedSummaries.get(indexed);
+  if (head === undefined) {
+    const { votes: _votes, ...rest } = toApiSummary(row);
+    head = JSON.stringify(rest).slice(0, -1);
+    renderedSummaries.set(indexed, head);
+  }
+  return `${head},"votes":${row.votes_up - row.votes_down}}`;
+}
+/** Sends an answer already rendered to JSON text (matching the route's schema) as it is. */
+const sendJsonText = (reply: FastifyReply, text: string) => reply.type('application/json; charset=utf-8').send(text);
+
+/**
  * The directory: browse and search (public), categories, natural-language discovery (public) and
  * agent-readable instructions ($0.01, charged only for an API that exists).
  */
@@ -77,6 +106,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/apis',
     {
+      serializerCompiler: plainJson,
       schema: {
         tags: ['directory'],
         summary: 'List or search APIs (relevance-ranked when q is given)',
@@ -84,13 +114,14 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: page },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { q, category, limit, cursor } = request.query;
-      return cachedJson(redis, cacheKey('apis', q, category?.toLowerCase(), limit, cursor), ttl, async () => {
+      const text = await cachedText(redis, cacheKey('apis', q, category?.toLowerCase(), limit, cursor), ttl, async () => {
         const result = await listApis(sql, { q, category: category?.toLowerCase(), limit, cursor });
         const hint = q !== undefined && result.apis.length === 0 && !cursor ? 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.' : undefined;
-        return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor, ...(hint ? { hint } : {}) };
+        return `{"ok":true,"apis":[${result.apis.map(summaryJson).join(',')}],"nextCursor":${JSON.stringify(result.nextCursor)}${hint ? `,"hint":${JSON.stringify(hint)}` : ''}}`;
       });
+      return sendJsonText(reply, text);
     },
   );
 
@@ -203,6 +234,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/discover',
     {
+      serializerCompiler: plainJson,
       schema: {
         tags: ['directory'],
         summary: 'Natural-language discovery: describe a task, get the APIs that can do it',
@@ -222,23 +254,22 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const text = request.query.q ?? request.query.query;
       if (text === undefined) {
         throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
       }
-      return cachedJson(redis, cacheKey('discover', text, request.query.limit), ttl, async () => {
+      const body = await cachedText(redis, cacheKey('discover', text, request.query.limit), ttl, async () => {
         const { results, plan } = await discover(sql, text, request.query.limit);
-        return {
-          ok: true as const,
-          query: text,
-          results: results.map((r) => ({ api: toApiSummary(r.api), score: r.score, reason: r.reason })),
-          interpreted: { words: plan.words, corrections: plan.corrections, expansions: plan.expansions },
-          ...(results.length === 0
-            ? { hint: `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.` }
-            : {}),
-        };
+        const rendered = results.map((r) => `{"api":${summaryJson(r.api)},"score":${JSON.stringify(r.score)},"reason":${JSON.stringify(r.reason)}}`);
+        const interpreted = { words: plan.words, corrections: plan.corrections, expansions: plan.expansions };
+        const hint =
+          results.length === 0
+            ? `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.`
+            : undefined;
+        return `{"ok":true,"query":${JSON.stringify(text)},"results":[${rendered.join(',')}],"interpreted":${JSON.stringify(interpreted)}${hint ? `,"hint":${JSON.stringify(hint)}` : ''}}`;
       });
+      return sendJsonText(reply, body);
     },
   );
 };

@@ -1,0 +1,320 @@
+import { useState, type FormEvent } from 'react';
+import { api } from '../api';
+import { formatDateTime, formatDollars, statusLabel } from '../format';
+import { useSession } from '../session';
+import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+
+export interface KeyMeta {
+  id: string;
+  name: string;
+  prefix: string;
+  status: 'enabled' | 'disabled' | 'revoked';
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+export interface AgentKey extends KeyMeta {
+  spendLimit: number | null;
+  spent: number;
+  allowedApis: string[] | null;
+  expiresAt: string | null;
+}
+
+const STATUS_TONE = { enabled: 'green', disabled: 'amber', revoked: 'grey' } as const;
+
+/** A freshly created key: shown in full this one time, with a copy button and a clear warning. */
+export function KeyReveal({ fullKey, onDone }: { fullKey: string; onDone?: () => void }) {
+  return (
+    <div className="key-reveal" role="region" aria-label="New key">
+      <p className="key-reveal-warning">
+        <strong>Copy this key now.</strong> It is shown only once: the platform keeps only a fingerprint of it and cannot show it again.
+      </p>
+      <div className="key-reveal-row">
+        <code className="key-full" data-testid="full-key">
+          {fullKey}
+        </code>
+        <CopyButton text={fullKey} label="Copy key" />
+      </div>
+      {onDone && (
+        <button type="button" className="button button-small" onClick={onDone}>
+          I have stored it — hide the key
+        </button>
+      )}
+    </div>
+  );
+}
+
+function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void }) {
+  const [renaming, setRenaming] = useState(false);
+  const [name, setName] = useState(apiKey.name);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const revoked = apiKey.status === 'revoked';
+
+  const change = async (body: { name?: string; status?: 'enabled' | 'disabled' }) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api(`/keys/${encodeURIComponent(apiKey.id)}`, { method: 'PATCH', body });
+      setRenaming(false);
+      onChanged();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const rename = (event: FormEvent) => {
+    event.preventDefault();
+    void change({ name });
+  };
+
+  return (
+    <li className={`key-item ${revoked ? 'key-item-revoked' : ''}`} data-testid="key-row">
+      <div className="key-main">
+        {renaming ? (
+          <form className="inline-form" onSubmit={rename}>
+            <label className="visually-hidden" htmlFor={`rename-${apiKey.id}`}>
+              New name for {apiKey.name}
+            </label>
+            <input id={`rename-${apiKey.id}`} value={name} onChange={(e) => setName(e.target.value)} maxLength={100} required autoFocus />
+            <button type="submit" className="button button-small button-primary" disabled={busy}>
+              Save
+            </button>
+            <button type="button" className="button button-small" onClick={() => setRenaming(false)}>
+              Cancel
+            </button>
+          </form>
+        ) : (
+          <p className="key-name">
+            {apiKey.name} <Badge tone={STATUS_TONE[apiKey.status]}>{statusLabel(apiKey.status)}</Badge>
+          </p>
+        )}
+        <p className="key-meta">
+          <code>{apiKey.prefix}…</code> · created {formatDateTime(apiKey.createdAt)} · {apiKey.lastUsedAt ? `last used ${formatDateTime(apiKey.lastUsedAt)}` : 'never used'}
+        </p>
+        <ErrorMessage error={error} />
+      </div>
+      {!revoked && (
+        <div className="key-actions">
+          {!renaming && (
+            <button type="button" className="button button-small" onClick={() => setRenaming(true)} aria-label={`Rename ${apiKey.name}`}>
+              Rename
+            </button>
+          )}
+          <button
+            type="button"
+            className="button button-small"
+            disabled={busy}
+            onClick={() => void change({ status: apiKey.status === 'enabled' ? 'disabled' : 'enabled' })}
+            aria-label={`${apiKey.status === 'enabled' ? 'Disable' : 'Enable'} ${apiKey.name}`}
+          >
+            {apiKey.status === 'enabled' ? 'Disable' : 'Enable'}
+          </button>
+          <ConfirmButton
+            label="Revoke"
+            confirmLabel="Revoke for good"
+            question={`Revoke “${apiKey.name}”? Programs using it stop working at once; this cannot be undone.`}
+            onConfirm={async () => {
+              setError(null);
+              try {
+                await api(`/keys/${encodeURIComponent(apiKey.id)}`, { method: 'DELETE' });
+                onChanged();
+              } catch (caught) {
+                setError(caught);
+              }
+            }}
+          />
+        </div>
+      )}
+    </li>
+  );
+}
+
+function CreateKey({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [fullKey, setFullKey] = useState<string | null>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const created = await api<{ fullKey: string }>('/keys', { method: 'POST', body: { name } });
+      setFullKey(created.fullKey);
+      setName('');
+      onCreated();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <form className="inline-form" onSubmit={submit}>
+        <label className="field field-inline">
+          <span className="field-label">Key name</span>
+          <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={100} placeholder="e.g. production server" />
+        </label>
+        <button type="submit" className="button button-primary" disabled={busy}>
+          {busy ? 'Creating…' : 'Create key'}
+        </button>
+      </form>
+      <ErrorMessage error={error} />
+      {fullKey && <KeyReveal fullKey={fullKey} onDone={() => setFullKey(null)} />}
+    </>
+  );
+}
+
+function CreateAgentKey({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [spendLimit, setSpendLimit] = useState('');
+  const [allowedApis, setAllowedApis] = useState('');
+  const [expiresAt, setExpiresAt] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [fullKey, setFullKey] = useState<string | null>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    const apis = allowedApis
+      .split(/[\s,]+/)
+      .map((id) => id.trim())
+      .filter(Boolean);
+    try {
+      const created = await api<{ fullKey: string }>('/agent-keys', {
+        method: 'POST',
+        body: {
+          name,
+          ...(spendLimit ? { spendLimit } : {}),
+          ...(apis.length ? { allowedApis: apis } : {}),
+          ...(expiresAt ? { expiresAt: new Date(expiresAt).toISOString() } : {}),
+        },
+      });
+      setFullKey(created.fullKey);
+      setName('');
+      setSpendLimit('');
+      setAllowedApis('');
+      setExpiresAt('');
+      onCreated();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <form className="form-grid" onSubmit={submit}>
+        <label className="field">
+          <span className="field-label">Name</span>
+          <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={100} placeholder="e.g. research agent" />
+        </label>
+        <label className="field">
+          <span className="field-label">Spending limit in dollars (optional)</span>
+          <input inputMode="decimal" value={spendLimit} onChange={(e) => setSpendLimit(e.target.value)} placeholder="e.g. 5.00" pattern="\d+(\.\d{1,6})?" />
+        </label>
+        <label className="field">
+          <span className="field-label">Allowed API ids (optional, comma separated)</span>
+          <input value={allowedApis} onChange={(e) => setAllowedApis(e.target.value)} placeholder="any API when empty" />
+        </label>
+        <label className="field">
+          <span className="field-label">Expires (optional)</span>
+          <input type="datetime-local" value={expiresAt} onChange={(e) => setExpiresAt(e.target.value)} />
+        </label>
+        <div className="form-actions">
+          <button type="submit" className="button button-primary" disabled={busy}>
+            {busy ? 'Creating…' : 'Create agent key'}
+          </button>
+        </div>
+      </form>
+      <ErrorMessage error={error} />
+      {fullKey && <KeyReveal fullKey={fullKey} onDone={() => setFullKey(null)} />}
+    </>
+  );
+}
+
+function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: () => void }) {
+  const [error, setError] = useState<unknown>(null);
+  const expired = agentKey.expiresAt !== null && new Date(agentKey.expiresAt).getTime() <= Date.now();
+  return (
+    <li className={`key-item ${agentKey.status === 'revoked' ? 'key-item-revoked' : ''}`} data-testid="agent-key-row">
+      <div className="key-main">
+        <p className="key-name">
+          {agentKey.name} <Badge tone={expired ? 'red' : STATUS_TONE[agentKey.status]}>{expired ? 'Expired' : statusLabel(agentKey.status)}</Badge>
+        </p>
+        <p className="key-meta">
+          <code>{agentKey.prefix}…</code> · spent {formatDollars(agentKey.spent)}
+          {agentKey.spendLimit === null ? ' · no spending limit' : ` of ${formatDollars(agentKey.spendLimit)}`} ·{' '}
+          {agentKey.allowedApis === null ? 'any API' : `only ${agentKey.allowedApis.join(', ')}`} ·{' '}
+          {agentKey.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatDateTime(agentKey.expiresAt)}` : 'never expires'}
+        </p>
+        {agentKey.spendLimit !== null && agentKey.spendLimit > 0 && (
+          <meter className="meter" min={0} max={agentKey.spendLimit} value={Math.min(agentKey.spent, agentKey.spendLimit)} aria-label={`Spent of limit for ${agentKey.name}`} />
+        )}
+        <ErrorMessage error={error} />
+      </div>
+      {agentKey.status !== 'revoked' && (
+        <div className="key-actions">
+          <ConfirmButton
+            label="Delete"
+            confirmLabel="Delete for good"
+            question={`Delete “${agentKey.name}”? The agent using it stops at once.`}
+            onConfirm={async () => {
+              setError(null);
+              try {
+                await api(`/agent-keys/${encodeURIComponent(agentKey.id)}`, { method: 'DELETE' });
+                onChanged();
+              } catch (caught) {
+                setError(caught);
+              }
+            }}
+          />
+        </div>
+      )}
+    </li>
+  );
+}
+
+export function KeysPage() {
+  const { expired } = useSession();
+  const keys = useApi<{ keys: KeyMeta[] }>('/keys', expired);
+  const agentKeys = useApi<{ agentKeys: AgentKey[] }>('/agent-keys', expired);
+
+  return (
+    <>
+      <PageHeader title="Keys" description="API keys for your programs, and agent keys with their own limits. A full key is shown only when it is created." />
+      <Card title="API keys">
+        <CreateKey onCreated={keys.reload} />
+        {keys.loading && !keys.data && <Spinner label="Loading keys" />}
+        <ErrorMessage error={keys.error} onRetry={keys.reload} />
+        {keys.data && keys.data.keys.length === 0 && <Empty title="No API keys yet">Create one above to call the API from your programs.</Empty>}
+        {keys.data && keys.data.keys.length > 0 && (
+          <ul className="key-list" aria-label="API keys">
+            {keys.data.keys.map((key) => (
+              <KeyRow key={key.id} apiKey={key} onChanged={keys.reload} />
+            ))}
+          </ul>
+        )}
+      </Card>
+      <Card title="Agent keys">
+        <p className="muted">Agent keys can use the directory, the proxy and cookbooks, but cannot manage keys, connections or funds.</p>
+        <CreateAgentKey onCreated={agentKeys.reload} />
+        {agentKeys.loading && !agentKeys.data && <Spinner label="Loading agent keys" />}
+        <ErrorMessage error={agentKeys.error} onRetry={agentKeys.reload} />
+        {agentKeys.data && agentKeys.data.agentKeys.length === 0 && <Empty title="No agent keys yet">Give each agent its own key with a spending limit.</Empty>}
+        {agentKeys.data && agentKeys.data.agentKeys.length > 0 && (
+          <ul className="key-list" aria-label="Agent keys">
+            {agentKeys.data.agentKeys.map((key) => (
+              <AgentKeyRow key={key.id} agentKey={key} onChanged={agentKeys.reload} />
+            ))}
+          </ul>
+        )}
+      </Card>
+    </>
+  );
+}
+

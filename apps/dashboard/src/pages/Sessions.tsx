@@ -1,0 +1,257 @@
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { api, ApiError } from '../api';
+import { formatDateTime, formatRelative, statusLabel } from '../format';
+import { useInterval, useSessionStreams, type SessionEvent } from '../live';
+import { Link } from '../router';
+import { temporalUiUrl, useSession } from '../session';
+import { ACTIVE_STATUSES, readRecentSessions, rememberSessions, type HumanStep, type Session, type SessionDetail } from '../sessions-data';
+import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+import { HumanStepCard } from './Inbox';
+
+const STATUS_TONE: Record<string, 'green' | 'grey' | 'red' | 'amber' | 'blue'> = {
+  running: 'blue',
+  waiting_for_human: 'amber',
+  completed: 'green',
+  failed: 'red',
+  cancelled: 'grey',
+  expired: 'red',
+};
+
+export function StatusBadge({ status }: { status: string }) {
+  return <Badge tone={STATUS_TONE[status] ?? 'grey'}>{statusLabel(status)}</Badge>;
+}
+
+function Progress({ progress }: { progress: { completed: number; total: number } }) {
+  return (
+    <span className="progress">
+      <progress max={Math.max(progress.total, 1)} value={progress.completed} aria-label={`${progress.completed} of ${progress.total} steps done`} />
+      <span className="small muted">
+        {progress.completed} of {progress.total} steps
+      </span>
+    </span>
+  );
+}
+
+export function workflowUrl(sessionId: string): string | null {
+  const base = temporalUiUrl();
+  return base ? `${base}/namespaces/default/workflows/cookbook-session-${encodeURIComponent(sessionId)}` : null;
+}
+
+function SessionTable({ sessions, label }: { sessions: (Session & { cookbookTitle?: string })[]; label: string }) {
+  return (
+    <div className="table-scroll">
+      <table className="table" aria-label={label}>
+        <thead>
+          <tr>
+            <th scope="col">Cookbook</th>
+            <th scope="col">Status</th>
+            <th scope="col">Progress</th>
+            <th scope="col">Updated</th>
+          </tr>
+        </thead>
+        <tbody>
+          {sessions.map((session) => (
+            <tr key={session.sessionId} data-testid="session-row">
+              <td>
+                <Link href={`/sessions/${encodeURIComponent(session.sessionId)}`}>{session.cookbookTitle ?? session.cookbookId}</Link>
+                <div className="small muted mono">{session.sessionId}</div>
+              </td>
+              <td>
+                <StatusBadge status={session.status} />
+              </td>
+              <td>
+                <Progress progress={session.progress} />
+              </td>
+              <td>{formatRelative(session.updatedAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function SessionsPage() {
+  const { expired, account } = useSession();
+  const active = useApi<{ sessions: Session[] }>('/cookbooks/sessions?limit=200', expired);
+  const [recent, setRecent] = useState<SessionDetail[] | null>(null);
+  useInterval(active.reload, 5000);
+
+  const activeIds = useMemo(() => new Set(active.data?.sessions.map((s) => s.sessionId) ?? []), [active.data]);
+  useEffect(() => {
+    if (!active.data) return;
+    rememberSessions(account.id, [...activeIds]);
+    const ids = readRecentSessions(account.id).filter((id) => !activeIds.has(id));
+    Promise.all(
+      ids.map((id) =>
+        api<{ session: SessionDetail }>(`/cookbooks/sessions/${encodeURIComponent(id)}`)
+          .then((body) => body.session)
+          .catch(() => null),
+      ),
+    ).then((sessions) => setRecent(sessions.filter((s): s is SessionDetail => s !== null)));
+  }, [active.data, activeIds, account.id]);
+
+  return (
+    <>
+      <PageHeader title="Sessions" description="Cookbook sessions: guided procedures your agents run step by step." />
+      <Card title="Active">
+        {active.loading && !active.data && <Spinner label="Loading sessions" />}
+        <ErrorMessage error={active.error} onRetry={active.reload} />
+        {active.data && active.data.sessions.length === 0 && <Empty title="No active sessions">An agent starts one with POST /api/v1/cookbooks/{'{id}'}/start.</Empty>}
+        {active.data && active.data.sessions.length > 0 && <SessionTable sessions={active.data.sessions} label="Active sessions" />}
+      </Card>
+      <Card title="Recent">
+        {recent === null ? (
+          <Spinner label="Loading recent sessions" />
+        ) : recent.length === 0 ? (
+          <Empty title="No recent sessions">Sessions you have opened here stay listed after they end.</Empty>
+        ) : (
+          <SessionTable sessions={recent} label="Recent sessions" />
+        )}
+      </Card>
+    </>
+  );
+}
+
+const EVENT_TEXT: Record<string, string> = {
+  'session.started': 'Session started',
+  'step.started': 'Step started',
+  'step.completed': 'Step completed',
+  'human_step.pending': 'Waiting for a person',
+  'human_step.reminder': 'Reminder sent',
+  'human_step.completed': 'Completed by a person',
+  'session.completed': 'Session completed',
+  'session.failed': 'Session failed',
+  'session.expired': 'Session expired',
+  'session.cancelled': 'Session cancelled',
+};
+
+function eventSentence(event: SessionEvent): string {
+  const title = typeof event.data.title === 'string' ? `: ${event.data.title}` : '';
+  const reason = typeof event.data.reason === 'string' ? ` (${event.data.reason})` : '';
+  return `${EVENT_TEXT[event.name] ?? event.name}${title}${reason}`;
+}
+
+export function SessionDetailPage({ sessionId }: { sessionId: string }) {
+  const { expired, account } = useSession();
+  const detail = useApi<{ session: SessionDetail }>(`/cookbooks/sessions/${encodeURIComponent(sessionId)}`, expired);
+  const [events, setEvents] = useState<(SessionEvent & { at: number })[]>([]);
+  const [humanSteps, setHumanSteps] = useState<HumanStep[]>([]);
+  const { reload } = detail;
+  const session = detail.data?.session;
+
+  const loadHumanSteps = useCallback(() => {
+    api<{ humanSteps: HumanStep[] }>(`/cookbooks/sessions/${encodeURIComponent(sessionId)}/human-steps`)
+      .then((body) => setHumanSteps(body.humanSteps))
+      .catch(() => setHumanSteps([]));
+  }, [sessionId]);
+  useEffect(loadHumanSteps, [loadHumanSteps]);
+  useEffect(() => {
+    if (session) rememberSessions(account.id, [session.sessionId]);
+  }, [session, account.id]);
+
+  const streams = useSessionStreams(detail.data ? [sessionId] : [], (event) => {
+    setEvents((previous) => (previous.some((e) => e.id === event.id && event.id !== '') ? previous : [...previous, { ...event, at: Date.now() }]));
+    reload();
+    if (event.name.startsWith('human_step.') || event.name.startsWith('session.')) loadHumanSteps();
+  });
+  const stream = streams[sessionId];
+  const link = workflowUrl(sessionId);
+  const notFound = detail.error instanceof ApiError && detail.error.status === 404;
+
+  return (
+    <>
+      <PageHeader
+        title={session?.cookbookTitle ?? 'Session'}
+        description={
+          <>
+            Session <span className="mono">{sessionId}</span>
+          </>
+        }
+        actions={
+          link ? (
+            <a className="button" href={link} target="_blank" rel="noreferrer noopener">
+              Open workflow in Temporal UI
+            </a>
+          ) : null
+        }
+      />
+      <p>
+        <Link href="/sessions">← All sessions</Link>
+      </p>
+      {detail.loading && !detail.data && <Spinner label="Loading the session" />}
+      {notFound ? <Empty title="No such session">It does not exist or belongs to another account.</Empty> : <ErrorMessage error={detail.error} onRetry={reload} />}
+      {session && (
+        <>
+          <Card title="Status">
+            <dl className="facts">
+              <div>
+                <dt>Status</dt>
+                <dd data-testid="session-status">
+                  <StatusBadge status={session.status} />
+                </dd>
+              </div>
+              <div>
+                <dt>Progress</dt>
+                <dd>
+                  <Progress progress={session.progress} />
+                </dd>
+              </div>
+              <div>
+                <dt>Started</dt>
+                <dd>{formatDateTime(session.startedAt)}</dd>
+              </div>
+              <div>
+                <dt>Updated</dt>
+                <dd>{formatDateTime(session.updatedAt)}</dd>
+              </div>
+              <div>
+                <dt>APIs</dt>
+                <dd>
+                  {Object.entries(session.selectedApis).length === 0
+                    ? 'None'
+                    : Object.entries(session.selectedApis).map(([slot, apiId]) => (
+                        <span key={slot} className="chip">
+                          {slot}: <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>
+                        </span>
+                      ))}
+                </dd>
+              </div>
+            </dl>
+          </Card>
+          {humanSteps.map((step) => (
+            <HumanStepCard key={step.stepId} step={step} showSession={false} onCompleted={() => loadHumanSteps()} />
+          ))}
+          <Card title="Steps">
+            <ol className="steps">
+              {session.steps.map((step) => (
+                <li key={step.stepId} className={`step step-${step.status}`} data-testid="session-step">
+                  <span className="step-title">
+                    {step.title} {step.kind === 'human' && <Badge tone="blue">Person</Badge>}
+                  </span>
+                  <span className="small muted">
+                    {statusLabel(step.status)}
+                    {step.completedAt ? ` · ${formatDateTime(step.completedAt)}` : ''}
+                  </span>
+                </li>
+              ))}
+            </ol>
+          </Card>
+          <Card title="Event history" actions={<span className="small muted">{ACTIVE_STATUSES.has(session.status) ? (stream === 'live' ? 'Live' : 'Connecting…') : 'Session ended'}</span>}>
+            {events.length === 0 ? (
+              <Empty title="No events received yet" />
+            ) : (
+              <ol className="events" data-testid="session-events">
+                {events.map((event, index) => (
+                  <li key={`${event.id}-${index}`}>
+                    <span>{eventSentence(event)}</span>
+                  </li>
+                ))}
+              </ol>
+            )}
+          </Card>
+        </>
+      )}
+    </>
+  );
+}

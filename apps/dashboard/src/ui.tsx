@@ -1,0 +1,176 @@
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import { api, describeError, isUnauthenticated } from './api';
+
+export function Spinner({ label = 'Loading' }: { label?: string }) {
+  return (
+    <p className="loading" role="status">
+      <span className="spinner" aria-hidden="true" /> {label}…
+    </p>
+  );
+}
+
+export function ErrorMessage({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+  if (!error) return null;
+  return (
+    <div className="alert alert-error" role="alert">
+      <p>{describeError(error)}</p>
+      {onRetry && (
+        <button type="button" className="button button-small" onClick={onRetry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Notice({ children, tone = 'info' }: { children: ReactNode; tone?: 'info' | 'success' | 'warning' }) {
+  return (
+    <div className={`alert alert-${tone}`} role={tone === 'success' ? 'status' : undefined}>
+      {children}
+    </div>
+  );
+}
+
+export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty">
+      <p className="empty-title">{title}</p>
+      {children && <div className="empty-body">{children}</div>}
+    </div>
+  );
+}
+
+export function Badge({ tone, children }: { tone: 'green' | 'grey' | 'red' | 'amber' | 'blue'; children: ReactNode }) {
+  return <span className={`badge badge-${tone}`}>{children}</span>;
+}
+
+export function Card({ title, actions, children, className }: { title?: ReactNode; actions?: ReactNode; children: ReactNode; className?: string }) {
+  return (
+    <section className={`card ${className ?? ''}`}>
+      {(title || actions) && (
+        <header className="card-header">
+          {title && <h2>{title}</h2>}
+          {actions && <div className="card-actions">{actions}</div>}
+        </header>
+      )}
+      {children}
+    </section>
+  );
+}
+
+export function PageHeader({ title, description, actions }: { title: string; description?: ReactNode; actions?: ReactNode }) {
+  useEffect(() => {
+    document.title = `${title} · Service dashboard`;
+  }, [title]);
+  return (
+    <header className="page-header">
+      <div>
+        <h1>{title}</h1>
+        {description && <p className="muted">{description}</p>}
+      </div>
+      {actions && <div className="page-actions">{actions}</div>}
+    </header>
+  );
+}
+
+/** Copies text to the clipboard, falling back to selecting it when the clipboard is unavailable. */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied('yes');
+    } catch {
+      setCopied('failed');
+    }
+  };
+  return (
+    <button type="button" className="button button-small" onClick={copy} aria-live="polite">
+      {copied === 'yes' ? 'Copied' : copied === 'failed' ? 'Select and copy manually' : label}
+    </button>
+  );
+}
+
+export interface Loaded<T> {
+  data: T | null;
+  error: unknown;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** GETs an API path and keeps the latest answer; a 401 signs the person out. */
+export function useApi<T>(path: string | null, onUnauthenticated?: () => void): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: path !== null });
+  const [version, setVersion] = useState(0);
+  const signOut = useRef(onUnauthenticated);
+  signOut.current = onUnauthenticated;
+  useEffect(() => {
+    if (path === null) return;
+    const controller = new AbortController();
+    setState((previous) => ({ ...previous, loading: true, error: null }));
+    api<T>(path, { signal: controller.signal })
+      .then((data) => setState({ data, error: null, loading: false }))
+      .catch((error: unknown) => {
+        if ((error as Error).name === 'AbortError') return;
+        if (isUnauthenticated(error)) signOut.current?.();
+        setState((previous) => ({ data: previous.data, error, loading: false }));
+      });
+    return () => controller.abort();
+  }, [path, version]);
+  const reload = useCallback(() => setVersion((v) => v + 1), []);
+  return { ...state, reload };
+}
+
+/** Asks before a destructive action, inline (no browser dialog), and keeps focus inside. */
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  question,
+  onConfirm,
+  disabled,
+}: {
+  label: string;
+  confirmLabel: string;
+  question: string;
+  onConfirm: () => Promise<void> | void;
+  disabled?: boolean;
+}) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) confirmRef.current?.focus();
+  }, [asking]);
+  if (!asking) {
+    return (
+      <button type="button" className="button button-small button-danger-outline" onClick={() => setAsking(true)} disabled={disabled}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <span className="confirm" role="group" aria-label={question}>
+      <span className="confirm-question">{question}</span>
+      <button
+        ref={confirmRef}
+        type="button"
+        className="button button-small button-danger"
+        disabled={busy}
+        onClick={async () => {
+          setBusy(true);
+          try {
+            await onConfirm();
+          } finally {
+            setBusy(false);
+            setAsking(false);
+          }
+        }}
+      >
+        {confirmLabel}
+      </button>
+      <button type="button" className="button button-small" onClick={() => setAsking(false)} disabled={busy}>
+        Cancel
+      </button>
+    </span>
+  );
+}

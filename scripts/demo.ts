@@ -1,0 +1,468 @@
+// `npm run demo`: an agent's walk through the whole platform, against the stack `npm run up` runs.
+//
+// It starts a small example upstream on 127.0.0.1 (a weather forecast and an SMS sender), registers
+// it as two APIs with the operator CLI (`npm run api -- add`), then, as an agent: registers, discovers
+// an API, reads its instructions, calls it through the metered proxy, runs the weather-alert-sms
+// cookbook session (following its server-sent events), lets a person complete the human step through
+// the dashboard's login, and reads usage and balance. Every step prints what it did and the key
+// fields of the answer; no full key, password or session cookie is ever printed. Any failed step
+// stops the demo with exit code 1 and says what went wrong.
+//
+// Settings (environment or .env): DEMO_BASE_URL (default PUBLIC_URL, else http://127.0.0.1:$PORT,
+// else :3000); DATABASE_URL for the operator CLI (scripts/run.sh derives it from PGDATABASE).
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const BASE = (process.env.DEMO_BASE_URL ?? process.env.PUBLIC_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`).replace(/\/+$/, '');
+const API = `${BASE}/api/v1`;
+const WEATHER_API = 'demo-weather';
+const SMS_API = 'demo-sms';
+const COOKBOOK = 'weather-alert-sms';
+const tty = process.stdout.isTTY;
+const bold = (text: string) => (tty ? `\x1b[1m${text}\x1b[0m` : text);
+const dim = (text: string) => (tty ? `\x1b[2m${text}\x1b[0m` : text);
+
+class DemoError extends Error {}
+
+let stepNo = 0;
+function step(title: string) {
+  stepNo += 1;
+  console.log(`\n${bold(`${String(stepNo).padStart(2)}. ${title}`)}`);
+}
+const show = (label: string, value: unknown) => console.log(`    ${label.padEnd(18)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+const note = (text: string) => console.log(`    ${dim(text)}`);
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers: every call checks its status and fails the demo with the answer it got.
+
+interface Answer<T> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+async function call<T = Record<string, unknown>>(
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: unknown; expect?: number } = {},
+): Promise<Answer<T>> {
+  const url = path.startsWith('http') ? path : `${API}${path}`;
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  let response: Response;
+  try {
+    response = await fetch(url, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  } catch (error) {
+    throw new DemoError(`${method} ${url} could not connect (${(error as Error).cause ?? (error as Error).message}). Is the stack running? Start it with \`npm run up\` in another terminal.`);
+  }
+  const text = await response.text();
+  let body: unknown = text;
+  if ((response.headers.get('content-type') ?? '').includes('json')) body = JSON.parse(text);
+  const expected = options.expect ?? 200;
+  if (response.status !== expected) {
+    throw new DemoError(`${method} ${path} answered ${response.status}, expected ${expected}: ${text.slice(0, 600)}`);
+  }
+  return { status: response.status, headers: response.headers, body: body as T };
+}
+
+const costHeaders = (headers: Headers) =>
+  `cost $${headers.get('x-service-cost') ?? '?'}, balance after $${headers.get('x-service-balance') ?? '?'}`;
+
+// ---------------------------------------------------------------------------------------------
+// The example upstream: what a third-party weather and SMS provider would answer.
+
+interface ExampleUpstream {
+  server: Server;
+  port: number;
+  sent: { to: string; text: string }[];
+  requests: number;
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function startExampleUpstream(): Promise<ExampleUpstream> {
+  const upstream: ExampleUpstream = { server: createServer(), port: 0, sent: [], requests: 0 };
+  upstream.server.on('request', (request, response) => {
+    upstream.requests += 1;
+    const url = new URL(request.url ?? '/', 'http://upstream');
+    const reply = (status: number, body: unknown) => {
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(body));
+    };
+    void (async () => {
+      if (request.method === 'GET' && url.pathname === '/weather/forecast') {
+        const city = url.searchParams.get('city') ?? 'Oslo';
+        return reply(200, {
+          location: { name: city, lat: 59.91, lon: 10.75 },
+          hours: [
+            { at: '2026-11-22T18:00:00Z', windMs: 24, rainMm: 12 },
+            { at: '2026-11-22T21:00:00Z', windMs: 31, rainMm: 18 },
+          ],
+          alerts: [{ title: 'Storm warning: gusts up to 31 m/s', severity: 'severe', expires: '2026-11-23T06:00:00Z' }],
+        });
+      }
+      if (request.method === 'POST' && url.pathname === '/sms/messages') {
+        const body = JSON.parse((await readBody(request)) || '{}') as { to?: string[]; text?: string };
+        const ids = (body.to ?? []).map((to) => {
+          upstream.sent.push({ to, text: body.text ?? '' });
+          return `msg_${randomBytes(6).toString('hex')}`;
+        });
+        return reply(201, { messageIds: ids });
+      }
+      return reply(404, { error: `no route ${request.method} ${url.pathname}` });
+    })().catch((error: unknown) => reply(500, { error: String(error) }));
+  });
+  await new Promise<void>((resolve) => upstream.server.listen(0, '127.0.0.1', resolve));
+  upstream.port = (upstream.server.address() as AddressInfo).port;
+  return upstream;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator CLI: the supported way to add an API (it writes DATABASE_URL, the stack's database).
+
+async function operatorCli(args: string[]): Promise<{ ok: boolean; out: string }> {
+  try {
+    const { stdout, stderr } = await run('npx', ['tsx', 'db/src/cli/api.ts', ...args], { cwd: process.cwd(), env: process.env });
+    return { ok: true, out: `${stdout}${stderr}` };
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string; message: string };
+    return { ok: false, out: `${failed.stdout ?? ''}${failed.stderr ?? ''}` || failed.message };
+  }
+}
+
+async function registerUpstreamApi(id: string, name: string, baseUrl: string, price: string, category: string, description: string) {
+  const shown = await operatorCli(['show', '--id', id]);
+  const args = shown.ok
+    ? ['update', '--id', id, '--base-url', baseUrl, '--price', price]
+    : ['add', '--id', id, '--name', name, '--base-url', baseUrl, '--price', price, '--auth', 'none', '--category', category, '--description', description];
+  const result = await operatorCli(args);
+  if (!result.ok) throw new DemoError(`npm run api -- ${args.slice(0, 3).join(' ')} failed:\n${result.out.trim()}`);
+  show(`npm run api -- ${args[0]}`, `${id} -> ${baseUrl} at $${price} a call`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server-sent events: a reader in the background that prints each event as it arrives.
+
+interface SseEvent {
+  id: string;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+function followEvents(path: string, headers: Record<string, string>) {
+  const events: SseEvent[] = [];
+  const waiters: { name: string; resolve: (event: SseEvent) => void }[] = [];
+  const controller = new AbortController();
+  const done = (async () => {
+    const response = await fetch(`${API}${path}`, { headers: { ...headers, accept: 'text/event-stream' }, signal: controller.signal });
+    if (response.status !== 200 || !response.body) throw new DemoError(`GET ${path} answered ${response.status}: ${await response.text()}`);
+    show('stream open', `${response.headers.get('content-type')}`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of response.body) {
+      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const fields = new Map<string, string>();
+        for (const line of frame.split('\n')) {
+          if (line.startsWith(':') || !line.includes(':')) continue;
+          const colon = line.indexOf(':');
+          fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
+        }
+        if (!fields.has('event')) continue;
+        const event = { id: fields.get('id') ?? '', event: fields.get('event')!, data: JSON.parse(fields.get('data') ?? '{}') as Record<string, unknown> };
+        events.push(event);
+        const detail = [event.data.stepId, event.data.kind, event.data.progress ? JSON.stringify(event.data.progress) : undefined].filter(Boolean).join(' ');
+        console.log(`    ${dim('event')} id=${event.id.padEnd(5)} ${event.event.padEnd(21)} ${detail}`);
+        for (const waiter of waiters.filter((w) => w.name === event.event)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(event);
+        }
+      }
+    }
+    return events;
+  })();
+  done.catch(() => undefined);
+  return {
+    events,
+    done,
+    close: () => controller.abort(),
+    /** Resolves with the first event of that name (already seen or still to come). */
+    waitFor(name: string, timeoutMs = 15000): Promise<SseEvent> {
+      const seen = events.find((event) => event.event === name);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new DemoError(`no "${name}" event on the session's stream within ${timeoutMs / 1000}s (is the Temporal worker running?)`)), timeoutMs);
+        waiters.push({ name, resolve: (event) => (clearTimeout(timer), resolve(event)) });
+      });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Session {
+  sessionId: string;
+  status: string;
+  currentStep: string | null;
+  progress: { completed: number; total: number };
+}
+interface StepBody {
+  step: { stepId: string; title: string; kind: string; instructions: string; completedBy: string };
+}
+
+async function main() {
+  console.log(bold(`Agent API platform demo against ${BASE}`));
+  const health = await call<{ status: string; checks: Record<string, string> }>('GET', '/health');
+  if (health.body.status !== 'healthy') throw new DemoError(`the stack is not healthy: ${JSON.stringify(health.body)}`);
+  note(`health: ${health.body.status} ${JSON.stringify(health.body.checks)}`);
+
+  // -- operator preparation ------------------------------------------------------------------
+  step('Operator: start a local example upstream and register it with the operator CLI');
+  const upstream = await startExampleUpstream();
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  show('example upstream', `${upstreamUrl} (GET /weather/forecast, POST /sms/messages)`);
+  try {
+    await registerUpstreamApi(WEATHER_API, 'Demo Weather', `${upstreamUrl}/weather`, '0.002', 'weather', 'Example forecast and severe-weather alerts for a city (the demo upstream).');
+    await registerUpstreamApi(SMS_API, 'Demo SMS', `${upstreamUrl}/sms`, '0.003', 'messaging', 'Example SMS sender: send text messages to phone numbers (the demo upstream).');
+    await walk(upstream);
+  } finally {
+    upstream.server.closeAllConnections();
+    upstream.server.close();
+  }
+}
+
+async function walk(upstream: ExampleUpstream) {
+  // -- 1. register -----------------------------------------------------------------------------
+  step('Register an account (POST /register)');
+  const email = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
+  const password = `demo ${randomBytes(12).toString('base64url')}`;
+  const registered = await call<{ account: { id: string; email: string }; key: { id: string; prefix: string }; fullKey: string; balance: number }>(
+    'POST',
+    '/register',
+    { body: { email, password }, expect: 201 },
+  ).catch((error: unknown) => {
+    if (error instanceof DemoError && / 429,/.test(error.message)) {
+      throw new DemoError(`${error.message}\nRegistration is rate limited per address (RATE_LIMIT_REGISTER_MAX a window); wait, or start the stack with a higher RATE_LIMIT_REGISTER_MAX.`);
+    }
+    throw error;
+  });
+  const key = registered.body.fullKey;
+  const auth = { authorization: `Bearer ${key}` };
+  show('account', `${registered.body.account.id} (${registered.body.account.email})`);
+  show('API key', `${registered.body.key.prefix}... (id ${registered.body.key.id}; the full key is shown once and kept by the agent)`);
+  show('sign-up credit', `$${registered.body.balance}`);
+
+  // -- 2. discover -----------------------------------------------------------------------------
+  step('Discover an API for the job (GET /discover?q=...)');
+  const query = 'weather forecast with severe weather alerts';
+  const discovered = await call<{ results: { api: { id: string; name: string; pricePerCall: number }; score: number }[] }>(
+    'GET',
+    `/discover?q=${encodeURIComponent(query)}`,
+  );
+  show('query', query);
+  for (const result of discovered.body.results.slice(0, 5)) {
+    note(`${result.score.toFixed(3).padStart(6)}  ${result.api.id.padEnd(36)} $${result.api.pricePerCall}/call  ${result.api.name}`);
+  }
+  const rank = discovered.body.results.findIndex((result) => result.api.id === WEATHER_API);
+  show('chosen', `${WEATHER_API} (${rank >= 0 ? `result #${rank + 1}` : 'the operator\'s local example; the catalog APIs need the internet'})`);
+
+  // -- 3. instructions -------------------------------------------------------------------------
+  step(`Read its instructions (GET /apis/${WEATHER_API}/instructions, paid)`);
+  const instructions = await call<{ instructions: string }>('GET', `/apis/${WEATHER_API}/instructions`, { headers: auth });
+  show('charged', costHeaders(instructions.headers));
+  const lines = instructions.body.instructions.split('\n').filter((line) => line.trim() !== '');
+  show('instructions', `${instructions.body.instructions.length} characters of markdown, starting:`);
+  for (const line of lines.slice(0, 3)) note(line.slice(0, 110));
+
+  // -- 4. proxied call -------------------------------------------------------------------------
+  step(`Call it through the metered proxy (GET /proxy/${WEATHER_API}/forecast?city=Oslo)`);
+  const before = upstream.requests;
+  const proxied = await call<{ location: { name: string; lat: number; lon: number }; alerts: { title: string; severity: string; expires: string }[] }>(
+    'GET',
+    `/proxy/${WEATHER_API}/forecast?city=Oslo`,
+    { headers: { ...auth, 'x-max-cost': '0.01' } },
+  ).catch((error: unknown) => {
+    if (error instanceof DemoError && /private_upstream/.test(error.message)) {
+      throw new DemoError(
+        `${error.message}\nThe running edge refuses loopback upstreams. \`npm run up\` allows them outside production unless ALLOW_PRIVATE_UPSTREAMS=false is set (environment or .env); restart the edge with ALLOW_PRIVATE_UPSTREAMS=true (development only, never in production).`,
+      );
+    }
+    throw error;
+  });
+  if (upstream.requests !== before + 1) throw new DemoError('the proxied call did not reach the example upstream');
+  show('status', `${proxied.status}, X-Service-Api: ${proxied.headers.get('x-service-api')}`);
+  show('charged', costHeaders(proxied.headers));
+  show('forecast', `${proxied.body.location.name}: ${proxied.body.alerts.map((alert) => `${alert.title} (${alert.severity})`).join('; ')}`);
+
+  // -- 5. cookbook session ---------------------------------------------------------------------
+  step(`Find a cookbook and start a session (GET /cookbooks?q=sms, GET /cookbooks/${COOKBOOK}, POST .../start)`);
+  const found = await call<{ cookbooks: { id: string; title: string; stepCount: number; humanSteps: number }[] }>('GET', '/cookbooks?q=sms');
+  for (const cookbook of found.body.cookbooks) note(`${cookbook.id.padEnd(28)} ${cookbook.stepCount} steps (${cookbook.humanSteps} human)  ${cookbook.title}`);
+  const details = await call<{ cookbook: { slots: { name: string; required: boolean; category: string }[]; steps: { stepId: string; kind: string }[] } }>(
+    'GET',
+    `/cookbooks/${COOKBOOK}`,
+    { headers: auth },
+  );
+  show('details charged', costHeaders(details.headers));
+  show('slots', details.body.cookbook.slots.map((slot) => `${slot.name}${slot.required ? '*' : ''} (${slot.category})`).join(', '));
+  show('steps', details.body.cookbook.steps.map((s) => `${s.stepId} [${s.kind}]`).join(' -> '));
+  const selectedApis = { weather: WEATHER_API, sms: SMS_API };
+  const idempotencyKey = `demo-${randomBytes(8).toString('hex')}`;
+  const started = await call<{ session: Session }>('POST', `/cookbooks/${COOKBOOK}/start`, {
+    headers: { ...auth, 'idempotency-key': idempotencyKey },
+    body: { selectedApis },
+    expect: 201,
+  });
+  const session = started.body.session;
+  const sessionPath = `/cookbooks/sessions/${session.sessionId}`;
+  show('session', `${session.sessionId} status=${session.status} currentStep=${session.currentStep} progress=${session.progress.completed}/${session.progress.total}`);
+  show('selectedApis', selectedApis);
+  const replay = await call<{ session: Session }>('POST', `/cookbooks/${COOKBOOK}/start`, {
+    headers: { ...auth, 'idempotency-key': idempotencyKey },
+    body: { selectedApis },
+    expect: 201,
+  });
+  if (replay.body.session.sessionId !== session.sessionId) throw new DemoError('a replayed Idempotency-Key started another session');
+  show('retry, same key', `same session, Idempotent-Replayed: ${replay.headers.get('idempotent-replayed')}`);
+  note(`operators: ${process.env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233'}/namespaces/default/workflows/cookbook-session-${session.sessionId}`);
+
+  // -- 6. events -------------------------------------------------------------------------------
+  step(`Follow the session's events (GET ${sessionPath}/events, server-sent events)`);
+  const stream = followEvents(`${sessionPath}/events`, auth);
+  await stream.waitFor('step.started');
+
+  // -- 7. agent steps --------------------------------------------------------------------------
+  step('Complete the agent steps (GET .../step, POST .../complete-step)');
+  const first = await call<StepBody>('GET', `${sessionPath}/step`, { headers: auth });
+  show('current step', `${first.body.step.stepId} [${first.body.step.kind}] ${first.body.step.title}`);
+  note(first.body.step.instructions.slice(0, 160) + '...');
+  const forecastResult = {
+    location: proxied.body.location,
+    severe: proxied.body.alerts.some((alert) => alert.severity === 'severe'),
+    alerts: proxied.body.alerts,
+  };
+  type Completed = { session: Session; nextStep: StepBody['step'] | null };
+  let completed = await call<Completed>('POST', `${sessionPath}/complete-step`, {
+    headers: auth,
+    body: { stepId: first.body.step.stepId, resultData: forecastResult },
+  });
+  show('completed', `${first.body.step.stepId} -> next ${completed.body.nextStep?.stepId} (progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total})`);
+  const draft = { message: 'Storm warning for Oslo tonight from 18:00, gusts to 31 m/s. Stay indoors, secure loose objects.', recipients: ['+4712345678', '+4798765432'] };
+  const invalid = await call<{ code: string; error: string }>('POST', `${sessionPath}/complete-step`, {
+    headers: auth,
+    body: { stepId: 'draft-message', resultData: { message: draft.message, recipients: ['12345'] } },
+    expect: 400,
+  });
+  show('bad resultData', `400 ${invalid.body.code}: ${invalid.body.error}`);
+  completed = await call<Completed>('POST', `${sessionPath}/complete-step`, { headers: auth, body: { stepId: 'draft-message', resultData: draft } });
+  show('completed', `draft-message -> next ${completed.body.nextStep?.stepId} [${completed.body.nextStep?.kind}], status ${completed.body.session.status}`);
+
+  // -- 8. the pending human step ---------------------------------------------------------------
+  step('The human step waits for a person (GET /me/human-steps; an API key gets 403)');
+  await stream.waitFor('human_step.pending');
+  const inbox = await call<{ humanSteps: { sessionId: string; stepId: string; title: string; cookbookTitle: string; expiresAt: string; remindAt: string }[] }>(
+    'GET',
+    '/me/human-steps',
+    { headers: auth },
+  );
+  const pending = inbox.body.humanSteps.find((h) => h.sessionId === session.sessionId);
+  if (!pending) throw new DemoError(`GET /me/human-steps does not list the session's human step: ${JSON.stringify(inbox.body)}`);
+  show('pending', `${pending.stepId}: ${pending.title} (${pending.cookbookTitle})`);
+  show('reminder / expiry', `${pending.remindAt} / ${pending.expiresAt}`);
+  const refused = await call<{ code: string }>('POST', `${sessionPath}/complete-step`, {
+    headers: auth,
+    body: { stepId: pending.stepId, resultData: { approved: true } },
+    expect: 403,
+  });
+  show('with the API key', `403 ${refused.body.code} (a person completes human steps)`);
+
+  // -- 9. a person completes it ----------------------------------------------------------------
+  step('A person signs in to the dashboard (POST /api/auth/login) and approves it');
+  const login = await call<{ account: { email: string }; csrfToken: string; expiresAt: string }>('POST', `${BASE}/api/auth/login`, { body: { email, password } });
+  const cookies = new Map(
+    login.headers.getSetCookie().map((cookie) => {
+      const [pair] = cookie.split(';');
+      const at = pair!.indexOf('=');
+      return [pair!.slice(0, at), pair!.slice(at + 1)] as const;
+    }),
+  );
+  if (!cookies.get('session') || !cookies.get('csrf_token')) throw new DemoError('the login set no session and csrf_token cookies');
+  show('signed in', `${login.body.account.email}, cookies: ${[...cookies.keys()].join(', ')} (values not shown), until ${login.body.expiresAt}`);
+  const browser = { cookie: `session=${cookies.get('session')}; csrf_token=${cookies.get('csrf_token')}` };
+  const seen = await call<{ humanSteps: { sessionId: string }[] }>('GET', '/me/human-steps', { headers: browser });
+  show('inbox (cookie)', `${seen.body.humanSteps.length} pending human step(s)`);
+  const approval = { approved: true, note: 'Wording is clear. Approved from the dashboard.' };
+  completed = await call<Completed>('POST', `${sessionPath}/complete-step`, {
+    headers: { ...browser, origin: new URL(BASE).origin, 'x-csrf-token': login.body.csrfToken },
+    body: { stepId: pending.stepId, resultData: approval },
+  }).catch((error: unknown) => {
+    if (error instanceof DemoError && /csrf_failed/.test(error.message)) {
+      throw new DemoError(`${error.message}\nThe Origin (${new URL(BASE).origin}) must be the edge's PUBLIC_URL origin; set DEMO_BASE_URL to it.`);
+    }
+    throw error;
+  });
+  show('approved', `${pending.stepId} -> next ${completed.body.nextStep?.stepId}, status ${completed.body.session.status}`);
+  await stream.waitFor('human_step.completed');
+
+  // -- 10. the last agent step -----------------------------------------------------------------
+  step(`The agent sends the approved SMS through the proxy (POST /proxy/${SMS_API}/messages) and completes the session`);
+  const sms = await call<{ messageIds: string[] }>('POST', `/proxy/${SMS_API}/messages`, {
+    headers: auth,
+    body: { to: draft.recipients, text: draft.message },
+    expect: 201,
+  });
+  show('sent', `${sms.body.messageIds.length} messages (${sms.body.messageIds.join(', ')}), ${costHeaders(sms.headers)}`);
+  if (upstream.sent.length !== draft.recipients.length) throw new DemoError(`the example upstream received ${upstream.sent.length} messages`);
+  completed = await call<Completed>('POST', `${sessionPath}/complete-step`, { headers: auth, body: { stepId: 'send-sms', resultData: { messageIds: sms.body.messageIds } } });
+  show('completed', `send-sms -> status ${completed.body.session.status}, progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total}`);
+
+  // -- 11. the session completes ---------------------------------------------------------------
+  step('The session completes and the event stream ends');
+  await stream.waitFor('session.completed');
+  const events = await Promise.race([
+    stream.done,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new DemoError('the event stream did not end after session.completed')), 10000)),
+  ]);
+  show('events', `${events.length} events, ids ${events[0]?.id}..${events[events.length - 1]?.id}, the stream closed`);
+  const final = await call<{ session: Session & { endedAt: string; steps: { stepId: string; status: string; completedAt: string }[] } }>('GET', sessionPath, { headers: auth });
+  show('session', `status=${final.body.session.status} endedAt=${final.body.session.endedAt}`);
+  for (const s of final.body.session.steps) note(`${s.stepId.padEnd(18)} ${s.status.padEnd(10)} ${s.completedAt}`);
+  if (final.body.session.status !== 'completed') throw new DemoError(`the session ended as ${final.body.session.status}`);
+  const active = await call<{ sessions: Session[]; nextCursor: string | null }>('GET', '/cookbooks/sessions', { headers: auth });
+  show('active sessions', `${active.body.sessions.length} (nextCursor ${active.body.nextCursor})`);
+
+  // -- 12. usage and balance -------------------------------------------------------------------
+  step('Read usage (after the usage worker aggregates) and the balance (GET /usage, GET /balance)');
+  const deadline = Date.now() + 30000;
+  let usage: Answer<{ totals: { calls: number; cost: number }; byApi: { apiId: string; calls: number; cost: number }[] }>;
+  for (;;) {
+    usage = await call('GET', '/usage?days=1', { headers: auth });
+    if (usage.body.totals.calls >= 2) break;
+    if (Date.now() > deadline) throw new DemoError(`usage still shows ${usage.body.totals.calls} calls after 30s: is the queue worker running? ${JSON.stringify(usage.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  show('usage totals', usage.body.totals);
+  for (const row of usage.body.byApi) note(`${row.apiId.padEnd(14)} ${row.calls} call(s), $${row.cost}`);
+  const balance = await call<{ balance: number }>('GET', '/balance', { headers: auth });
+  show('balance', `$${balance.body.balance} (from $${registered.body.balance}: instructions, two proxied calls, cookbook details)`);
+  console.log(`\n${bold('Demo complete.')}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(`\n${bold('Demo failed')} at step ${stepNo}: ${error instanceof DemoError ? error.message : (error as Error).stack ?? String(error)}`);
+    process.exit(1);
+  },
+);

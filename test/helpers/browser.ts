@@ -1,0 +1,91 @@
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Where failed browser tests leave a screenshot (git-ignored). */
+export const TEST_RESULTS = join(ROOT, 'test-results');
+/** The README's screenshots, refreshed when UPDATE_SCREENSHOTS=1 (`npm run screenshots`). */
+export const DOC_SCREENSHOTS = join(ROOT, 'docs/screenshots');
+
+export interface RunningBrowser {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  close(): Promise<void>;
+}
+
+/**
+ * Debian's Chromium (the `chromium` package; scripts/test.sh installs it when missing) driven by
+ * playwright-core, headless and with nothing phoning home. `launch` gives every run a fresh
+ * temporary profile directory (user-data-dir) and deletes it on close.
+ */
+export async function launchBrowser(options: { viewport?: { width: number; height: number } } = {}): Promise<RunningBrowser> {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    timeout: 30_000,
+  });
+  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 860 }, locale: 'en-US', timezoneId: 'UTC' });
+  const page = await context.newPage();
+  return {
+    browser,
+    context,
+    page,
+    async close() {
+      await context.close().catch(() => undefined);
+      await browser.close().catch(() => undefined);
+    },
+  };
+}
+
+/** A port that was free a moment ago: the edge's PUBLIC_URL must name its real origin for the CSRF check. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+const safeName = (name: string) => name.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase().slice(0, 100);
+
+/** Keeps a full-page screenshot of a failed test in test-results/. */
+export async function screenshotOnFailure(page: Page | undefined, testName: string): Promise<void> {
+  if (!page || page.isClosed()) return;
+  mkdirSync(TEST_RESULTS, { recursive: true });
+  const path = join(TEST_RESULTS, `${safeName(testName)}.png`);
+  await page.screenshot({ path, fullPage: true }).catch(() => undefined);
+  console.error(`screenshot of the failed test: ${path}`);
+}
+
+/**
+ * Takes a README screenshot: always into test-results/screenshots/, and into docs/screenshots/
+ * when UPDATE_SCREENSHOTS=1, so an ordinary test run leaves the working tree clean.
+ */
+export async function docScreenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
+  const dir = join(TEST_RESULTS, 'screenshots');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
+  await page.screenshot({ path, fullPage: options.fullPage ?? true });
+  if (process.env.UPDATE_SCREENSHOTS === '1') {
+    mkdirSync(DOC_SCREENSHOTS, { recursive: true });
+    copyFileSync(path, join(DOC_SCREENSHOTS, `${name}.png`));
+  }
+  return path;
+}
