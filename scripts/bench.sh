@@ -9,6 +9,17 @@ ensure_postgres
 ensure_redis
 ensure_temporal
 ensure_database platform_bench
+
+# The proxy scenario's nginx baseline: Debian's nginx binary, run by the scenario itself with a generated
+# config as a foreground child; the package's own service is kept from starting (no daemon on port 80).
+ensure_nginx() {
+  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] && return 0
+  local policy=/usr/sbin/policy-rc.d created=
+  if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created=1; fi
+  apt_install nginx
+  if [ -n "$created" ]; then rm -f "$policy"; fi
+}
+if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -qx proxy; then ensure_nginx; fi
 export DATABASE_URL=${BENCH_DATABASE_URL:-postgres://$PGUSER@$PGHOST:$PGPORT/platform_bench}
 export TEMPORAL_ADDRESS="$TEMPORAL_HOST:$TEMPORAL_PORT"
 export LOG_LEVEL=${LOG_LEVEL:-warn} NODE_ENV=development

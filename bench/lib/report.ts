@@ -3,6 +3,12 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
+/** The load average when the scenario's process started (each scenario is its own process). */
+const LOAD_AT_START = os
+  .loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' / ');
+
 export const BENCHMARKS_MD = fileURLToPath(new URL('../../docs/BENCHMARKS.md', import.meta.url));
 
 export interface Summary {
@@ -49,6 +55,7 @@ export function environmentLine(): string {
     safe('psql --version').replace('psql (PostgreSQL) ', 'PostgreSQL '),
     safe('redis-server --version').split(' ').slice(0, 3).join(' '),
     `commit ${safe('git rev-parse --short HEAD')}`,
+    `load average at the scenario's start ${LOAD_AT_START} (1 / 5 / 15 min)`,
   ].join(' · ');
 }
 

@@ -1,5 +1,14 @@
+import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Db } from './sql.js';
+
+/** Channel on which an API row change is announced to every edge (which caches the rows it proxies to). */
+export const apiChangesChannel = (redisPrefix: string) => `${redisPrefix}:api-changes`;
+
+/** Tells every edge instance to drop its cached copy of an API row ('*' drops all). Call after changing a row. */
+export async function publishApiChange(redis: Redis, redisPrefix: string, apiId: string): Promise<void> {
+  await redis.publish(apiChangesChannel(redisPrefix), apiId);
+}
 
 /**
  * The proxy's view of a directory API (the `apis` table of 00002): where it lives, how the upstream

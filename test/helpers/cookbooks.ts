@@ -35,7 +35,15 @@ export interface RunningWorker {
 }
 
 /** An in-process Temporal worker on the dev server, for one test file's own task queue. */
-export async function startWorker(options: { taskQueue: string; sql: Sql; redis: Redis; redisPrefix: string; address?: string }): Promise<RunningWorker> {
+export async function startWorker(options: {
+  taskQueue: string;
+  sql: Sql;
+  redis: Redis;
+  redisPrefix: string;
+  address?: string;
+  /** Sticky workflow cache size; tests keep 0 (every task replays), benchmarks set a production-like cache. */
+  maxCachedWorkflows?: number;
+}): Promise<RunningWorker> {
   quietTemporalRuntime();
   const connection = await NativeConnection.connect({ address: options.address ?? process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
   const worker = await Worker.create({
@@ -45,7 +53,7 @@ export async function startWorker(options: { taskQueue: string; sql: Sql; redis:
     workflowBundle: await workflowBundle(),
     activities: createActivities({ sql: options.sql, redis: options.redis, redisPrefix: options.redisPrefix }),
     // Sticky caching would hide a restart's replay; without it every task replays from history.
-    maxCachedWorkflows: 0,
+    maxCachedWorkflows: options.maxCachedWorkflows ?? 0,
   });
   const running = worker.run();
   return {

@@ -68,6 +68,10 @@ export const edgeSettings = sharedSettings.extend({
   PROXY_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
   /** Longest silence allowed between body chunks, both ways. */
   PROXY_BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
+  /** How long the proxy keeps an API row (URL, auth, prices) in memory; operator CLI changes evict it at once through Redis. 0 disables the cache. */
+  API_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
+  /** How long the proxy trusts a public upstream host's DNS check; connections are still checked address by address when opened. */
+  UPSTREAM_DNS_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   /** Retry-After (seconds) on 503 upstream_unavailable when the upstream gave none. */
   PROXY_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   /** Let the proxy reach loopback/private/link-local upstreams. Tests only: production must keep it false. */

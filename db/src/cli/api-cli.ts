@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { getMeteredApi, insertOperatorApi, listMeteredApis, setPlatformKey, updateApi, type AuthScheme, type MeteredApi, type PricingRule } from '../metered-apis.js';
+import { getMeteredApi, insertOperatorApi, listMeteredApis, publishApiChange, setPlatformKey, updateApi, type AuthScheme, type MeteredApi, type PricingRule } from '../metered-apis.js';
 import { formatDollars, parseDollars } from '../money.js';
 import { masterKeySetting, platformKeyContext, sealSecret } from '../secret-box.js';
 import { parseSettings, sharedSettings } from '../settings.js';
+import { createRedis } from '../redis.js';
 import { createSql } from '../sql.js';
 
 export const USAGE = `Operator tool for the directory's metered APIs.
@@ -83,7 +84,24 @@ function describe(api: MeteredApi) {
   };
 }
 
-const cliSettings = sharedSettings.pick({ DATABASE_URL: true }).extend({ CONNECTIONS_MASTER_KEY: masterKeySetting });
+const cliSettings = sharedSettings.pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_PREFIX: true }).extend({ CONNECTIONS_MASTER_KEY: masterKeySetting });
+
+/**
+ * Tells the edges to drop their cached copy of a changed API row (see apps/edge/src/lib/api-cache.ts).
+ * Returns a note for the output when Redis could not be told: the edges then see it when their copy expires.
+ */
+async function announceChange(settings: { REDIS_URL: string; REDIS_PREFIX: string }, id: string): Promise<string> {
+  const redis = createRedis(settings.REDIS_URL, 'request-path', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await redis.connect();
+    await publishApiChange(redis, settings.REDIS_PREFIX, id);
+    return '';
+  } catch {
+    return ' (Redis unreachable: running edges pick the change up when their cached copy expires, API_CACHE_TTL_MS)';
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /**
  * Runs one operator command; returns what it prints. Throws CliError for bad usage. Tests call this
@@ -151,7 +169,7 @@ export async function runApiCli(argv: string[], env: NodeJS.ProcessEnv = process
           return inserted;
         });
         if (!created) throw new CliError(`API ${id} already exists; use update`);
-        return `added ${JSON.stringify(describe((await getMeteredApi(sql, id))!))}`;
+        return `added ${JSON.stringify(describe((await getMeteredApi(sql, id))!))}${await announceChange(settings, id)}`;
       }
       case 'update': {
         const id = requireId();
@@ -169,14 +187,15 @@ export async function runApiCli(argv: string[], env: NodeJS.ProcessEnv = process
           return ok;
         });
         if (!updated) throw new CliError(`API ${id} does not exist; use add`);
-        return `updated ${JSON.stringify(describe((await getMeteredApi(sql, id))!))}`;
+        return `updated ${JSON.stringify(describe((await getMeteredApi(sql, id))!))}${await announceChange(settings, id)}`;
       }
       case 'set-key': {
         const id = requireId();
         const key = values.clear ? null : (values.key ?? env.PLATFORM_KEY);
         if (key === undefined) throw new CliError('set-key needs --key KEY (or PLATFORM_KEY in the environment), or --clear');
         if (!(await setPlatformKey(sql, id, key === null ? null : sealKey(id, key)))) throw new CliError(`API ${id} does not exist`);
-        return key === null ? `cleared the platform key of ${id}` : `set the platform key of ${id}`;
+        const note = await announceChange(settings, id);
+        return (key === null ? `cleared the platform key of ${id}` : `set the platform key of ${id}`) + note;
       }
       case 'show': {
         const id = requireId();

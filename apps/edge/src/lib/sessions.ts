@@ -32,7 +32,9 @@ const secure = (settings: EdgeSettings) => new URL(settings.PUBLIC_URL).protocol
  * ("dashboard"), `iat`, `exp` and `csrf` (SHA-256 of the CSRF token, base64url).
  */
 export async function openSession(db: Db, settings: EdgeSettings, accountId: string) {
-  const expiresAt = new Date(Date.now() + settings.SESSION_TTL_SECONDS * 1000);
+  // One clock reading for both claims: exp - iat is exactly the TTL even across a second boundary.
+  const issuedAt = Math.floor(Date.now() / 1000);
+  const expiresAt = new Date((issuedAt + settings.SESSION_TTL_SECONDS) * 1000);
   const row = await createDashboardSession(db, { accountId, expiresAt });
   const csrfToken = randomBytes(32).toString('base64url');
   const token = await new SignJWT({ csrf: sha256(csrfToken).toString('base64url') })
@@ -41,8 +43,8 @@ export async function openSession(db: Db, settings: EdgeSettings, accountId: str
     .setJti(row.id)
     .setIssuer(issuer(settings))
     .setAudience(AUDIENCE)
-    .setIssuedAt()
-    .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(issuedAt + settings.SESSION_TTL_SECONDS)
     .sign(secretKey(settings));
   return { token, csrfToken, expiresAt, sessionId: row.id };
 }

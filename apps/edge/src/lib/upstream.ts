@@ -51,13 +51,22 @@ const privateRefusal = (host: string) =>
     hint: 'Register the API with a public base URL. (Operators: ALLOW_PRIVATE_UPSTREAMS=true is for tests only.)',
   });
 
-/** Resolves the upstream host and refuses it when any address is private. Before anything is charged. */
-export async function assertPublicHost(hostname: string): Promise<void> {
+/** Hosts whose every address was public at their last check, until when (see assertPublicHost). */
+const publicHosts = new Map<string, number>();
+
+/**
+ * Resolves the upstream host and refuses it when any address is private. Before anything is charged.
+ * With `cacheMs`, a host found public is not resolved again for that long (refusals and failures are
+ * never cached). This check only spares the caller a charge; the guard against DNS rebinding is
+ * `guardedLookup`, which resolves afresh and refuses private addresses whenever a connection opens.
+ */
+export async function assertPublicHost(hostname: string, cacheMs = 0): Promise<void> {
   const host = hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) {
     if (isPrivateAddress(host)) throw privateRefusal(host);
     return;
   }
+  if (cacheMs > 0 && (publicHosts.get(host) ?? 0) > Date.now()) return;
   let addresses: LookupAddress[];
   try {
     addresses = await dnsLookupAsync(host, { all: true });
@@ -67,7 +76,14 @@ export async function assertPublicHost(hostname: string): Promise<void> {
       headers: { 'Retry-After': '30' },
     });
   }
-  if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) throw privateRefusal(host);
+  if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) {
+    publicHosts.delete(host);
+    throw privateRefusal(host);
+  }
+  if (cacheMs > 0) {
+    if (publicHosts.size >= 10_000) publicHosts.clear();
+    publicHosts.set(host, Date.now() + cacheMs);
+  }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import apiCachePlugin from '../plugins/api-cache.js';
 import usagePlugin from '../plugins/usage.js';
 import agentKeyRoutes from './agent-keys.js';
 import balanceRoutes from './balance.js';
@@ -21,6 +22,7 @@ import voteRoutes from './votes.js';
  */
 export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(usagePlugin);
+  await app.register(apiCachePlugin);
   await app.register(sessionEventsPlugin);
   await app.register(
     async (api) => {

@@ -1,4 +1,4 @@
-import { pipeline, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { connectionKey } from '../../../../db/src/connections.js';
 import { notFound, PlatformError } from '../../../../db/src/errors.js';
 import { getBalance, refund } from '../../../../db/src/ledger.js';
-import { getMeteredApi, priceOf, type MeteredApi } from '../../../../db/src/metered-apis.js';
+import { priceOf, type MeteredApi } from '../../../../db/src/metered-apis.js';
 import { formatDollars } from '../../../../db/src/money.js';
 import { openSecret, platformKeyContext } from '../../../../db/src/secret-box.js';
 import { chargeRequest, type ChargeReceipt } from '../lib/charging.js';
@@ -83,7 +83,8 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   const started = performance.now();
   const auth = requireAuth(request);
   const { sql, settings } = request.server.deps;
-  const api = await getMeteredApi(sql, apiId);
+  // In-process cache: evicted at once by the operator CLI's changes (Redis pub/sub), else after API_CACHE_TTL_MS.
+  const api = await request.server.apiCache.get(apiId);
   if (!api) throw notFound(`API ${apiId}`, 'List APIs with GET /api/v1/apis.');
 
   const target = proxyTarget(request.raw.url ?? '/', SEGMENTS_BEFORE_REMAINDER);
@@ -95,7 +96,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   } catch {
     throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, { hint: 'Nothing was charged.', headers: { 'Retry-After': '3600' } });
   }
-  if (!settings.ALLOW_PRIVATE_UPSTREAMS) await assertPublicHost(base.hostname);
+  if (!settings.ALLOW_PRIVATE_UPSTREAMS) await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
 
   const { key, byok } = await upstreamKey(request, api, auth.accountId);
   const upstreamAuthPart = upstreamAuth(api.authScheme, key);
@@ -212,11 +213,16 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     },
   });
   // The source's own error comes first when the upstream breaks; when the caller hangs up, the
-  // reply closes first and the pipeline then tears the upstream body down.
-  upstream.body.on('error', () => {
+  // reply closes first and the upstream body is then torn down. (Piped by hand rather than with
+  // stream.pipeline, which allocates an AbortController and a DOMException on every call.)
+  upstream.body.on('error', (error) => {
     if (!clientGone) upstreamBroke = true;
+    meter.destroy(error);
   });
-  pipeline(upstream.body, meter, () => {});
+  meter.once('close', () => {
+    if (!upstream.body.readableEnded) upstream.body.destroy();
+  });
+  upstream.body.pipe(meter);
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
     setImmediate(settle);

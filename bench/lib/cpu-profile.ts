@@ -1,0 +1,90 @@
+// Summarizes a V8 `.cpuprofile` (from `node --cpu-prof`): self time by function and by package or
+// source file, as a share of the busy (non-idle) time.
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface ProfileSummary {
+  busyMs: number;
+  idleMs: number;
+  functions: Array<{ name: string; ms: number; share: number }>;
+  areas: Array<{ name: string; ms: number; share: number }>;
+}
+
+function area(url: string, fn: string): string {
+  if (!url) return fn.startsWith('(') ? fn : '(native / V8)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg?.[1]) return pkg[1];
+  if (url.startsWith('node:')) return 'node internals';
+  const own = /\/((?:apps|db|workers|workflows|bench)\/.*)$/.exec(url);
+  return own?.[1] ?? url;
+}
+
+function shortUrl(url: string): string {
+  const pkg = /node_modules\/(.*)$/.exec(url);
+  if (pkg?.[1]) return pkg[1];
+  const own = /\/((?:apps|db|workers|workflows|bench)\/.*)$/.exec(url);
+  return own?.[1] ?? url;
+}
+
+/** `fromMs`: samples before this many milliseconds after the profile started (start-up, warm-up) are left out. */
+export function summarizeProfile(path: string, top = 15, fromMs = 0): ProfileSummary {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as Profile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = new Map<number, number>();
+  let elapsedUs = 0;
+  for (let i = 0; i < profile.samples.length; i += 1) {
+    elapsedUs += profile.timeDeltas[i] ?? 0;
+    if (elapsedUs < fromMs * 1000) continue;
+    const id = profile.samples[i]!;
+    selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+  }
+  const fns = new Map<string, number>();
+  const areas = new Map<string, number>();
+  let idle = 0;
+  let busy = 0;
+  for (const [id, us] of selfUs) {
+    const node = byId.get(id);
+    if (!node) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    if (functionName === '(idle)') {
+      idle += us;
+      continue;
+    }
+    busy += us;
+    const name = url ? `${functionName || '(anonymous)'} (${shortUrl(url)}:${lineNumber + 1})` : functionName || '(anonymous)';
+    fns.set(name, (fns.get(name) ?? 0) + us);
+    const a = area(url, functionName);
+    areas.set(a, (areas.get(a) ?? 0) + us);
+  }
+  const rank = (m: Map<string, number>) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, us]) => ({ name, ms: us / 1000, share: busy ? us / busy : 0 }));
+  return { busyMs: busy / 1000, idleMs: idle / 1000, functions: rank(fns), areas: rank(areas) };
+}
+
+export function profileMarkdown(summary: ProfileSummary): string {
+  const pct = (s: number) => `${(s * 100).toFixed(1)} %`;
+  return [
+    `Busy ${(summary.busyMs / 1000).toFixed(1)} s, idle ${(summary.idleMs / 1000).toFixed(1)} s of the profiled run.`,
+    '',
+    '| self time by package / file | share of busy time |',
+    '|---|---|',
+    ...summary.areas.map((a) => `| ${a.name} | ${pct(a.share)} |`),
+    '',
+    '| top functions by self time | share of busy time |',
+    '|---|---|',
+    ...summary.functions.map((f) => `| \`${f.name.replace(/\|/g, '\\|')}\` | ${pct(f.share)} |`),
+  ].join('\n');
+}
