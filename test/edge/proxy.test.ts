@@ -20,6 +20,13 @@ async function upstreamHandler(req: IncomingMessage, res: ServerResponse, seen: 
   } else if (route === '/missing') {
     res.writeHead(404, { 'content-type': 'text/plain', 'x-upstream': 'yes' });
     res.end('no such thing');
+  } else if (route === '/reject-key') {
+    // Like many real APIs: a 401 quoting the rejected key, raw and URL-encoded, in a long body.
+    const key = String(req.headers['x-api-key']);
+    res.writeHead(401, { 'content-type': 'text/plain' });
+    res.write(`invalid key ${key.slice(0, 5)}`);
+    res.write(`${key.slice(5)}; `.padEnd(70_000, '.'));
+    res.end(` again: ${encodeURIComponent(key)} end`);
   } else if (route === '/leak-key') {
     res.writeHead(500, { 'content-type': 'text/plain' });
     res.end(`bad key ${String(req.headers['x-api-key'])}`);
@@ -258,6 +265,7 @@ describe('the metered proxy', () => {
       headers: {
         'x-api-key': account.fullKey,
         cookie: 'session=secret-cookie',
+        'x-csrf-token': 'csrf-secret',
         connection: 'keep-alive, x-hop-secret',
         'x-hop-secret': 'named-in-connection',
         'keep-alive': 'timeout=5',
@@ -275,7 +283,7 @@ describe('the metered proxy', () => {
     expect(res.status, res.body.toString()).toBe(200);
     const seen = seenSince(before)[0]!;
     const names = Object.keys(seen.headers);
-    for (const name of ['authorization', 'x-api-key', 'cookie', 'x-hop-secret', 'keep-alive', 'proxy-authorization', 'te', 'x-max-cost', 'x-service-whatever', 'x-forwarded-for']) {
+    for (const name of ['authorization', 'x-api-key', 'cookie', 'x-csrf-token', 'x-hop-secret', 'keep-alive', 'proxy-authorization', 'te', 'x-max-cost', 'x-service-whatever', 'x-forwarded-for']) {
       expect(names, `${name} reached the upstream`).not.toContain(name);
     }
     expect(JSON.stringify(seen.rawHeaders)).not.toContain(account.fullKey);
@@ -306,6 +314,12 @@ describe('the metered proxy', () => {
     expect(leaked.status).toBe(502);
     expect(leaked.body.toString()).not.toContain('plat-secret-123456');
     expect(json(leaked).upstream).toEqual({ status: 500, body: 'bad key [redacted]' });
+    const rejected = await call(account, 'GET', '/reject-key', { api: leaky });
+    expect(rejected.status).toBe(401);
+    const text = rejected.body.toString();
+    expect(text).not.toContain('plat-secret-123456');
+    expect(text.startsWith('invalid key [redacted]; ')).toBe(true);
+    expect(text.endsWith(' again: [redacted] end')).toBe(true);
     const keyless = await registerApi({ baseUrl: upstream.url, price: '0.001', auth: 'bearer' });
     const before = upstream.seen.length;
     expectError(await asResponse(call(account, 'GET', '/x', { api: keyless })), 409, 'connection_required');

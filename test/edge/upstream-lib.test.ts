@@ -8,6 +8,8 @@ import {
   upstreamRequestHeaders,
   upstreamUrl,
   withAuthQuery,
+  redactingStream,
+  redactSecret,
 } from '../../apps/edge/src/lib/upstream.js';
 
 describe('proxy upstream rules', () => {
@@ -41,5 +43,23 @@ describe('proxy upstream rules', () => {
     expect(out).toEqual(['X-Keep', 'yes']);
     expect(downstreamResponseHeaders({ 'content-type': 'a', 'set-cookie': ['x'], connection: 'x-h', 'x-h': '1', 'transfer-encoding': 'chunked', 'x-service-cost': '0', 'x-ok': '1' })).toEqual({ 'content-type': 'a', 'x-ok': '1' });
     expect(withAuthQuery('a=1&key=mine&b', 'key', 's e')).toBe('a=1&b&key=s%20e');
+  });
+});
+
+describe('redactingStream', () => {
+  it('redacts a secret split across any chunk boundary, raw and URL-encoded', async () => {
+    const secret = 'k3y/with+chars&more';
+    const text = `a ${secret} b ${encodeURIComponent(secret)} c ${secret}`;
+    for (let size = 1; size <= text.length; size += 3) {
+      const stream = redactingStream(secret);
+      const out: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => out.push(chunk));
+      const done = new Promise((resolve) => stream.on('end', resolve));
+      for (let i = 0; i < text.length; i += size) stream.write(Buffer.from(text.slice(i, i + size)));
+      stream.end();
+      await done;
+      expect(Buffer.concat(out).toString(), `chunks of ${size}`).toBe('a [redacted] b [redacted] c [redacted]');
+    }
+    expect(redactSecret(`x${secret}y`, secret)).toBe('x[redacted]y');
   });
 });

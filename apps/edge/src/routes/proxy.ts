@@ -19,6 +19,8 @@ import {
   proxyTarget,
   upstreamAuth,
   upstreamRequestHeaders,
+  redactingStream,
+  redactSecret,
   upstreamUrl,
   withAuthQuery,
 } from '../lib/upstream.js';
@@ -163,7 +165,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   if (upstream.statusCode >= 500) {
     const unavailable = upstream.statusCode === 503;
     // An upstream that echoes the key it was sent must not hand the platform's key to the caller.
-    const excerpt = key === null || key.length < 4 ? await readExcerpt(upstream.body) : (await readExcerpt(upstream.body)).replaceAll(key, '[redacted]');
+    const excerpt = key === null || key.length < 4 ? await readExcerpt(upstream.body) : redactSecret(await readExcerpt(upstream.body), key);
     const failure = unavailable
       ? new PlatformError('upstream_unavailable', `${api.id} is temporarily unavailable (upstream answered 503)`, {
           hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
@@ -179,8 +181,12 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     throw failure;
   }
 
+  // The operator's platform key must never reach the caller, even when an upstream echoes it back
+  // (many answer a rejected key with a body quoting it): those answers are redacted in flight.
+  const redact = key !== null && !byok && key.length >= 4 ? redactingStream(key) : null;
   reply.code(upstream.statusCode);
   reply.headers(downstreamResponseHeaders(upstream.headers));
+  if (redact) reply.removeHeader('content-length');
   let upstreamBroke = false;
   let clientGone = false;
   let settled = false;
@@ -221,8 +227,14 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   });
   meter.once('close', () => {
     if (!upstream.body.readableEnded) upstream.body.destroy();
+    redact?.destroy();
   });
-  upstream.body.pipe(meter);
+  if (redact) {
+    redact.on('error', (error) => meter.destroy(error));
+    upstream.body.pipe(redact).pipe(meter);
+  } else {
+    upstream.body.pipe(meter);
+  }
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
     setImmediate(settle);
