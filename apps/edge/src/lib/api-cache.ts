@@ -1,7 +1,6 @@
-import type { Redis } from 'ioredis';
 import { apiChangesChannel, getMeteredApi, type MeteredApi } from '../../../../db/src/metered-apis.js';
-import { createRedis } from '../../../../db/src/redis.js';
 import type { Sql } from '../../../../db/src/sql.js';
+import { ChangeFeed } from './change-feed.js';
 
 const MAX_ENTRIES = 10_000;
 
@@ -15,10 +14,7 @@ const MAX_ENTRIES = 10_000;
  */
 export class ApiCache {
   private readonly cache = new Map<string, { api: MeteredApi; expiresAt: number }>();
-  private subscriber: Redis | null = null;
-  private subscribed = false;
-  /** Bumped by every eviction: a row read before an eviction is not stored after it. */
-  private generation = 0;
+  private feed: ChangeFeed | null = null;
 
   constructor(
     private readonly sql: Sql,
@@ -27,60 +23,40 @@ export class ApiCache {
 
   async start(): Promise<void> {
     if (this.options.ttlMs <= 0) return;
-    const subscriber = createRedis(this.options.redisUrl, 'subscriber', { lazyConnect: true });
-    this.subscriber = subscriber;
-    subscriber.on('message', (_channel: string, apiId: string) => this.evict(apiId));
-    subscriber.on('ready', () => {
-      subscriber.subscribe(apiChangesChannel(this.options.redisPrefix)).then(
-        () => {
-          this.subscribed = true;
-        },
-        () => {
-          this.subscribed = false;
-        },
-      );
+    this.feed = new ChangeFeed(this.options.redisUrl, apiChangesChannel(this.options.redisPrefix), {
+      changed: (apiId) => this.forget(apiId),
+      lost: () => this.cache.clear(),
     });
-    const lost = () => {
-      this.subscribed = false;
-      this.generation += 1;
-      this.cache.clear();
-    };
-    subscriber.on('close', lost);
-    subscriber.on('end', lost);
-    subscriber.connect().catch(() => {});
+    this.feed.start();
   }
 
   async stop(): Promise<void> {
-    this.subscribed = false;
+    this.feed?.stop();
     this.cache.clear();
-    if (this.subscriber) {
-      this.subscriber.removeAllListeners('close');
-      this.subscriber.disconnect();
-    }
   }
 
   /** True while changes are being received, i.e. while cached rows are used. */
   get live(): boolean {
-    return this.subscribed;
+    return this.feed?.live ?? false;
   }
 
   async get(apiId: string): Promise<MeteredApi | null> {
     const now = Date.now();
-    if (this.subscribed) {
+    const feed = this.feed;
+    if (feed?.live) {
       const hit = this.cache.get(apiId);
       if (hit && hit.expiresAt > now) return hit.api;
     }
-    const generation = this.generation;
+    const generation = feed?.generation;
     const api = await getMeteredApi(this.sql, apiId);
-    if (api && this.subscribed && generation === this.generation) {
+    if (api && feed?.live && generation === feed.generation) {
       if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
       this.cache.set(apiId, { api, expiresAt: now + this.options.ttlMs });
     }
     return api;
   }
 
-  evict(apiId: string): void {
-    this.generation += 1;
+  private forget(apiId: string): void {
     if (apiId === '*') this.cache.clear();
     else this.cache.delete(apiId);
   }

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
+import { ChangeFeed } from './change-feed.js';
 import { PlatformError } from '../../../../db/src/errors.js';
 import { hashKey, keyShapeProblem } from '../../../../db/src/key-format.js';
 import { findKeyByHash, touchKeys, type KeyRow } from '../../../../db/src/keys.js';
-import { createRedis } from '../../../../db/src/redis.js';
 import type { Sql } from '../../../../db/src/sql.js';
 
 /** Channel on which any instance announces that a key changed (disabled, enabled, renamed, revoked). */
@@ -30,11 +30,8 @@ const TOUCH_FLUSH_MS = 5_000;
 export class KeyVerifier {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly hashById = new Map<string, string>();
-  /** Bumped by every eviction: a look-up that started before one must not cache what it read. */
-  private evictions = 0;
   private readonly touched = new Set<string>();
-  private subscriber: Redis | null = null;
-  private subscribed = false;
+  private feed: ChangeFeed | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -43,28 +40,14 @@ export class KeyVerifier {
   ) {}
 
   async start(): Promise<void> {
-    const subscriber = createRedis(this.options.redisUrl, 'subscriber', { lazyConnect: true });
-    this.subscriber = subscriber;
-    subscriber.on('message', (_channel: string, keyId: string) => this.evict(keyId));
-    subscriber.on('ready', () => {
-      subscriber.subscribe(keyChangesChannel(this.options.redisPrefix)).then(
-        () => {
-          this.subscribed = true;
-        },
-        () => {
-          this.subscribed = false;
-        },
-      );
+    this.feed = new ChangeFeed(this.options.redisUrl, keyChangesChannel(this.options.redisPrefix), {
+      changed: (keyId) => this.forget(keyId),
+      lost: () => {
+        this.cache.clear();
+        this.hashById.clear();
+      },
     });
-    const lost = () => {
-      this.subscribed = false;
-      this.evictions += 1;
-      this.cache.clear();
-      this.hashById.clear();
-    };
-    subscriber.on('close', lost);
-    subscriber.on('end', lost);
-    subscriber.connect().catch(() => {});
+    this.feed.start();
     this.flushTimer = setInterval(() => void this.flushTouched(), TOUCH_FLUSH_MS);
     this.flushTimer.unref();
   }
@@ -72,11 +55,7 @@ export class KeyVerifier {
   async stop(): Promise<void> {
     if (this.flushTimer) clearInterval(this.flushTimer);
     await this.flushTouched();
-    this.subscribed = false;
-    if (this.subscriber) {
-      this.subscriber.removeAllListeners('close');
-      this.subscriber.disconnect();
-    }
+    this.feed?.stop();
   }
 
   /** Returns the key row for a presented key, or throws 401/403 as the specification's auth table says. */
@@ -109,14 +88,15 @@ export class KeyVerifier {
   private async lookup(hash: Buffer): Promise<KeyRow | null> {
     const cacheKey = hash.toString('hex');
     const now = Date.now();
-    if (this.subscribed) {
+    const feed = this.feed;
+    if (feed?.live) {
       const hit = this.cache.get(cacheKey);
       if (hit && hit.expiresAt > now) return hit.key;
     }
-    const evictionsBefore = this.evictions;
+    const generation = feed?.generation;
     const key = await findKeyByHash(this.sql, hash);
     // A change published while the row was being read may not be in it: serve it, but don't cache it.
-    if (key && this.subscribed && this.options.ttlMs > 0 && this.evictions === evictionsBefore) {
+    if (key && feed?.live && this.options.ttlMs > 0 && generation === feed.generation) {
       if (this.cache.size >= MAX_CACHE_ENTRIES) {
         this.cache.clear();
         this.hashById.clear();
@@ -127,8 +107,13 @@ export class KeyVerifier {
     return key;
   }
 
+  /** Drops a key this instance just changed, before the change is announced to the others. */
   evict(keyId: string): void {
-    this.evictions += 1;
+    this.feed?.invalidate();
+    this.forget(keyId);
+  }
+
+  private forget(keyId: string): void {
     const cacheKey = this.hashById.get(keyId);
     if (cacheKey) this.cache.delete(cacheKey);
     this.hashById.delete(keyId);
