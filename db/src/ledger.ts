@@ -84,6 +84,63 @@ async function debitStatement(db: Db, req: ChargeRequest): Promise<ChargeResult>
   return { ok: false, reason: 'insufficient_balance', balanceMicros: balance, costMicros: req.costMicros };
 }
 
+/**
+ * Debits several accounts in one statement (and so one commit): the same rule as `charge()` for each
+ * request on its own, the balance decreasing only when it stays non-negative and the ledger row
+ * written only when it does. The accounts must be distinct and none of the requests spend-limited
+ * (those go through `charge()`). The rows are locked in id order before they change, so batches
+ * running at once on overlapping accounts wait for each other instead of deadlocking. The results
+ * come back in the order of the requests, `null` for an account that does not exist; a statement
+ * that fails charges nothing at all.
+ */
+export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<ChargeResult | null>> {
+  if (reqs.length === 0) return [];
+  const accounts = new Set<string>();
+  for (const req of reqs) {
+    if (req.costMicros < 0n) throw new RangeError('a charge cannot be negative');
+    if (req.spendLimited && req.keyId) throw new RangeError('a spend-limited charge goes through charge()');
+    if (accounts.has(req.accountId)) throw new RangeError('a charge batch holds each account at most once');
+    accounts.add(req.accountId);
+  }
+  const rows = await db<{ ord: bigint; id: string | null; balance_micros: bigint | null }[]>`
+    with req as (
+      select * from unnest(
+        ${reqs.map((r) => r.accountId)}::uuid[], ${reqs.map((r) => r.costMicros.toString())}::bigint[],
+        ${reqs.map((r) => r.keyId ?? null)}::text[], ${reqs.map((r) => r.apiId ?? null)}::text[],
+        ${reqs.map((r) => r.item)}::text[], ${reqs.map((r) => r.description ?? null)}::text[]
+      ) with ordinality as r(account_id, cost, key_id, api_id, item, description, ord)
+    ),
+    locked as (
+      select a.id, a.balance_micros from accounts a where a.id in (select account_id from req) order by a.id for update
+    ),
+    debit as (
+      update accounts a
+         set balance_micros = a.balance_micros - r.cost
+        from req r join locked l on l.id = r.account_id
+       where a.id = r.account_id and a.balance_micros >= r.cost
+      returning a.id, a.balance_micros
+    ),
+    entry as (
+      insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
+      select r.account_id, 'charge', -r.cost, d.balance_micros, r.key_id, r.api_id, r.item, r.description
+        from req r join debit d on d.id = r.account_id
+      order by r.ord
+      returning id, account_id, balance_after_micros
+    )
+    select r.ord, e.id, coalesce(e.balance_after_micros, l.balance_micros) as balance_micros
+      from req r
+      left join entry e on e.account_id = r.account_id
+      left join locked l on l.id = r.account_id
+     order by r.ord`;
+  return reqs.map((req, i) => {
+    const row = rows[i];
+    if (!row || Number(row.ord) !== i + 1) throw new Error('charge batch answered out of order');
+    if (row.id !== null && row.balance_micros !== null) return { ok: true, chargeId: row.id, balanceMicros: row.balance_micros, costMicros: req.costMicros };
+    if (row.balance_micros === null) return null;
+    return { ok: false, reason: 'insufficient_balance', balanceMicros: row.balance_micros, costMicros: req.costMicros };
+  });
+}
+
 const UNIQUE_VIOLATION = '23505';
 const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === UNIQUE_VIOLATION;
 

@@ -83,6 +83,19 @@ describe('rate limits', () => {
     expectLimited(await login(user.password), 2, 300);
   });
 
+  it('counts every one of many simultaneous hits exactly (they share one Redis call)', async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '20', RATE_LIMIT_PUBLIC_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql);
+    const responses = await Promise.all(Array.from({ length: 30 }, () => app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(owner.fullKey) })));
+    const passed = responses.filter((r) => r.statusCode === 200);
+    expect(passed).toHaveLength(20);
+    expect(responses.filter((r) => r.statusCode === 429)).toHaveLength(10);
+    // Each admitted hit saw its own count: the remaining budgets are 19 down to 0, once each.
+    expect(passed.map((r) => Number(r.headers['x-ratelimit-remaining'])).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(app.rateLimiter.stats.hits).toBe(30);
+    expect(app.rateLimiter.stats.calls).toBeLessThan(30);
+  });
+
   it('counts in Redis, shared by every edge instance', async () => {
     const prefix = uniqueId('rl');
     const overrides = { RATE_LIMIT_PUBLIC_MAX: '3' };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyLoggerOptions, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { PlatformError } from '../../../db/src/errors.js';
@@ -37,7 +37,7 @@ export function loggedUrl(url: string): string {
 }
 
 /** The pino options of the edge: secrets in headers (and proxied query strings) never reach a log line. */
-export function edgeLogger(settings: EdgeSettings): FastifyServerOptions['logger'] {
+export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions & { redact: { paths: string[]; censor: string } } {
   return {
     level: settings.LOG_LEVEL,
     serializers: {

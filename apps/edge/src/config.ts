@@ -51,6 +51,12 @@ export const edgeSettings = sharedSettings.extend({
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),
   /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
   DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
+  /**
+   * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously, flushed
+   * at shutdown): one write for many requests instead of one per request. 0 writes every line at once
+   * (synchronously), which also keeps the last lines before a hard crash (SIGKILL, out of memory).
+   */
+  LOG_BUFFER_BYTES: z.coerce.number().int().min(0).max(16_000).default(4096),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: optional(z.string().regex(/^[^:]+:.+$/, 'must be user:password')),
 
@@ -76,6 +82,13 @@ export const edgeSettings = sharedSettings.extend({
   PROXY_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   /** Let the proxy reach loopback/private/link-local upstreams. Tests only: production must keep it false. */
   ALLOW_PRIVATE_UPSTREAMS: envFlag.default(false),
+  /**
+   * Group commit: the charges that arrive together leave as one statement of up to this many (one
+   * account once each); every call still waits for its own charge to commit. 1 charges each call alone.
+   */
+  CHARGE_BATCH_MAX: z.coerce.number().int().min(1).max(1_000).default(64),
+  /** Charge statements one edge runs at once; charges arriving meanwhile join the next batch. */
+  CHARGE_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
   /** Usage events are handed to BullMQ in batches of up to this many ... */
   USAGE_BATCH_SIZE: z.coerce.number().int().min(1).max(5_000).default(500),
   /** ... or after this many milliseconds, whichever comes first. */

@@ -1,11 +1,21 @@
 // The edge's process entry: parse settings, build the app, listen, and shut down gracefully.
+import pino from 'pino';
 import { loadSettingsOrExit } from '../../../db/src/settings.js';
-import { buildApp } from './app.js';
+import { buildApp, edgeLogger } from './app.js';
 import { loadEdgeSettings } from './config.js';
 
 const settings = loadSettingsOrExit(loadEdgeSettings);
 
-const app = await buildApp(settings);
+// Log lines leave in blocks (see LOG_BUFFER_BYTES); whatever is buffered is written out on the way down.
+const logStream = pino.destination({ dest: 1, sync: settings.LOG_BUFFER_BYTES === 0, minLength: settings.LOG_BUFFER_BYTES });
+process.on('exit', () => {
+  try {
+    logStream.flushSync();
+  } catch {
+    // stdout already closed: nothing more can be written
+  }
+});
+const app = await buildApp(settings, { logger: { ...edgeLogger(settings), stream: logStream } });
 const SHUTDOWN_GRACE_MS = 10_000;
 let closing = false;
 

@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PlatformError } from '../../../../db/src/errors.js';
-import { charge } from '../../../../db/src/ledger.js';
 import { formatDollars, parseDollars, toDollars } from '../../../../db/src/money.js';
 import { requireAuth } from '../plugins/auth.js';
 
@@ -52,7 +51,7 @@ export async function chargeRequest(request: FastifyRequest, reply: FastifyReply
     return { chargeId: null, balanceMicros: null, costMicros: 0n };
   }
 
-  const result = await charge(request.server.deps.sql, {
+  const result = await request.server.charges.charge({
     accountId: auth.accountId,
     costMicros: call.costMicros,
     keyId: auth.keyId,

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import apiCachePlugin from '../plugins/api-cache.js';
+import chargesPlugin from '../plugins/charges.js';
 import usagePlugin from '../plugins/usage.js';
 import agentKeyRoutes from './agent-keys.js';
 import balanceRoutes from './balance.js';
@@ -22,6 +23,7 @@ import voteRoutes from './votes.js';
  */
 export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(usagePlugin);
+  await app.register(chargesPlugin);
   await app.register(apiCachePlugin);
   await app.register(sessionEventsPlugin);
   await app.register(

@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+describe('the edge process (apps/edge/src/server.ts)', () => {
+  it('buffers its log lines and writes every one of them out when it shuts down', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/edge/src/server.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'info',
+        // Far more than these few lines: nothing reaches stdout before the shutdown flush.
+        LOG_BUFFER_BYTES: '16000',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATABASE_URL: testDatabaseUrl(),
+        REDIS_PREFIX: uniqueId('srv'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const requestIds: string[] = [];
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/api/v1/openapi.json`, { headers: { 'x-request-id': uniqueId('req') } });
+          await res.arrayBuffer();
+          requestIds.push(res.headers.get('x-request-id') ?? '');
+          break;
+        } catch (error) {
+          if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the edge did not answer: ${String(error)} ${err}`);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+      for (let i = 0; i < 3; i += 1) {
+        const res = await fetch(`http://127.0.0.1:${port}/api/v1/no-such-route`, { headers: { 'x-request-id': uniqueId('req') } });
+        await res.arrayBuffer();
+        requestIds.push(res.headers.get('x-request-id') ?? '');
+      }
+      expect(out).toBe(''); // still buffered
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const lines = out.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; reqId?: string });
+      for (const id of requestIds) expect(lines.some((l) => l.reqId === id && l.msg === 'request completed'), id).toBe(true);
+      expect(lines.some((l) => /shutting down/.test(l.msg))).toBe(true);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 90_000);
+});
