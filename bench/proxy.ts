@@ -28,6 +28,8 @@ const OPENING_MICROS = 1_000_000_000_000n;
 const seconds = settings.BENCH_DURATION_SECONDS;
 const repeats = settings.BENCH_REPEATS;
 const startLoad = loadAverage();
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
 
 interface LoadResult {
   rps: number;
@@ -178,10 +180,21 @@ http {
   log(scenario, `load average at start ${startLoad}; ${placement()}`);
   for (const target of order) await load(target, 'peak', 2); // warm-up (JIT, pools)
 
+  // CPU time (user + system) the process under test spent per answered call during a peak run, from
+  // /proc (taskset execs the node binary, so the child's pid is the proxy's own).
+  const cpuMicros = (child: Child) => {
+    const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  };
+  const measured: Partial<Record<Target, () => Child>> = { bare: () => bare, platform: () => edge.child };
+  const cpuPerAnswer: Record<'bare' | 'platform', number[]> = { bare: [], platform: [] };
   const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [] };
   for (let run = 1; run <= repeats; run += 1) {
     for (const target of order) {
+      const proc = measured[target]?.();
+      const before = proc ? cpuMicros(proc) : 0;
       const r = await load(target, 'peak', seconds);
+      if (proc && (target === 'bare' || target === 'platform')) cpuPerAnswer[target].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
       peak[target].push(r);
       log(scenario, `peak run ${run} ${target}: ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, errors ${r.errors}`);
     }
@@ -314,6 +327,7 @@ ${rows}
 | platform / bare Fastify proxy, peak throughput | ${fmtSummary(throughputRatio)} | ≥ 0.75: ${verdict(throughputRatio.median >= 0.75)} |
 | added p50 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP50)} | ≤ +1.5: ${verdict(addedP50.median <= 1.5)} |
 | added p99 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
+| CPU per answered call at peak (µs), bare proxy / platform | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} | – |
 | platform / nginx, peak throughput | ${fmtSummary(ratio(peak.platform, peak.nginx))} | – |
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |
 | added p50 / p99 at ${rate}/s vs the upstream directly (ms) | ${fmtSummary(added(fixed.platform, fixed.direct, 'p50'))} / ${fmtSummary(added(fixed.platform, fixed.direct, 'p99'))} | – |
