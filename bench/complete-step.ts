@@ -147,7 +147,7 @@ try {
 ${environmentLine()}
 
 Load average at the start: ${startLoad}.
-Command: \`flock /work/wt/bench.lock npm run bench -- complete-step\` (\`BENCH_REPEATS=${settings.BENCH_REPEATS}\`); median (min–max) over the runs.
+Command: \`npm run bench -- complete-step\` (\`BENCH_REPEATS=${settings.BENCH_REPEATS}\`); median (min–max) over the runs.
 
 Each completion finishes the first step (\`fetch-forecast\`, validated against its JSON schema) of a fresh \`weather-alert-sms\` session.
 The platform path is \`POST /api/v1/cookbooks/sessions/{sid}/complete-step\` over keep-alive HTTP to an edge in this process (key auth,

@@ -301,7 +301,7 @@ http {
 ${environmentLine()}
 
 Load average at the start: ${startLoad} (1 / 5 / 15 min; other engineers' tests share this machine).
-Command: \`flock /work/wt/bench.lock npm run bench -- proxy\` (\`BENCH_DURATION_SECONDS=${seconds}\`, \`BENCH_REPEATS=${repeats}\`); median (min–max) over ${repeats} runs.
+Command: \`npm run bench -- proxy\` (\`BENCH_DURATION_SECONDS=${seconds}\`, \`BENCH_REPEATS=${repeats}\`); median (min–max) over ${repeats} runs.
 
 Every call is \`GET …/items?x=1\` answered by a local node:http upstream with a ${bodyBytes}-byte JSON body. Through the platform each call
 is authenticated (API key, cached verification), rate limited (Redis: the hits of one event-loop turn share one script call),

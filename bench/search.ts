@@ -267,7 +267,7 @@ writeSection(
 ${environmentLine()} · load average ${loadBefore.map((l) => l.toFixed(1)).join(' ')} at the start, ${loadAfter.map((l) => l.toFixed(1)).join(' ')} at the end
 (1, 5, 15 min; the machine's 2 cores are shared with other engineers' test runs).
 
-Command: \`flock /work/wt/bench.lock npm run bench -- search\` (script \`bench/search.ts\`; \`BENCH_DURATION_SECONDS=${duration}\`,
+Command: \`npm run bench -- search\` (script \`bench/search.ts\`; \`BENCH_DURATION_SECONDS=${duration}\`,
 \`BENCH_REPEATS=${repeats}\`). Catalog: ${apis} APIs. The edge runs in its own process (\`apps/edge/src/server.ts\`,
 one instance) and autocannon drives it from the benchmark process with keep-alive, closed loop: each caller sends its
 next request when the previous answer arrives. Every request passes the public rate limiter (one Redis call).

@@ -202,7 +202,7 @@ try {
 ${environmentLine()}
 
 Load average at the start: ${startLoad}.
-Command: \`flock /work/wt/bench.lock npm run bench -- usage\` (\`BENCH_DURATION_SECONDS=${seconds}\`, \`BENCH_REPEATS=${settings.BENCH_REPEATS}\`); median (min–max) over the runs.
+Command: \`npm run bench -- usage\` (\`BENCH_DURATION_SECONDS=${seconds}\`, \`BENCH_REPEATS=${settings.BENCH_REPEATS}\`); median (min–max) over the runs.
 
 Events are recorded with the edge's own \`UsageRecorder\` (batches of ${edge.USAGE_BATCH_SIZE} or every ${edge.USAGE_FLUSH_MS} ms, one BullMQ job per batch)
 and aggregated by the real queue-worker process (\`workers/queues/main.ts\` as a child process: the usage queue at concurrency 4, one
