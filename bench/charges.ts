@@ -13,6 +13,7 @@ import { ChargeBatcher } from '../apps/edge/src/lib/charge-batcher.js';
 import { edgeSettings } from '../apps/edge/src/config.js';
 import { charge } from '../db/src/ledger.js';
 import { createSql, type Sql } from '../db/src/sql.js';
+import { profileWhile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection } from './lib/report.js';
 
@@ -123,6 +124,10 @@ for (let run = 1; run <= settings.BENCH_REPEATS; run += 1) {
     log(scenario, `run ${run} ${shape}: pgbench ${fmt(baseline, 0)} charges/s, charge() ${fmt(platform, 0)} (${fmt(platform / baseline)}), group commit ${fmt(batched, 0)} (${fmt(batched / baseline)})`);
   }
 }
+// Where the time goes for one hot account: this process under the V8 profiler for one more run.
+const hotProfile = await profileWhile(() => runPlatform(1, 'batched'));
+const hotBusyShare = hotProfile.summary.busyMs / Math.max(1, hotProfile.summary.busyMs + hotProfile.summary.idleMs);
+log(scenario, `profiled hot run: ${fmt(hotProfile.result, 0)} charges/s, Node busy ${fmt(hotBusyShare * 100, 0)} % of the run`);
 await sql`delete from accounts where id::text like '00000000-0000-4000-8000-%'`;
 
 const rows = (['hot', 'many'] as const).map((shape) => {
@@ -151,6 +156,11 @@ ${rows.join('\n')}
 Group commit: ${CLIENTS} callers each await their own charge through the edge's \`ChargeBatcher\` (\`CHARGE_BATCH_MAX=${edgeDefaults.CHARGE_BATCH_MAX}\`,
 \`CHARGE_BATCH_CONCURRENCY=${edgeDefaults.CHARGE_BATCH_CONCURRENCY}\`): the charges waiting together leave as one statement (\`chargeBatch()\`), one account once
 each, so one hot account gets no batching (one charge per statement) and many accounts share commits
-(${fmt(batcher.stats.charges / Math.max(1, batcher.stats.statements))} charges per statement on average over every run here).`,
+(${fmt(batcher.stats.charges / Math.max(1, batcher.stats.statements))} charges per statement on average over every run here).
+
+Where the time goes with one hot account: one more run of the edge's path (${fmt(hotProfile.result, 0)} charges/s) with this process under
+the V8 profiler: it was busy ${fmt(hotBusyShare * 100, 0)} % of the run (${fmt(hotProfile.summary.busyMs / Math.max(1, hotProfile.result * duration) * 1000, 1)} µs of CPU per charge) and idle the rest, waiting for
+Postgres: every charge of the account takes the row lock the previous one holds until its commit, so charges of one account
+are as fast as one commit after another, in pgbench as here. Run to run the two move together with the disk's commit time.`,
 );
 await sql.end();

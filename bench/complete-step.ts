@@ -17,6 +17,7 @@ import { createTestApi, startWorker, terminateRunningSessions } from '../test/he
 import { uniqueId } from '../test/helpers/settings.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { loadAverage } from './lib/procs.js';
+import { profileMarkdown, profileWhile, type ProfileSummary } from './lib/cpu-profile.js';
 import { environmentLine, fmt, fmtSummary, log, percentile, summarize, writeSection } from './lib/report.js';
 
 const scenario = 'complete-step';
@@ -135,6 +136,21 @@ try {
     log(scenario, `run ${run}: edge p50 ${fmt(r.edgeP50)} / p99 ${fmt(r.edgeP99)} ms, ${fmt(edgeRps, 0)}/s; plain client p50 ${fmt(r.clientP50)} / p99 ${fmt(r.clientP99)} ms, ${fmt(clientRps, 0)}/s`);
   }
 
+  // Where the time goes: this process (edge, worker and the plain client all live here) profiled over
+  // the same number of sequential completions by each path; the difference in CPU is what the edge adds.
+  const profiled = await startSessions(2 * LATENCY_OPS);
+  const sequential = async (fn: (sid: string) => Promise<number>, ids: string[]) => {
+    const t = performance.now();
+    for (const sid of ids) await fn(sid);
+    return performance.now() - t;
+  };
+  const plainProfile = await profileWhile(() => sequential(viaClient, profiled.slice(0, LATENCY_OPS)));
+  const edgeProfile = await profileWhile(() => sequential(viaEdge, profiled.slice(LATENCY_OPS)));
+  const perOp = (p: { result: number; summary: ProfileSummary }) => ({ wall: p.result / LATENCY_OPS, cpu: p.summary.busyMs / LATENCY_OPS });
+  const plainCost = perOp(plainProfile);
+  const edgeCost = perOp(edgeProfile);
+  log(scenario, `profiled: plain ${fmt(plainCost.cpu)} ms CPU / ${fmt(plainCost.wall)} ms per completion; edge ${fmt(edgeCost.cpu)} ms CPU / ${fmt(edgeCost.wall)} ms`);
+
   const sm = (k: keyof Run) => summarize(runs.map((r) => r[k]));
   const addedP50 = summarize(runs.map((r) => r.edgeP50 - r.clientP50));
   const addedP99 = summarize(runs.map((r) => r.edgeP99 - r.clientP99));
@@ -166,7 +182,23 @@ alternating. Throughput: ${THROUGHPUT_OPS} completions per path per run, ${CONCU
 |---|---|---|
 | added p50 (ms) | ${fmtSummary(addedP50)} | ≤ +2: ${verdict(addedP50.median <= 2)} |
 | added p99 (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
-| edge / plain client throughput | ${fmtSummary(ratio)} | ≥ 0.8: ${verdict(ratio.median >= 0.8)} |`,
+| edge / plain client throughput | ${fmtSummary(ratio)} | ≥ 0.8: ${verdict(ratio.median >= 0.8)} |
+
+### Where the time goes
+
+This process (the edge, the worker with its workflow cache and the plain client) under the V8 profiler (\`node:inspector\`)
+for ${LATENCY_OPS} sequential completions by each path:
+
+| path | CPU of this process per completion (ms) | wall time per completion (ms) |
+|---|---|---|
+| plain Temporal client | ${fmt(plainCost.cpu)} | ${fmt(plainCost.wall)} |
+| edge REST | ${fmt(edgeCost.cpu)} | ${fmt(edgeCost.wall)} |
+
+The edge's own work is the CPU difference, ${fmt(edgeCost.cpu - plainCost.cpu)} ms per completion (HTTP parsing, key auth, the session
+row read, zod validation of the request and the step's JSON schema, the answer); the rest of the wall time is the Update's round trip
+through the dev server and the worker (idle time here). The edge path's profile:
+
+${profileMarkdown(edgeProfile.summary)}`,
   );
 } finally {
   await terminateRunningSessions(plain, taskQueue).catch(() => {});

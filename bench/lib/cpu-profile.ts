@@ -1,6 +1,8 @@
 // Summarizes a V8 `.cpuprofile` (from `node --cpu-prof`): self time by function and by package or
 // source file, as a share of the busy (non-idle) time.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 interface ProfileNode {
   id: number;
@@ -87,4 +89,27 @@ export function profileMarkdown(summary: ProfileSummary): string {
     '|---|---|',
     ...summary.functions.map((f) => `| \`${f.name.replace(/\|/g, '\\|')}\` | ${pct(f.share)} |`),
   ].join('\n');
+}
+
+/**
+ * Profiles this process while `fn` runs (the V8 sampling profiler through node:inspector, as
+ * `--cpu-prof` does for a whole process) and summarizes it.
+ */
+export async function profileWhile<T>(fn: () => Promise<T>, top = 12): Promise<{ result: T; summary: ProfileSummary }> {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  let result: T;
+  let profile: unknown;
+  try {
+    result = await fn();
+  } finally {
+    ({ profile } = (await session.post('Profiler.stop')) as { profile: unknown });
+    session.disconnect();
+  }
+  const path = join(mkdtempSync(join(tmpdir(), 'bench-profile-')), 'in-process.cpuprofile');
+  writeFileSync(path, JSON.stringify(profile));
+  return { result, summary: summarizeProfile(path, top) };
 }
