@@ -84,6 +84,12 @@ async function debitStatement(db: Db, req: ChargeRequest): Promise<ChargeResult>
   return { ok: false, reason: 'insufficient_balance', balanceMicros: balance, costMicros: req.costMicros };
 }
 
+/** Throws for a charge `chargeBatch()` does not take: a negative cost, or a spend-limited agent key. */
+export function assertBatchable(req: ChargeRequest): void {
+  if (req.costMicros < 0n) throw new RangeError('a charge cannot be negative');
+  if (req.spendLimited && req.keyId) throw new RangeError('a spend-limited charge goes through charge()');
+}
+
 /**
  * Debits several accounts in one statement (and so one commit): the same rule as `charge()` for each
  * request on its own, the balance decreasing only when it stays non-negative and the ledger row
@@ -97,10 +103,11 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
   if (reqs.length === 0) return [];
   const accounts = new Set<string>();
   for (const req of reqs) {
-    if (req.costMicros < 0n) throw new RangeError('a charge cannot be negative');
-    if (req.spendLimited && req.keyId) throw new RangeError('a spend-limited charge goes through charge()');
-    if (accounts.has(req.accountId)) throw new RangeError('a charge batch holds each account at most once');
-    accounts.add(req.accountId);
+    assertBatchable(req);
+    // Ids are compared as Postgres compares uuids: case does not make another account.
+    const account = req.accountId.toLowerCase();
+    if (accounts.has(account)) throw new RangeError('a charge batch holds each account at most once');
+    accounts.add(account);
   }
   const rows = await db<{ ord: bigint; id: string | null; balance_micros: bigint | null }[]>`
     with req as (
@@ -113,11 +120,13 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
     locked as (
       select a.id, a.balance_micros from accounts a where a.id in (select account_id from req) order by a.id for update
     ),
+    -- The balance is taken from the locked row (its newest version, held until commit), not from the
+    -- statement's snapshot: a top-up that committed while the batch waited for the lock counts.
     debit as (
       update accounts a
-         set balance_micros = a.balance_micros - r.cost
+         set balance_micros = l.balance_micros - r.cost
         from req r join locked l on l.id = r.account_id
-       where a.id = r.account_id and a.balance_micros >= r.cost
+       where a.id = r.account_id and l.balance_micros >= r.cost
       returning a.id, a.balance_micros
     ),
     entry as (

@@ -94,6 +94,7 @@ describe('ledger', () => {
     const account = await createTestAccount(sql, { balanceMicros: 10_000n });
     const one = { accountId: account.accountId, costMicros: 1_000n, item: 'test' };
     await expect(chargeBatch(sql, [one, one])).rejects.toThrow(/at most once/);
+    await expect(chargeBatch(sql, [one, { ...one, accountId: one.accountId.toUpperCase() }])).rejects.toThrow(/at most once/);
     await expect(chargeBatch(sql, [{ ...one, keyId: account.keyId, spendLimited: true }])).rejects.toThrow(/spend-limited/);
     await expect(chargeBatch(sql, [{ ...one, costMicros: -1n }])).rejects.toThrow(/negative/);
     expect(await getBalance(sql, account.accountId)).toBe(10_000n);

@@ -46,17 +46,80 @@ describe('charge batcher (group commit)', () => {
     expect(batcher.stats.statements).toBeLessThan(300);
   });
 
-  it('lets two edges batch the same accounts at once without deadlocks or lost charges', async () => {
-    const accounts = await Promise.all(Array.from({ length: 20 }, () => createTestAccount(sql, { balanceMicros: 1_000_000n })));
+  it('lets two edges batch overlapping accounts at once, in opposite orders, without deadlocks or lost charges', async () => {
+    const accounts = await Promise.all(Array.from({ length: 30 }, () => createTestAccount(sql, { balanceMicros: 1_000_000n })));
     const edges = [0, 1].map(() => new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 4, log }));
-    // Opposite orders on the two edges: without ordered locking these batches would deadlock.
-    const [a, b] = await Promise.all([burst(edges[0]!, accounts, 15, 100n), burst(edges[1]!, [...accounts].reverse(), 15, 100n)]);
+    // Accounts 0-19 on one edge, 29-10 (reversed) on the other: rows are locked in id order whatever the plan.
+    const [a, b] = await Promise.all([burst(edges[0]!, accounts.slice(0, 20), 15, 100n), burst(edges[1]!, accounts.slice(10).reverse(), 15, 100n)]);
     expect([...a!, ...b!].every((r) => r.ok)).toBe(true);
     expect(edges.reduce((n, e) => n + e.stats.refusedBatches, 0)).toBe(0);
-    for (const account of accounts) {
-      expect(await getBalance(sql, account.accountId)).toBe(1_000_000n - 30n * 100n);
-      expect(await ledgerState(account.accountId)).toEqual({ sum: 1_000_000n - 3_000n, charges: 30 });
+    for (const [i, account] of accounts.entries()) {
+      const charges = i >= 10 && i < 20 ? 30 : 15;
+      expect(await getBalance(sql, account.accountId)).toBe(1_000_000n - BigInt(charges) * 100n);
+      expect(await ledgerState(account.accountId)).toEqual({ sum: 1_000_000n - BigInt(charges) * 100n, charges });
     }
+  });
+
+  it('counts a top-up that commits while a batch waits for the row lock', async () => {
+    const [empty, other] = await Promise.all([createTestAccount(sql, { balanceMicros: 0n }), createTestAccount(sql, { balanceMicros: 10_000n })]);
+    const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 1, log });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    // Another transaction holds the empty account's row and credits it; the batch starts meanwhile.
+    const topUp = sql.begin(async (tx) => {
+      await tx`update accounts set balance_micros = balance_micros + 5000 where id = ${empty.accountId}`;
+      await tx`insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros) values (${empty.accountId}, 'topup', 5000, 5000)`;
+      locked();
+      await held;
+    });
+    await isLocked;
+    const charges = Promise.all([empty, other].map((a) => batcher.charge({ accountId: a.accountId, costMicros: 2_000n, item: 'proxy' })));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the batch is now waiting for the lock
+    release();
+    await topUp;
+    const [fromTopUp, fromOther] = await charges;
+    expect(fromTopUp).toMatchObject({ ok: true, balanceMicros: 3_000n });
+    expect(fromOther).toMatchObject({ ok: true, balanceMicros: 8_000n });
+    expect(await ledgerState(empty.accountId)).toEqual({ sum: 3_000n, charges: 1 });
+  });
+
+  it('keeps an account in one statement at a time, so its locked row does not hold up the next batch', async () => {
+    const [busy, free] = await Promise.all([createTestAccount(sql, { balanceMicros: 10_000n }), createTestAccount(sql, { balanceMicros: 10_000n })]);
+    const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 4, log });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = sql.begin(async (tx) => {
+      await tx`select id from accounts where id = ${busy.accountId} for update`;
+      locked();
+      await held;
+    });
+    await isLocked;
+    // Two charges of the busy account: the first waits for the lock, the second waits in the queue.
+    const busyCharges = Promise.all([0, 1].map(() => batcher.charge({ accountId: busy.accountId, costMicros: 1_000n, item: 'proxy' })));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The next batch holds only the free account, and commits while the busy row is still locked.
+    const freeCharge = await batcher.charge({ accountId: free.accountId, costMicros: 1_000n, item: 'proxy' });
+    expect(freeCharge).toMatchObject({ ok: true, balanceMicros: 9_000n });
+    expect(batcher.waiting).toBe(1);
+    release();
+    await holder;
+    expect((await busyCharges).map((r) => r.ok)).toEqual([true, true]);
+    expect(await getBalance(sql, busy.accountId)).toBe(8_000n);
+  });
+
+  it('refuses a negative cost before queueing it, leaving the other charges of the turn alone', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 10_000n });
+    const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 1, log });
+    const [bad, good] = await Promise.allSettled([
+      batcher.charge({ accountId: account.accountId, costMicros: -1n, item: 'proxy' }),
+      batcher.charge({ accountId: account.accountId, costMicros: 1_000n, item: 'proxy' }),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: expect.any(RangeError) });
+    expect(good).toMatchObject({ status: 'fulfilled', value: { ok: true, balanceMicros: 9_000n } });
   });
 
   it('retries each charge of a batch Postgres refused on its own, so one bad charge fails alone', async () => {

@@ -7,7 +7,18 @@ import { loadEdgeSettings } from './config.js';
 const settings = loadSettingsOrExit(loadEdgeSettings);
 
 // Log lines leave in blocks (see LOG_BUFFER_BYTES); whatever is buffered is written out on the way down.
-const logStream = pino.destination({ dest: 1, sync: settings.LOG_BUFFER_BYTES === 0, minLength: settings.LOG_BUFFER_BYTES });
+// A quiet edge still writes its lines within a second (periodic flush).
+const logStream = pino.destination({ dest: 1, sync: settings.LOG_BUFFER_BYTES === 0, minLength: settings.LOG_BUFFER_BYTES, periodicFlush: settings.LOG_BUFFER_BYTES === 0 ? 0 : 1_000 });
+/** Waits until every buffered line was handed to stdout (a write in progress included). */
+const flushLogs = () =>
+  new Promise<void>((resolve) => {
+    if (settings.LOG_BUFFER_BYTES === 0) return resolve();
+    const timer = setTimeout(resolve, 2_000);
+    logStream.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 process.on('exit', () => {
   try {
     logStream.flushSync();
@@ -29,6 +40,7 @@ async function shutdown(signal: string) {
   }, SHUTDOWN_GRACE_MS);
   timer.unref();
   await app.close();
+  await flushLogs();
   process.exit(0);
 }
 process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import type { FastifyBaseLogger } from 'fastify';
-import { charge, chargeBatch, type ChargeRequest, type ChargeResult } from '../../../../db/src/ledger.js';
+import { assertBatchable, charge, chargeBatch, type ChargeRequest, type ChargeResult } from '../../../../db/src/ledger.js';
 import type { Sql } from '../../../../db/src/sql.js';
 
 export interface ChargeBatcherOptions {
@@ -18,19 +18,39 @@ interface Pending {
 }
 
 /**
+ * SQLSTATE classes and codes that mean Postgres refused the statement itself (so it charged nothing
+ * and each charge may be retried alone): bad data (22), a constraint (23), a deadlock or
+ * serialization failure (40001, 40P01), a statement timeout or cancel (57014). Anything else (the
+ * connection or the server going away) leaves the outcome unknown, and nothing is retried.
+ */
+function refusedAsAWhole(error: unknown): boolean {
+  if (!(error instanceof postgres.PostgresError)) return false;
+  const code = error.code ?? '';
+  return code.startsWith('22') || code.startsWith('23') || code === '40001' || code === '40P01' || code === '57014';
+}
+
+/**
  * Group commit for the charges of one edge: the charges that arrive while the event loop is busy, or
  * while `maxInFlight` statements are already running, leave together as one statement
  * (`chargeBatch`), so a busy edge pays one round trip and one commit for many calls instead of one
  * each. Every caller still waits for its own charge to be committed before it goes on; nothing is
- * answered from memory. A batch holds each account once (a second charge of the same account waits
- * for the next batch, in arrival order). Spend-limited agent keys keep their own transaction.
+ * answered from memory.
  *
- * When Postgres refuses a batch (a deadlock, a constraint), the statement charged nothing, and each of
- * its charges is retried on its own. When the connection fails instead, the outcome is unknown, so
- * nothing is retried: those calls fail as a single charge would.
+ * Charges wait in one queue per account, in arrival order. A batch takes the oldest charge of each
+ * waiting account that no statement in flight already holds, so an account is in at most one
+ * statement at a time: a busy account's charges go one after another, each beside other accounts'
+ * charges, and the statements of one edge never wait for each other's row locks. Spend-limited
+ * agent keys keep their own transaction.
+ *
+ * When Postgres refuses a batch as a whole (see `refusedAsAWhole`), the statement charged nothing,
+ * and each of its charges is retried on its own, so one bad charge fails alone. When the connection
+ * fails instead, the outcome is unknown, so nothing is retried: those calls fail as a single charge would.
  */
 export class ChargeBatcher {
-  private queue: Pending[] = [];
+  /** Waiting charges by account; the Map keeps accounts in the order their oldest charge arrived. */
+  private waitingByAccount = new Map<string, Pending[]>();
+  private waitingCount = 0;
+  private readonly accountsInFlight = new Set<string>();
   private inFlight = 0;
   private scheduled = false;
   /** Counters since start: statements run, charges they carried, the largest batch, batches Postgres refused. */
@@ -43,48 +63,59 @@ export class ChargeBatcher {
 
   charge(req: ChargeRequest): Promise<ChargeResult> {
     if (this.options.maxBatch <= 1 || (req.spendLimited && req.keyId)) return charge(this.sql, req);
+    try {
+      assertBatchable(req);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return new Promise<ChargeResult>((resolve, reject) => {
-      this.queue.push({ req, resolve, reject });
+      const account = req.accountId.toLowerCase();
+      const queue = this.waitingByAccount.get(account);
+      if (queue) queue.push({ req, resolve, reject });
+      else this.waitingByAccount.set(account, [{ req, resolve, reject }]);
+      this.waitingCount += 1;
       this.schedule();
     });
   }
 
   /** Charges waiting for a statement (not counting those in flight). */
   get waiting(): number {
-    return this.queue.length;
+    return this.waitingCount;
   }
 
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight || this.waitingCount === 0) return;
     this.scheduled = true;
     // The next turn of the event loop: every charge made by the requests handled in this one joins.
     setImmediate(() => {
       this.scheduled = false;
-      while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      while (this.inFlight < this.options.maxInFlight) {
         const batch = this.take();
+        // Everything waiting belongs to accounts already in flight: their statements' ends reschedule.
+        if (batch.length === 0) return;
         this.inFlight += 1;
         void this.run(batch).finally(() => {
           this.inFlight -= 1;
+          for (const pending of batch) this.accountsInFlight.delete(pending.req.accountId.toLowerCase());
           this.schedule();
         });
       }
     });
   }
 
-  /** The oldest waiting charges, each account at most once; the rest keep their order. */
+  /** The oldest waiting charge of each account not in flight, oldest accounts first, up to `maxBatch`. */
   private take(): Pending[] {
     const batch: Pending[] = [];
-    const rest: Pending[] = [];
-    const accounts = new Set<string>();
-    for (const pending of this.queue) {
-      if (batch.length < this.options.maxBatch && !accounts.has(pending.req.accountId)) {
-        accounts.add(pending.req.accountId);
-        batch.push(pending);
-      } else {
-        rest.push(pending);
-      }
+    for (const [account, queue] of this.waitingByAccount) {
+      if (batch.length >= this.options.maxBatch) break;
+      if (this.accountsInFlight.has(account)) continue;
+      batch.push(queue.shift()!);
+      this.accountsInFlight.add(account);
+      this.waitingCount -= 1;
+      // Emptied: dropped. With charges left: moved behind the other accounts (round robin).
+      this.waitingByAccount.delete(account);
+      if (queue.length > 0) this.waitingByAccount.set(account, queue);
     }
-    this.queue = rest;
     return batch;
   }
 
@@ -97,7 +128,7 @@ export class ChargeBatcher {
     try {
       results = await chargeBatch(this.sql, batch.map((p) => p.req));
     } catch (error) {
-      if (!(error instanceof postgres.PostgresError)) {
+      if (!refusedAsAWhole(error)) {
         for (const pending of batch) pending.reject(error);
         return;
       }

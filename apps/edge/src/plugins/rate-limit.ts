@@ -112,10 +112,11 @@ export class HitBatcher {
       this.stats.hits += batch.length;
       this.redis
         .rateLimitHits(batch.length, ...batch.map((h) => h.key), ...batch.map((h) => h.windowMs))
-        .then(
-          (out) => batch.forEach((h, i) => h.resolve([Number(out[2 * i]), Number(out[2 * i + 1])])),
-          (error: unknown) => batch.forEach((h) => h.reject(error)),
-        );
+        .then((out) => {
+          if (!Array.isArray(out) || out.length !== 2 * batch.length) throw new Error('unexpected rate-limit script reply');
+          batch.forEach((h, i) => h.resolve([Number(out[2 * i]), Number(out[2 * i + 1])]));
+        })
+        .catch((error: unknown) => batch.forEach((h) => h.reject(error)));
     }
   }
 }
