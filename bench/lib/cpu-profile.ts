@@ -20,6 +20,8 @@ export interface ProfileSummary {
   idleMs: number;
   functions: Array<{ name: string; ms: number; share: number }>;
   areas: Array<{ name: string; ms: number; share: number }>;
+  /** Every area, not only the top ones. */
+  allAreas: Array<{ name: string; ms: number; share: number }>;
 }
 
 function area(url: string, fn: string): string {
@@ -68,12 +70,12 @@ export function summarizeProfile(path: string, top = 15, fromMs = 0): ProfileSum
     const a = area(url, functionName);
     areas.set(a, (areas.get(a) ?? 0) + us);
   }
-  const rank = (m: Map<string, number>) =>
+  const rank = (m: Map<string, number>, limit = top) =>
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
+      .slice(0, limit)
       .map(([name, us]) => ({ name, ms: us / 1000, share: busy ? us / busy : 0 }));
-  return { busyMs: busy / 1000, idleMs: idle / 1000, functions: rank(fns), areas: rank(areas) };
+  return { busyMs: busy / 1000, idleMs: idle / 1000, functions: rank(fns), areas: rank(areas), allAreas: rank(areas, Infinity) };
 }
 
 export function profileMarkdown(summary: ProfileSummary): string {

@@ -305,8 +305,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       validateResultData(cookbook.id, step, resultData);
       const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor: actorOf(request) });
-      const fresh = await requireSession(sql, auth.accountId, row.id);
-      const history = result.nextStepId === null ? [] : await listSessionSteps(sql, row.id);
+      // The two reads of the answer go out together: one round trip to Postgres instead of two.
+      const [fresh, history] = await Promise.all([
+        requireSession(sql, auth.accountId, row.id),
+        result.nextStepId === null ? Promise.resolve([]) : listSessionSteps(sql, row.id),
+      ]);
       const nextStep =
         result.nextStepId === null ? null : stepView(cookbook, fresh, result.nextStepId, history.find((h) => h.step_id === result.nextStepId));
       return { ok: true as const, session: sessionView(fresh), nextStep };
