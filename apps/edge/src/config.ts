@@ -52,9 +52,9 @@ export const edgeSettings = sharedSettings.extend({
   /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
   DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /**
-   * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously, flushed
-   * at shutdown): one write for many requests instead of one per request. 0 writes every line at once
-   * (synchronously), which also keeps the last lines before a hard crash (SIGKILL, out of memory).
+   * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously; at the
+   * latest a second later, and at shutdown): one write for many requests instead of one per request. 0 writes
+   * every line at once (synchronously), which also keeps the last lines before a hard kill (SIGKILL, out of memory).
    */
   LOG_BUFFER_BYTES: z.coerce.number().int().min(0).max(16_000).default(4096),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
