@@ -1,3 +1,4 @@
+import type postgres from 'postgres';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ChargeBatcher } from '../../apps/edge/src/lib/charge-batcher.js';
@@ -22,6 +23,24 @@ function burst(batcher: ChargeBatcher, accounts: TestAccount[], perAccount: numb
   return Promise.all(
     Array.from({ length: perAccount }, () => accounts.map((a) => batcher.charge({ accountId: a.accountId, keyId: a.keyId, costMicros: cost, item: 'proxy', apiId: 'batch-test' }))).flat(),
   );
+}
+
+/**
+ * Runs `work` in a transaction of its own and keeps it open (holding whatever row locks `work` took)
+ * until `release()`; resolves `locked` once `work` is done.
+ */
+async function holdTransaction(work: (tx: postgres.TransactionSql<{ bigint: bigint }>) => Promise<unknown>) {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  const done = sql.begin(async (tx) => {
+    await work(tx);
+    locked();
+    await held;
+  });
+  await isLocked;
+  return { release, done };
 }
 
 describe('charge batcher (group commit)', () => {
@@ -63,22 +82,15 @@ describe('charge batcher (group commit)', () => {
   it('counts a top-up that commits while a batch waits for the row lock', async () => {
     const [empty, other] = await Promise.all([createTestAccount(sql, { balanceMicros: 0n }), createTestAccount(sql, { balanceMicros: 10_000n })]);
     const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 1, log });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
     // Another transaction holds the empty account's row and credits it; the batch starts meanwhile.
-    const topUp = sql.begin(async (tx) => {
+    const topUp = await holdTransaction(async (tx) => {
       await tx`update accounts set balance_micros = balance_micros + 5000 where id = ${empty.accountId}`;
       await tx`insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros) values (${empty.accountId}, 'topup', 5000, 5000)`;
-      locked();
-      await held;
     });
-    await isLocked;
     const charges = Promise.all([empty, other].map((a) => batcher.charge({ accountId: a.accountId, costMicros: 2_000n, item: 'proxy' })));
     await new Promise((resolve) => setTimeout(resolve, 300)); // the batch is now waiting for the lock
-    release();
-    await topUp;
+    topUp.release();
+    await topUp.done;
     const [fromTopUp, fromOther] = await charges;
     expect(fromTopUp).toMatchObject({ ok: true, balanceMicros: 3_000n });
     expect(fromOther).toMatchObject({ ok: true, balanceMicros: 8_000n });
@@ -88,16 +100,7 @@ describe('charge batcher (group commit)', () => {
   it('keeps an account in one statement at a time, so its locked row does not hold up the next batch', async () => {
     const [busy, free] = await Promise.all([createTestAccount(sql, { balanceMicros: 10_000n }), createTestAccount(sql, { balanceMicros: 10_000n })]);
     const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 4, log });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = sql.begin(async (tx) => {
-      await tx`select id from accounts where id = ${busy.accountId} for update`;
-      locked();
-      await held;
-    });
-    await isLocked;
+    const holder = await holdTransaction((tx) => tx`select id from accounts where id = ${busy.accountId} for update`);
     // Two charges of the busy account: the first waits for the lock, the second waits in the queue.
     const busyCharges = Promise.all([0, 1].map(() => batcher.charge({ accountId: busy.accountId, costMicros: 1_000n, item: 'proxy' })));
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -105,8 +108,8 @@ describe('charge batcher (group commit)', () => {
     const freeCharge = await batcher.charge({ accountId: free.accountId, costMicros: 1_000n, item: 'proxy' });
     expect(freeCharge).toMatchObject({ ok: true, balanceMicros: 9_000n });
     expect(batcher.waiting).toBe(1);
-    release();
-    await holder;
+    holder.release();
+    await holder.done;
     expect((await busyCharges).map((r) => r.ok)).toEqual([true, true]);
     expect(await getBalance(sql, busy.accountId)).toBe(8_000n);
   });

@@ -6,8 +6,9 @@ import { loadEdgeSettings } from './config.js';
 
 const settings = loadSettingsOrExit(loadEdgeSettings);
 
-// Log lines leave in blocks (see LOG_BUFFER_BYTES); whatever is buffered is written out on the way down.
-// A quiet edge still writes its lines within a second (periodic flush).
+// Log lines leave in blocks (see LOG_BUFFER_BYTES); a quiet edge still writes its lines within a second
+// (periodic flush). A graceful shutdown awaits the flush below; on any other exit pino's own exit hook of
+// an asynchronous destination writes the buffer synchronously.
 const logStream = pino.destination({ dest: 1, sync: settings.LOG_BUFFER_BYTES === 0, minLength: settings.LOG_BUFFER_BYTES, periodicFlush: settings.LOG_BUFFER_BYTES === 0 ? 0 : 1_000 });
 /** Waits until every buffered line was handed to stdout (a write in progress included). */
 const flushLogs = () =>
@@ -19,13 +20,6 @@ const flushLogs = () =>
       resolve();
     });
   });
-process.on('exit', () => {
-  try {
-    logStream.flushSync();
-  } catch {
-    // stdout already closed: nothing more can be written
-  }
-});
 const app = await buildApp(settings, { logger: { ...edgeLogger(settings), stream: logStream } });
 const SHUTDOWN_GRACE_MS = 10_000;
 let closing = false;
