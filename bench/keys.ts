@@ -2,12 +2,12 @@
 // a revocation takes to reach a second edge instance. `npm run bench -- keys`
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { KeyVerifier, publishKeyChange } from '../apps/edge/src/lib/key-verifier.js';
-import { createAccount } from '../db/src/accounts.js';
-import { PlatformError } from '../db/src/errors.js';
-import { createKey } from '../db/src/keys.js';
-import { createRedis } from '../db/src/redis.js';
-import { createSql } from '../db/src/sql.js';
+import { KeyVerifier, publishKeyChange } from '#core/identity';
+import { createAccount } from '#db/accounts';
+import { PlatformError } from '#core/platform';
+import { createKey } from '#db/keys';
+import { createRedis } from '#core/platform';
+import { createSql } from '#db/sql';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection } from './lib/report.js';
 

@@ -6,13 +6,13 @@
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { buildApp } from '../apps/edge/src/app.js';
-import { edgeSettings } from '../apps/edge/src/config.js';
-import { createAccount } from '../db/src/accounts.js';
-import { appendSessionEvents, insertStartedSession } from '../db/src/cookbook-sessions.js';
-import { loadCookbooks } from '../db/src/cookbooks.js';
-import { createKey } from '../db/src/keys.js';
-import { createRedis } from '../db/src/redis.js';
+import { buildApp } from '#edge/app';
+import { edgeSettings } from '#edge/config';
+import { createAccount } from '#db/accounts';
+import { appendSessionEvents, insertStartedSession } from '#db/cookbook-sessions';
+import { loadCookbooks } from '#db/cookbooks';
+import { createKey } from '#db/keys';
+import { createRedis } from '#core/platform';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { environmentLine, fmtSummary, log, summarize, writeSection } from './lib/report.js';
 

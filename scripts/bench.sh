@@ -29,7 +29,7 @@ npx tsx db/src/cli/migrate.ts
 imported=$(psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d platform_bench -tAc "select count(*) from apis where source = 'apis.guru'")
 if [ "$imported" = 0 ]; then
   say bench "importing the full APIs.guru catalog into platform_bench (search and discovery run over it)"
-  npx tsx db/src/cli/directory-import.ts
+  npx tsx apps/cli/directory-import.ts
 fi
 
 scenarios=("$@")

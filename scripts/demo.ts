@@ -130,7 +130,7 @@ async function startExampleUpstream(): Promise<ExampleUpstream> {
 
 async function operatorCli(args: string[]): Promise<{ ok: boolean; out: string }> {
   try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'db/src/cli/api.ts', ...args], { cwd: process.cwd(), env: process.env });
+    const { stdout, stderr } = await run('npx', ['tsx', 'apps/cli/api.ts', ...args], { cwd: process.cwd(), env: process.env });
     return { ok: true, out: `${stdout}${stderr}` };
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string; message: string };

@@ -2,9 +2,9 @@
 // held-out docs/discovery-heldout.json) over the
 // catalog in DATABASE_URL (import it first: npm run directory:import).
 import { fileURLToPath } from 'node:url';
-import { evaluateDiscovery, loadDevset } from '../db/src/discovery-eval.js';
-import { parseSettings, sharedSettings } from '../db/src/settings.js';
-import { createSql } from '../db/src/sql.js';
+import { evaluateDiscovery, loadDevset } from '#core/directory';
+import { parseSettings, sharedSettings } from '#core/platform';
+import { createSql } from '#db/sql';
 
 const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true }));
 const sql = createSql(settings.DATABASE_URL, { max: 2, appName: 'discover-eval' });

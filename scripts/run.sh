@@ -12,7 +12,7 @@ case "${1:-}" in
     exec npx tsx db/src/cli/migrate.ts ;;
   api)
     shift
-    exec npx tsx db/src/cli/api.ts "$@" ;;
+    exec npx tsx apps/cli/api.ts "$@" ;;
   demo)
     shift
     exec npx tsx scripts/demo.ts "$@" ;;

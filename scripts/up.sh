@@ -24,9 +24,9 @@ if [ "${NODE_ENV:-development}" != production ]; then export ALLOW_PRIVATE_UPSTR
 
 say db "applying migrations to $DATABASE_URL"
 npx tsx db/src/cli/migrate.ts
-if [ -f db/src/cli/seed.ts ]; then
+if [ -f apps/cli/seed.ts ]; then
   say db "loading seed data"
-  npx tsx db/src/cli/seed.ts
+  npx tsx apps/cli/seed.ts
 fi
 if [ ! -f apps/dashboard/dist/index.html ]; then
   say build "building the dashboard"

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { directorySettings } from '../db/src/directory-settings.js';
-import { isDevMasterKey } from '../db/src/secret-box.js';
-import { parseSettings, SettingsError, sharedSettings } from '../db/src/settings.js';
+import { directorySettings } from '#core/directory';
+import { isDevMasterKey } from '#core/platform';
+import { parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
 export const workerSettings = sharedSettings.extend(directorySettings.shape).extend({

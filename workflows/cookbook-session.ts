@@ -10,7 +10,7 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { Activities } from '../workers/temporal/activities.js';
+import type { Activities } from '#workers/temporal/activities';
 import {
   cancelSessionUpdate,
   completeStepUpdate,

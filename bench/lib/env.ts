@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { migrate } from '../../db/src/migrate.js';
-import { parseSettings, sharedSettings } from '../../db/src/settings.js';
+import { migrate } from '#db/migrate';
+import { parseSettings, sharedSettings } from '#core/platform';
 
 /** Benchmarks run against their own database (created by scripts/bench.sh), never the dev or test one. */
 export const benchSettings = parseSettings(

@@ -1,4 +1,4 @@
-import { connectionContext, keyHint, openSecret, sealSecret } from './secret-box.js';
+import { connectionContext, keyHint, openSecret, sealSecret } from '#core/platform';
 import type { Db } from './sql.js';
 
 /** A bring-your-own-key connection as lists show it: never the key, only its hint. */

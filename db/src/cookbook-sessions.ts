@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { SessionChange, SessionEvent, SessionStatus, StepRecord } from '../../workflows/messages.js';
-import { FINAL_EVENTS } from '../../workflows/messages.js';
+import type { SessionChange, SessionEvent, SessionStatus, StepRecord } from '#workflows/messages';
+import { FINAL_EVENTS } from '#workflows/messages';
 import type { Db, Sql } from './sql.js';
 
 /** Redis stream holding one session's events; entry ids are `<seq>-0`, seq numbered by the workflow. */

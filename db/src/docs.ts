@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { parseDollars } from './money.js';
+import { parseDollars } from '#contracts/money';
 import type { Db } from './sql.js';
 
 const frontMatter = z.object({

@@ -1,4 +1,4 @@
-import { generateKey, newId } from './key-format.js';
+import { generateKey, newId } from '#contracts/key-format';
 import type { Db } from './sql.js';
 
 export type KeyKind = 'api' | 'agent';

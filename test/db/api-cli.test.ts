@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CliError, parseAuth, runApiCli } from '../../db/src/cli/api-cli.js';
-import { getMeteredApi, priceOf } from '../../db/src/metered-apis.js';
-import { openSecret, platformKeyContext } from '../../db/src/secret-box.js';
-import { createSql, type Sql } from '../../db/src/sql.js';
+import { CliError, parseAuth, runApiCli } from '#cli/api-cli';
+import { getMeteredApi, priceOf } from '#db/metered-apis';
+import { openSecret, platformKeyContext } from '#core/platform';
+import { createSql, type Sql } from '#db/sql';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
 const env = () => ({ ...process.env, DATABASE_URL: testDatabaseUrl() });
@@ -73,7 +73,7 @@ describe('operator CLI: npm run api', () => {
   it('runs as a process through tsx', async () => {
     const id = uniqueId('cli-');
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn('npx', ['tsx', 'db/src/cli/api.ts', 'add', '--id', id, '--name', 'Spawned', '--base-url', 'https://spawned.example', '--price', '0.004'], { env: env() });
+      const child = spawn('npx', ['tsx', 'apps/cli/api.ts', 'add', '--id', id, '--name', 'Spawned', '--base-url', 'https://spawned.example', '--price', '0.004'], { env: env() });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

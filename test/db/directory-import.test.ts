@@ -2,10 +2,10 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiIdFor, directoryRoot, importDirectory, normalizeSpec, reindexApi } from '../../db/src/directory-import.js';
-import { plainText } from '../../db/src/directory-text.js';
-import { openSecret, platformKeyContext } from '../../db/src/secret-box.js';
-import { createSql, type Sql } from '../../db/src/sql.js';
+import { apiIdFor, directoryRoot, importDirectory, normalizeSpec, reindexApi } from '#core/directory';
+import { plainText } from '#core/directory';
+import { openSecret, platformKeyContext } from '#core/platform';
+import { createSql, type Sql } from '#db/sql';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 let sql: Sql;

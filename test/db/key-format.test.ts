@@ -1,6 +1,6 @@
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { generateKey, hashKey, keyShapeProblem } from '../../db/src/key-format.js';
+import { generateKey, hashKey, keyShapeProblem } from '#contracts/key-format';
 
 describe('key format', () => {
   it('is service_sk_ + 48 lowercase hex whose last 8 are the CRC-32 of the rest', () => {

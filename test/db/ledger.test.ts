@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { charge, chargeBatch, credit, getBalance, refund } from '../../db/src/ledger.js';
-import { createSql } from '../../db/src/sql.js';
+import { charge, chargeBatch, credit, getBalance, refund } from '#db/ledger';
+import { createSql } from '#db/sql';
 import { createTestAccount } from '../helpers/app.js';
 import { testDatabaseUrl } from '../helpers/settings.js';
 

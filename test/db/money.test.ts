@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDollars, parseDollars, toDollars } from '../../db/src/money.js';
+import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 
 describe('money', () => {
   it('formats micro-dollars exactly', () => {

@@ -3,14 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildApp } from '../../apps/edge/src/app.js';
-import { loadCookbooks } from '../../db/src/cookbooks.js';
-import { createRedis } from '../../db/src/redis.js';
+import { buildApp } from '#edge/app';
+import { loadCookbooks } from '#db/cookbooks';
+import { createRedis } from '#core/platform';
 import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
-import { usageQueue } from '../../workers/queues/usage.js';
+import { usageQueue } from '#workers/queues/usage';
 
 /**
  * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real listening

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../db/src/key-format.js';
+import { newId } from '#contracts/key-format';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
 import { describeAuthCases } from '../helpers/auth-cases.js';
 

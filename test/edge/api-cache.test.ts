@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertPublicHost } from '../../apps/edge/src/lib/upstream.js';
-import { runApiCli } from '../../db/src/cli/api-cli.js';
+import { assertPublicHost } from '#core/gateway';
+import { runApiCli } from '#cli/api-cli';
 import { createTestAccount, createTestApp } from '../helpers/app.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 import { rawRequest, startUpstream, type RawResponse, type TestUpstream } from '../helpers/upstream.js';

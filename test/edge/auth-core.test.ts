@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chargeRequest } from '../../apps/edge/src/lib/charging.js';
-import { publishKeyChange } from '../../apps/edge/src/lib/key-verifier.js';
-import { KEY_PREFIX } from '../../db/src/key-format.js';
+import { chargeRequest } from '#core/billing';
+import { publishKeyChange } from '#core/identity';
+import { KEY_PREFIX } from '#contracts/key-format';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
 
 describe('key authentication on a route that requires it', () => {

@@ -1,9 +1,9 @@
 import type postgres from 'postgres';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ChargeBatcher } from '../../apps/edge/src/lib/charge-batcher.js';
-import { getBalance } from '../../db/src/ledger.js';
-import { createSql } from '../../db/src/sql.js';
+import { ChargeBatcher } from '#core/billing';
+import { getBalance } from '#db/ledger';
+import { createSql } from '#db/sql';
 import { createTestAccount, type TestAccount } from '../helpers/app.js';
 import { testDatabaseUrl } from '../helpers/settings.js';
 

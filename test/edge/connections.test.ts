@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSecret, connectionContext, sealSecret } from '../../db/src/secret-box.js';
+import { openSecret, connectionContext, sealSecret } from '#core/platform';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { rawRequest, registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';

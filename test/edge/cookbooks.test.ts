@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cookbooksDir, loadCookbooks, parseCookbook, readCookbookFiles } from '../../db/src/cookbooks.js';
+import { cookbooksDir, loadCookbooks, parseCookbook, readCookbookFiles } from '#db/cookbooks';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 
 interface Summary {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listApis } from '../../db/src/directory.js';
-import { similarity, wordSimilarityOf } from '../../db/src/directory-index.js';
+import { listApis } from '#core/directory';
+import { similarity, wordSimilarityOf } from '#core/directory';
 import { bearer, createTestAccount, createTestApp, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directoryRoot, sourceCategories, specFiles } from '../../db/src/directory-import.js';
-import { listCategories } from '../../db/src/directory.js';
-import { PRICES } from '../../db/src/money.js';
+import { directoryRoot, sourceCategories, specFiles } from '#core/directory';
+import { listCategories } from '#core/directory';
+import { PRICES } from '#contracts/money';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 
 interface Summary {

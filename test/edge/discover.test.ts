@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluateDiscovery, loadDevset } from '../../db/src/discovery-eval.js';
+import { evaluateDiscovery, loadDevset } from '#core/directory';
 import { createTestApp, expectError, expectOk } from '../helpers/app.js';
 
 interface Discovery {

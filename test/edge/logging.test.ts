@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildApp, edgeLogger } from '../../apps/edge/src/app.js';
+import { buildApp, edgeLogger } from '#edge/app';
 import { bearer, createTestAccount } from '../helpers/app.js';
 import { testEdgeSettings } from '../helpers/settings.js';
 

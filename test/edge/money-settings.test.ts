@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadEdgeSettings } from '../../apps/edge/src/config.js';
-import { loadWorkerSettings } from '../../workers/settings.js';
+import { loadEdgeSettings } from '#edge/config';
+import { loadWorkerSettings } from '#workers/settings';
 
 const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(40) };
 const key = 'ab'.repeat(32);

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getBalance } from '../../db/src/ledger.js';
+import { getBalance } from '#db/ledger';
 import { bearer, createTestAccount, createTestApp, type TestAccount } from '../helpers/app.js';
 
 // A HEAD request gets no body, so a priced GET must not answer HEAD (and charge) implicitly.

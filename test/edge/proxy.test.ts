@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../db/src/keys.js';
+import { createKey } from '#db/keys';
 import { createTestAccount, createTestApp, expectError, type TestAccount } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { bigPayload, rawRequest, registerApi, sha256, startUpstream, type RawResponse, type TestUpstream } from '../helpers/upstream.js';

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { createRedis } from '../../db/src/redis.js';
+import { createRedis } from '#core/platform';
 import { createTestApp, expectError } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 

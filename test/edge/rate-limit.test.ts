@@ -1,7 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { generateKey } from '../../db/src/key-format.js';
-import { clientAddress } from '../../apps/edge/src/plugins/rate-limit.js';
+import { generateKey } from '#contracts/key-format';
+import { clientAddress } from '#edge/plugins/rate-limit';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { loginUser, registerUser, TEST_PASSWORD } from '../helpers/session.js';

@@ -10,7 +10,7 @@ import {
   withAuthQuery,
   redactingStream,
   redactSecret,
-} from '../../apps/edge/src/lib/upstream.js';
+} from '#core/gateway';
 
 describe('proxy upstream rules', () => {
   it('classifies private, loopback and link-local addresses', () => {

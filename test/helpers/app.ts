@@ -1,10 +1,10 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import { buildApp } from '../../apps/edge/src/app.js';
-import { createAccount } from '../../db/src/accounts.js';
-import { createKey, type KeyKind } from '../../db/src/keys.js';
-import { credit } from '../../db/src/ledger.js';
-import type { Db } from '../../db/src/sql.js';
+import { buildApp } from '#edge/app';
+import { createAccount } from '#db/accounts';
+import { createKey, type KeyKind } from '#db/keys';
+import { credit } from '#db/ledger';
+import type { Db } from '#db/sql';
 import { testEdgeSettings, uniqueId } from './settings.js';
 
 /** Builds an edge app against the real services. Routes may still be added before the first inject. */

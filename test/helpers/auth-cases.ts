@@ -1,7 +1,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { publishKeyChange } from '../../apps/edge/src/lib/key-verifier.js';
-import { generateKey } from '../../db/src/key-format.js';
+import { publishKeyChange } from '#core/identity';
+import { generateKey } from '#contracts/key-format';
 import { bearer, createTestAccount, expectError, type TestAccount } from './app.js';
 
 export interface AuthCaseRoute {

@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Redis } from 'ioredis';
-import type { Db, Sql } from '../../db/src/sql.js';
-import { createActivities } from '../../workers/temporal/activities.js';
+import type { Db, Sql } from '#db/sql';
+import { createActivities } from '#workers/temporal/activities';
 import { uniqueId } from './settings.js';
 
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import { importDirectory, loadCuration } from '../../db/src/directory-import.js';
-import { loadDocs } from '../../db/src/docs.js';
-import { createSql } from '../../db/src/sql.js';
+import { importDirectory, loadCuration } from '#core/directory';
+import { loadDocs } from '#db/docs';
+import { createSql } from '#db/sql';
 import { testDatabaseUrl } from './settings.js';
 
 /**

@@ -1,4 +1,4 @@
-import { migrate } from '../../db/src/migrate.js';
+import { migrate } from '#db/migrate';
 import { testDatabaseUrl } from './settings.js';
 
 /** Runs once before the suite: brings the test database to the latest migration. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { edgeSettings, type EdgeSettings } from '../../apps/edge/src/config.js';
+import { edgeSettings, type EdgeSettings } from '#edge/config';
 
 export const testDatabaseUrl = () => process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/platform_test';
 

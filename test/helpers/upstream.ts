@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runApiCli } from '../../db/src/cli/api-cli.js';
+import { runApiCli } from '#cli/api-cli';
 import { testDatabaseUrl, uniqueId } from './settings.js';
 
 /** What a test upstream saw of one request. */

@@ -1,11 +1,11 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIRECTORY_QUEUE, enqueueDirectoryJob } from '../../db/src/directory-queue.js';
-import { createRedis } from '../../db/src/redis.js';
-import { createSql, type Sql } from '../../db/src/sql.js';
-import { directoryIndexingQueue } from '../../workers/queues/directory-indexing.js';
-import { loadWorkerSettings } from '../../workers/settings.js';
+import { DIRECTORY_QUEUE, enqueueDirectoryJob } from '#core/directory';
+import { createRedis } from '#core/platform';
+import { createSql, type Sql } from '#db/sql';
+import { directoryIndexingQueue } from '#workers/queues/directory-indexing';
+import { loadWorkerSettings } from '#workers/settings';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 const prefix = uniqueId('dirq');

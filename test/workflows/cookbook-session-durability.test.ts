@@ -2,10 +2,10 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCookbooks } from '../../db/src/cookbooks.js';
-import { sessionEventsKey } from '../../db/src/cookbook-sessions.js';
-import { createRedis } from '../../db/src/redis.js';
-import { completeStepUpdate, workflowIdFor } from '../../workflows/messages.js';
+import { loadCookbooks } from '#db/cookbooks';
+import { sessionEventsKey } from '#db/cookbook-sessions';
+import { createRedis } from '#core/platform';
+import { completeStepUpdate, workflowIdFor } from '#workflows/messages';
 import { bearer, createTestAccount, createTestApp, expectOk, type TestAccount } from '../helpers/app.js';
 import { createTestApi, openSse, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { uniqueId } from '../helpers/settings.js';
@@ -100,7 +100,7 @@ describe('a cookbook session survives its Temporal worker being stopped and repl
 
   it('appends an event only once when an activity runs again for the same transition', async () => {
     // What a retried activity or a replacement worker does: record the same transition twice.
-    const { createActivities } = await import('../../workers/temporal/activities.js');
+    const { createActivities } = await import('#workers/temporal/activities');
     const activities = createActivities({ sql: app.deps.sql, redis: workerRedis, redisPrefix });
     const sessionId = uniqueId('ses_');
     const change = {

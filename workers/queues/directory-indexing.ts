@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import { importDirectory, loadCuration, reindexApi, type ImportOptions } from '../../db/src/directory-import.js';
-import { directoryJobPayload, DIRECTORY_QUEUE } from '../../db/src/directory-queue.js';
-import { parseDollars } from '../../db/src/money.js';
+import { importDirectory, loadCuration, reindexApi, type ImportOptions } from '#core/directory';
+import { directoryJobPayload, DIRECTORY_QUEUE } from '#core/directory';
+import { parseDollars } from '#contracts/money';
 import type { QueueDefinition } from './definitions.js';
 import type { QueueDeps } from './registry.js';
 

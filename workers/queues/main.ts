@@ -1,9 +1,9 @@
 // The BullMQ worker process: one Worker per queue definition (usage aggregation, directory indexing).
 import { Worker } from 'bullmq';
 import pino from 'pino';
-import { createRedis } from '../../db/src/redis.js';
-import { loadSettingsOrExit } from '../../db/src/settings.js';
-import { createSql } from '../../db/src/sql.js';
+import { createRedis } from '#core/platform';
+import { loadSettingsOrExit } from '#core/platform';
+import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { queueDefinitions } from './registry.js';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Sql } from '../../db/src/sql.js';
+import type { Sql } from '#db/sql';
 import type { WorkerSettings } from '../settings.js';
 import type { QueueDefinition } from './definitions.js';
 import { directoryIndexingQueue } from './directory-indexing.js';

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { recordUsageEvents, USAGE_JOB_OPTIONS, USAGE_QUEUE, usageBatchSchema } from '../../db/src/usage.js';
+import { recordUsageEvents, USAGE_JOB_OPTIONS, USAGE_QUEUE, usageBatchSchema } from '#db/usage';
 import type { QueueDefinition } from './definitions.js';
 import type { QueueDeps } from './registry.js';
 

@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Redis } from 'ioredis';
-import { appendSessionEvents, applySessionChange } from '../../db/src/cookbook-sessions.js';
-import type { Sql } from '../../db/src/sql.js';
-import { workflowIdFor, type SessionChange } from '../../workflows/messages.js';
+import { appendSessionEvents, applySessionChange } from '#db/cookbook-sessions';
+import type { Sql } from '#db/sql';
+import { workflowIdFor, type SessionChange } from '#workflows/messages';
 
 /** What activities need from the outside world; injected by the worker (and by tests). */
 export interface ActivityDeps {

@@ -2,9 +2,9 @@
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
-import { createRedis } from '../../db/src/redis.js';
-import { loadSettingsOrExit } from '../../db/src/settings.js';
-import { createSql } from '../../db/src/sql.js';
+import { createRedis } from '#core/platform';
+import { loadSettingsOrExit } from '#core/platform';
+import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { createActivities } from './activities.js';

@@ -1,5 +1,5 @@
 // The response shapes are the edge's own view types (type-only: nothing of the edge is bundled).
-import type { HumanStepView, SessionView, StepView } from '../../edge/src/lib/cookbook-sessions';
+import type { HumanStepView, SessionView, StepView } from '#core/cookbooks';
 
 export type Session = SessionView;
 export type HumanStep = HumanStepView;

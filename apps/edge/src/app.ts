@@ -3,7 +3,7 @@ import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyLoggerOptions, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { PlatformError } from '../../../db/src/errors.js';
+import { PlatformError } from '#core/platform';
 import type { EdgeSettings } from './config.js';
 import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling, sendError } from './errors.js';

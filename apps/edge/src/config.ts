@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { parseDollars } from '../../../db/src/money.js';
-import { isDevMasterKey, masterKeySetting } from '../../../db/src/secret-box.js';
-import { envFlag, parseSettings, sharedSettings } from '../../../db/src/settings.js';
+import { parseDollars } from '#contracts/money';
+import { isDevMasterKey, masterKeySetting } from '#core/platform';
+import { envFlag, parseSettings, sharedSettings } from '#core/platform';
 
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
 /** An optional setting; empty (as docker-compose passes an unset `${VAR:-}`) means not set. */

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { createRedis } from '../../../db/src/redis.js';
-import { createSql, type Sql } from '../../../db/src/sql.js';
+import { createRedis } from '#core/platform';
+import { createSql, type Sql } from '#db/sql';
 import type { EdgeSettings } from './config.js';
-import { TemporalGateway } from './lib/temporal.js';
+import { TemporalGateway } from '#core/platform';
 
 /** Everything the edge talks to. Built once per process (or per test app) and closed with the app. */
 export interface EdgeDeps {

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { ERROR_STATUS, PlatformError, type ErrorCode } from '../../../db/src/errors.js';
+import { ERROR_STATUS, PlatformError, type ErrorCode } from '#core/platform';
 
 export interface ErrorBody {
   ok: false;

@@ -1,6 +1,6 @@
 // The edge's process entry: parse settings, build the app, listen, and shut down gracefully.
 import pino from 'pino';
-import { loadSettingsOrExit } from '../../../db/src/settings.js';
+import { loadSettingsOrExit } from '#core/platform';
 import { buildApp, edgeLogger } from './app.js';
 import { loadEdgeSettings } from './config.js';
 

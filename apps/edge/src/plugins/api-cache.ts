@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ApiCache } from '../lib/api-cache.js';
+import { ApiCache } from '#core/directory';
 
 declare module 'fastify' {
   interface FastifyInstance {

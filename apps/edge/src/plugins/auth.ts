@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { PlatformError } from '../../../../db/src/errors.js';
-import type { KeyRow } from '../../../../db/src/keys.js';
-import { KeyVerifier } from '../lib/key-verifier.js';
+import { PlatformError } from '#core/platform';
+import type { KeyRow } from '#db/keys';
+import { KeyVerifier } from '#core/identity';
 import { clientAddress, isLimited } from './rate-limit.js';
-import { assertCsrf, assertNotCrossSite, SESSION_COOKIE, verifySession } from '../lib/sessions.js';
+import { assertCsrf, assertNotCrossSite, SESSION_COOKIE, verifySession } from '#core/identity';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ChargeBatcher } from '../lib/charge-batcher.js';
+import { ChargeBatcher } from '#core/billing';
 
 declare module 'fastify' {
   interface FastifyInstance {

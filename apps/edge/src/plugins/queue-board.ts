@@ -5,10 +5,10 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { PlatformError } from '../../../../db/src/errors.js';
-import { createRedis } from '../../../../db/src/redis.js';
+import { PlatformError } from '#core/platform';
+import { createRedis } from '#core/platform';
 import { sendError } from '../errors.js';
-import { assertSameOrigin } from '../lib/sessions.js';
+import { assertSameOrigin } from '#core/identity';
 import { clientAddress } from './rate-limit.js';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';

@@ -2,7 +2,7 @@ import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
-import { PlatformError } from '../../../../db/src/errors.js';
+import { PlatformError } from '#core/platform';
 import type { EdgeSettings } from '../config.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { SessionEventHub } from '../lib/session-events.js';
+import { SessionEventHub } from '#core/cookbooks';
 
 declare module 'fastify' {
   interface FastifyInstance {

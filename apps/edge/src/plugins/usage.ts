@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { createRedis } from '../../../../db/src/redis.js';
-import { UsageRecorder } from '../lib/usage-recorder.js';
+import { createRedis } from '#core/platform';
+import { UsageRecorder } from '#core/billing';
 
 declare module 'fastify' {
   interface FastifyInstance {

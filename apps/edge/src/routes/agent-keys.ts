@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PlatformError } from '../../../../db/src/errors.js';
-import { changeKey, listKeys } from '../../../../db/src/key-management.js';
-import { createKey, type KeyRow } from '../../../../db/src/keys.js';
-import { formatDollars, parseDollars, toDollars } from '../../../../db/src/money.js';
+import { PlatformError } from '#core/platform';
+import { changeKey, listKeys } from '#core/identity';
+import { createKey, type KeyRow } from '#db/keys';
+import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { requireAuth } from '../plugins/auth.js';
 import { API_ID } from './connections.js';
 import { errorResponses } from './error-responses.js';

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PlatformError } from '../../../../db/src/errors.js';
-import { getBalance } from '../../../../db/src/ledger.js';
-import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '../../../../db/src/money.js';
-import { topUp } from '../../../../db/src/topups.js';
+import { PlatformError } from '#core/platform';
+import { getBalance } from '#db/ledger';
+import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
+import { topUp } from '#core/billing';
 import { requireAuth } from '../plugins/auth.js';
 
 /** An Idempotency-Key header: 1 to 200 visible ASCII characters (a UUID works well). */

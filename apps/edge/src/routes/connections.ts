@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { deleteConnection, listConnections, saveConnection, type Connection } from '../../../../db/src/connections.js';
-import { notFound } from '../../../../db/src/errors.js';
-import { getMeteredApi } from '../../../../db/src/metered-apis.js';
+import { deleteConnection, listConnections, saveConnection, type Connection } from '#db/connections';
+import { notFound } from '#core/platform';
+import { getMeteredApi } from '#db/metered-apis';
 import { requireAuth } from '../plugins/auth.js';
 
 export const API_ID = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,199}$/, 'must be a directory API id (lowercase letters, digits, ".", "_", "-")');

@@ -1,12 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listActiveSessions } from '../../../../db/src/cookbook-sessions.js';
-import { getCookbook, listCookbooks, type Cookbook } from '../../../../db/src/cookbooks.js';
-import { notFound, PlatformError } from '../../../../db/src/errors.js';
-import { PRICES } from '../../../../db/src/money.js';
-import type { Actor } from '../../../../workflows/messages.js';
-import { chargeRequest } from '../lib/charging.js';
+import { listActiveSessions } from '#db/cookbook-sessions';
+import { getCookbook, listCookbooks, type Cookbook } from '#db/cookbooks';
+import { notFound, PlatformError } from '#core/platform';
+import { PRICES } from '#contracts/money';
+import type { Actor } from '#workflows/messages';
+import { chargeRequest } from '#core/billing';
 import {
   cancelSession,
   completeStep,
@@ -19,8 +19,8 @@ import {
   startSession,
   stepView,
   validateResultData,
-} from '../lib/cookbook-sessions.js';
-import { STREAM_ID, type StreamedEvent } from '../lib/session-events.js';
+} from '#core/cookbooks';
+import { STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
 import { IDEMPOTENCY_KEY } from './balance.js';
 import { errorResponses } from './error-responses.js';

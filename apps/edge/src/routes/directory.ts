@@ -12,12 +12,12 @@ import {
   UNCATEGORIZED,
   type ApiSummaryRow,
   type RankedRow,
-} from '../../../../db/src/directory.js';
-import { generateInstructions, instructionsFooter, proxyPath } from '../../../../db/src/directory-text.js';
-import { notFound, PlatformError } from '../../../../db/src/errors.js';
-import { PRICES, toDollars } from '../../../../db/src/money.js';
-import { chargeRequest } from '../lib/charging.js';
-import { cachedJson, cachedText } from '../lib/response-cache.js';
+} from '#core/directory';
+import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
+import { notFound, PlatformError } from '#core/platform';
+import { PRICES, toDollars } from '#contracts/money';
+import { chargeRequest } from '#core/billing';
+import { cachedJson, cachedText } from '#core/platform';
 
 const apiId = z.string().min(1).max(200);
 const apiSummary = z.object({

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getDoc, listDocs, searchDocs } from '../../../../db/src/docs.js';
-import { notFound, PlatformError } from '../../../../db/src/errors.js';
-import { toDollars } from '../../../../db/src/money.js';
-import { chargeRequest } from '../lib/charging.js';
+import { getDoc, listDocs, searchDocs } from '#db/docs';
+import { notFound, PlatformError } from '#core/platform';
+import { toDollars } from '#contracts/money';
+import { chargeRequest } from '#core/billing';
 
 /** Platform docs: list and search are free; a section costs its price ($0.005 unless free). */
 const docsRoutes: FastifyPluginAsyncZod = async (app) => {

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PlatformError } from '../../../../db/src/errors.js';
-import { changeKey, listKeys } from '../../../../db/src/key-management.js';
-import { createKey, type KeyRow } from '../../../../db/src/keys.js';
-import { publishKeyChange } from '../lib/key-verifier.js';
+import { PlatformError } from '#core/platform';
+import { changeKey, listKeys } from '#core/identity';
+import { createKey, type KeyRow } from '#db/keys';
+import { publishKeyChange } from '#core/identity';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
 

@@ -4,13 +4,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { connectionKey } from '../../../../db/src/connections.js';
-import { notFound, PlatformError } from '../../../../db/src/errors.js';
-import { getBalance, refund } from '../../../../db/src/ledger.js';
-import { priceOf, type MeteredApi } from '../../../../db/src/metered-apis.js';
-import { formatDollars } from '../../../../db/src/money.js';
-import { openSecret, platformKeyContext } from '../../../../db/src/secret-box.js';
-import { chargeRequest, type ChargeReceipt } from '../lib/charging.js';
+import { connectionKey } from '#db/connections';
+import { notFound, PlatformError } from '#core/platform';
+import { getBalance, refund } from '#db/ledger';
+import { priceOf, type MeteredApi } from '#db/metered-apis';
+import { formatDollars } from '#contracts/money';
+import { openSecret, platformKeyContext } from '#core/platform';
+import { chargeRequest, type ChargeReceipt } from '#core/billing';
 import {
   assertPublicHost,
   downstreamResponseHeaders,
@@ -23,7 +23,7 @@ import {
   redactSecret,
   upstreamUrl,
   withAuthQuery,
-} from '../lib/upstream.js';
+} from '#core/gateway';
 import { requireAuth } from '../plugins/auth.js';
 import { API_ID } from './connections.js';
 

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PlatformError } from '../../../../db/src/errors.js';
-import { toDollars } from '../../../../db/src/money.js';
-import { registerAccount } from '../../../../db/src/registration.js';
-import { assertPasswordPolicy, hashPassword, PASSWORD_POLICY } from '../lib/passwords.js';
+import { PlatformError } from '#core/platform';
+import { toDollars } from '#contracts/money';
+import { registerAccount } from '#core/identity';
+import { assertPasswordPolicy, hashPassword, PASSWORD_POLICY } from '#core/identity';
 import { errorResponses } from './error-responses.js';
 import { fullKeySchema, keyMeta, toKeyMeta } from './keys.js';
 

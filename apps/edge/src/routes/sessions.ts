@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findAccountByEmail, getAccount } from '../../../../db/src/accounts.js';
-import { PlatformError } from '../../../../db/src/errors.js';
-import { revokeDashboardSession } from '../../../../db/src/sessions.js';
-import { verifyPassword } from '../lib/passwords.js';
-import { assertCsrf, assertSameOrigin, clearSessionCookies, openSession, SESSION_COOKIE, setSessionCookies, verifySession } from '../lib/sessions.js';
+import { findAccountByEmail, getAccount } from '#db/accounts';
+import { PlatformError } from '#core/platform';
+import { revokeDashboardSession } from '#db/dashboard-sessions';
+import { verifyPassword } from '#core/identity';
+import { assertCsrf, assertSameOrigin, clearSessionCookies, openSession, SESSION_COOKIE, setSessionCookies, verifySession } from '#core/identity';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
 

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { notFound } from '../../../../db/src/errors.js';
-import { getMeteredApi } from '../../../../db/src/metered-apis.js';
-import { toDollars } from '../../../../db/src/money.js';
-import { apiUsage, usageStats, usageSummary, type UsageTotals } from '../../../../db/src/usage.js';
+import { notFound } from '#core/platform';
+import { getMeteredApi } from '#db/metered-apis';
+import { toDollars } from '#contracts/money';
+import { apiUsage, usageStats, usageSummary, type UsageTotals } from '#db/usage';
 import { requireAuth } from '../plugins/auth.js';
 import { API_ID } from './connections.js';
 

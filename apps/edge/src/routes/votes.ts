@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { notFound, PlatformError } from '../../../../db/src/errors.js';
-import { castVote, myVote, removeVote, tally, targetExists, type VoteTarget } from '../../../../db/src/votes.js';
+import { notFound, PlatformError } from '#core/platform';
+import { castVote, myVote, removeVote, tally, targetExists, type VoteTarget } from '#db/votes';
 import { requireAuth } from '../plugins/auth.js';
 
 const target = {

@@ -1,0 +1,376 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
+import type { ValidateFunction } from 'ajv';
+import { getAccount } from '#db/accounts';
+import {
+  findSession,
+  findSessionByIdempotencyKey,
+  insertStartedSession,
+  listPendingHumanSteps,
+  listSessionSteps,
+  type PendingHumanStepRow,
+  type SessionRow,
+  type StepRow,
+} from '#db/cookbook-sessions';
+import { createStepSchemaAjv, parseDuration, renderInstructions, type Cookbook, type CookbookStep } from '#db/cookbooks';
+import { notFound, PlatformError } from '#core/platform';
+import type { Db } from '#db/sql';
+import {
+  cancelSessionUpdate,
+  completeStepUpdate,
+  ENDED_STATUSES,
+  REJECTIONS,
+  SEARCH_ATTRIBUTES,
+  workflowIdFor,
+  type Actor,
+  type CookbookSessionInput,
+  type StepPlan,
+} from '#workflows/messages';
+import type { TemporalGateway } from '#core/platform';
+
+export interface SessionView {
+  sessionId: string;
+  cookbookId: string;
+  status: SessionRow['status'];
+  currentStep: string | null;
+  progress: { completed: number; total: number };
+  selectedApis: Record<string, string>;
+  startedAt: string;
+  updatedAt: string;
+  endedAt: string | null;
+}
+
+export function sessionView(row: SessionRow): SessionView {
+  return {
+    sessionId: row.id,
+    cookbookId: row.cookbook_id,
+    status: row.status,
+    currentStep: row.current_step_id,
+    progress: { completed: row.completed_steps, total: row.total_steps },
+    selectedApis: row.selected_apis,
+    startedAt: row.started_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    endedAt: row.ended_at?.toISOString() ?? null,
+  };
+}
+
+export interface StepView {
+  stepId: string;
+  title: string;
+  kind: 'agent' | 'human';
+  position: number;
+  /** The instructions with the session's chosen API ids and proxy paths filled in. */
+  instructions: string;
+  inputSchema: Record<string, unknown>;
+  timeLimits: CookbookStep['timeLimits'];
+  /** Who may complete it: any key for agent steps, a person signed in to the dashboard for human steps. */
+  completedBy: 'key' | 'human';
+  status: 'pending' | 'completed' | 'expired' | 'cancelled' | 'upcoming';
+  startedAt: string | null;
+  remindAt: string | null;
+  expiresAt: string | null;
+  completedAt: string | null;
+  resultData: Record<string, unknown> | null;
+}
+
+/**
+ * A step of a session's cookbook with what the history says about it. The current step counts as
+ * pending even before the workflow's first write of its history row lands.
+ */
+export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string, history: StepRow | undefined): StepView | null {
+  const selectedApis = session.selected_apis;
+  const position = cookbook.steps.findIndex((step) => step.stepId === stepId);
+  const step = cookbook.steps[position];
+  if (!step) return null;
+  return {
+    stepId: step.stepId,
+    title: step.title,
+    kind: step.kind,
+    position,
+    instructions: renderInstructions(step.instructions, selectedApis),
+    inputSchema: step.inputSchema,
+    timeLimits: step.timeLimits,
+    completedBy: step.kind === 'human' ? 'human' : 'key',
+    status: history?.status ?? (session.current_step_id === stepId && !isEnded(session) ? 'pending' : 'upcoming'),
+    startedAt: history?.started_at.toISOString() ?? null,
+    remindAt: history?.remind_at?.toISOString() ?? null,
+    expiresAt: history?.expires_at?.toISOString() ?? null,
+    completedAt: history?.completed_at?.toISOString() ?? null,
+    resultData: history?.result_data ?? null,
+  };
+}
+
+export interface HumanStepView {
+  sessionId: string;
+  cookbookId: string;
+  cookbookTitle: string;
+  stepId: string;
+  title: string;
+  instructions: string;
+  inputSchema: Record<string, unknown>;
+  pendingSince: string;
+  remindAt: string | null;
+  expiresAt: string | null;
+  reminders: number;
+}
+
+export function humanStepView(row: PendingHumanStepRow): HumanStepView {
+  const step = row.steps.find((candidate) => candidate.stepId === row.step_id);
+  return {
+    sessionId: row.session_id,
+    cookbookId: row.cookbook_id,
+    cookbookTitle: row.cookbook_title,
+    stepId: row.step_id,
+    title: step?.title ?? row.step_id,
+    instructions: renderInstructions(step?.instructions ?? '', row.selected_apis),
+    inputSchema: step?.inputSchema ?? {},
+    pendingSince: row.started_at.toISOString(),
+    remindAt: row.remind_at?.toISOString() ?? null,
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    reminders: row.reminders,
+  };
+}
+
+export const isEnded = (row: SessionRow) => ENDED_STATUSES.includes(row.status);
+
+/** Loads the caller's session; another account's session is indistinguishable from a missing one. */
+export async function requireSession(db: Db, accountId: string, sessionId: string): Promise<SessionRow> {
+  const row = await findSession(db, accountId, sessionId);
+  if (!row) throw notFound(`Session ${sessionId}`, 'List your active sessions with GET /api/v1/cookbooks/sessions.');
+  return row;
+}
+
+/** Checks `selectedApis` against the cookbook's slots and the directory; names the first bad slot. */
+export async function checkSelectedApis(db: Db, cookbook: Cookbook, selectedApis: Record<string, string>): Promise<void> {
+  const slotNames = new Set(cookbook.slots.map((slot) => slot.name));
+  const unknown = Object.keys(selectedApis).filter((name) => !slotNames.has(name));
+  if (unknown.length > 0) {
+    throw new PlatformError('validation_failed', `Unknown slot ${unknown.map((name) => `"${name}"`).join(', ')} in selectedApis`, {
+      hint: `This cookbook's slots are: ${cookbook.slots.map((slot) => slot.name).join(', ')}.`,
+    });
+  }
+  for (const slot of cookbook.slots) {
+    if (slot.required && !selectedApis[slot.name]) {
+      throw new PlatformError('validation_failed', `Slot "${slot.name}" is required: choose an API for it in selectedApis`, {
+        hint: `Slot "${slot.name}" needs ${slot.category} API (${slot.description}). Find one with GET /api/v1/discover?q=${encodeURIComponent(slot.category)}.`,
+      });
+    }
+  }
+  const ids = [...new Set(Object.values(selectedApis))];
+  const rows = ids.length === 0 ? [] : await db<{ id: string }[]>`select id from apis where id = any(${ids})`;
+  const known = new Set(rows.map((row) => row.id));
+  for (const [slot, apiId] of Object.entries(selectedApis)) {
+    if (!known.has(apiId)) {
+      throw new PlatformError('validation_failed', `Slot "${slot}": API "${apiId}" is not in the directory`, {
+        hint: 'Use an API id from GET /api/v1/apis or GET /api/v1/discover.',
+      });
+    }
+  }
+}
+
+function stepPlans(cookbook: Cookbook): StepPlan[] {
+  return cookbook.steps.map((step) => ({
+    stepId: step.stepId,
+    title: step.title,
+    kind: step.kind,
+    reminderAfterMs: step.timeLimits.reminderAfter ? parseDuration(step.timeLimits.reminderAfter) : null,
+    expiresAfterMs: parseDuration(step.timeLimits.expiresAfter)!,
+  }));
+}
+
+const UNAVAILABLE_CODES = new Set([4, 8, 14]); // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE
+
+function isTemporalUnavailable(error: unknown): boolean {
+  if (!(error instanceof ServiceError)) return false;
+  const code = (error.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'number' && UNAVAILABLE_CODES.has(code);
+}
+
+const temporalUnavailable = (what: string, cause: unknown) =>
+  new PlatformError('service_unavailable', `Cookbook sessions are temporarily unavailable: ${what}`, {
+    hint: 'Retry after a short delay (send an Idempotency-Key header to make retries safe).',
+    cause,
+  });
+
+export interface StartInput {
+  accountId: string;
+  cookbook: Cookbook;
+  selectedApis: Record<string, string>;
+  idempotencyKey: string | null;
+}
+
+/**
+ * Starts a session: one workflow `cookbook-session-<id>`, then its mirror row. Nothing is written
+ * to Postgres before Temporal accepted the workflow, so an unreachable Temporal leaves no trace.
+ * With an Idempotency-Key the session id is derived from it, so concurrent retries meet the same
+ * workflow and answer the same session.
+ */
+export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs: number, input: StartInput): Promise<{ row: SessionRow; created: boolean }> {
+  const { accountId, cookbook, selectedApis, idempotencyKey } = input;
+  if (idempotencyKey !== null) {
+    const existing = await findSessionByIdempotencyKey(db, accountId, idempotencyKey);
+    if (existing) return { row: checkReplay(existing, cookbook.id, selectedApis), created: false };
+  }
+  await checkSelectedApis(db, cookbook, selectedApis);
+  const sessionId =
+    idempotencyKey === null
+      ? `ses_${randomBytes(12).toString('hex')}`
+      : `ses_${createHash('sha256').update(`${accountId}\n${idempotencyKey}`).digest('hex').slice(0, 24)}`;
+  const account = await getAccount(db, accountId);
+  const workflowInput: CookbookSessionInput = {
+    sessionId,
+    accountId,
+    cookbookId: cookbook.id,
+    cookbookTitle: cookbook.title,
+    selectedApis,
+    idempotencyKey,
+    steps: stepPlans(cookbook),
+  };
+  const workflowId = workflowIdFor(sessionId);
+  const startedAt = new Date();
+  try {
+    await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+      temporal.client.workflow.start('cookbookSession', {
+        workflowId,
+        taskQueue: temporal.taskQueue,
+        args: [workflowInput],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.accountId, value: accountId },
+          { key: SEARCH_ATTRIBUTES.cookbookId, value: cookbook.id },
+          { key: SEARCH_ATTRIBUTES.sessionStatus, value: 'running' },
+          { key: SEARCH_ATTRIBUTES.currentStep, value: cookbook.steps[0]!.stepId },
+        ],
+        // What an operator reads in the Temporal UI next to the search attributes.
+        memo: {
+          cookbookTitle: cookbook.title,
+          account: account?.email ?? accountId,
+          accountId,
+          selectedApis,
+          idempotencyKey,
+        },
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
+      if (isTemporalUnavailable(error)) throw temporalUnavailable('the workflow service did not answer', error);
+      throw error;
+    }
+  }
+  await insertStartedSession(db, {
+    sessionId,
+    accountId,
+    cookbookId: cookbook.id,
+    workflowId,
+    totalSteps: cookbook.steps.length,
+    firstStepId: cookbook.steps[0]!.stepId,
+    selectedApis,
+    idempotencyKey,
+    startedAt,
+  });
+  const row = await findSession(db, accountId, sessionId);
+  if (!row) throw new Error(`session ${sessionId} has no mirror row after start`);
+  // A racing start with the same key but another body may have won the workflow and the row.
+  if (idempotencyKey !== null) checkReplay(row, cookbook.id, selectedApis);
+  return { row, created: true };
+}
+
+/**
+ * The hash of a start request: the cookbook (from the path) and the body after validation, whose
+ * only field is `selectedApis`, with keys sorted so that key order and whitespace do not matter.
+ */
+export function startRequestHash(cookbookId: string, selectedApis: Record<string, string>): string {
+  const sorted = Object.keys(selectedApis)
+    .sort()
+    .map((slot) => [slot, selectedApis[slot]]);
+  return createHash('sha256').update(JSON.stringify([cookbookId, sorted])).digest('hex');
+}
+
+/** A replayed Idempotency-Key must come with the same request: otherwise 409, naming the earlier session. */
+function checkReplay(row: SessionRow, cookbookId: string, selectedApis: Record<string, string>): SessionRow {
+  if (startRequestHash(row.cookbook_id, row.selected_apis) === startRequestHash(cookbookId, selectedApis)) return row;
+  throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was already used to start a session with a different request', {
+    hint: `Send the same cookbook and selectedApis to get the earlier session (${row.id}) again, or use a new Idempotency-Key.`,
+  });
+}
+
+// Compiled step validators, cached per cookbook step and invalidated when the schema changes.
+const ajv = createStepSchemaAjv();
+const validators = new Map<string, { schema: string; validate: ValidateFunction }>();
+
+/**
+ * Validates resultData against the step's inputSchema, here in the edge: ajv compiles schemas to
+ * code with `new Function`, which Temporal's deterministic workflow sandbox does not offer, and the
+ * edge has the cookbook at hand. The workflow's update validator checks what only it knows: the
+ * current step, whether the session ended, and who may complete the step.
+ */
+export function validateResultData(cookbookId: string, step: CookbookStep, resultData: Record<string, unknown>): void {
+  const cacheKey = `${cookbookId}/${step.stepId}`;
+  const schema = JSON.stringify(step.inputSchema);
+  let entry = validators.get(cacheKey);
+  if (!entry || entry.schema !== schema) {
+    entry = { schema, validate: ajv.compile(step.inputSchema) };
+    validators.set(cacheKey, entry);
+  }
+  if (entry.validate(resultData)) return;
+  const problems = (entry.validate.errors ?? [])
+    .slice(0, 5)
+    .map((error) => `resultData${error.instancePath.replaceAll('/', '.')} ${error.message ?? 'is invalid'}`)
+    .join('; ');
+  throw new PlatformError('validation_failed', `resultData does not match step "${step.stepId}": ${problems}`, {
+    hint: 'GET the step for its inputSchema.',
+  });
+}
+
+/** Maps a rejected or failed update to the REST answer. */
+function updateError(error: unknown, sessionId: string): PlatformError | null {
+  const failure = error instanceof WorkflowUpdateFailedError ? error.cause : null;
+  if (failure instanceof ApplicationFailure) {
+    switch (failure.type) {
+      case REJECTIONS.staleStep:
+        return new PlatformError('conflict', failure.message, { hint: `GET /api/v1/cookbooks/sessions/${sessionId}/step for the current step.` });
+      case REJECTIONS.sessionEnded:
+        return new PlatformError('conflict', failure.message, { hint: `GET /api/v1/cookbooks/sessions/${sessionId} for the outcome.` });
+      case REJECTIONS.humanRequired:
+        return new PlatformError('forbidden', failure.message, {
+          hint: 'A person completes human steps in the dashboard (signed in with the account), not with an API key.',
+        });
+    }
+  }
+  if (error instanceof WorkflowNotFoundError || (error instanceof ServiceError && /already completed|not found/i.test(error.message))) {
+    return new PlatformError('conflict', 'The session has ended', { hint: `GET /api/v1/cookbooks/sessions/${sessionId} for the outcome.` });
+  }
+  if (isTemporalUnavailable(error) || error instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+    return temporalUnavailable('the session did not answer in time', error);
+  }
+  return null;
+}
+
+export async function completeStep(
+  temporal: TemporalGateway,
+  timeoutMs: number,
+  session: SessionRow,
+  request: { stepId: string; resultData: Record<string, unknown>; actor: Actor },
+) {
+  try {
+    return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+      temporal.client.workflow.getHandle(session.workflow_id).executeUpdate(completeStepUpdate, { args: [request] }),
+    );
+  } catch (error) {
+    throw updateError(error, session.id) ?? error;
+  }
+}
+
+export async function cancelSession(temporal: TemporalGateway, timeoutMs: number, session: SessionRow, reason: string | undefined) {
+  try {
+    return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+      temporal.client.workflow.getHandle(session.workflow_id).executeUpdate(cancelSessionUpdate, { args: [reason === undefined ? {} : { reason }] }),
+    );
+  } catch (error) {
+    throw updateError(error, session.id) ?? error;
+  }
+}
+
+export { listPendingHumanSteps, listSessionSteps };

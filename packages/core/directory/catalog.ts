@@ -1,0 +1,340 @@
+/**
+ * The directory's read side: browse, relevance search, categories and natural-language discovery.
+ *
+ * Ranking (search and discovery share it): a weighted full-text rank over name/provider/service (A),
+ * categories (B) and description (C); a separate, length-normalized rank over endpoint summaries
+ * and path words; the share of the query's concepts the API covers; trigram similarity of the query
+ * to the API's name (typos in names); and, as small tie-breakers, curated popularity, the featured
+ * flag and votes. Terms that are not words of the catalog are corrected to the closest catalog
+ * word by trigram similarity (kept alongside the original). Discovery also drops filler words and
+ * adds capability terms from the task vocabulary ("text message" -> sms).
+ */
+import { PlatformError } from '#core/platform';
+import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
+import { directoryIndex, type DirectoryIndex, type IndexedApi } from './ranker.js';
+import type { AuthScheme } from './text.js';
+import type { Db } from '#db/sql';
+
+export const UNCATEGORIZED = 'uncategorized';
+export const MAX_QUERY_LENGTH = 500;
+const MAX_TERMS = 24;
+
+export interface ApiSummaryRow {
+  id: string;
+  name: string;
+  provider: string;
+  service: string | null;
+  categories: string[];
+  description: string;
+  price_micros: bigint;
+  featured: boolean;
+  votes_up: number;
+  votes_down: number;
+}
+
+export interface ApiDetailRow extends ApiSummaryRow {
+  version: string | null;
+  base_url: string;
+  auth_scheme: AuthScheme;
+  endpoints: { method: string; path: string; summary: string }[];
+  endpoint_count: number;
+  byok_price_micros: bigint | null;
+  has_platform_key: boolean;
+  source: string;
+  instructions: string | null;
+}
+
+/** Opaque paging cursor: base64url of {"o": offset}. The catalog changes rarely; offsets are stable enough. */
+export function encodeCursor(offset: number): string {
+  return Buffer.from(JSON.stringify({ o: offset })).toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): number {
+  if (!cursor) return 0;
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { o?: unknown };
+    if (typeof value.o === 'number' && Number.isInteger(value.o) && value.o >= 0 && value.o <= 1_000_000) return value.o;
+  } catch {
+    // fall through
+  }
+  throw new PlatformError('validation_failed', 'cursor is not valid', { hint: 'Pass the nextCursor of a previous page unchanged, or omit it.' });
+}
+
+const SUMMARY_COLUMNS = (db: Db) => db`
+  a.id, a.name, a.provider, a.service, a.categories, left(a.description, 300) as description, a.price_micros, a.featured,
+  coalesce(v.up, 0)::int as votes_up, coalesce(v.down, 0)::int as votes_down`;
+
+const VOTES_JOIN = (db: Db) => db`
+  left join lateral (
+    select count(*) filter (where value = 1) as up, count(*) filter (where value = -1) as down
+      from votes where target_type = 'api' and target_id = a.id
+  ) v on true`;
+
+/** Lower-case, accents removed, words only. */
+export function normalizeQuery(q: string): string {
+  return q
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, ' ')
+    .trim();
+}
+
+export interface QueryPlan {
+  /** The words searched (after dropping filler words in discovery). */
+  words: string[];
+  /** Spelling corrections applied: word -> catalog word. */
+  corrections: Record<string, string>;
+  /** Capability terms added from the vocabulary (discovery). */
+  expansions: string[];
+  /** Concept groups, each a to_tsquery OR-expression; coverage counts the groups an API matches. */
+  groups: string[];
+  /** Every term of every group (parallel arrays): its group index, text and IDF weight. */
+  termGroups: number[];
+  terms: string[];
+  weights: number[];
+  /** All terms, one to_tsquery OR-expression. */
+  any: string;
+  /** The terms that pick candidates (see planQuery). */
+  selective: string;
+  /** The normalized text compared to names by trigram similarity. */
+  raw: string;
+}
+
+/** Validates a free-text query: not empty, not only punctuation, not longer than MAX_QUERY_LENGTH. */
+export function checkQueryText(q: string, param = 'q'): string {
+  if (q.length > MAX_QUERY_LENGTH) {
+    throw new PlatformError('validation_failed', `${param} is too long (${q.length} characters; at most ${MAX_QUERY_LENGTH})`, {
+      hint: 'Describe the task in a sentence or two; long texts do not search better.',
+    });
+  }
+  const normalized = normalizeQuery(q);
+  if (!normalized) {
+    throw new PlatformError('validation_failed', q.trim() ? `${param} has no words to search for` : `${param} is required`, {
+      hint: `Pass ${param} with a few words, e.g. ?${param}=send+a+text+message.`,
+    });
+  }
+  return normalized;
+}
+
+const expansionMemo = new Map<string, string[]>();
+/** expandCapabilities of one word, remembered (the vocabulary is fixed; the memo is bounded). */
+function wordExpansions(word: string): string[] {
+  let terms = expansionMemo.get(word);
+  if (!terms) {
+    if (expansionMemo.size >= 10_000) expansionMemo.clear();
+    expansionMemo.set(word, (terms = expandCapabilities(word)));
+  }
+  return terms;
+}
+
+/** Turns normalized query text into the plan ranking runs: words, corrections, expansions, concept groups, IDF weights. */
+export function planQuery(index: DirectoryIndex, normalized: string, discovery: boolean): QueryPlan {
+  let words = [...new Set(normalized.split(' ').filter(Boolean))];
+  if (discovery) {
+    const content = words.filter((w) => !DISCOVERY_STOPWORDS.has(w));
+    if (content.length) words = content;
+  }
+  words = words.slice(0, MAX_TERMS);
+  const expansions = discovery ? expandCapabilities(normalized).filter((t) => !words.includes(t)) : [];
+  // Spelling: a word the catalog never uses gets the closest catalog word, kept beside the original.
+  // The same look-up gives each word's document frequency, for IDF weights of the concept groups.
+  const corrections: Record<string, string> = {};
+  const docFreq = new Map<string, number>();
+  const totalApis = Math.max(1, index.size);
+  for (const word of new Set([...words, ...expansions])) {
+    if (!/^[a-z]+$/.test(word)) continue;
+    const ndoc = index.documentFrequency(word);
+    if (ndoc !== undefined) {
+      docFreq.set(word, ndoc);
+      continue;
+    }
+    if (word.length < 4 || !words.includes(word)) continue;
+    const best = index.closestWord(word);
+    if (best) {
+      corrections[word] = best.word;
+      docFreq.set(best.word, best.ndoc);
+    }
+  }
+  const idf = (term: string) => Math.log(1 + totalApis / (1 + (docFreq.get(term) ?? 0)));
+  const expansionsFor = (word: string) => (discovery ? wordExpansions(word) : []);
+  const groups = words.map((w) => [...new Set([w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)])].join(' | '));
+  // Phrase expansions ("text message" -> sms) form one more concept group of their own.
+  const phraseTerms = expansions.filter((t) => !groups.some((g) => g.split(' | ').includes(t)));
+  if (phraseTerms.length) groups.push(phraseTerms.join(' | '));
+  const all = [...new Set([...words, ...Object.values(corrections), ...expansions])];
+  // Each term weighs its IDF ("sentiment" says more than "analyze"); a concept group counts with
+  // the weight of its best matched term, relative to its best possible one.
+  const terms = groups.flatMap((g, gi) => g.split(' | ').map((term) => ({ group: gi, term, weight: idf(term) })));
+  // Candidates come from the selective terms only (a word in most APIs, like "add", would pull in
+  // hundreds of rows to score); common terms still count in the score of every candidate.
+  const selectiveTerms = all.filter((t) => (docFreq.get(t) ?? 0) <= totalApis * 0.06);
+  return {
+    words,
+    corrections,
+    expansions,
+    groups,
+    termGroups: terms.map((t) => t.group),
+    terms: terms.map((t) => t.term),
+    weights: terms.map((t) => t.weight),
+    any: all.join(' | '),
+    selective: (selectiveTerms.length ? selectiveTerms : all).join(' | '),
+    raw: words.join(' '),
+  };
+}
+
+export interface RankedRow extends ApiSummaryRow {
+  score: number;
+  coverage: number;
+  /** The index entry the row was read from (stable until the index reloads): lets callers memoize renderings. */
+  indexed?: IndexedApi;
+}
+
+interface RankOptions {
+  category?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+const lexemesOf = (index: DirectoryIndex, terms: string[]) => [...new Set(terms.map((t) => index.lexeme(t)).filter((l): l is string => l !== null))];
+
+/** Ranks APIs for a plan in the in-process index; see DirectoryIndex.rank for the formula. */
+function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): RankedRow[] {
+  const hits = index.rank({
+    lexemes: lexemesOf(index, plan.any.split(' | ')),
+    selective: lexemesOf(index, plan.selective.split(' | ')),
+    terms: plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), weight: plan.weights[i]! })),
+    raw: plan.raw,
+    category: options.category,
+  }, options.offset + options.limit);
+  return hits.slice(options.offset, options.offset + options.limit).map(({ api, score, coverage }) => ({
+    id: api.id,
+    name: api.name,
+    provider: api.provider,
+    service: api.service,
+    categories: api.categories,
+    description: api.description,
+    price_micros: api.price_micros,
+    featured: api.featured,
+    votes_up: api.votes_up,
+    votes_down: api.votes_down,
+    score,
+    coverage,
+    indexed: api,
+  }));
+}
+
+function categoryCondition(db: Db, category: string | undefined) {
+  if (!category) return db``;
+  return category === UNCATEGORIZED ? db`and cardinality(a.categories) = 0` : db`and ${category} = any(a.categories)`;
+}
+
+export interface ListOptions {
+  q?: string | undefined;
+  category?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface ApiPage {
+  apis: ApiSummaryRow[];
+  nextCursor: string | null;
+  plan: QueryPlan | null;
+}
+
+/** Browse (featured first, then by name) or search (by relevance), optionally within a category. */
+export async function listApis(db: Db, options: ListOptions): Promise<ApiPage> {
+  const offset = decodeCursor(options.cursor);
+  if (options.q !== undefined) {
+    const normalized = checkQueryText(options.q);
+    const index = await directoryIndex(db);
+    const plan = planQuery(index, normalized, false);
+    const rows = rank(index, plan, { category: options.category, limit: options.limit + 1, offset });
+    const page = rows.slice(0, options.limit);
+    return { apis: page, nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan };
+  }
+  const rows = await db<ApiSummaryRow[]>`
+    select ${SUMMARY_COLUMNS(db)}
+      from apis a
+      ${VOTES_JOIN(db)}
+     where true ${categoryCondition(db, options.category)}
+     order by a.featured desc, lower(a.name), a.id
+     limit ${options.limit + 1} offset ${offset}`;
+  return { apis: rows.slice(0, options.limit), nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan: null };
+}
+
+export async function getApi(db: Db, id: string): Promise<ApiDetailRow | null> {
+  const [row] = await db<ApiDetailRow[]>`
+    select a.id, a.name, a.provider, a.service, a.categories, a.description, a.price_micros, a.featured,
+           coalesce(v.up, 0)::int as votes_up, coalesce(v.down, 0)::int as votes_down,
+           a.version, a.base_url, a.auth_scheme, a.endpoints, a.endpoint_count, a.byok_price_micros,
+           a.platform_key_encrypted is not null as has_platform_key, a.source, a.instructions
+      from apis a
+      ${VOTES_JOIN(db)}
+     where a.id = ${id}`;
+  return row ?? null;
+}
+
+export interface CategoryRow {
+  id: string;
+  api_count: number;
+}
+
+/**
+ * Every category with its API count; APIs the source leaves uncategorized count under
+ * "uncategorized". `source` limits the count to imported or operator rows.
+ */
+export async function listCategories(db: Db, source?: 'apis.guru' | 'operator'): Promise<CategoryRow[]> {
+  return db<CategoryRow[]>`
+    select category as id, count(*)::int as api_count
+      from (select unnest(case when cardinality(categories) = 0 then array[${UNCATEGORIZED}] else categories end) as category
+              from apis where ${source ?? null}::text is null or source = ${source ?? null}) c
+     group by category
+     order by api_count desc, category`;
+}
+
+export async function categoryExists(db: Db, category: string): Promise<boolean> {
+  const [row] = await db`
+    select 1 from apis a where true ${categoryCondition(db, category)} limit 1`;
+  return row !== undefined;
+}
+
+/** "machine_learning" -> "Machine learning". */
+export const categoryName = (id: string) => (id.charAt(0).toUpperCase() + id.slice(1)).replace(/_/g, ' ');
+
+export interface DiscoveryResult {
+  api: ApiSummaryRow;
+  score: number;
+  reason: string;
+}
+
+export interface Discovery {
+  results: DiscoveryResult[];
+  plan: QueryPlan;
+}
+
+/** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
+export async function discover(db: Db, q: string, limit = 10): Promise<Discovery> {
+  const normalized = checkQueryText(q, 'q');
+  const index = await directoryIndex(db);
+  const plan = planQuery(index, normalized, true);
+  const rows = rank(index, plan, { limit, offset: 0 });
+  if (rows.length === 0) return { results: [], plan };
+  // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
+  const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
+    .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
+    .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
+  const matchedTerms = [...plan.words, ...Object.values(plan.corrections), ...plan.expansions];
+  const results = rows.map((row) => {
+    const api = index.api(row.id);
+    const endpoints = api ? index.matchingEndpoints(api, stems) : [];
+    const parts: string[] = [];
+    const hay = `${row.name} ${row.provider} ${row.service ?? ''} ${row.categories.join(' ')} ${row.description}`.toLowerCase();
+    const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);
+    if (inDescription.length) parts.push(`matches ${inDescription.map((t) => `"${t}"`).join(', ')} in its name, categories or description`);
+    if (endpoints.length) parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
+    if (parts.length === 0) parts.push('name resembles the query');
+    return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; ') };
+  });
+  return { results, plan };
+}

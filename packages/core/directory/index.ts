@@ -1,0 +1,10 @@
+export { ApiCache } from './api-cache.js';
+export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories } from './catalog.js';
+export type { ApiSummaryRow, RankedRow } from './catalog.js';
+export { evaluateDiscovery, loadDevset } from './eval.js';
+export { apiIdFor, directoryRoot, importDirectory, loadCuration, normalizeSpec, reindexApi, sourceCategories, specFiles } from './import.js';
+export type { ImportOptions } from './import.js';
+export { DIRECTORY_QUEUE, directoryJobPayload, enqueueDirectoryJob } from './indexing-job.js';
+export { similarity, wordSimilarityOf } from './ranker.js';
+export { directorySettings } from './settings.js';
+export { generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';

@@ -1,0 +1,1 @@
+export { PrivateUpstreamError, assertPublicHost, downstreamResponseHeaders, guardedLookup, isPrivateAddress, proxyTarget, redactSecret, redactingStream, upstreamAuth, upstreamRequestHeaders, upstreamUrl, withAuthQuery } from './upstream.js';

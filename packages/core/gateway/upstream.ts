@@ -1,0 +1,274 @@
+import { Transform } from 'node:stream';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookupAsync } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+import { PlatformError } from '#core/platform';
+import type { AuthScheme } from '#db/metered-apis';
+
+/** Addresses the proxy never connects to unless ALLOW_PRIVATE_UPSTREAMS is on: loopback, private, link-local, ... */
+const privateRanges = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
+  privateRanges.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['64:ff9b::', 96],
+] as const) {
+  privateRanges.addSubnet(net, bits, 'ipv6');
+}
+
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return privateRanges.check(address, 'ipv4');
+  if (family !== 6) return true;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped?.[1]) return privateRanges.check(mapped[1], 'ipv4');
+  return privateRanges.check(address, 'ipv6');
+}
+
+export class PrivateUpstreamError extends Error {
+  override name = 'PrivateUpstreamError';
+  readonly code = 'PRIVATE_UPSTREAM';
+}
+
+const privateRefusal = (host: string) =>
+  new PlatformError('private_upstream', `The upstream ${host} resolves to a private, loopback or link-local address; the proxy refuses it`, {
+    hint: 'Register the API with a public base URL. (Operators: ALLOW_PRIVATE_UPSTREAMS=true is for tests only.)',
+  });
+
+/** Hosts whose every address was public at their last check, until when (see assertPublicHost). */
+const publicHosts = new Map<string, number>();
+
+/**
+ * Resolves the upstream host and refuses it when any address is private. Before anything is charged.
+ * With `cacheMs`, a host found public is not resolved again for that long (refusals and failures are
+ * never cached). This check only spares the caller a charge; the guard against DNS rebinding is
+ * `guardedLookup`, which resolves afresh and refuses private addresses whenever a connection opens.
+ */
+export async function assertPublicHost(hostname: string, cacheMs = 0): Promise<void> {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    if (isPrivateAddress(host)) throw privateRefusal(host);
+    return;
+  }
+  if (cacheMs > 0 && (publicHosts.get(host) ?? 0) > Date.now()) return;
+  let addresses: LookupAddress[];
+  try {
+    addresses = await dnsLookupAsync(host, { all: true });
+  } catch {
+    throw new PlatformError('upstream_unavailable', `The upstream host ${host} could not be resolved`, {
+      hint: 'Nothing was charged. Retry later.',
+      headers: { 'Retry-After': '30' },
+    });
+  }
+  if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) {
+    publicHosts.delete(host);
+    throw privateRefusal(host);
+  }
+  if (cacheMs > 0) {
+    if (publicHosts.size >= 10_000) publicHosts.clear();
+    publicHosts.set(host, Date.now() + cacheMs);
+  }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for the proxy's sockets that refuses private addresses at connect time, so a DNS
+ * answer that changes between the check and the connection (rebinding) cannot reach them either.
+ */
+export function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) {
+      return callback(new PrivateUpstreamError(`${hostname} resolves to a private address`), []);
+    }
+    if ((options as { all?: boolean }).all) return callback(null, addresses);
+    const first = addresses[0] as LookupAddress;
+    return callback(null, first.address, first.family);
+  });
+}
+
+const badPath = (why: string) =>
+  new PlatformError('validation_failed', `Invalid proxy path: ${why}`, {
+    hint: 'The path after /proxy/{api_id} is appended to the API base URL; it may not contain "..", "//", backslashes or encoded slashes.',
+  });
+
+/**
+ * Splits the raw request target of a proxy call into the upstream path remainder and query string,
+ * both as the caller sent them (bytes, not re-encoded), refusing anything that could leave the API's
+ * base URL: dot segments (also percent-encoded), encoded slashes or backslashes, backslashes, `//`.
+ */
+export function proxyTarget(rawUrl: string, segmentsBefore: number): { path: string; query: string | null } {
+  const q = rawUrl.indexOf('?');
+  const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  const query = q === -1 ? null : rawUrl.slice(q + 1);
+  const rest = rawPath.split('/').slice(segmentsBefore + 1);
+  const path = rest.length === 0 ? '' : `/${rest.join('/')}`;
+  if (path.includes('\\')) throw badPath('backslash');
+  if (/%(2f|5c|00)/i.test(path)) throw badPath('encoded slash, backslash or NUL');
+  if (path.includes('//')) throw badPath('empty segment ("//")');
+  for (const segment of rest) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      throw badPath('malformed percent-encoding');
+    }
+    if (decoded === '.' || decoded === '..') throw badPath('dot segment');
+  }
+  return { path, query };
+}
+
+/**
+ * The upstream URL: the base URL's path plus the remainder, with the query unchanged. The result is
+ * checked to stay on the base URL's origin and under its path.
+ */
+export function upstreamUrl(baseUrl: string, target: { path: string; query: string | null }): { origin: string; path: string; url: URL } {
+  const base = new URL(baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const path = `${basePath}${target.path}` || '/';
+  const withQuery = target.query === null ? path : `${path}?${target.query}`;
+  const url = new URL(withQuery, base.origin);
+  if (url.origin !== base.origin || (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))) {
+    throw badPath('it leaves the API base URL');
+  }
+  return { origin: base.origin, path: withQuery, url };
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-connection', 'http2-settings']);
+/** Caller credentials and platform headers that never reach an upstream. */
+const CALLER_ONLY = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-csrf-token', 'x-max-cost', 'forwarded', 'x-real-ip', 'expect']);
+
+/**
+ * The headers sent upstream: the caller's, in order and with duplicates, minus hop-by-hop headers
+ * (and those the caller's Connection header names), the caller's credentials and cookies, platform
+ * headers (`X-Max-Cost`, `X-Service-*`, `X-Forwarded-*`) and any header the upstream auth sets.
+ */
+export function upstreamRequestHeaders(rawHeaders: string[], drop: string[] = []): string[] {
+  const named = new Set(drop.map((h) => h.toLowerCase()));
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() === 'connection') {
+      for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || CALLER_ONLY.has(lower) || named.has(lower)) continue;
+    if (lower.startsWith('proxy-') || lower.startsWith('x-service-') || lower.startsWith('x-forwarded-')) continue;
+    out.push(name, rawHeaders[i + 1] ?? '');
+  }
+  return out;
+}
+
+/** Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed platform headers. */
+export function downstreamResponseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((t) => t.trim().toLowerCase()),
+  );
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('proxy-')) continue;
+    if (lower === 'set-cookie' || lower === 'x-request-id' || lower.startsWith('x-service-') || lower.startsWith('x-ratelimit-')) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** How the upstream key travels: a header to set, or a query parameter to append. */
+export type UpstreamAuth = { header: [string, string] } | { query: [string, string] } | null;
+
+export function upstreamAuth(scheme: AuthScheme, key: string | null): UpstreamAuth {
+  if (key === null) return null;
+  switch (scheme.type) {
+    case 'none':
+      return null;
+    case 'apiKey':
+      return scheme.in === 'header' ? { header: [scheme.name, key] } : { query: [scheme.name, key] };
+    case 'bearer':
+    case 'oauth2':
+      return { header: ['Authorization', `Bearer ${key}`] };
+    case 'basic':
+      return { header: ['Authorization', `Basic ${Buffer.from(key.includes(':') ? key : `${key}:`).toString('base64')}`] };
+  }
+}
+
+/** Appends the auth query parameter, replacing one of the same name the caller sent. */
+export function withAuthQuery(query: string | null, name: string, value: string): string {
+  const encodedName = encodeURIComponent(name);
+  const kept = (query ?? '').split('&').filter((pair) => pair !== '' && pair.split('=')[0] !== encodedName && pair.split('=')[0] !== name);
+  return [...kept, `${encodedName}=${encodeURIComponent(value)}`].join('&');
+}
+
+/** The forms in which an upstream may echo a key it was sent: as is and URL-encoded. */
+function secretForms(secret: string): Buffer[] {
+  return [...new Set([secret, encodeURIComponent(secret)])].map((form) => Buffer.from(form));
+}
+
+const REDACTED = Buffer.from('[redacted]');
+
+function redactBuffer(data: Buffer, needles: Buffer[]): Buffer {
+  let out = data;
+  for (const needle of needles) {
+    let at = out.indexOf(needle);
+    if (at < 0) continue;
+    const parts: Buffer[] = [];
+    let from = 0;
+    while (at >= 0) {
+      parts.push(out.subarray(from, at), REDACTED);
+      from = at + needle.length;
+      at = out.indexOf(needle, from);
+    }
+    parts.push(out.subarray(from));
+    out = Buffer.concat(parts);
+  }
+  return out;
+}
+
+/** Replaces every echo of `secret` (raw or URL-encoded) in a text. */
+export function redactSecret(text: string, secret: string): string {
+  return redactBuffer(Buffer.from(text), secretForms(secret)).toString('utf8');
+}
+
+/**
+ * A stream that replaces every echo of `secret` with "[redacted]", also across chunk boundaries: it
+ * holds back the last (longest form − 1) bytes of each chunk until the next one arrives. Used on
+ * answers to calls made with the operator's platform key, which the caller must never see.
+ */
+export function redactingStream(secret: string): Transform {
+  const needles = secretForms(secret);
+  const keep = Math.max(...needles.map((n) => n.length)) - 1;
+  let pending: Buffer = Buffer.alloc(0);
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      const data = redactBuffer(pending.length ? Buffer.concat([pending, chunk]) : chunk, needles);
+      const cut = Math.max(0, data.length - keep);
+      pending = data.subarray(cut);
+      callback(null, data.subarray(0, cut));
+    },
+    flush(callback) {
+      callback(null, redactBuffer(pending, needles));
+    },
+  });
+}

@@ -1,0 +1,5 @@
+export { SESSION_COOKIE, assertCsrf, assertNotCrossSite, assertSameOrigin, clearSessionCookies, openSession, setSessionCookies, verifySession } from './dashboard-sessions.js';
+export { changeKey, listKeys } from './key-management.js';
+export { KeyVerifier, keyChangesChannel, publishKeyChange } from './key-verifier.js';
+export { PASSWORD_POLICY, assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
+export { registerAccount } from './registration.js';
