@@ -4,7 +4,7 @@ import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.venv/', '.data/', 'dist/', 'apps/dashboard/dist/', 'test-results/'] },
+  { ignores: ['.dependency-cruiser.cjs', 'node_modules/', '.venv/', '.data/', 'dist/', 'apps/dashboard/dist/', 'test-results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -12,6 +12,10 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'off',
+      // The layout's first rule: no import climbs more than one folder. Reach another area through
+      // its subpath import (#core/<context>, #db/<table group>, #contracts/<name>, ...; package.json
+      // "imports"). Which area may import which is checked by dependency-cruiser (.dependency-cruiser.cjs).
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./){2,}', message: 'Import through a subpath import (#core/..., #db/...) instead of climbing folders.' }] }],
     },
   },
   // The dashboard (React): the two classic hook rules.

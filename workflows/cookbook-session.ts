@@ -10,7 +10,6 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { Activities } from '#workers/temporal/activities';
 import {
   cancelSessionUpdate,
   completeStepUpdate,
@@ -23,12 +22,13 @@ import {
   type CookbookSessionInput,
   type SessionEvent,
   type SessionEventName,
+  type SessionActivities,
   type SessionSnapshot,
   type SessionStatus,
   type StepRecord,
 } from './messages.js';
 
-const { recordSessionChange } = proxyActivities<Activities>({
+const { recordSessionChange } = proxyActivities<SessionActivities>({
   startToCloseTimeout: '30 seconds',
   // Postgres or Redis being away must not lose a session: retry until they are back. Only a
   // session whose account or cookbook is gone fails for good (see the activity).

@@ -121,3 +121,12 @@ export interface SessionChange {
   /** Append the events only (the session can no longer be mirrored in Postgres). */
   eventsOnly: boolean;
 }
+
+/**
+ * The activities the session workflow calls, declared here beside the messages so the workflow
+ * depends on no worker code; workers/temporal/activities.ts implements this interface.
+ */
+export interface SessionActivities {
+  /** Records one transition: the Postgres mirror, then the events on the session's Redis stream. Idempotent. */
+  recordSessionChange(change: SessionChange): Promise<void>;
+}

@@ -1,4 +1,3 @@
-import { connectionContext, keyHint, openSecret, sealSecret } from '#core/platform';
 import type { Db } from './sql.js';
 
 /** A bring-your-own-key connection as lists show it: never the key, only its hint. */
@@ -18,12 +17,12 @@ interface ConnectionRow {
 
 const toConnection = (row: ConnectionRow): Connection => ({ apiId: row.api_id, keyHint: row.key_hint, createdAt: row.created_at, updatedAt: row.updated_at });
 
-/** Stores (or replaces) the caller's key for an API, sealed under the master key. */
-export async function saveConnection(db: Db, masterKey: Buffer, input: { accountId: string; apiId: string; apiKey: string }): Promise<Connection> {
-  const sealed = sealSecret(masterKey, input.apiKey, connectionContext(input.accountId, input.apiId));
+/** Stores (or replaces) an account's sealed key for an API (core's gateway seals and opens it). */
+export async function upsertConnection(db: Db, input: { accountId: string; apiId: string; sealed: Buffer; keyHint: string }): Promise<Connection> {
+  const sealed = input.sealed;
   const [row] = await db<ConnectionRow[]>`
     insert into connections (account_id, api_id, key_encrypted, key_hint)
-    values (${input.accountId}, ${input.apiId}, ${sealed}, ${keyHint(input.apiKey)})
+    values (${input.accountId}, ${input.apiId}, ${sealed}, ${input.keyHint})
     on conflict (account_id, api_id) do update
       set key_encrypted = excluded.key_encrypted, key_hint = excluded.key_hint, updated_at = now()
     returning api_id, key_hint, created_at, updated_at`;
@@ -44,9 +43,9 @@ export async function deleteConnection(db: Db, accountId: string, apiId: string)
   return row ? toConnection(row) : null;
 }
 
-/** The caller's decrypted key for an API, or null when they have not connected one. */
-export async function connectionKey(db: Db, masterKey: Buffer, accountId: string, apiId: string): Promise<string | null> {
+/** The account's sealed key for an API, or null when none is connected. */
+export async function findSealedConnectionKey(db: Db, accountId: string, apiId: string): Promise<Buffer | null> {
   const [row] = await db<{ key_encrypted: Buffer }[]>`
     select key_encrypted from connections where account_id = ${accountId} and api_id = ${apiId}`;
-  return row ? openSecret(masterKey, row.key_encrypted, connectionContext(accountId, apiId)) : null;
+  return row?.key_encrypted ?? null;
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chargeRequest } from '#core/billing';
+import { chargeRequest } from '#edge/http/charge';
 import { publishKeyChange } from '#core/identity';
 import { KEY_PREFIX } from '#contracts/key-format';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCookbooks } from '#db/cookbooks';
-import { sessionEventsKey } from '#db/cookbook-sessions';
+import { sessionEventsKey } from '#core/cookbooks';
 import { createRedis } from '#core/platform';
 import { completeStepUpdate, workflowIdFor } from '#workflows/messages';
 import { bearer, createTestAccount, createTestApp, expectOk, type TestAccount } from '../helpers/app.js';

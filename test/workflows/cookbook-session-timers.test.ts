@@ -3,7 +3,7 @@ import { Worker } from '@temporalio/worker';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCookbooks } from '#db/cookbooks';
-import { sessionEventsKey } from '#db/cookbook-sessions';
+import { sessionEventsKey } from '#core/cookbooks';
 import { createRedis } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
 import { createActivities } from '#workers/temporal/activities';

@@ -1,8 +1,9 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Redis } from 'ioredis';
-import { appendSessionEvents, applySessionChange } from '#db/cookbook-sessions';
+import { applySessionChange } from '#db/cookbook-sessions';
+import { appendSessionEvents } from '#core/cookbooks';
 import type { Sql } from '#db/sql';
-import { workflowIdFor, type SessionChange } from '#workflows/messages';
+import { workflowIdFor, type SessionActivities, type SessionChange } from '#workflows/messages';
 
 /** What activities need from the outside world; injected by the worker (and by tests). */
 export interface ActivityDeps {
@@ -17,7 +18,7 @@ const FOREIGN_KEY_VIOLATION = '23503';
  * Builds the activities with their dependencies (the factory pattern of Temporal's samples), so
  * workflows import only their types and tests can run them against real services.
  */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps): SessionActivities {
   return {
     /**
      * Records one cookbook-session transition: the Postgres mirror (session row and step history)
@@ -44,4 +45,4 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-export type Activities = ReturnType<typeof createActivities>;
+export type Activities = SessionActivities;

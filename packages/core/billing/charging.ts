@@ -1,7 +1,7 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PlatformError } from '#core/platform';
+import type { ChargeRequest, ChargeResult } from '#db/ledger';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
-import { requireAuth } from '#edge/plugins/auth';
+import type { Caller } from '#core/identity';
+import { PlatformError } from '#core/platform';
 
 export interface PricedCall {
   costMicros: bigint;
@@ -17,45 +17,52 @@ export interface ChargeReceipt {
   costMicros: bigint;
 }
 
+/** Anything that commits charges: the edge's ChargeBatcher, or a plain `charge()` against the pool. */
+export interface Charger {
+  charge(request: ChargeRequest): Promise<ChargeResult>;
+}
+
 export const PAYMENT_HINT =
   'Add funds with POST /api/v1/balance {"amount": 5} (or in the dashboard), or pay per call with x402 (see GET /api/v1/docs/balance-and-x402).';
 
 /**
- * The one charging mechanism for priced endpoints: checks the caller's `X-Max-Cost` and an agent
- * key's allow-list, debits the balance atomically (with the agent key's spend limit), and sets
- * `X-Service-Cost`, `X-Service-Balance` and `X-Service-Charge-Id` on the reply. Throws the
- * specification's 402 (with `balance` and `cost`) when the balance is below the cost.
+ * The caller's ceiling on what one call may cost (`X-Max-Cost` over HTTP, `maxCost` in MCP), in
+ * micro-dollars, or undefined when none was given. A malformed value is a 400.
  */
-export async function chargeRequest(request: FastifyRequest, reply: FastifyReply, call: PricedCall): Promise<ChargeReceipt> {
-  const auth = requireAuth(request);
-  const maxCostHeader = request.headers['x-max-cost'];
-  if (maxCostHeader !== undefined) {
-    const maxCost = typeof maxCostHeader === 'string' ? parseDollars(maxCostHeader) : null;
-    if (maxCost === null) {
-      throw new PlatformError('validation_failed', 'X-Max-Cost must be a dollar amount such as 0.01', { hint: 'Use at most six decimal places.' });
-    }
-    if (call.costMicros > maxCost) {
-      throw new PlatformError('max_cost_exceeded', `This call costs $${formatDollars(call.costMicros)}, above your X-Max-Cost of $${formatDollars(maxCost)}`, {
-        hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
-        details: { cost: toDollars(call.costMicros), maxCost: toDollars(maxCost) },
-      });
-    }
+export function parseMaxCost(value: string | undefined): bigint | undefined {
+  if (value === undefined) return undefined;
+  const maxCost = parseDollars(value);
+  if (maxCost === null) {
+    throw new PlatformError('validation_failed', 'X-Max-Cost must be a dollar amount such as 0.01', { hint: 'Use at most six decimal places.' });
   }
-  if (call.apiId && auth.allowedApis && !auth.allowedApis.includes(call.apiId)) {
-    throw new PlatformError('api_not_allowed', `This agent key may not call ${call.apiId}`, {
-      hint: `The key is limited to: ${auth.allowedApis.join(', ') || '(no APIs)'}.`,
+  return maxCost;
+}
+
+/**
+ * The one charging rule for priced calls: refuses a price above the caller's ceiling and an API an
+ * agent key may not use, then debits the balance atomically (with the agent key's spend limit).
+ * Throws the specification's 402 (with `balance` and `cost`) when the balance is below the cost.
+ * Nothing is charged when it throws.
+ */
+export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint): Promise<ChargeReceipt> {
+  if (maxCostMicros !== undefined && call.costMicros > maxCostMicros) {
+    throw new PlatformError('max_cost_exceeded', `This call costs $${formatDollars(call.costMicros)}, above your X-Max-Cost of $${formatDollars(maxCostMicros)}`, {
+      hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
+      details: { cost: toDollars(call.costMicros), maxCost: toDollars(maxCostMicros) },
     });
   }
-  if (call.costMicros === 0n) {
-    reply.header('X-Service-Cost', '0');
-    return { chargeId: null, balanceMicros: null, costMicros: 0n };
+  if (call.apiId && caller.allowedApis && !caller.allowedApis.includes(call.apiId)) {
+    throw new PlatformError('api_not_allowed', `This agent key may not call ${call.apiId}`, {
+      hint: `The key is limited to: ${caller.allowedApis.join(', ') || '(no APIs)'}.`,
+    });
   }
+  if (call.costMicros === 0n) return { chargeId: null, balanceMicros: null, costMicros: 0n };
 
-  const result = await request.server.charges.charge({
-    accountId: auth.accountId,
+  const result = await charger.charge({
+    accountId: caller.accountId,
     costMicros: call.costMicros,
-    keyId: auth.keyId,
-    spendLimited: auth.spendLimited,
+    keyId: caller.keyId,
+    spendLimited: caller.spendLimited,
     apiId: call.apiId ?? null,
     item: call.item,
     description: call.description ?? null,
@@ -72,8 +79,5 @@ export async function chargeRequest(request: FastifyRequest, reply: FastifyReply
       details: { cost: toDollars(result.costMicros), spendLimit: toDollars(result.spendLimitMicros), spent: toDollars(result.spentMicros) },
     });
   }
-  reply.header('X-Service-Cost', formatDollars(result.costMicros));
-  reply.header('X-Service-Balance', formatDollars(result.balanceMicros));
-  reply.header('X-Service-Charge-Id', result.chargeId);
   return { chargeId: result.chargeId, balanceMicros: result.balanceMicros, costMicros: result.costMicros };
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { sessionEventsChannel, sessionEventsKey } from '#db/cookbook-sessions';
+import { sessionEventsChannel, sessionEventsKey } from './event-stream.js';
 import { createRedis } from '#core/platform';
 import { FINAL_EVENTS, type SessionEventName } from '#workflows/messages';
 

@@ -4,7 +4,6 @@ import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { PlatformError } from '#core/platform';
 import { createDashboardSession, findLiveDashboardSession } from '#db/dashboard-sessions';
 import type { Db } from '#db/sql';
-import type { EdgeSettings } from '#edge/config';
 
 /** HttpOnly cookie carrying the session JWT. */
 export const SESSION_COOKIE = 'session';
@@ -21,17 +20,24 @@ export interface DashboardSession {
   csrfHash: Buffer;
 }
 
-const secretKey = (settings: EdgeSettings) => new TextEncoder().encode(settings.SESSION_SECRET);
-const issuer = (settings: EdgeSettings) => new URL(settings.PUBLIC_URL).origin;
+/** The settings dashboard sessions need (a subset of the edge's settings). */
+export interface DashboardSessionSettings {
+  SESSION_SECRET: string;
+  SESSION_TTL_SECONDS: number;
+  PUBLIC_URL: string;
+}
+
+const secretKey = (settings: DashboardSessionSettings) => new TextEncoder().encode(settings.SESSION_SECRET);
+const issuer = (settings: DashboardSessionSettings) => new URL(settings.PUBLIC_URL).origin;
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
-const secure = (settings: EdgeSettings) => new URL(settings.PUBLIC_URL).protocol === 'https:';
+const secure = (settings: DashboardSessionSettings) => new URL(settings.PUBLIC_URL).protocol === 'https:';
 
 /**
  * Opens a session: a row in dashboard_sessions (the server-side half that logout revokes) and an
  * HS256 JWT with `sub` (account id), `jti` (session id), `iss` (the site origin), `aud`
  * ("dashboard"), `iat`, `exp` and `csrf` (SHA-256 of the CSRF token, base64url).
  */
-export async function openSession(db: Db, settings: EdgeSettings, accountId: string) {
+export async function openSession(db: Db, settings: DashboardSessionSettings, accountId: string) {
   // One clock reading for both claims: exp - iat is exactly the TTL even across a second boundary.
   const issuedAt = Math.floor(Date.now() / 1000);
   const expiresAt = new Date((issuedAt + settings.SESSION_TTL_SECONDS) * 1000);
@@ -50,13 +56,13 @@ export async function openSession(db: Db, settings: EdgeSettings, accountId: str
 }
 
 /** Sets both cookies: the session (HttpOnly) and the CSRF token (readable by the dashboard's script). */
-export function setSessionCookies(reply: FastifyReply, settings: EdgeSettings, session: { token: string; csrfToken: string }): void {
+export function setSessionCookies(reply: FastifyReply, settings: DashboardSessionSettings, session: { token: string; csrfToken: string }): void {
   const common = { path: '/', sameSite: 'lax' as const, secure: secure(settings), maxAge: settings.SESSION_TTL_SECONDS };
   reply.setCookie(SESSION_COOKIE, session.token, { ...common, httpOnly: true });
   reply.setCookie(CSRF_COOKIE, session.csrfToken, { ...common, httpOnly: false });
 }
 
-export function clearSessionCookies(reply: FastifyReply, settings: EdgeSettings): void {
+export function clearSessionCookies(reply: FastifyReply, settings: DashboardSessionSettings): void {
   const common = { path: '/', sameSite: 'lax' as const, secure: secure(settings) };
   reply.clearCookie(SESSION_COOKIE, { ...common, httpOnly: true });
   reply.clearCookie(CSRF_COOKIE, { ...common, httpOnly: false });
@@ -69,7 +75,7 @@ const invalidSession = (message: string) =>
  * Verifies a session cookie: the JWT's signature (HS256 only), issuer, audience and expiry, then
  * that its session row is still live (not logged out). Any failure is 401 `invalid_session`.
  */
-export async function verifySession(db: Db, settings: EdgeSettings, token: string): Promise<DashboardSession> {
+export async function verifySession(db: Db, settings: DashboardSessionSettings, token: string): Promise<DashboardSession> {
   let payload;
   try {
     ({ payload } = await jwtVerify(token, secretKey(settings), { algorithms: ['HS256'], issuer: issuer(settings), audience: AUDIENCE }));
@@ -118,7 +124,7 @@ export function assertNotCrossSite(request: FastifyRequest): void {
 }
 
 /** A browser call must come from the site's own origin; a call naming another origin is refused. */
-export function assertSameOrigin(request: FastifyRequest, settings: EdgeSettings, { required }: { required: boolean }): void {
+export function assertSameOrigin(request: FastifyRequest, settings: DashboardSessionSettings, { required }: { required: boolean }): void {
   const origin = requestOrigin(request);
   if (origin === null) {
     if (required) throw csrfFailed('Origin or Referer header is required on cookie-authenticated changes');
@@ -133,7 +139,7 @@ export function assertSameOrigin(request: FastifyRequest, settings: EdgeSettings
  * SHA-256 is a claim of the signed JWT, so a token planted in the csrf cookie by another site does
  * not pass). Compared in constant time.
  */
-export function assertCsrf(request: FastifyRequest, settings: EdgeSettings, session: DashboardSession): void {
+export function assertCsrf(request: FastifyRequest, settings: DashboardSessionSettings, session: DashboardSession): void {
   assertSameOrigin(request, settings, { required: true });
   const header = request.headers[CSRF_HEADER];
   if (typeof header !== 'string' || header.length === 0) throw csrfFailed('X-CSRF-Token header is missing');

@@ -1,3 +1,5 @@
+export { callerFromKey, callerFromSession } from './caller.js';
+export type { Caller } from './caller.js';
 export { SESSION_COOKIE, assertCsrf, assertNotCrossSite, assertSameOrigin, clearSessionCookies, openSession, setSessionCookies, verifySession } from './dashboard-sessions.js';
 export { changeKey, listKeys } from './key-management.js';
 export { KeyVerifier, keyChangesChannel, publishKeyChange } from './key-verifier.js';

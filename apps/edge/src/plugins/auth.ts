@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
-import type { KeyRow } from '#db/keys';
-import { KeyVerifier } from '#core/identity';
+import { callerFromKey, callerFromSession, KeyVerifier, type Caller } from '#core/identity';
 import { clientAddress, isLimited } from './rate-limit.js';
 import { assertCsrf, assertNotCrossSite, SESSION_COOKIE, verifySession } from '#core/identity';
 
@@ -16,16 +15,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export type AuthRequirement = 'none' | 'key' | 'account';
 
-export interface AuthContext {
-  accountId: string;
-  via: 'key' | 'cookie';
-  keyId: string | null;
-  keyKind: 'api' | 'agent' | null;
-  /** Agent keys only: true when a spend limit applies to charges. */
-  spendLimited: boolean;
-  /** Agent keys only: API ids the key may use, or null for any. */
-  allowedApis: string[] | null;
-}
+/** The caller of a request (core identity's Caller), set by this plugin on authenticated routes. */
+export type AuthContext = Caller;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -59,21 +50,6 @@ export function presentedKey(request: FastifyRequest): string | null {
     throw new PlatformError('invalid_key', 'Authorization and X-API-Key carry different keys', { hint: 'Send one key, in one of the two headers.' });
   }
   return bearer ?? headerKey;
-}
-
-export function authFromKey(key: KeyRow): AuthContext {
-  return {
-    accountId: key.account_id,
-    via: 'key',
-    keyId: key.id,
-    keyKind: key.kind,
-    spendLimited: key.kind === 'agent' && key.spend_limit_micros !== null,
-    allowedApis: key.kind === 'agent' ? key.allowed_apis : null,
-  };
-}
-
-export function authFromSession(accountId: string): AuthContext {
-  return { accountId, via: 'cookie', keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
 }
 
 /** The caller's auth context on a route that requires one. */
@@ -119,10 +95,10 @@ export default fp(
         const session = await verifySession(sql, settings, token);
         assertNotCrossSite(request);
         if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
-        request.auth = authFromSession(session.accountId);
+        request.auth = callerFromSession(session.accountId);
         return;
       }
-      const auth = authFromKey(await verifier.verify(key));
+      const auth = callerFromKey(await verifier.verify(key));
       if (requirement === 'account' && auth.keyKind === 'agent') {
         throw new PlatformError('agent_key_forbidden', 'Agent keys cannot manage keys, agent keys, connections or funds', {
           hint: 'Use an account API key or the dashboard for this call.',

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { deleteConnection, listConnections, saveConnection, type Connection } from '#db/connections';
+import { deleteConnection, listConnections, type Connection } from '#db/connections';
+import { saveConnection } from '#core/gateway';
 import { notFound } from '#core/platform';
 import { getMeteredApi } from '#db/metered-apis';
 import { requireAuth } from '../plugins/auth.js';

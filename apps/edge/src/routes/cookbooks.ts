@@ -6,7 +6,7 @@ import { getCookbook, listCookbooks, type Cookbook } from '#db/cookbooks';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES } from '#contracts/money';
 import type { Actor } from '#workflows/messages';
-import { chargeRequest } from '#core/billing';
+import { chargeRequest } from '../http/charge.js';
 import {
   cancelSession,
   completeStep,

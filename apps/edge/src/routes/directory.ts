@@ -16,7 +16,7 @@ import {
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
-import { chargeRequest } from '#core/billing';
+import { chargeRequest } from '../http/charge.js';
 import { cachedJson, cachedText } from '#core/platform';
 
 const apiId = z.string().min(1).max(200);

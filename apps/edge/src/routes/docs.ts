@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { getDoc, listDocs, searchDocs } from '#db/docs';
 import { notFound, PlatformError } from '#core/platform';
 import { toDollars } from '#contracts/money';
-import { chargeRequest } from '#core/billing';
+import { chargeRequest } from '../http/charge.js';
 
 /** Platform docs: list and search are free; a section costs its price ($0.005 unless free). */
 const docsRoutes: FastifyPluginAsyncZod = async (app) => {

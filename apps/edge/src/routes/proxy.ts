@@ -4,13 +4,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { connectionKey } from '#db/connections';
+import { connectionKey } from '#core/gateway';
 import { notFound, PlatformError } from '#core/platform';
 import { getBalance, refund } from '#db/ledger';
 import { priceOf, type MeteredApi } from '#db/metered-apis';
 import { formatDollars } from '#contracts/money';
 import { openSecret, platformKeyContext } from '#core/platform';
-import { chargeRequest, type ChargeReceipt } from '#core/billing';
+import type { ChargeReceipt } from '#core/billing';
+import { chargeRequest } from '../http/charge.js';
 import {
   assertPublicHost,
   downstreamResponseHeaders,

@@ -1,0 +1,19 @@
+import { findSealedConnectionKey, upsertConnection, type Connection } from '#db/connections';
+import type { Db } from '#db/sql';
+import { connectionContext, keyHint, openSecret, sealSecret } from '#core/platform';
+
+/**
+ * Bring-your-own-key connections: the caller's key for a third-party API, sealed (AES-256-GCM) under
+ * the connections master key and bound to the account and API, so a sealed value copied to another
+ * row does not open.
+ */
+export async function saveConnection(db: Db, masterKey: Buffer, input: { accountId: string; apiId: string; apiKey: string }): Promise<Connection> {
+  const sealed = sealSecret(masterKey, input.apiKey, connectionContext(input.accountId, input.apiId));
+  return upsertConnection(db, { accountId: input.accountId, apiId: input.apiId, sealed, keyHint: keyHint(input.apiKey) });
+}
+
+/** The caller's decrypted key for an API, or null when they have not connected one. */
+export async function connectionKey(db: Db, masterKey: Buffer, accountId: string, apiId: string): Promise<string | null> {
+  const sealed = await findSealedConnectionKey(db, accountId, apiId);
+  return sealed ? openSecret(masterKey, sealed, connectionContext(accountId, apiId)) : null;
+}

@@ -1,0 +1,31 @@
+import type { KeyRow } from '#db/keys';
+
+/**
+ * Who is calling, as every domain function sees it: an account, through an API key, an agent key or
+ * the dashboard cookie. Agent keys carry their own limits (spend limit, allow-list of API ids).
+ */
+export interface Caller {
+  accountId: string;
+  via: 'key' | 'cookie';
+  keyId: string | null;
+  keyKind: 'api' | 'agent' | null;
+  /** Agent keys only: true when a spend limit applies to charges. */
+  spendLimited: boolean;
+  /** Agent keys only: API ids the key may use, or null for any. */
+  allowedApis: string[] | null;
+}
+
+export function callerFromKey(key: KeyRow): Caller {
+  return {
+    accountId: key.account_id,
+    via: 'key',
+    keyId: key.id,
+    keyKind: key.kind,
+    spendLimited: key.kind === 'agent' && key.spend_limit_micros !== null,
+    allowedApis: key.kind === 'agent' ? key.allowed_apis : null,
+  };
+}
+
+export function callerFromSession(accountId: string): Caller {
+  return { accountId, via: 'cookie', keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
+}
