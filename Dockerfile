@@ -1,5 +1,5 @@
 # One image for the edge and the workers; docker-compose.yml picks the command.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Dev dependencies too: the dashboard is built inside the image with Vite.

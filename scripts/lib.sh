@@ -31,10 +31,35 @@ wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
   die "$what did not come up within ${secs}s"
 }
 
+# The project runs on the Node.js LTS named in .node-version (Node 24: maintained until April 2028).
+# When the machine's `node` is another major version, that release is provisioned from the npm
+# registry (the official binaries ship as the registry packages node-<os>-<arch>) into .node/
+# (git-ignored) and put first on PATH for everything these scripts run. Nothing else changes.
+NODE_WANTED=$(tr -d '[:space:]' < "$ROOT/.node-version")
+NODE_HOME="$ROOT/.node"
+ensure_node() {
+  local major=${NODE_WANTED%%.*} os arch pkg bin
+  if command -v node >/dev/null && [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null)" = "$major" ]; then return 0; fi
+  case "$(uname -s)" in Linux) os=linux ;; Darwin) os=darwin ;; *) die "Node.js $major is required; install it (found $(node --version 2>/dev/null || echo none))" ;; esac
+  case "$(uname -m)" in x86_64|amd64) arch=x64 ;; aarch64|arm64) arch=arm64 ;; *) die "no Node.js $major build for $(uname -m); install it yourself" ;; esac
+  pkg="node-$os-$arch"
+  bin="$NODE_HOME/node_modules/$pkg/bin"
+  if [ ! -x "$bin/node" ] || [ "$("$bin/node" --version)" != "v$NODE_WANTED" ]; then
+    command -v npm >/dev/null || die "npm is required to provision Node.js $NODE_WANTED"
+    say deps "provisioning Node.js $NODE_WANTED into .node/ (npm package $pkg; the machine has $(node --version 2>/dev/null || echo no node))"
+    mkdir -p "$NODE_HOME"
+    [ -f "$NODE_HOME/package.json" ] || echo '{"private":true}' > "$NODE_HOME/package.json"
+    npm install --prefix "$NODE_HOME" --no-save --no-audit --no-fund --loglevel=error "$pkg@$NODE_WANTED"
+  fi
+  export PATH="$bin:$PATH"
+  [ -n "${NODE_ANNOUNCED:-}" ] || say deps "using Node.js $("$bin/node" --version) from .node/"
+  export NODE_ANNOUNCED=1
+  # npm's own scripts must run on the same node: its shebang finds it first on PATH now.
+  hash -r
+}
+
 ensure_node_modules() {
-  command -v node >/dev/null || die "Node.js 20.18+ is required (node not found on PATH)"
-  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=18)?0:1)' \
-    || die "Node.js 20.18+ is required, found $(node --version)"
+  ensure_node
   if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     # `npm install` rather than `npm ci`: it installs exactly the lockfile's versions too, and tolerates
     # a registry mirror that lacks other platforms' optional binaries (which makes `npm ci` refuse).
