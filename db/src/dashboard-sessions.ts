@@ -15,7 +15,7 @@ export async function createDashboardSession(db: Db, input: { accountId: string;
     select id from dashboard_sessions where expires_at < now() - interval '1 day' limit 100)`;
   const [row] = await db<DashboardSessionRow[]>`
     insert into dashboard_sessions (id, account_id, expires_at)
-    values (${newId('ses')}, ${input.accountId}, ${input.expiresAt})
+    values (${newId('dsh')}, ${input.accountId}, ${input.expiresAt})
     returning id, account_id, created_at, expires_at, revoked_at`;
   if (!row) throw new Error('insert returned no row');
   return row;

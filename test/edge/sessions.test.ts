@@ -35,7 +35,7 @@ describe('POST /api/auth/login', () => {
     expect(csrf).toMatchObject({ value: body.csrfToken, sameSite: 'Lax', path: '/' });
     expect(csrf?.httpOnly).toBeFalsy();
     const claims = decodeJwt(session?.value ?? '');
-    expect(claims).toMatchObject({ sub: user.accountId, iss: origin, aud: 'dashboard', jti: expect.stringMatching(/^ses_/) });
+    expect(claims).toMatchObject({ sub: user.accountId, iss: origin, aud: 'dashboard', jti: expect.stringMatching(/^dsh_/) });
     expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(43_200);
     expect(JSON.stringify(claims)).not.toContain(body.csrfToken);
   });
@@ -182,7 +182,7 @@ describe('forged and expired session tokens', () => {
       await sign(secret(), { iss: 'https://evil.example' }),
       await sign(secret(), { aud: 'api' }),
       await sign(secret(), { sub: '00000000-0000-0000-0000-000000000000' }),
-      await sign(secret(), { jti: 'ses_0000000000000000' }),
+      await sign(secret(), { jti: 'dsh_0000000000000000' }),
       'not-a-jwt',
     ];
     for (const token of forged) expectError(await listKeys({ cookie: `session=${token}` }), 401, 'invalid_session');

@@ -3,7 +3,8 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { callerFromKey, callerFromSession, KeyVerifier, type Caller } from '#core/identity';
 import { clientAddress, isLimited } from './rate-limit.js';
-import { assertCsrf, assertNotCrossSite, SESSION_COOKIE, verifySession } from '#core/identity';
+import { verifyDashboardSession } from '#core/identity';
+import { assertCsrf, assertNotCrossSite, SESSION_COOKIE } from '../http/dashboard-session.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -92,7 +93,7 @@ export default fp(
             hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; create a key with POST /api/v1/register or POST /api/v1/keys.',
           });
         }
-        const session = await verifySession(sql, settings, token);
+        const session = await verifyDashboardSession(sql, settings, token);
         assertNotCrossSite(request);
         if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
         request.auth = callerFromSession(session.accountId);

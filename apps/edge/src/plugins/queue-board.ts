@@ -8,7 +8,7 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { createRedis } from '#core/platform';
 import { sendError } from '../errors.js';
-import { assertSameOrigin } from '#core/identity';
+import { assertSameOrigin } from '../http/dashboard-session.js';
 import { clientAddress } from './rate-limit.js';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';

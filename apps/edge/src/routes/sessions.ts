@@ -3,9 +3,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findAccountByEmail, getAccount } from '#db/accounts';
 import { PlatformError } from '#core/platform';
-import { revokeDashboardSession } from '#db/dashboard-sessions';
 import { verifyPassword } from '#core/identity';
-import { assertCsrf, assertSameOrigin, clearSessionCookies, openSession, SESSION_COOKIE, setSessionCookies, verifySession } from '#core/identity';
+import { closeDashboardSession, openDashboardSession, verifyDashboardSession } from '#core/identity';
+import { assertCsrf, assertSameOrigin, clearSessionCookies, SESSION_COOKIE, setSessionCookies } from '../http/dashboard-session.js';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
 
@@ -52,7 +52,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       if (!found || !passwordOk) {
         throw new PlatformError('invalid_credentials', 'Email or password is wrong', { hint: 'Check both and try again; register with POST /api/v1/register.' });
       }
-      const session = await openSession(sql, settings, found.id);
+      const session = await openDashboardSession(sql, settings, found.id);
       setSessionCookies(reply, settings, session);
       return { ok: true as const, account: { id: found.id, email: found.email }, csrfToken: session.csrfToken, expiresAt: session.expiresAt.toISOString() };
     },
@@ -72,10 +72,10 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       const token = request.cookies[SESSION_COOKIE];
       let loggedOut = false;
       if (token) {
-        const session = await verifySession(sql, settings, token).catch(() => null);
+        const session = await verifyDashboardSession(sql, settings, token).catch(() => null);
         if (session) {
           assertCsrf(request, settings, session);
-          loggedOut = await revokeDashboardSession(sql, session.sessionId);
+          loggedOut = await closeDashboardSession(sql, session.sessionId);
         }
       }
       clearSessionCookies(reply, settings);
