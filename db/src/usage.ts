@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import type { Db, Sql } from './sql.js';
 
-/** The BullMQ queue the edge hands usage events to and the usage worker drains. */
-export const USAGE_QUEUE = 'usage-events';
-export const USAGE_JOB = 'usage-batch';
-
 /** One metered call. `id` is made by the edge, so every later write of the same event is a no-op. */
 export const usageEventSchema = z.object({
   id: z.string().uuid(),
@@ -165,11 +161,3 @@ export async function usageStats(db: Db, accountId: string, days: number) {
     topApis: top.map((t) => ({ apiId: t.api_id, calls: Number(t.calls), costMicros: t.cost })),
   };
 }
-
-/** Retry policy of a usage batch job; shared by the edge (which adds jobs) and the worker definition. */
-export const USAGE_JOB_OPTIONS = {
-  attempts: 10,
-  backoff: { type: 'exponential' as const, delay: 1_000 },
-  removeOnComplete: 1_000,
-  removeOnFail: 10_000,
-};

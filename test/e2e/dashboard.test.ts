@@ -10,7 +10,7 @@ import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type Runni
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
-import { usageQueue } from '#workers/queues/usage';
+import { usageProcessor } from '#workers/queues/usage';
 
 /**
  * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real listening
@@ -75,8 +75,8 @@ describe('dashboard in a browser', () => {
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
-    const usage = usageQueue({ sql: app.deps.sql });
-    usageWorker = new Worker(usage.queue, (job) => usage.process(job), { connection: workerRedis, prefix: redisPrefix, concurrency: 2 });
+    const usage = usageProcessor({ sql: app.deps.sql });
+    usageWorker = new Worker(usage.job.queue, usage.process, { connection: workerRedis, prefix: redisPrefix, concurrency: 2 });
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis } from '#core/platform';
-import { usageQueue } from '#workers/queues/usage';
+import { usageProcessor } from '#workers/queues/usage';
 import { createTestAccount, createTestApp } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
@@ -39,8 +39,8 @@ describe('the proxy under 2,000 concurrent charged calls', () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     pool = new Pool(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, { connections: 64, keepAliveTimeout: 30_000 });
     workerRedis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
-    const definition = usageQueue({ sql: app.deps.sql });
-    worker = new Worker(definition.queue, (job) => definition.process(job), { connection: workerRedis, prefix, concurrency: 4 });
+    const definition = usageProcessor({ sql: app.deps.sql });
+    worker = new Worker(definition.job.queue, definition.process, { connection: workerRedis, prefix, concurrency: 4 });
   });
   afterAll(async () => {
     await pool.close();

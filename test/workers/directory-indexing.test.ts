@@ -1,10 +1,10 @@
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIRECTORY_QUEUE, enqueueDirectoryJob } from '#core/directory';
+import { directoryIndexingJob, enqueueDirectoryJob } from '#core/directory';
 import { createRedis } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
-import { directoryIndexingQueue } from '#workers/queues/directory-indexing';
+import { directoryIndexingProcessor } from '#workers/queues/directory-indexing';
 import { loadWorkerSettings } from '#workers/settings';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
@@ -15,16 +15,25 @@ const connection = createRedis(redisUrl, 'queue');
 let worker: Worker;
 let events: QueueEvents;
 let queue: Queue;
+/** API ids whose re-index fails on its first attempt, as a database restart would make it. */
+const failFirstAttemptOf = new Set<string>();
 
 beforeAll(async () => {
   sql = createSql(testDatabaseUrl(), { max: 3 });
   const settings = loadWorkerSettings({ ...process.env, DATABASE_URL: testDatabaseUrl(), REDIS_PREFIX: prefix });
-  const definition = directoryIndexingQueue({ sql, redis: connection, settings, log: pino({ level: 'silent' }) });
-  worker = new Worker(definition.queue, async (job) => definition.process(job), { connection, prefix, concurrency: 1 });
+  const processor = directoryIndexingProcessor({ sql, redis: connection, settings, log: pino({ level: 'silent' }) });
+  worker = new Worker(
+    processor.job.queue,
+    async (job) => {
+      if (failFirstAttemptOf.has((job.data as { apiId?: string }).apiId ?? '') && job.attemptsMade === 0) throw new Error('connection terminated unexpectedly');
+      return processor.process(job);
+    },
+    { connection, prefix, concurrency: 1 },
+  );
   worker.on('error', () => {});
-  events = new QueueEvents(DIRECTORY_QUEUE, { connection: createRedis(redisUrl, 'queue'), prefix });
+  events = new QueueEvents(directoryIndexingJob.queue, { connection: createRedis(redisUrl, 'queue'), prefix });
   await events.waitUntilReady();
-  queue = new Queue(DIRECTORY_QUEUE, { connection, prefix });
+  queue = new Queue(directoryIndexingJob.queue, { connection, prefix });
 });
 afterAll(async () => {
   await worker.close();
@@ -59,6 +68,18 @@ describe('directory-indexing queue', () => {
     const failed = await Job.fromId(queue, jobId!);
     expect(failed?.attemptsMade).toBe(1);
     await sql`delete from apis where id = ${id}`;
+  });
+
+  it('retries a job that failed transiently, as its declaration says (the producer applies the declared attempts and backoff)', async () => {
+    failFirstAttemptOf.add('xkcd.com');
+    const jobId = (await enqueueDirectoryJob(connection, prefix, { kind: 'reindex-api', apiId: 'xkcd.com' }))!;
+    const job = await Job.fromId(queue, jobId);
+    expect(job?.opts.attempts).toBe(directoryIndexingJob.options.attempts);
+    await job!.waitUntilFinished(events, 60_000);
+    const done = await Job.fromId(queue, jobId);
+    expect(done?.returnvalue).toEqual({ reindexed: 'xkcd.com' });
+    expect(done?.attemptsMade).toBe(2);
+    failFirstAttemptOf.delete('xkcd.com');
   });
 
   it('enqueues a full import once, however often it is asked', async () => {

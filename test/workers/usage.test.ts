@@ -6,11 +6,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UsageRecorder } from '#core/billing';
+import { UsageRecorder, usageBatchJob } from '#core/billing';
 import { createRedis } from '#core/platform';
 import { createSql } from '#db/sql';
-import { recordUsageEvents, USAGE_JOB, USAGE_QUEUE, type UsageEvent } from '#db/usage';
-import { usageQueue } from '#workers/queues/usage';
+import { recordUsageEvents, type UsageEvent } from '#db/usage';
+import { usageProcessor } from '#workers/queues/usage';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { rawRequest, registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
@@ -50,8 +50,8 @@ describe('the usage pipeline', () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     workerRedis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
-    const definition = usageQueue({ sql: app.deps.sql });
-    worker = new Worker(definition.queue, (job) => definition.process(job), { connection: workerRedis, prefix, concurrency: 2 });
+    const definition = usageProcessor({ sql: app.deps.sql });
+    worker = new Worker(definition.job.queue, definition.process, { connection: workerRedis, prefix, concurrency: 2 });
   });
   afterAll(async () => {
     await worker.close();
@@ -119,29 +119,29 @@ describe('the usage pipeline', () => {
     const apiId = uniqueId('api-');
     const queuePrefix = uniqueId('usage-idem');
     const connection = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
-    const queue = new Queue(USAGE_QUEUE, { connection, prefix: queuePrefix });
+    const queue = new Queue(usageBatchJob.queue, { connection, prefix: queuePrefix });
     try {
       const events = Array.from({ length: 5 }, () => event(account.accountId, apiId));
-      const added = await queue.add(USAGE_JOB, { events });
+      const added = await queue.add(usageBatchJob.name, { events });
       const job = (await Job.fromId(queue, added.id!))!;
-      const definition = usageQueue({ sql: app.deps.sql });
+      const definition = usageProcessor({ sql: app.deps.sql });
       expect(await definition.process(job)).toEqual({ events: 5, inserted: 5 });
       expect(await definition.process(job)).toEqual({ events: 5, inserted: 0 });
 
       // A batch whose last event cannot be written (unknown account) rolls back as a whole, like a
       // worker killed mid-batch: nothing of it is counted; its retry counts only the new events.
       const fresh = [event(account.accountId, apiId), event(account.accountId, apiId)];
-      const broken = await queue.add(USAGE_JOB, { events: [...events.slice(0, 2), ...fresh, event(randomUUID(), apiId)] });
+      const broken = await queue.add(usageBatchJob.name, { events: [...events.slice(0, 2), ...fresh, event(randomUUID(), apiId)] });
       await expect(definition.process((await Job.fromId(queue, broken.id!))!)).rejects.toThrow();
-      const retried = await queue.add(USAGE_JOB, { events: [...events.slice(0, 2), ...fresh] });
+      const retried = await queue.add(usageBatchJob.name, { events: [...events.slice(0, 2), ...fresh] });
       expect(await definition.process((await Job.fromId(queue, retried.id!))!)).toEqual({ events: 4, inserted: 2 });
 
       const [daily] = await app.deps.sql<{ calls: bigint; cost: bigint }[]>`
         select calls, cost_micros as cost from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}`;
       expect(daily).toEqual({ calls: 7n, cost: 7_000n });
 
-      const invalid = await queue.add(USAGE_JOB, { events: [{ nope: true }] } as never);
-      await expect(definition.process((await Job.fromId(queue, invalid.id!))!)).rejects.toThrow(/invalid usage batch/);
+      const invalid = await queue.add(usageBatchJob.name, { events: [{ nope: true }] } as never);
+      await expect(definition.process((await Job.fromId(queue, invalid.id!))!)).rejects.toThrow(/invalid usage-batch job/);
     } finally {
       await queue.obliterate({ force: true });
       await queue.close();

@@ -1,17 +1,44 @@
-import type { Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { z } from 'zod';
+import type { JobDeclaration } from '#core/platform';
+import type { Sql } from '#db/sql';
+import type { WorkerSettings } from '../settings.js';
 
-/**
- * One BullMQ queue and its job: name, payload schema, retry policy and processor, declared in one
- * place. Jobs are small and idempotent; a failure a retry cannot fix throws UnrecoverableError.
- */
-export interface QueueDefinition<P extends z.ZodType = z.ZodType> {
-  /** Queue name (prefixed with REDIS_PREFIX by BullMQ's `prefix` option). */
-  queue: string;
-  payload: P;
-  attempts: number;
-  backoff: { type: 'exponential' | 'fixed'; delay: number };
+/** What processors need from the outside world; built once by the worker process (and by tests). */
+export interface QueueDeps {
+  sql: Sql;
+  redis: Redis;
+  settings: WorkerSettings;
+  log: Logger;
+}
+
+/** A processor attached to one declared job (core declares queue, payload and retry policy once). */
+export interface QueueProcessor {
+  job: JobDeclaration;
   /** Jobs processed at once; defaults to QUEUE_CONCURRENCY. */
   concurrency?: number;
-  process: (job: Job<z.output<P>>) => Promise<unknown>;
+  process: (job: Job) => Promise<unknown>;
+}
+
+/**
+ * Attaches a handler to a declared job. The payload is validated against the declaration's schema
+ * before the handler sees it; a payload that does not match can never succeed, so it fails with
+ * UnrecoverableError instead of being retried. Handlers are small and idempotent.
+ */
+export function processorFor<P extends z.ZodType>(
+  declaration: JobDeclaration<P>,
+  handle: (payload: z.output<P>, job: Job) => Promise<unknown>,
+  options: { concurrency?: number } = {},
+): QueueProcessor {
+  return {
+    job: declaration,
+    ...options,
+    process: async (job) => {
+      const parsed = declaration.payload.safeParse(job.data);
+      if (!parsed.success) throw new UnrecoverableError(`invalid ${declaration.name} job: ${parsed.error.issues[0]?.message ?? 'bad payload'}`);
+      return handle(parsed.data, job);
+    },
+  };
 }

@@ -17,7 +17,7 @@ const sdkLevel: LogLevel = settings.LOG_LEVEL === 'debug' || settings.LOG_LEVEL 
 Runtime.install({ logger: new DefaultLogger(sdkLevel) });
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
-const redis = createRedis(settings.REDIS_URL, 'queue');
+const redis = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'temporal-worker' }, log);
 const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
 const worker = await Worker.create({
   connection,

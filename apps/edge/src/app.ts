@@ -84,7 +84,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   registerErrorHandling(app);
 
   const ownsDeps = options.deps === undefined;
-  const deps = options.deps ?? createEdgeDeps(settings);
+  const deps = options.deps ?? createEdgeDeps(settings, app.log);
   app.decorate('deps', deps);
   await app.register(fp(async () => {}, { name: 'deps' }));
   if (ownsDeps) app.addHook('onClose', async () => closeEdgeDeps(deps));

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { createRedis } from '#core/platform';
+import { createRedis, type RedisErrorLog } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
 import type { EdgeSettings } from './config.js';
 import { TemporalGateway } from '#core/platform';
@@ -13,11 +13,11 @@ export interface EdgeDeps {
   temporal: TemporalGateway;
 }
 
-export function createEdgeDeps(settings: EdgeSettings): EdgeDeps {
+export function createEdgeDeps(settings: EdgeSettings, log?: RedisErrorLog): EdgeDeps {
   return {
     settings,
     sql: createSql(settings.DATABASE_URL, { max: settings.DATABASE_POOL_MAX, appName: 'edge' }),
-    redis: createRedis(settings.REDIS_URL, 'request-path'),
+    redis: createRedis(settings.REDIS_URL, 'request-path', { connectionName: 'edge' }, log),
     temporal: new TemporalGateway(settings.TEMPORAL_ADDRESS, settings.TEMPORAL_NAMESPACE, settings.TEMPORAL_TASK_QUEUE),
   };
 }

@@ -2,4 +2,5 @@ export { ChargeBatcher } from './charge-batcher.js';
 export { chargeCall, parseMaxCost } from './charging.js';
 export type { ChargeReceipt, PricedCall } from './charging.js';
 export { topUp } from './topups.js';
+export { usageBatchJob } from './usage-job.js';
 export { UsageRecorder } from './usage-recorder.js';

@@ -3,7 +3,9 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '#db/sql';
-import { recordUsageEvents, USAGE_JOB, USAGE_JOB_OPTIONS, USAGE_QUEUE, type UsageEvent } from '#db/usage';
+import { recordUsageEvents, type UsageEvent } from '#db/usage';
+import { addJob } from '#core/platform';
+import { usageBatchJob } from './usage-job.js';
 
 export interface UsageRecorderOptions {
   sql: Sql;
@@ -33,8 +35,10 @@ export class UsageRecorder {
   readonly queue: Queue;
 
   constructor(private readonly options: UsageRecorderOptions) {
-    this.queue = new Queue(USAGE_QUEUE, { connection: options.redis, prefix: options.prefix });
-    this.queue.on('error', () => {});
+    this.queue = new Queue(usageBatchJob.queue, { connection: options.redis, prefix: options.prefix });
+    // The connection's errors are reported where it was created (createRedis); the queue's own
+    // errors are the failed hand-offs, which flush() logs and falls back from.
+    this.queue.on('error', (error) => options.log.debug({ err: error }, 'usage queue error'));
   }
 
   record(event: Omit<UsageEvent, 'id'> & { id?: string }): void {
@@ -85,7 +89,7 @@ export class UsageRecorder {
 
   private async handOff(batch: UsageEvent[]): Promise<boolean> {
     try {
-      await withTimeout(this.queue.add(USAGE_JOB, { events: batch }, USAGE_JOB_OPTIONS), this.options.addTimeoutMs ?? 3_000);
+      await withTimeout(addJob(this.queue, usageBatchJob, { events: batch }), this.options.addTimeoutMs ?? 3_000);
       return true;
     } catch (error) {
       this.options.log.warn({ err: error, events: batch.length }, 'usage queue unavailable; writing usage events to Postgres directly');

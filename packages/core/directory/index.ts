@@ -4,7 +4,7 @@ export type { ApiSummaryRow, RankedRow } from './catalog.js';
 export { evaluateDiscovery, loadDevset } from './eval.js';
 export { apiIdFor, directoryRoot, importDirectory, loadCuration, normalizeSpec, reindexApi, sourceCategories, specFiles } from './import.js';
 export type { ImportOptions } from './import.js';
-export { DIRECTORY_QUEUE, directoryJobPayload, enqueueDirectoryJob } from './indexing-job.js';
+export { directoryIndexingJob, enqueueDirectoryJob } from './indexing-job.js';
 export { similarity, wordSimilarityOf } from './ranker.js';
 export { directorySettings } from './settings.js';
 export { generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';

@@ -14,7 +14,7 @@ export default fp(
   async function usagePlugin(app: FastifyInstance) {
     const { settings, sql } = app.deps;
     // Its own fail-fast connection: a Redis outage must not stall the request path.
-    const redis = createRedis(settings.REDIS_URL, 'request-path', { enableOfflineQueue: false });
+    const redis = createRedis(settings.REDIS_URL, 'request-path', { enableOfflineQueue: false, connectionName: 'usage-handoff' }, app.log);
     const recorder = new UsageRecorder({
       sql,
       redis,
