@@ -25,6 +25,8 @@ module.exports = {
     { name: 'workers-not-to-apps', severity: 'error', from: { path: '^workers/' }, to: { path: '^(apps|test|bench)/' } },
     { name: 'dashboard-only-contracts', severity: 'error', comment: 'The browser bundle may share contracts only.',
       from: { path: '^apps/dashboard/' }, to: { path: '^(packages/core|db|workers|workflows)/' } },
+    { name: 'fixtures-only-for-tests', severity: 'error', comment: 'packages/fixtures (accounts, APIs, in-process workers) is for tests and benchmarks only.',
+      from: { path: '^(apps|workers|workflows|db|packages/(core|contracts))/' }, to: { path: '^packages/fixtures/' } },
     { name: 'bench-not-to-test', severity: 'error', comment: 'Benchmarks bring their own helpers (bench/lib).',
       from: { path: '^bench/' }, to: { path: '^test/' } },
   ],

@@ -26,6 +26,8 @@ export REDIS_PREFIX=${TEST_REDIS_PREFIX:-platform-test}
 
 say test "lint"
 npx eslint . --max-warnings=0
+say test "import boundaries (dependency-cruiser: .dependency-cruiser.cjs)"
+npx depcruise apps packages db workers workflows test bench scripts --config .dependency-cruiser.cjs --output-type err
 say test "typecheck (edge, workers, tests; dashboard)"
 npx tsc --noEmit -p tsconfig.json
 npx tsc --noEmit -p apps/dashboard/tsconfig.json

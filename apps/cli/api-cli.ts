@@ -6,6 +6,7 @@ import { masterKeySetting, platformKeyContext, sealSecret } from '#core/platform
 import { parseSettings, sharedSettings } from '#core/platform';
 import { createRedis } from '#core/platform';
 import { createSql } from '#db/sql';
+import { API_ID_PATTERN as API_ID } from '#contracts/directory';
 
 export const USAGE = `Operator tool for the directory's metered APIs.
 
@@ -27,7 +28,6 @@ export class CliError extends Error {
   override name = 'CliError';
 }
 
-const API_ID = /^[a-z0-9][a-z0-9._-]{0,199}$/;
 
 function dollars(value: string, flag: string): bigint {
   const micros = parseDollars(value);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiId } from '#contracts/directory';
 import type { Db, Sql } from './sql.js';
 
 /** One metered call. `id` is made by the edge, so every later write of the same event is a no-op. */
@@ -6,7 +7,7 @@ export const usageEventSchema = z.object({
   id: z.string().uuid(),
   accountId: z.string().uuid(),
   keyId: z.string().nullable(),
-  apiId: z.string().min(1).max(200),
+  apiId,
   item: z.string().min(1).max(50),
   status: z.number().int().min(100).max(599),
   latencyMs: z.number().int().nonnegative(),

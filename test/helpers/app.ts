@@ -1,35 +1,14 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { buildApp } from '#edge/app';
-import { createAccount } from '#db/accounts';
-import { createKey, type KeyKind } from '#db/keys';
-import { credit } from '#db/ledger';
-import type { Db } from '#db/sql';
-import { testEdgeSettings, uniqueId } from './settings.js';
+import { testEdgeSettings } from './settings.js';
 
 /** Builds an edge app against the real services. Routes may still be added before the first inject. */
 export async function createTestApp(overrides: Record<string, string> = {}): Promise<FastifyInstance> {
   return buildApp(testEdgeSettings(overrides));
 }
 
-export interface TestAccount {
-  accountId: string;
-  email: string;
-  keyId: string;
-  fullKey: string;
-}
-
-/** A fresh account with one API key and an optional opening balance, made directly in the database. */
-export async function createTestAccount(db: Db, options: { balanceMicros?: bigint; keyKind?: KeyKind } = {}): Promise<TestAccount> {
-  const email = `${uniqueId('user')}@example.test`;
-  const account = await createAccount(db, { email, passwordHash: null });
-  if (!account) throw new Error('account email collided');
-  if (options.balanceMicros && options.balanceMicros > 0n) {
-    await credit(db, { accountId: account.id, amountMicros: options.balanceMicros, kind: 'adjustment', description: 'test funds' });
-  }
-  const { key, fullKey } = await createKey(db, { accountId: account.id, kind: options.keyKind ?? 'api', name: 'test key' });
-  return { accountId: account.id, email, keyId: key.id, fullKey };
-}
+export { createTestAccount, type TestAccount } from '#fixtures/accounts';
 
 export const bearer = (fullKey: string) => ({ authorization: `Bearer ${fullKey}` });
 

@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { edgeSettings, type EdgeSettings } from '#edge/config';
 
 export const testDatabaseUrl = () => process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/platform_test';
 
-/** A unique suffix for ids, queue names and Redis prefixes, so tests never share data. */
-export const uniqueId = (label = 't') => `${label}${randomBytes(5).toString('hex')}`;
+export { uniqueId } from '#fixtures/ids';
 
 const GENEROUS_RATE_LIMITS = {
   RATE_LIMIT_KEY_MAX: '1000000',

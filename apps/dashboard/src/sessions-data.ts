@@ -1,5 +1,5 @@
-// The response shapes are the edge's own view types (type-only: nothing of the edge is bundled).
-import type { HumanStepView, SessionView, StepView } from '#core/cookbooks';
+// The response shapes come from the API's contracts (the same zod schemas the edge answers with).
+import type { HumanStepView, SessionView, StepView } from '#contracts/cookbooks';
 
 export type Session = SessionView;
 export type HumanStep = HumanStepView;

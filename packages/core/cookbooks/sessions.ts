@@ -28,18 +28,8 @@ import {
   type StepPlan,
 } from '#workflows/messages';
 import type { TemporalGateway } from '#core/platform';
+import type { HumanStepView, SessionView, StepView } from '#contracts/cookbooks';
 
-export interface SessionView {
-  sessionId: string;
-  cookbookId: string;
-  status: SessionRow['status'];
-  currentStep: string | null;
-  progress: { completed: number; total: number };
-  selectedApis: Record<string, string>;
-  startedAt: string;
-  updatedAt: string;
-  endedAt: string | null;
-}
 
 export function sessionView(row: SessionRow): SessionView {
   return {
@@ -55,24 +45,6 @@ export function sessionView(row: SessionRow): SessionView {
   };
 }
 
-export interface StepView {
-  stepId: string;
-  title: string;
-  kind: 'agent' | 'human';
-  position: number;
-  /** The instructions with the session's chosen API ids and proxy paths filled in. */
-  instructions: string;
-  inputSchema: Record<string, unknown>;
-  timeLimits: CookbookStep['timeLimits'];
-  /** Who may complete it: any key for agent steps, a person signed in to the dashboard for human steps. */
-  completedBy: 'key' | 'human';
-  status: 'pending' | 'completed' | 'expired' | 'cancelled' | 'upcoming';
-  startedAt: string | null;
-  remindAt: string | null;
-  expiresAt: string | null;
-  completedAt: string | null;
-  resultData: Record<string, unknown> | null;
-}
 
 /**
  * A step of a session's cookbook with what the history says about it. The current step counts as
@@ -101,19 +73,6 @@ export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string
   };
 }
 
-export interface HumanStepView {
-  sessionId: string;
-  cookbookId: string;
-  cookbookTitle: string;
-  stepId: string;
-  title: string;
-  instructions: string;
-  inputSchema: Record<string, unknown>;
-  pendingSince: string;
-  remindAt: string | null;
-  expiresAt: string | null;
-  reminders: number;
-}
 
 export function humanStepView(row: PendingHumanStepRow): HumanStepView {
   const step = row.steps.find((candidate) => candidate.stepId === row.step_id);

@@ -5,6 +5,7 @@
  * 'operator') are never touched, and operator-set price, featured flag and platform key of imported
  * rows are only ever changed by the curation file.
  */
+import { API_ID_PATTERN } from '#contracts/directory';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -141,7 +142,7 @@ export function normalizeSpec(spec: Obj): ApiRecord {
   if (!provider) throw new Error('info.x-providerName is missing');
   const service = str(info['x-serviceName']);
   const id = apiIdFor(provider, service);
-  if (!/^[a-z0-9][a-z0-9._-]{0,199}$/.test(id)) throw new Error(`cannot derive a valid id from ${provider} ${service ?? ''}`);
+  if (!API_ID_PATTERN.test(id)) throw new Error(`cannot derive a valid id from ${provider} ${service ?? ''}`);
   const endpoints: IndexedEndpoint[] = [];
   let endpointCount = 0;
   for (const [path, rawItem] of Object.entries(obj(spec.paths))) {
@@ -195,7 +196,7 @@ export function normalizeSpec(spec: Obj): ApiRecord {
 
 export const curationSchema = z.object({
   apis: z.record(
-    z.string().regex(/^[a-z0-9][a-z0-9._-]{0,199}$/),
+    z.string().regex(API_ID_PATTERN),
     z
       .object({
         featured: z.boolean().optional(),

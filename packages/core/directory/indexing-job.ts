@@ -1,11 +1,12 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { apiId } from '#contracts/directory';
 import { addJob, type JobDeclaration } from '#core/platform';
 
 const directoryJobPayload = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('import-all'), force: z.boolean().default(false) }),
-  z.object({ kind: z.literal('reindex-api'), apiId: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,199}$/) }),
+  z.object({ kind: z.literal('reindex-api'), apiId }),
 ]);
 export type DirectoryJob = z.output<typeof directoryJobPayload>;
 

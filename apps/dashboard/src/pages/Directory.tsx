@@ -1,3 +1,4 @@
+import type { ApiDetail, ApiSummary } from '#contracts/directory';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api';
 import { formatDollars, formatNumber } from '../format';
@@ -8,27 +9,6 @@ import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useActio
 
 /** The price of GET /apis/{id}/instructions (10,000 micro-dollars), shown before the button is pressed. */
 export const INSTRUCTIONS_PRICE = 0.01;
-
-interface ApiSummary {
-  id: string;
-  name: string;
-  provider: string;
-  service: string | null;
-  category: string;
-  description: string;
-  pricePerCall: number;
-  votes: number;
-}
-
-interface ApiDetail extends ApiSummary {
-  version: string | null;
-  baseUrl: string;
-  proxyPath: string;
-  byokPricePerCall: number | null;
-  platformKey: boolean;
-  endpointCount: number;
-  endpoints: { method: string; path: string; summary: string }[];
-}
 
 interface Category {
   id: string;

@@ -1,24 +1,10 @@
 import { useState, type FormEvent } from 'react';
+import type { AgentKeyMeta as AgentKey, KeyMeta } from '#contracts/keys';
 import { api } from '../api';
 import { formatDateTime, formatDollars, statusLabel } from '../format';
 import { useSession } from '../session';
 import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, PageHeader, Spinner, useAction, useApi } from '../ui';
 
-export interface KeyMeta {
-  id: string;
-  name: string;
-  prefix: string;
-  status: 'enabled' | 'disabled' | 'revoked';
-  createdAt: string;
-  lastUsedAt: string | null;
-}
-
-export interface AgentKey extends KeyMeta {
-  spendLimit: number | null;
-  spent: number;
-  allowedApis: string[] | null;
-  expiresAt: string | null;
-}
 
 const STATUS_TONE = { enabled: 'green', disabled: 'amber', revoked: 'grey' } as const;
 

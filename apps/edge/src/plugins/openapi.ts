@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { declareErrorResponses } from '../routes/error-responses.js';
 
 /**
  * The OpenAPI document is generated from the routes' zod schemas (never written by hand), served at
@@ -11,6 +12,8 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
  */
 export default fp(
   async function openapiPlugin(app: FastifyInstance) {
+    // Before any route is added: every route's OpenAPI entry gets the error responses it can give.
+    app.addHook('onRoute', declareErrorResponses);
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',

@@ -5,16 +5,11 @@ import { changeKey, listKeys } from '#core/identity';
 import { createKey, type KeyRow } from '#db/keys';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { requireAuth } from '../plugins/auth.js';
-import { API_ID } from './connections.js';
+import { apiId as API_ID } from '#contracts/directory';
 import { errorResponses } from './error-responses.js';
-import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyMeta, keyName, listQuery, toKeyMeta } from './keys.js';
+import { agentKeyMeta as agentKey } from '#contracts/keys';
+import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyName, listQuery, toKeyMeta } from './keys.js';
 
-const agentKey = keyMeta.extend({
-  spendLimit: z.number().nullable().describe('Dollars this key may spend in total; null for no limit beyond the balance'),
-  spent: z.number().describe('Dollars charged to this key so far'),
-  allowedApis: z.array(z.string()).nullable().describe('Directory API ids this key may call; null for any'),
-  expiresAt: z.string().nullable().describe('ISO 8601; the key is refused (403) from then on'),
-});
 
 function toAgentKey(key: KeyRow): z.infer<typeof agentKey> {
   return {

@@ -6,7 +6,7 @@ import { notFound } from '#core/platform';
 import { getMeteredApi } from '#db/metered-apis';
 import { requireAuth } from '../plugins/auth.js';
 
-export const API_ID = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,199}$/, 'must be a directory API id (lowercase letters, digits, ".", "_", "-")');
+import { apiId as API_ID } from '#contracts/directory';
 
 const connectionSchema = z.object({ apiId: z.string(), keyHint: z.string(), createdAt: z.string(), updatedAt: z.string() });
 const present = (c: Connection) => ({ apiId: c.apiId, keyHint: c.keyHint, createdAt: c.createdAt.toISOString(), updatedAt: c.updatedAt.toISOString() });

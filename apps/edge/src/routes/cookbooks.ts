@@ -24,83 +24,8 @@ import { STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
 import { IDEMPOTENCY_KEY } from './balance.js';
 import { errorResponses } from './error-responses.js';
-
-const jsonObject = z.record(z.string(), z.unknown());
-
-const slotSchema = z.object({
-  name: z.string(),
-  description: z.string(),
-  category: z.string(),
-  required: z.boolean(),
-  suggestedProviders: z.array(z.string()),
-});
-const timeLimitsSchema = z.object({ reminderAfter: z.string().optional(), expiresAfter: z.string() });
-const cookbookStepSchema = z.object({
-  stepId: z.string(),
-  title: z.string(),
-  kind: z.enum(['agent', 'human']),
-  instructions: z.string(),
-  inputSchema: jsonObject,
-  timeLimits: timeLimitsSchema,
-});
-const cookbookSummarySchema = z.object({
-  id: z.string(),
-  title: z.string(),
-  description: z.string(),
-  category: z.string(),
-  slots: z.array(slotSchema.pick({ name: true, category: true, required: true })),
-  stepCount: z.number().int(),
-  humanSteps: z.number().int(),
-});
-const cookbookSchema = z.object({
-  id: z.string(),
-  title: z.string(),
-  description: z.string(),
-  category: z.string(),
-  slots: z.array(slotSchema),
-  steps: z.array(cookbookStepSchema),
-});
-const statusSchema = z.enum(['running', 'waiting_for_human', 'completed', 'failed', 'cancelled', 'expired']);
-const sessionSchema = z.object({
-  sessionId: z.string(),
-  cookbookId: z.string(),
-  status: statusSchema,
-  currentStep: z.string().nullable(),
-  progress: z.object({ completed: z.number().int(), total: z.number().int() }),
-  selectedApis: z.record(z.string(), z.string()),
-  startedAt: z.string(),
-  updatedAt: z.string(),
-  endedAt: z.string().nullable(),
-});
-const stepSchema = z.object({
-  stepId: z.string(),
-  title: z.string(),
-  kind: z.enum(['agent', 'human']),
-  position: z.number().int(),
-  instructions: z.string(),
-  inputSchema: jsonObject,
-  timeLimits: timeLimitsSchema,
-  completedBy: z.enum(['key', 'human']),
-  status: z.enum(['pending', 'completed', 'expired', 'cancelled', 'upcoming']),
-  startedAt: z.string().nullable(),
-  remindAt: z.string().nullable(),
-  expiresAt: z.string().nullable(),
-  completedAt: z.string().nullable(),
-  resultData: jsonObject.nullable(),
-});
-const humanStepSchema = z.object({
-  sessionId: z.string(),
-  cookbookId: z.string(),
-  cookbookTitle: z.string(),
-  stepId: z.string(),
-  title: z.string(),
-  instructions: z.string(),
-  inputSchema: jsonObject,
-  pendingSince: z.string(),
-  remindAt: z.string().nullable(),
-  expiresAt: z.string().nullable(),
-  reminders: z.number().int(),
-});
+import { apiId } from '#contracts/directory';
+import { cookbookSchema, cookbookSummarySchema, humanStepSchema, jsonObject, sessionSchema, stepSchema } from '#contracts/cookbooks';
 
 const cookbookParams = z.object({ id: z.string().min(1).max(100) });
 const sessionParams = z.object({ sessionId: z.string().min(1).max(100) });
@@ -186,7 +111,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       // Priced: no implicit HEAD route, which would charge for a response without a body.
       exposeHeadRoute: false,
-      config: { auth: 'key' },
+      config: { auth: 'key', priced: true },
       schema: {
         tags: ['cookbooks'],
         summary: 'Cookbook details with steps and API slots ($0.005)',
@@ -211,7 +136,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         description: 'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict.',
         params: cookbookParams,
         headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
-        body: z.object({ selectedApis: z.record(z.string().max(64), z.string().min(1).max(200)) }),
+        body: z.object({ selectedApis: z.record(z.string().max(64), apiId) }),
         response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), ...errorResponses(400, 404, 409, 503) },
       },
     },

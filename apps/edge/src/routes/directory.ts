@@ -18,32 +18,8 @@ import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
 import { chargeRequest } from '../http/charge.js';
 import { cachedJson, cachedText } from '#core/platform';
+import { apiDetail, apiId, apiSummary } from '#contracts/directory';
 
-const apiId = z.string().min(1).max(200);
-const apiSummary = z.object({
-  id: z.string(),
-  name: z.string(),
-  provider: z.string(),
-  service: z.string().nullable(),
-  category: z.string(),
-  categories: z.array(z.string()),
-  description: z.string(),
-  pricePerCall: z.number(),
-  featured: z.boolean(),
-  votes: z.number().int(),
-});
-const endpoint = z.object({ method: z.string(), path: z.string(), summary: z.string() });
-const apiDetail = apiSummary.extend({
-  version: z.string().nullable(),
-  baseUrl: z.string(),
-  authScheme: z.record(z.string(), z.unknown()),
-  proxyPath: z.string(),
-  byokPricePerCall: z.number().nullable(),
-  platformKey: z.boolean(),
-  source: z.string(),
-  endpointCount: z.number().int(),
-  endpoints: z.array(endpoint),
-});
 const page = z.object({ ok: z.literal(true), apis: z.array(apiSummary), nextCursor: z.string().nullable(), hint: z.string().optional() });
 const paging = {
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -196,7 +172,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       // Priced: no implicit HEAD route, which would charge for a response without a body.
       exposeHeadRoute: false,
-      config: { auth: 'key' },
+      config: { auth: 'key', priced: true },
       schema: {
         tags: ['directory'],
         summary: 'Agent-readable instructions for one API ($0.01)',

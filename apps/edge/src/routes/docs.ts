@@ -52,7 +52,7 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       // Priced: no implicit HEAD route, which would charge for a response without a body.
       exposeHeadRoute: false,
-      config: { auth: 'key' },
+      config: { auth: 'key', priced: true },
       schema: {
         tags: ['docs'],
         summary: 'One documentation section in full ($0.005 unless the section is free)',

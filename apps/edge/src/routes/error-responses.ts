@@ -1,3 +1,4 @@
+import type { RouteOptions } from 'fastify';
 import { z } from 'zod';
 
 /** The error shape every failure has; extra fields (402's balance and cost, 429's retryAfter) pass through. */
@@ -22,4 +23,31 @@ const MEANING: Record<number, string> = {
 /** Documented error responses for a route's OpenAPI entry, in the one error shape. */
 export function errorResponses<S extends keyof typeof MEANING & number>(...statuses: S[]): Record<S, typeof errorSchema> {
   return Object.fromEntries(statuses.map((status) => [status, errorSchema.describe(MEANING[status] ?? 'Error')])) as Record<S, typeof errorSchema>;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route spends the caller's balance (documented with 402; answers 402 when it is short). */
+    priced?: boolean;
+  }
+}
+
+/**
+ * Declares the error responses a route can give, from what the route is: input it validates (400),
+ * a credential it requires (401, 403), a price (402), a resource named in its path (404) and the
+ * rate limits every /api route has (429). A route's own declarations (409, 503, ...) are kept.
+ * Runs for every route as it is added, so no route can be missing them from the OpenAPI document.
+ */
+export function declareErrorResponses(route: RouteOptions): void {
+  if (!route.url.startsWith('/api/')) return;
+  const schema = (route.schema ??= {});
+  if ((schema as { hide?: boolean }).hide) return;
+  const response = (schema.response ??= {}) as Record<number, unknown>;
+  const statuses: (keyof typeof MEANING & number)[] = [];
+  if (schema.params || schema.querystring || schema.body || schema.headers) statuses.push(400);
+  if ((route.config?.auth ?? 'none') !== 'none') statuses.push(401, 403);
+  if (route.config?.priced) statuses.push(402);
+  if (schema.params) statuses.push(404);
+  if (route.config?.rateLimit !== false) statuses.push(429);
+  for (const [status, body] of Object.entries(errorResponses(...statuses))) response[Number(status)] ??= body;
 }

@@ -7,17 +7,7 @@ import { createKey, type KeyRow } from '#db/keys';
 import { publishKeyChange } from '#core/identity';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
-
-/** What listings and responses show of a key: never the full key, never its hash. */
-export const keyMeta = z.object({
-  id: z.string(),
-  name: z.string(),
-  prefix: z.string().describe('service_sk_ plus the first 8 hex digits of the key'),
-  status: z.enum(['enabled', 'disabled', 'revoked']),
-  createdAt: z.string().describe('ISO 8601'),
-  lastUsedAt: z.string().nullable().describe('ISO 8601; recorded in batches, may lag by a few seconds'),
-});
-export type KeyMeta = z.infer<typeof keyMeta>;
+import { keyMeta, type KeyMeta } from '#contracts/keys';
 
 export function toKeyMeta(key: KeyRow): KeyMeta {
   return {

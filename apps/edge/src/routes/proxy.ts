@@ -26,7 +26,7 @@ import {
   withAuthQuery,
 } from '#core/gateway';
 import { requireAuth } from '../plugins/auth.js';
-import { API_ID } from './connections.js';
+import { apiId as API_ID } from '#contracts/directory';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** `/api/v1/proxy/{api_id}`: segments of the raw URL before the path remainder. */
@@ -68,7 +68,7 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId/*',
-    config: { auth: 'key' },
+    config: { auth: 'key', priced: true },
     schema: { ...schema, params: z.object({ apiId: API_ID, '*': z.string() }) },
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });
@@ -76,7 +76,7 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId',
-    config: { auth: 'key' },
+    config: { auth: 'key', priced: true },
     schema: { ...schema, params: z.object({ apiId: API_ID }) },
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });

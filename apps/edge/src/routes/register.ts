@@ -5,7 +5,8 @@ import { toDollars } from '#contracts/money';
 import { registerAccount } from '#core/identity';
 import { assertPasswordPolicy, hashPassword, PASSWORD_POLICY } from '#core/identity';
 import { errorResponses } from './error-responses.js';
-import { fullKeySchema, keyMeta, toKeyMeta } from './keys.js';
+import { fullKeySchema, toKeyMeta } from './keys.js';
+import { keyMeta } from '#contracts/keys';
 
 export const emailSchema = z
   .string()

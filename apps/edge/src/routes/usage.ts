@@ -5,7 +5,7 @@ import { getMeteredApi } from '#db/metered-apis';
 import { toDollars } from '#contracts/money';
 import { apiUsage, usageStats, usageSummary, type UsageTotals } from '#db/usage';
 import { requireAuth } from '../plugins/auth.js';
-import { API_ID } from './connections.js';
+import { apiId as API_ID } from '#contracts/directory';
 
 const DAYS = z.coerce
   .number({ message: 'days must be an integer from 1 to 365' })

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+// The cookbook and session shapes of the API: the routes' response schemas (and so the OpenAPI
+// document), core's view types and the dashboard's types all come from here.
+
+export const jsonObject = z.record(z.string(), z.unknown());
+
+export const slotSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  category: z.string(),
+  required: z.boolean(),
+  suggestedProviders: z.array(z.string()),
+});
+export const timeLimitsSchema = z.object({ reminderAfter: z.string().optional(), expiresAfter: z.string() });
+export const cookbookStepSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  kind: z.enum(['agent', 'human']),
+  instructions: z.string(),
+  inputSchema: jsonObject,
+  timeLimits: timeLimitsSchema,
+});
+export const cookbookSummarySchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string(),
+  category: z.string(),
+  slots: z.array(slotSchema.pick({ name: true, category: true, required: true })),
+  stepCount: z.number().int(),
+  humanSteps: z.number().int(),
+});
+export const cookbookSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string(),
+  category: z.string(),
+  slots: z.array(slotSchema),
+  steps: z.array(cookbookStepSchema),
+});
+export const statusSchema = z.enum(['running', 'waiting_for_human', 'completed', 'failed', 'cancelled', 'expired']);
+export const sessionSchema = z.object({
+  sessionId: z.string(),
+  cookbookId: z.string(),
+  status: statusSchema,
+  currentStep: z.string().nullable(),
+  progress: z.object({ completed: z.number().int(), total: z.number().int() }),
+  selectedApis: z.record(z.string(), z.string()),
+  startedAt: z.string(),
+  updatedAt: z.string(),
+  endedAt: z.string().nullable(),
+});
+export const stepSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  kind: z.enum(['agent', 'human']),
+  position: z.number().int(),
+  instructions: z.string(),
+  inputSchema: jsonObject,
+  timeLimits: timeLimitsSchema,
+  completedBy: z.enum(['key', 'human']),
+  status: z.enum(['pending', 'completed', 'expired', 'cancelled', 'upcoming']),
+  startedAt: z.string().nullable(),
+  remindAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  completedAt: z.string().nullable(),
+  resultData: jsonObject.nullable(),
+});
+export const humanStepSchema = z.object({
+  sessionId: z.string(),
+  cookbookId: z.string(),
+  cookbookTitle: z.string(),
+  stepId: z.string(),
+  title: z.string(),
+  instructions: z.string(),
+  inputSchema: jsonObject,
+  pendingSince: z.string(),
+  remindAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  reminders: z.number().int(),
+});
+
+export type SessionStatus = z.infer<typeof statusSchema>;
+export type SessionView = z.infer<typeof sessionSchema>;
+export type StepView = z.infer<typeof stepSchema>;
+export type HumanStepView = z.infer<typeof humanStepSchema>;
+export type CookbookSummaryView = z.infer<typeof cookbookSummarySchema>;
+export type CookbookView = z.infer<typeof cookbookSchema>;

@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+/** What listings and responses show of a key: never the full key, never its hash. */
+export const keyMeta = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string().describe('service_sk_ plus the first 8 hex digits of the key'),
+  status: z.enum(['enabled', 'disabled', 'revoked']),
+  createdAt: z.string().describe('ISO 8601'),
+  lastUsedAt: z.string().nullable().describe('ISO 8601; recorded in batches, may lag by a few seconds'),
+});
+export type KeyMeta = z.infer<typeof keyMeta>;
+
+/** An agent key as listings show it: key metadata plus its limits. */
+export const agentKeyMeta = keyMeta.extend({
+  spendLimit: z.number().nullable().describe('Dollars this key may spend in total; null for no limit beyond the balance'),
+  spent: z.number().describe('Dollars charged to this key so far'),
+  allowedApis: z.array(z.string()).nullable().describe('Directory API ids this key may call; null for any'),
+  expiresAt: z.string().nullable().describe('ISO 8601; the key is refused (403) from then on'),
+});
+export type AgentKeyMeta = z.infer<typeof agentKeyMeta>;
