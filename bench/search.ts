@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { listApis, discover } from '#core/directory';
+import { discover, listApis, LiveDirectoryIndex } from '#core/directory';
 import { createSql } from '#db/sql';
 import { profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
@@ -27,6 +27,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 await prepareDatabase();
 const sql = createSql(settings.DATABASE_URL, { max: CALLERS, appName: 'bench-search' });
+const index = new LiveDirectoryIndex(sql);
 const [{ apis } = { apis: 0 }] = await sql<{ apis: number }[]>`select count(*)::int as apis from apis`;
 if (apis < 2000) throw new Error(`platform_bench holds ${apis} APIs; import the catalog first (scripts/bench.sh does)`);
 
@@ -205,13 +206,13 @@ async function bareFullText(seconds: number): Promise<Run> {
 async function inProcess(kind: 'search' | 'discover'): Promise<Run> {
   const latencies: number[] = [];
   const queries = kind === 'search' ? searchQueries : discoverQueries;
-  await (kind === 'search' ? listApis(sql, { q: 'warm', limit: 50 }) : discover(sql, 'warm up', 10));
+  await (kind === 'search' ? listApis(sql, index, { q: 'warm', limit: 50 }) : discover(index, 'warm up', 10));
   const started = performance.now();
   for (let round = 0; round < 3; round++) {
     for (const q of queries) {
       const t = performance.now();
-      if (kind === 'search') await listApis(sql, { q, limit: 50 });
-      else await discover(sql, q, 10);
+      if (kind === 'search') await listApis(sql, index, { q, limit: 50 });
+      else await discover(index, q, 10);
       latencies.push(performance.now() - t);
     }
   }
@@ -264,6 +265,7 @@ const searchProfile = profFile ? summarizeProfile(join(profDir, profFile), 12, p
 log(scenario, `profiled discovery run: ${fmt(profiledRun.rps, 0)} req/s, p95 ${fmt(profiledRun.p95, 1)} ms`);
 
 const loadAfter = os.loadavg();
+await index.close();
 await sql.end({ timeout: 5 });
 
 const table = [...rows].map(([name, runs]) => {

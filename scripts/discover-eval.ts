@@ -2,22 +2,24 @@
 // held-out docs/discovery-heldout.json) over the
 // catalog in DATABASE_URL (import it first: npm run directory:import).
 import { fileURLToPath } from 'node:url';
-import { evaluateDiscovery, loadDevset } from '#core/directory';
+import { evaluateDiscovery, LiveDirectoryIndex, loadDevset } from '#core/directory';
 import { parseSettings, sharedSettings } from '#core/platform';
 import { createSql } from '#db/sql';
 
 const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true }));
 const sql = createSql(settings.DATABASE_URL, { max: 2, appName: 'discover-eval' });
+const index = new LiveDirectoryIndex(sql, { warn: (object, message) => console.warn(message, object) });
 try {
   const [{ n } = { n: 0 }] = await sql<{ n: number }[]>`select count(*)::int as n from apis`;
   console.log(`catalog: ${n} APIs`);
   for (const set of ['devset', 'heldout']) {
     const tasks = await loadDevset(fileURLToPath(new URL(`../docs/discovery-${set}.json`, import.meta.url)));
-    const result = await evaluateDiscovery(sql, tasks);
+    const result = await evaluateDiscovery(sql, index, tasks);
     for (const miss of result.misses) console.log(`  miss: "${miss.q}"\n    expected one of ${miss.expected.join(', ')}\n    got ${miss.got.join(', ')}`);
     if (result.unknownExpected.length) console.log(`  expected ids not in the catalog: ${result.unknownExpected.join(', ')}`);
     console.log(`${set} (${result.tasks} tasks): recall@1 ${result.recallAt1.toFixed(3)}  recall@5 ${result.recallAt5.toFixed(3)}  MRR ${result.mrr.toFixed(3)}`);
   }
 } finally {
+  await index.close();
   await sql.end({ timeout: 5 });
 }

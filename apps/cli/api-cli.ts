@@ -87,7 +87,7 @@ function describe(api: MeteredApi) {
 const cliSettings = sharedSettings.pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_PREFIX: true }).extend({ CONNECTIONS_MASTER_KEY: masterKeySetting });
 
 /**
- * Tells the edges to drop their cached copy of a changed API row (see apps/edge/src/lib/api-cache.ts).
+ * Tells the edges to drop their cached copy of a changed API row (see packages/core/directory/api-cache.ts).
  * Returns a note for the output when Redis could not be told: the edges then see it when their copy expires.
  */
 async function announceChange(settings: { REDIS_URL: string; REDIS_PREFIX: string }, id: string): Promise<string> {
@@ -105,7 +105,7 @@ async function announceChange(settings: { REDIS_URL: string; REDIS_PREFIX: strin
 
 /**
  * Runs one operator command; returns what it prints. Throws CliError for bad usage. Tests call this
- * directly; `db/src/cli/api.ts` is the process entry behind `npm run api`.
+ * directly; `apps/cli/api.ts` is the process entry behind `npm run api`.
  */
 export async function runApiCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const [command, ...rest] = argv;

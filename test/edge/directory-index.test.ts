@@ -18,7 +18,7 @@ async function eventually(q: string, check: (ids: { id: string; votes: number }[
   const deadline = Date.now() + 10_000;
   let seen: { id: string; votes: number }[] = [];
   while (Date.now() < deadline) {
-    const page = await listApis(app.deps.sql, { q, limit: 5 });
+    const page = await listApis(app.deps.sql, app.directoryIndex, { q, limit: 5 });
     seen = page.apis.map((a) => ({ id: a.id, votes: a.votes_up - a.votes_down }));
     if (check(seen)) return seen;
     await new Promise((resolve) => setTimeout(resolve, 50));

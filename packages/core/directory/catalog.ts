@@ -11,7 +11,9 @@
  */
 import { PlatformError } from '#core/platform';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
-import { directoryIndex, type DirectoryIndex, type IndexedApi } from './ranker.js';
+import type { LiveDirectoryIndex } from './index-loader.js';
+import type { IndexedApi } from './index-types.js';
+import type { DirectoryIndex } from './search-index.js';
 import type { AuthScheme } from './text.js';
 import type { Db } from '#db/sql';
 
@@ -243,13 +245,13 @@ export interface ApiPage {
 }
 
 /** Browse (featured first, then by name) or search (by relevance), optionally within a category. */
-export async function listApis(db: Db, options: ListOptions): Promise<ApiPage> {
+export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListOptions): Promise<ApiPage> {
   const offset = decodeCursor(options.cursor);
   if (options.q !== undefined) {
     const normalized = checkQueryText(options.q);
-    const index = await directoryIndex(db);
-    const plan = planQuery(index, normalized, false);
-    const rows = rank(index, plan, { category: options.category, limit: options.limit + 1, offset });
+    const ranked = await index.get();
+    const plan = planQuery(ranked, normalized, false);
+    const rows = rank(ranked, plan, { category: options.category, limit: options.limit + 1, offset });
     const page = rows.slice(0, options.limit);
     return { apis: page, nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan };
   }
@@ -314,9 +316,9 @@ export interface Discovery {
 }
 
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
-export async function discover(db: Db, q: string, limit = 10): Promise<Discovery> {
+export async function discover(live: LiveDirectoryIndex, q: string, limit = 10): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
-  const index = await directoryIndex(db);
+  const index = await live.get();
   const plan = planQuery(index, normalized, true);
   const rows = rank(index, plan, { limit, offset: 0 });
   if (rows.length === 0) return { results: [], plan };

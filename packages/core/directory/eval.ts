@@ -3,6 +3,7 @@
  * share of tasks with an expected API in the top k; with several acceptable APIs per task this is
  * "success at k") and mean reciprocal rank of the first expected API (top 10; 0 when absent).
  */
+import type { LiveDirectoryIndex } from './index-loader.js';
 import { readFile } from 'node:fs/promises';
 import { discover } from './catalog.js';
 import type { Db } from '#db/sql';
@@ -26,14 +27,14 @@ export async function loadDevset(path: string): Promise<DevTask[]> {
   return data.tasks;
 }
 
-export async function evaluateDiscovery(db: Db, tasks: DevTask[]): Promise<EvalResult> {
+export async function evaluateDiscovery(db: Db, index: LiveDirectoryIndex, tasks: DevTask[]): Promise<EvalResult> {
   const known = new Set((await db<{ id: string }[]>`select id from apis where id = any(${tasks.flatMap((t) => t.expected)})`).map((r) => r.id));
   let at1 = 0;
   let at5 = 0;
   let rr = 0;
   const misses: EvalResult['misses'] = [];
   for (const task of tasks) {
-    const { results } = await discover(db, task.q, 10);
+    const { results } = await discover(index, task.q, 10);
     const ids = results.map((r) => r.api.id);
     const rank = ids.findIndex((id) => task.expected.includes(id));
     if (rank === 0) at1 += 1;

@@ -10,7 +10,7 @@ export const directorySettings = z.object({
     .default('0.001'),
   /** The operator's curation file: featured APIs, prices, platform keys (by env var name). */
   DIRECTORY_CURATION_FILE: z.string().default('db/seed/curation.json'),
-  /** Seals platform keys named in the curation file, exactly as the proxy opens them (db/src/secret-box.ts). */
+  /** Seals platform keys named in the curation file, exactly as the proxy opens them (packages/core/platform/secret-box.ts). */
   CONNECTIONS_MASTER_KEY: masterKeySetting,
 });
 export type DirectorySettings = z.output<typeof directorySettings>;

@@ -93,7 +93,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { q, category, limit, cursor } = request.query;
       const text = await cachedText(redis, cacheKey('apis', q, category?.toLowerCase(), limit, cursor), ttl, async () => {
-        const result = await listApis(sql, { q, category: category?.toLowerCase(), limit, cursor });
+        const result = await listApis(sql, app.directoryIndex, { q, category: category?.toLowerCase(), limit, cursor });
         const hint = q !== undefined && result.apis.length === 0 && !cursor ? 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.' : undefined;
         return `{"ok":true,"apis":[${result.apis.map(summaryJson).join(',')}],"nextCursor":${JSON.stringify(result.nextCursor)}${hint ? `,"hint":${JSON.stringify(hint)}` : ''}}`;
       });
@@ -115,7 +115,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const category = request.params.category.toLowerCase();
       if (!(await categoryExists(sql, category))) throw notFound(`Category ${category}`, 'GET /api/v1/categories lists every category.');
-      const result = await listApis(sql, { category, limit: request.query.limit, cursor: request.query.cursor });
+      const result = await listApis(sql, app.directoryIndex, { category, limit: request.query.limit, cursor: request.query.cursor });
       return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor };
     },
   );
@@ -238,7 +238,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
       }
       const body = await cachedText(redis, cacheKey('discover', text, request.query.limit), ttl, async () => {
-        const { results, plan } = await discover(sql, text, request.query.limit);
+        const { results, plan } = await discover(app.directoryIndex, text, request.query.limit);
         const rendered = results.map((r) => `{"api":${summaryJson(r.api)},"score":${JSON.stringify(r.score)},"reason":${JSON.stringify(r.reason)}}`);
         const interpreted = { words: plan.words, corrections: plan.corrections, expansions: plan.expansions };
         const hint =

@@ -1,3 +1,4 @@
+import directoryIndexPlugin from '../plugins/directory-index.js';
 import type { FastifyInstance } from 'fastify';
 import apiCachePlugin from '../plugins/api-cache.js';
 import chargesPlugin from '../plugins/charges.js';
@@ -25,6 +26,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(usagePlugin);
   await app.register(chargesPlugin);
   await app.register(apiCachePlugin);
+  await app.register(directoryIndexPlugin);
   await app.register(sessionEventsPlugin);
   await app.register(
     async (api) => {

@@ -1,0 +1,197 @@
+// Loading the directory index from Postgres and keeping it current (LISTEN directory_changed).
+import type { Db, Sql } from '#db/sql';
+import { CAPABILITY_SYNONYMS } from './vocabulary.js';
+import { DirectoryIndex } from './search-index.js';
+import { parseTsvector, trigrams } from './scoring.js';
+import type { IndexedEndpoint, IndexedApi } from './index-types.js';
+
+interface ApiLoadRow {
+  id: string;
+  name: string;
+  provider: string;
+  service: string | null;
+  categories: string[];
+  description: string;
+  price_micros: bigint;
+  featured: boolean;
+  popularity: number;
+  search_name: string;
+  head: string;
+  endpoint: string;
+  endpoints: IndexedEndpoint[] | null;
+}
+
+export async function loadVotes(db: Db): Promise<Map<string, { up: number; down: number }>> {
+  const rows = await db<{ id: string; up: number; down: number }[]>`
+    select target_id as id, count(*) filter (where value = 1)::int as up, count(*) filter (where value = -1)::int as down
+      from votes where target_type = 'api' group by target_id`;
+  return new Map(rows.map((r) => [r.id, { up: r.up, down: r.down }]));
+}
+
+/** Reads the catalog's ranking data from Postgres (one snapshot) and builds the index. */
+export async function loadDirectoryIndex(db: Db, extraWords: readonly string[] = []): Promise<DirectoryIndex> {
+  const read = async (tx: Db) => {
+    const apis = await tx<ApiLoadRow[]>`
+      select id, name, provider, service, categories, left(description, 300) as description, price_micros, featured, popularity,
+             search_name, search_vector::text as head, endpoint_vector::text as endpoint,
+             endpoints
+        from apis order by id`;
+    // Catalog words with their english lexeme, plus the vocabulary's own terms (which may not be
+    // catalog words) so that every expansion is stemmed exactly as Postgres does.
+    const words = await tx<{ word: string; ndoc: number | null; lexeme: string | null }[]>`
+      select w.word, d.ndoc, (select lexeme from unnest(to_tsvector('english', w.word)) limit 1) as lexeme
+        from (select word from directory_words union select unnest(${[...extraWords]}::text[])) w(word)
+        left join directory_words d on d.word = w.word`;
+    const votes = await loadVotes(tx);
+    return { apis, words, votes };
+  };
+  const { apis, words, votes } = 'begin' in db ? await (db as Sql).begin('isolation level repeatable read read only', read) : await read(db);
+  const vectors = apis.map((row) => ({ head: parseTsvector(row.head), endpoint: [...parseTsvector(row.endpoint).keys()] }));
+  const indexed: IndexedApi[] = apis.map((row, i) => ({
+    id: row.id,
+    name: row.name,
+    provider: row.provider,
+    service: row.service,
+    categories: row.categories,
+    description: row.description,
+    price_micros: row.price_micros,
+    featured: row.featured,
+    popularity: row.popularity,
+    votes_up: votes.get(row.id)?.up ?? 0,
+    votes_down: votes.get(row.id)?.down ?? 0,
+    endpoints: Array.isArray(row.endpoints) ? row.endpoints : [],
+    nameTrigrams: trigrams(row.search_name),
+    endpointLexemes: vectors[i]!.endpoint.length,
+  }));
+  const known = words.filter((w) => w.ndoc !== null).map((w) => ({ word: w.word, ndoc: w.ndoc!, lexeme: w.lexeme }));
+  const index = new DirectoryIndex(indexed, vectors, known);
+  for (const w of words) if (w.ndoc === null) index.addLexeme(w.word, w.lexeme);
+  return index;
+}
+
+/** The channel the statement triggers of migration 00007 notify: payload 'apis', 'votes' or 'words'. */
+export const DIRECTORY_CHANNEL = 'directory_changed';
+/**
+ * A reload (about half a second, mostly building the index on the event loop) starts once changes
+ * have been quiet this long, and at the latest RELOAD_MAX_WAIT_MS after the first: an import commits
+ * a batch every few hundred milliseconds, and reloading after each would keep the edge busy.
+ */
+const RELOAD_QUIET_MS = 500;
+const RELOAD_MAX_WAIT_MS = 3_000;
+
+/** The vocabulary's expansion terms, stemmed by Postgres at load like catalog words. */
+const VOCABULARY_TERMS = [...new Set(CAPABILITY_SYNONYMS.flatMap(([, expansion]) => expansion.split(' ')))];
+
+/** Where the live index reports reload failures (a pino/Fastify logger fits). */
+export interface IndexLog {
+  warn(object: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * The directory index of one process, owned and closed by whoever creates it (the edge app, a
+ * benchmark, the evaluation script): loaded on first use and kept current by LISTEN. A change to
+ * the catalog reloads it (debounced; answers come from the previous index meanwhile), a vote
+ * reloads only the tallies. A failed reload is logged and the previous index keeps answering.
+ */
+export class LiveDirectoryIndex {
+  private ready: DirectoryIndex | null = null;
+  private pending: Promise<DirectoryIndex> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private firstChangeAt = 0;
+  private loading = false;
+  private again = false;
+
+  private unlisten: (() => Promise<void>) | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log?: IndexLog,
+  ) {}
+
+  get(): DirectoryIndex | Promise<DirectoryIndex> {
+    if (this.ready) return this.ready;
+    this.pending ??= this.start().catch((error: unknown) => {
+      this.pending = null;
+      throw error;
+    });
+    return this.pending;
+  }
+
+  private async start(): Promise<DirectoryIndex> {
+    // Listen before loading, so no change between the snapshot and the subscription is missed.
+    if ('listen' in this.db) {
+      try {
+        const subscription = await (this.db as Sql).listen(
+          DIRECTORY_CHANNEL,
+          (payload) => this.changed(payload),
+          // Called again after a reconnect: notifications may have been missed meanwhile.
+          () => {
+            if (this.ready) this.schedule();
+          },
+        );
+        this.unlisten = () => subscription.unlisten();
+      } catch (error) {
+        // Without notifications the index stays as loaded (a database without LISTEN support).
+        this.log?.warn({ err: error }, 'directory index: LISTEN failed; the index will not follow catalog changes');
+      }
+    }
+    this.ready = await loadDirectoryIndex(this.db, VOCABULARY_TERMS);
+    return this.ready;
+  }
+
+  private changed(payload: string): void {
+    if (payload === 'votes' && this.ready) {
+      const index = this.ready;
+      loadVotes(this.db)
+        .then((tallies) => index.setVotes(tallies))
+        .catch((error: unknown) => this.log?.warn({ err: error }, 'directory index: reloading vote tallies failed'));
+      return;
+    }
+    this.schedule();
+  }
+
+  /** Stops following changes (the owner calls it when it shuts down). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.unlisten?.().catch(() => {});
+    this.unlisten = null;
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    if (this.loading) {
+      this.again = true;
+      return;
+    }
+    const now = Date.now();
+    if (this.timer) {
+      if (now - this.firstChangeAt >= RELOAD_MAX_WAIT_MS) return;
+      clearTimeout(this.timer);
+    } else {
+      this.firstChangeAt = now;
+    }
+    const delay = Math.min(RELOAD_QUIET_MS, Math.max(0, this.firstChangeAt + RELOAD_MAX_WAIT_MS - now));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.reload();
+    }, delay);
+    this.timer.unref();
+  }
+
+  private async reload(): Promise<void> {
+    this.loading = true;
+    this.again = false;
+    try {
+      this.ready = await loadDirectoryIndex(this.db, VOCABULARY_TERMS);
+    } catch (error) {
+      // Keep answering from the previous index; the next change retries.
+      this.log?.warn({ err: error }, 'directory index: reload failed; answering from the previous index');
+    } finally {
+      this.loading = false;
+      if (this.again) this.schedule();
+    }
+  }
+}

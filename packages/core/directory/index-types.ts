@@ -1,0 +1,67 @@
+// The shapes the in-process directory index is built from and answers with.
+
+export interface IndexedEndpoint {
+  method: string;
+  path: string;
+  summary: string;
+}
+
+export interface IndexedApi {
+  id: string;
+  name: string;
+  provider: string;
+  service: string | null;
+  categories: string[];
+  /** At most 300 characters, as summaries show it. */
+  description: string;
+  price_micros: bigint;
+  featured: boolean;
+  popularity: number;
+  votes_up: number;
+  votes_down: number;
+  endpoints: IndexedEndpoint[];
+  /** Trigrams of the lower-cased name/provider/service, in order (pg_trgm word_similarity). */
+  nameTrigrams: string[];
+  /** Lower-cased words of each endpoint's summary and path, built on first use (discovery reasons). */
+  endpointWords?: { words: string[]; endpoints: number[][] };
+  /** Number of lexemes of the (position-stripped) endpoint vector: ts_rank's length normalization. */
+  endpointLexemes: number;
+}
+
+export interface HeadPostings {
+  apis: number[];
+  /** Each API's ts_rank contribution for this lexeme (depends only on the document). */
+  contributions: number[];
+}
+
+export interface VocabularyWord {
+  word: string;
+  ndoc: number;
+  /** The english lexeme, null for a stop word. */
+  lexeme: string | null;
+  trigrams: number;
+}
+
+export interface IndexTerm {
+  group: number;
+  lexeme: string | null;
+  weight: number;
+}
+
+export interface RankRequest {
+  /** Unique lexemes of every query term (ts_rank's query). */
+  lexemes: string[];
+  /** Lexemes that pick candidates. */
+  selective: string[];
+  /** Every term of every concept group with its IDF weight. */
+  terms: IndexTerm[];
+  /** Normalized query text compared to names. */
+  raw: string;
+  category?: string | undefined;
+}
+
+export interface IndexHit {
+  api: IndexedApi;
+  score: number;
+  coverage: number;
+}
