@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/directory-setup.ts', 'test/helpers/dashboard-build.ts'],
+    // Each test file gets its own database cloned from the migrated template (see own-database.ts).
+    setupFiles: ['test/helpers/own-database.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -13,7 +13,12 @@ ensure_temporal
 ensure_chromium
 
 # The suite gets a database of its own, recreated each run so it always matches the migrations.
+# It is the template each test file clones its own database from (test/helpers/own-database.ts);
+# clones a killed run left behind are dropped first.
 TEST_DB=${TEST_DATABASE_NAME:-platform_test}
+for stale in $(psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -tAc "select datname from pg_database where datname ~ '^${TEST_DB}_f[0-9a-f]{8}\$'"); do
+  psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -qc "drop database if exists \"$stale\" with (force)" >/dev/null
+done
 psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -qc "drop database if exists \"$TEST_DB\" with (force)" >/dev/null
 ensure_database "$TEST_DB"
 export DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$TEST_DB"
