@@ -46,10 +46,11 @@ export function parseAuth(value: string): AuthScheme {
       return { type: kind };
     case 'header':
     case 'query':
+    case 'cookie':
       if (!name || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,200}$/.test(name)) throw new CliError(`--auth ${kind}:NAME needs a header or parameter name`);
       return { type: 'apiKey', in: kind, name };
   }
-  throw new CliError(`--auth must be none, bearer, basic, oauth2, header:NAME or query:NAME, got "${value}"`);
+  throw new CliError(`--auth must be none, bearer, basic, oauth2, header:NAME, query:NAME or cookie:NAME, got "${value}"`);
 }
 
 function parseRule(value: string): PricingRule {

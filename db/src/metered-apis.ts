@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { authSchemeSchema, type AuthScheme } from '#contracts/auth-scheme';
 import type { Db } from './sql.js';
 
 /** Channel on which an API row change is announced to every edge (which caches the rows it proxies to). */
@@ -14,14 +15,7 @@ export async function publishApiChange(redis: Redis, redisPrefix: string, apiId:
  * The proxy's view of a directory API (the `apis` table of 00002): where it lives, how the upstream
  * expects its key, and what a call costs. Operators write these rows with `npm run api`.
  */
-export const authSchemeSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('none') }),
-  z.object({ type: z.literal('apiKey'), in: z.enum(['header', 'query']), name: z.string().min(1).max(200) }),
-  z.object({ type: z.literal('bearer') }),
-  z.object({ type: z.literal('basic') }),
-  z.object({ type: z.literal('oauth2') }),
-]);
-export type AuthScheme = z.output<typeof authSchemeSchema>;
+export { authSchemeSchema, type AuthScheme };
 
 export const pricingRuleSchema = z.object({
   /** HTTP method, or '*' / absent for any. */

@@ -299,11 +299,14 @@ describe('the metered proxy', () => {
       ['query:api_key', (s) => expect(s.url).toBe('/base/q?x=1&api_key=plat-secret-123456')],
       ['bearer', (s) => expect(s.headers.authorization).toBe('Bearer plat-secret-123456')],
       ['basic', (s) => expect(s.headers.authorization).toBe(`Basic ${Buffer.from('plat-secret-123456:').toString('base64')}`)],
+      // The catalogue records cookie-borne keys (OpenAPI `in: cookie`); the proxy sends them as the
+      // only cookie the upstream gets, never the caller's.
+      ['cookie:sid', (s) => expect(s.headers.cookie).toBe('sid=plat-secret-123456')],
     ];
     for (const [auth, check] of cases) {
       const id = await registerApi({ baseUrl: `${upstream.url}/base`, price: '0.001', auth, platformKey: 'plat-secret-123456' });
       const before = upstream.seen.length;
-      const res = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${id}/q?x=1&api_key=caller-sent`, headers: { 'x-api-key': account.fullKey } });
+      const res = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${id}/q?x=1&api_key=caller-sent`, headers: { 'x-api-key': account.fullKey, cookie: 'sid=caller-sent' } });
       expect(res.status, `${auth}: ${res.body.toString()}`).toBe(200);
       const seen = seenSince(before)[0]!;
       check(seen);

@@ -102,8 +102,11 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   // The specification's 400s for a POST without a body or with a body that is not a JSON object,
   // before zod would report them as a less helpful type mismatch.
   app.addHook('preValidation', async (request) => {
-    if (!BODY_METHODS.has(request.method) || !request.routeOptions.schema?.body) return;
+    const bodySchema = request.routeOptions.schema?.body as { safeParse?: (value: unknown) => { success: boolean } } | undefined;
+    if (!BODY_METHODS.has(request.method) || !bodySchema) return;
     if (request.body === undefined || request.body === null) {
+      // A route whose body is optional (its schema accepts no body) goes on without one.
+      if (bodySchema.safeParse?.(undefined).success) return;
       throw new PlatformError('body_missing', 'Request body is missing', { hint: 'Send a JSON object with Content-Type: application/json.' });
     }
     if (typeof request.body !== 'object' || Array.isArray(request.body)) {

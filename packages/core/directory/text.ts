@@ -2,6 +2,7 @@
  * Text helpers of the directory: plain text out of the markdown/HTML found in OpenAPI descriptions,
  * and the agent-readable instructions generated for each API.
  */
+import type { AuthScheme } from '#contracts/auth-scheme';
 import { formatDollars } from '#contracts/money';
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', '#39': "'" };
@@ -33,12 +34,7 @@ export function plainText(input: unknown, max = 2000): string {
   return text;
 }
 
-export type AuthScheme =
-  | { type: 'none' }
-  | { type: 'apiKey'; in: 'header' | 'query' | 'cookie'; name: string }
-  | { type: 'bearer' }
-  | { type: 'basic' }
-  | { type: 'oauth2' };
+export type { AuthScheme } from '#contracts/auth-scheme';
 
 export interface EndpointParam {
   name: string;

@@ -3,7 +3,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookupAsync } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { PlatformError } from '#core/platform';
-import type { AuthScheme } from '#db/metered-apis';
+import type { AuthScheme } from '#contracts/auth-scheme';
 
 /** Addresses the proxy never connects to unless ALLOW_PRIVATE_UPSTREAMS is on: loopback, private, link-local, ... */
 const privateRanges = new BlockList();
@@ -205,7 +205,9 @@ export function upstreamAuth(scheme: AuthScheme, key: string | null): UpstreamAu
     case 'none':
       return null;
     case 'apiKey':
-      return scheme.in === 'header' ? { header: [scheme.name, key] } : { query: [scheme.name, key] };
+      if (scheme.in === 'query') return { query: [scheme.name, key] };
+      // A cookie-borne key is the only cookie the upstream gets (the caller's own never pass).
+      return scheme.in === 'cookie' ? { header: ['Cookie', `${scheme.name}=${key}`] } : { header: [scheme.name, key] };
     case 'bearer':
     case 'oauth2':
       return { header: ['Authorization', `Bearer ${key}`] };

@@ -249,6 +249,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'Cancel a session that has not ended (an addition to the specification)',
         params: sessionParams,
+        // The body is optional: a reason, kept with the session's last event.
+        body: z.object({ reason: z.string().max(500).optional() }).nullish(),
         response: { 200: z.object({ ok: z.literal(true), session: sessionSchema }), ...errorResponses(404, 409, 503) },
       },
     },
@@ -258,8 +260,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       if (isEnded(row)) {
         throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: 'Only running sessions and sessions waiting for a human can be cancelled.' });
       }
-      const body = request.body as { reason?: unknown } | undefined;
-      const reason = typeof body?.reason === 'string' ? body.reason.slice(0, 500) : undefined;
+      const reason = request.body?.reason;
       await cancelSession(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, reason);
       return { ok: true as const, session: sessionView(await requireSession(sql, auth.accountId, row.id)) };
     },
