@@ -81,22 +81,6 @@ export async function listMeteredApis(db: Db, options: { source?: string } = {})
   return rows.map(fromRow);
 }
 
-function ruleMatches(rule: PricingRule, method: string, path: string): boolean {
-  if (rule.method && rule.method !== '*' && rule.method.toUpperCase() !== method.toUpperCase()) return false;
-  return rule.path.endsWith('*') ? path.startsWith(rule.path.slice(0, -1)) : path === rule.path;
-}
-
-/**
- * The price of one call: the first matching pricing rule, else the API's price; a call made with
- * the caller's own key uses the bring-your-own-key price when one is set (and no rule matched).
- */
-export function priceOf(api: MeteredApi, method: string, path: string, byok: boolean): bigint {
-  const rule = api.pricingRules.find((r) => ruleMatches(r, method, path));
-  if (rule) return rule.priceMicros;
-  if (byok && api.byokPriceMicros !== null) return api.byokPriceMicros;
-  return api.priceMicros;
-}
-
 export interface OperatorApiInput {
   id: string;
   name: string;

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError, parseAuth, runApiCli } from '#cli/api-cli';
-import { getMeteredApi, priceOf } from '#db/metered-apis';
+import { priceOf } from '#core/gateway';
+import { getMeteredApi } from '#db/metered-apis';
 import { openSecret, platformKeyContext } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';

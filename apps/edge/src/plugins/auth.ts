@@ -12,9 +12,11 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * Route-level auth requirement, declared in the route's `config.auth`:
  * - 'none': public (the default);
  * - 'key': any credential: an API key, an agent key or the dashboard cookie;
- * - 'account': like 'key' but agent keys are refused with 403 (managing keys, connections, funds).
+ * - 'account': like 'key' but agent keys are refused with 403 (managing keys, connections, funds);
+ * - 'apiKey': an API key or agent key only, never the dashboard cookie (the proxy: its answers are
+ *   third-party content served on the dashboard's origin, so a cookie must not be able to drive it).
  */
-export type AuthRequirement = 'none' | 'key' | 'account';
+export type AuthRequirement = 'none' | 'key' | 'account' | 'apiKey';
 
 /** The caller of a request (core identity's Caller), set by this plugin on authenticated routes. */
 export type AuthContext = Caller;
@@ -87,6 +89,11 @@ export default fp(
       // A key in the headers wins over a cookie: programs authenticate with keys and need no CSRF token.
       const key = presentedKey(request);
       if (key === null) {
+        if (requirement === 'apiKey') {
+          throw new PlatformError('missing_credentials', 'This route accepts API keys only', {
+            hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; the dashboard\'s session cookie is not accepted by the proxy.',
+          });
+        }
         const token = request.cookies[SESSION_COOKIE];
         if (!token) {
           throw new PlatformError('missing_credentials', 'Missing API key', {

@@ -37,7 +37,8 @@ export default fp(
         const out = jsonSchemaTransform(input);
         const auth = (input.route.config as { auth?: string } | undefined)?.auth ?? 'none';
         if (auth !== 'none') {
-          (out.schema as Record<string, unknown>).security = [{ bearerAuth: [] }, { apiKeyHeader: [] }, { sessionCookie: [] }];
+          const keys = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+          (out.schema as Record<string, unknown>).security = auth === 'apiKey' ? keys : [...keys, { sessionCookie: [] }];
         }
         return out;
       },

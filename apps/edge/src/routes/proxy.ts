@@ -4,26 +4,23 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { connectionKey } from '#core/gateway';
 import { notFound, PlatformError } from '#core/platform';
 import { getBalance, refund } from '#db/ledger';
-import { priceOf, type MeteredApi } from '#db/metered-apis';
 import { formatDollars } from '#contracts/money';
-import { openSecret, platformKeyContext } from '#core/platform';
 import type { ChargeReceipt } from '#core/billing';
 import { chargeRequest } from '../http/charge.js';
 import {
-  assertPublicHost,
+  bodyDecoder,
   downstreamResponseHeaders,
   guardedLookup,
+  planMeteredCall,
   PrivateUpstreamError,
   proxyTarget,
-  upstreamAuth,
-  upstreamRequestHeaders,
   redactingStream,
+  redactResponseHeaders,
   redactSecret,
-  upstreamUrl,
-  withAuthQuery,
+  upstreamFailure,
+  upstreamRequestHeaders,
 } from '#core/gateway';
 import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID } from '#contracts/directory';
@@ -54,6 +51,13 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
       : { timeout: settings.PROXY_CONNECT_TIMEOUT_MS, lookup: guardedLookup as never },
   });
   app.addHook('onClose', async () => agent.close());
+  // Proxied answers are third-party content on the dashboard's origin: the browser must treat every
+  // one of them (errors too) as an opaque, script-less document that other sites cannot embed.
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('Content-Security-Policy', "sandbox; default-src 'none'");
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('Cross-Origin-Resource-Policy', 'same-site');
+  });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
@@ -68,7 +72,7 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId/*',
-    config: { auth: 'key', priced: true },
+    config: { auth: 'apiKey', priced: true },
     schema: { ...schema, params: z.object({ apiId: API_ID, '*': z.string() }) },
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });
@@ -76,7 +80,7 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId',
-    config: { auth: 'key', priced: true },
+    config: { auth: 'apiKey', priced: true },
     schema: { ...schema, params: z.object({ apiId: API_ID }) },
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });
@@ -93,22 +97,10 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   const target = proxyTarget(request.raw.url ?? '/', SEGMENTS_BEFORE_REMAINDER);
   const declaredLength = Number(request.headers['content-length'] ?? 0);
   if (declaredLength > settings.PROXY_BODY_LIMIT_BYTES) throw bodyTooLarge(settings.PROXY_BODY_LIMIT_BYTES);
-  let base: URL;
-  try {
-    base = new URL(api.baseUrl);
-  } catch {
-    throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, { hint: 'Nothing was charged.', headers: { 'Retry-After': '3600' } });
-  }
-  if (!settings.ALLOW_PRIVATE_UPSTREAMS) await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
-
-  const { key, byok } = await upstreamKey(request, api, auth.accountId);
-  const upstreamAuthPart = upstreamAuth(api.authScheme, key);
-  const query = upstreamAuthPart && 'query' in upstreamAuthPart ? withAuthQuery(target.query, ...upstreamAuthPart.query) : target.query;
-  const url = upstreamUrl(api.baseUrl, { path: target.path, query });
-  const costMicros = priceOf(api, request.method, target.path || '/', byok);
+  const plan = await planMeteredCall(sql, settings, api, auth.accountId, { method: request.method, path: target.path, query: target.query });
 
   // Nothing is forwarded before the charge (and X-Max-Cost, allow-list and spend limit) passed.
-  const receipt = await chargeRequest(request, reply, { costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${target.path || '/'}` });
+  const receipt = await chargeRequest(request, reply, { costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
   reply.header('X-Service-Api', api.id);
   if (receipt.balanceMicros === null) reply.header('X-Service-Balance', formatDollars((await getBalance(sql, auth.accountId)) ?? 0n));
 
@@ -132,11 +124,14 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   // Fastify hands the body of POST/PUT/PATCH/DELETE to the catch-all parser; a GET body stays on the raw request.
   const raw = (request.body as IncomingMessage | undefined) ?? (carriesBody(request.raw) ? request.raw : undefined);
   const hasBody = raw !== undefined;
-  const dropped = upstreamAuthPart && 'header' in upstreamAuthPart ? [upstreamAuthPart.header[0]] : [];
+  const dropped = plan.authHeader ? [plan.authHeader[0]] : [];
   // Without a body to forward, a stray Content-Length would promise bytes that never come.
   if (!hasBody) dropped.push('content-length');
+  // An answer made with the platform key is redacted byte by byte, so it must come uncompressed.
+  if (plan.platformKey) dropped.push('accept-encoding');
   const headers = upstreamRequestHeaders(request.raw.rawHeaders, dropped);
-  if (upstreamAuthPart && 'header' in upstreamAuthPart) headers.push(...upstreamAuthPart.header);
+  if (plan.authHeader) headers.push(...plan.authHeader);
+  if (plan.platformKey) headers.push('accept-encoding', 'identity');
 
   let body: Transform | undefined;
   if (raw) {
@@ -154,7 +149,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
   let upstream: Dispatcher.ResponseData;
   try {
-    upstream = await agent.request({ origin: url.origin, path: url.path, method: request.method as Dispatcher.HttpMethod, headers, body: body ?? null });
+    upstream = await agent.request({ origin: plan.origin, path: plan.upstreamPath, method: request.method as Dispatcher.HttpMethod, headers, body: body ?? null });
   } catch (error) {
     const failure = forwardFailure(error, settings.PROXY_RETRY_AFTER_SECONDS, settings.PROXY_BODY_LIMIT_BYTES);
     await refundInto(request, reply, receipt, failure);
@@ -163,31 +158,45 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     throw failure;
   }
 
+  // The operator's platform key must never reach the caller, even when an upstream echoes it back
+  // (many answer a rejected key with a body quoting it): bodies are read decoded and redacted in
+  // flight, header values redacted, and redirects lose the key's query parameter.
+  const guard = plan.platformKey && plan.key !== null && plan.key.length >= 4 ? plan.key : null;
+  let source: NodeJS.ReadableStream & { destroy(error?: Error): void } = upstream.body;
+  let decoded = false;
+  if (guard) {
+    const decoder = bodyDecoder(upstream.headers['content-encoding']);
+    if (decoder === 'unsupported') {
+      upstream.body.on('error', () => {}).destroy();
+      const failure = new PlatformError('upstream_error', `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`, {
+        hint: 'The call was refunded. Answers to calls made with the platform key must be readable so the key can be kept out of them.',
+        details: {},
+      });
+      await refundInto(request, reply, receipt, failure);
+      recordUsage(failure.status, 0n);
+      throw failure;
+    }
+    if (decoder) {
+      upstream.body.on('error', (error) => decoder.destroy(error));
+      source = upstream.body.pipe(decoder);
+      decoded = true;
+    }
+  }
+
   if (upstream.statusCode >= 500) {
-    const unavailable = upstream.statusCode === 503;
-    // An upstream that echoes the key it was sent must not hand the platform's key to the caller.
-    const excerpt = key === null || key.length < 4 ? await readExcerpt(upstream.body) : redactSecret(await readExcerpt(upstream.body), key);
-    const failure = unavailable
-      ? new PlatformError('upstream_unavailable', `${api.id} is temporarily unavailable (upstream answered 503)`, {
-          hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
-          headers: { 'Retry-After': retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS) },
-          details: { upstream: { status: upstream.statusCode, body: excerpt } },
-        })
-      : new PlatformError('upstream_error', `${api.id} answered with an error (${upstream.statusCode})`, {
-          hint: 'The call was refunded. The upstream error is in `upstream`.',
-          details: { upstream: { status: upstream.statusCode, body: excerpt } },
-        });
+    const excerpt = guard ? redactSecret(await readExcerpt(source), guard) : await readExcerpt(source);
+    const failure = upstreamFailure(api.id, upstream.statusCode, excerpt, retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS));
     await refundInto(request, reply, receipt, failure);
     recordUsage(failure.status, 0n);
     throw failure;
   }
 
-  // The operator's platform key must never reach the caller, even when an upstream echoes it back
-  // (many answer a rejected key with a body quoting it): those answers are redacted in flight.
-  const redact = key !== null && !byok && key.length >= 4 ? redactingStream(key) : null;
+  const redact = guard ? redactingStream(guard) : null;
   reply.code(upstream.statusCode);
-  reply.headers(downstreamResponseHeaders(upstream.headers));
+  const passed = downstreamResponseHeaders(upstream.headers);
+  reply.headers(guard ? redactResponseHeaders(passed, guard, plan.keyParameter) : passed);
   if (redact) reply.removeHeader('content-length');
+  if (decoded) reply.removeHeader('content-encoding');
   let upstreamBroke = false;
   let clientGone = false;
   let settled = false;
@@ -222,39 +231,26 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   // The source's own error comes first when the upstream breaks; when the caller hangs up, the
   // reply closes first and the upstream body is then torn down. (Piped by hand rather than with
   // stream.pipeline, which allocates an AbortController and a DOMException on every call.)
-  upstream.body.on('error', (error) => {
+  source.on('error', (error: Error) => {
     if (!clientGone) upstreamBroke = true;
     meter.destroy(error);
   });
   meter.once('close', () => {
     if (!upstream.body.readableEnded) upstream.body.destroy();
+    if (source !== upstream.body) source.destroy();
     redact?.destroy();
   });
   if (redact) {
     redact.on('error', (error) => meter.destroy(error));
-    upstream.body.pipe(redact).pipe(meter);
+    source.pipe(redact).pipe(meter);
   } else {
-    upstream.body.pipe(meter);
+    source.pipe(meter);
   }
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
     setImmediate(settle);
   });
   return reply.send(meter);
-}
-
-/** The key the upstream gets: the caller's own (bring your own key) before the operator's platform key. */
-async function upstreamKey(request: FastifyRequest, api: MeteredApi, accountId: string): Promise<{ key: string | null; byok: boolean }> {
-  if (api.authScheme.type === 'none') return { key: null, byok: false };
-  const { sql, settings } = request.server.deps;
-  const own = await connectionKey(sql, settings.CONNECTIONS_MASTER_KEY, accountId, api.id);
-  if (own !== null) return { key: own, byok: true };
-  if (api.platformKeyEncrypted) {
-    return { key: openSecret(settings.CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted, platformKeyContext(api.id)), byok: false };
-  }
-  throw new PlatformError('connection_required', `${api.id} needs a key and the platform has none for it`, {
-    hint: `Nothing was charged. Connect your own key with POST /api/v1/connect/${api.id} {"apiKey": "..."}.`,
-  });
 }
 
 function carriesBody(raw: IncomingMessage): boolean {
@@ -303,7 +299,7 @@ async function refundInto(request: FastifyRequest, reply: FastifyReply, receipt:
 }
 
 /** The first bytes of an upstream error body as text; the rest is discarded. */
-async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
+async function readExcerpt(body: NodeJS.ReadableStream & { destroy(error?: Error): void }): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
