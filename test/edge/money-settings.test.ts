@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { billingMode, signupCreditMicros } from '#core/billing';
 import { loadEdgeSettings } from '#edge/config';
 import { loadWorkerSettings } from '#workers/settings';
 
@@ -13,7 +14,10 @@ describe('money settings', () => {
     const settings = loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key });
     expect(settings.CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
     expect(settings.ALLOW_PRIVATE_UPSTREAMS).toBe(false);
-    expect(settings.BILLING_MODE).toBe('sandbox');
+    // No sandbox default in production: unset means live billing, and no sign-up credit.
+    expect(settings.BILLING_MODE).toBeUndefined();
+    expect(billingMode(settings)).toBe('live');
+    expect(signupCreditMicros(settings)).toBe(0n);
   });
 
   it('makes the workers, which seal platform keys at import, refuse the development key in production too', () => {

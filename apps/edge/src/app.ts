@@ -1,3 +1,4 @@
+import { mintsMoneyInProduction } from '#core/billing';
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyLoggerOptions, type FastifyRequest, type FastifyServerOptions } from 'fastify';
@@ -83,6 +84,12 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
 
+  if (mintsMoneyInProduction(settings)) {
+    app.log.warn(
+      { BILLING_MODE: settings.BILLING_MODE, ALLOW_SANDBOX_TOPUPS_IN_PRODUCTION: true },
+      'SANDBOX TOP-UPS ARE ON IN PRODUCTION: any account can credit itself with POST /balance and spend it on APIs you pay for',
+    );
+  }
   const ownsDeps = options.deps === undefined;
   const deps = options.deps ?? createEdgeDeps(settings, app.log);
   app.decorate('deps', deps);

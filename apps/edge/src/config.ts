@@ -25,10 +25,9 @@ export const edgeSettings = sharedSettings.extend({
   DASHBOARD_DIST: optional(z.string().min(1)),
   /** Lifetime of a dashboard session (cookie and JWT), in seconds. */
   SESSION_TTL_SECONDS: seconds(43_200),
-  /** Credit written to a new account's ledger at registration, in dollars. */
-  SIGNUP_CREDIT_DOLLARS: z
+  /** Credit written to a new account's ledger at registration, in dollars; unset: 1.00, or 0 in production. */
+  SIGNUP_CREDIT_DOLLARS: optional(z
     .string()
-    .default('1.00')
     .transform((value, ctx) => {
       const micros = parseDollars(value);
       if (micros === null) {
@@ -36,7 +35,7 @@ export const edgeSettings = sharedSettings.extend({
         return z.NEVER;
       }
       return micros;
-    }),
+    })),
   /** Rate limits (fixed windows in Redis, shared by every edge instance). Per key, or per account for the dashboard cookie. */
   RATE_LIMIT_KEY_MAX: count(600),
   RATE_LIMIT_KEY_WINDOW_SECONDS: seconds(60),
@@ -61,8 +60,14 @@ export const edgeSettings = sharedSettings.extend({
   OPERATOR_BASIC_AUTH: optional(z.string().regex(/^[^:]+:.+$/, 'must be user:password')),
 
   // --- money: top-ups, the metered proxy, bring-your-own-key, usage hand-off ---
-  /** sandbox: accounts may top themselves up (to a cap); live: top-ups need a real payment (403). */
-  BILLING_MODE: z.enum(['sandbox', 'live']).default('sandbox'),
+  /**
+   * sandbox: accounts may top themselves up (to a cap); live: top-ups need a real payment (403).
+   * Unset: sandbox, but live in production, where sandbox needs ALLOW_SANDBOX_TOPUPS_IN_PRODUCTION too
+   * (see billingMode in core billing).
+   */
+  BILLING_MODE: optional(z.enum(['sandbox', 'live'])),
+  /** Lets BILLING_MODE=sandbox mint money in production (for a closed beta); the edge warns at every start. */
+  ALLOW_SANDBOX_TOPUPS_IN_PRODUCTION: envFlag.default(false),
   /** In sandbox mode a top-up may not take the balance above this many dollars. */
   SANDBOX_BALANCE_CAP_DOLLARS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** 32 bytes (64 hex digits or base64) sealing BYO keys and platform keys; must be set in production. */

@@ -1,3 +1,4 @@
+export { billingMode, mintsMoneyInProduction, signupCreditMicros } from './billing-policy.js';
 export { ChargeBatcher } from './charge-batcher.js';
 export { chargeCall, parseMaxCost } from './charging.js';
 export type { ChargeReceipt, PricedCall } from './charging.js';

@@ -1,3 +1,4 @@
+import { billingMode } from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
@@ -40,9 +41,12 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const auth = requireAuth(request);
       const { settings, sql } = request.server.deps;
-      if (settings.BILLING_MODE === 'live') {
+      if (billingMode(settings) === 'live') {
         throw new PlatformError('live_billing', 'Top-ups through the API are disabled in live billing mode', {
-          hint: 'Add funds in the dashboard with a real payment, or pay per call with x402.',
+          hint:
+            settings.NODE_ENV === 'production' && settings.BILLING_MODE === 'sandbox'
+              ? 'Sandbox top-ups are off in production unless the operator sets ALLOW_SANDBOX_TOPUPS_IN_PRODUCTION=true.'
+              : 'Add funds in the dashboard with a real payment, or pay per call with x402.',
         });
       }
       const header = request.headers['idempotency-key'];

@@ -1,3 +1,4 @@
+import { signupCreditMicros } from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
@@ -45,7 +46,7 @@ const registerRoutes: FastifyPluginAsyncZod = async (app) => {
       const registered = await registerAccount(sql, {
         email,
         passwordHash: await hashPassword(password),
-        signupCreditMicros: settings.SIGNUP_CREDIT_DOLLARS,
+        signupCreditMicros: signupCreditMicros(settings),
       });
       if (!registered) {
         throw new PlatformError('conflict', 'An account with this email already exists', { hint: 'Log in with POST /api/auth/login, or register another email.' });
