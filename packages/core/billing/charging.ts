@@ -1,4 +1,5 @@
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
+import type { UsageEvent } from '#db/usage';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import type { Caller } from '#core/identity';
 import { PlatformError } from '#core/platform';
@@ -22,6 +23,18 @@ export interface Charger {
   charge(request: ChargeRequest): Promise<ChargeResult>;
 }
 
+/** Where usage events go (the edge's UsageRecorder). */
+export interface UsageSink {
+  record(event: Omit<UsageEvent, 'id'>): void;
+}
+
+/**
+ * The usage "API" of priced items that belong to no directory API: doc sections and cookbook
+ * details show under these ids in GET /usage, so usage totals always equal the ledger's debits
+ * minus refunds. (Directory ids are derived from provider domains; these two are reserved.)
+ */
+export const PLATFORM_USAGE_API = { doc: 'platform.docs', cookbook: 'platform.cookbooks' } as const;
+
 export const PAYMENT_HINT =
   'Add funds with POST /api/v1/balance {"amount": 5} (or in the dashboard), or pay per call with x402 (see GET /api/v1/docs/balance-and-x402).';
 
@@ -44,7 +57,7 @@ export function parseMaxCost(value: string | undefined): bigint | undefined {
  * Throws the specification's 402 (with `balance` and `cost`) when the balance is below the cost.
  * Nothing is charged when it throws.
  */
-export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint): Promise<ChargeReceipt> {
+export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint, usage?: UsageSink): Promise<ChargeReceipt> {
   if (maxCostMicros !== undefined && call.costMicros > maxCostMicros) {
     throw new PlatformError('max_cost_exceeded', `This call costs $${formatDollars(call.costMicros)}, above your X-Max-Cost of $${formatDollars(maxCostMicros)}`, {
       hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
@@ -77,6 +90,23 @@ export async function chargeCall(charger: Charger, caller: Caller, call: PricedC
     throw new PlatformError('spend_limit_exceeded', `This agent key's spend limit of $${formatDollars(result.spendLimitMicros)} would be exceeded`, {
       hint: 'Raise the limit by creating a new agent key, or use an account key.',
       details: { cost: toDollars(result.costMicros), spendLimit: toDollars(result.spendLimitMicros), spent: toDollars(result.spentMicros) },
+    });
+  }
+  // Every charge is usage. The proxy records its own (status, bytes, latency, and the refund of a
+  // failed call); any other priced item is served once charged, so it is recorded here.
+  if (usage && call.item !== 'proxy') {
+    usage.record({
+      accountId: caller.accountId,
+      keyId: caller.keyId,
+      apiId: call.apiId ?? PLATFORM_USAGE_API[call.item as keyof typeof PLATFORM_USAGE_API] ?? `platform.${call.item}`,
+      item: call.item,
+      status: 200,
+      latencyMs: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+      costMicros: result.costMicros.toString(),
+      chargeId: result.chargeId,
+      at: new Date().toISOString(),
     });
   }
   return { chargeId: result.chargeId, balanceMicros: result.balanceMicros, costMicros: result.costMicros };

@@ -1,6 +1,6 @@
 export { billingMode, mintsMoneyInProduction, signupCreditMicros } from './billing-policy.js';
 export { ChargeBatcher } from './charge-batcher.js';
-export { chargeCall, parseMaxCost } from './charging.js';
+export { PLATFORM_USAGE_API, chargeCall, parseMaxCost } from './charging.js';
 export type { ChargeReceipt, PricedCall } from './charging.js';
 export { topUp } from './topups.js';
 export { usageBatchJob } from './usage-job.js';

@@ -1,3 +1,4 @@
+import { PLATFORM_USAGE_API } from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound } from '#core/platform';
@@ -106,7 +107,8 @@ const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       const auth = requireAuth(request);
       const { sql } = request.server.deps;
       const { apiId } = request.params;
-      if (!(await getMeteredApi(sql, apiId))) throw notFound(`API ${apiId}`, 'List APIs with GET /api/v1/apis.');
+      const reserved = (Object.values(PLATFORM_USAGE_API) as string[]).includes(apiId);
+      if (!reserved && !(await getMeteredApi(sql, apiId))) throw notFound(`API ${apiId}`, 'List APIs with GET /api/v1/apis.');
       const { days } = request.query;
       const usage = await apiUsage(sql, auth.accountId, apiId, days);
       return { ok: true as const, apiId, days, totals: present(usage.totals), byDay: usage.byDay.map((d) => ({ date: d.date, ...present(d) })) };
