@@ -9,6 +9,10 @@ export const workerSettings = sharedSettings.extend(directorySettings.shape).ext
   QUEUE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   /** Seconds a worker waits for jobs and activities in flight when asked to stop. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(1).max(600).default(20),
+  /** A charge with no refund and no charged outcome this old is settled by the refund reconciler. */
+  REFUND_RECONCILE_AFTER_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(900),
+  /** How often the refund reconciler runs. */
+  REFUND_RECONCILE_EVERY_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
 });
 
 export type WorkerSettings = z.output<typeof workerSettings>;

@@ -238,3 +238,23 @@ export async function getBalance(db: Db, accountId: string): Promise<bigint | nu
   const [row] = await db<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${accountId}`;
   return row ? row.balance_micros : null;
 }
+
+/**
+ * Charges at least `olderThanSeconds` old (and made after reconciliation started) that have no
+ * refund and whose outcome says a refund is owed: a usage event that recorded the call at no cost
+ * (the edge decided to refund, the refund did not land) or no usage event at all (the edge never
+ * recorded an outcome: it died, or the charge's commit outcome was unknown to it).
+ */
+export async function chargesOwedARefund(db: Db, olderThanSeconds: number, limit = 500): Promise<{ id: string; reason: 'refund_not_written' | 'no_outcome' }[]> {
+  return db<{ id: string; reason: 'refund_not_written' | 'no_outcome' }[]>`
+    select c.id, case when u.charge_id is null then 'no_outcome' else 'refund_not_written' end as reason
+      from ledger_entries c
+      left join lateral (select charge_id, cost_micros from usage_events where charge_id = c.id limit 1) u on true
+     where c.kind = 'charge'
+       and c.created_at >= (select charges_since from refund_reconciliation)
+       and c.created_at < now() - make_interval(secs => ${olderThanSeconds})
+       and not exists (select 1 from ledger_entries r where r.refund_of = c.id)
+       and (u.charge_id is null or u.cost_micros = 0)
+     order by c.created_at
+     limit ${limit}`;
+}

@@ -42,3 +42,22 @@ export function processorFor<P extends z.ZodType>(
     },
   };
 }
+
+/**
+ * The handler of one queue's Worker: several declared jobs may share a queue (refunds and their
+ * reconciler do), so each job goes to the processor of its name.
+ */
+export function queueHandler(processors: QueueProcessor[]): (job: Job) => Promise<unknown> {
+  return async (job) => {
+    const processor = processors.find((candidate) => candidate.job.name === job.name);
+    if (!processor) throw new UnrecoverableError(`no processor for job ${job.name} on queue ${job.queueName}`);
+    return processor.process(job);
+  };
+}
+
+/** Processors grouped by queue, one Worker each. */
+export function byQueue(processors: QueueProcessor[]): Map<string, QueueProcessor[]> {
+  const groups = new Map<string, QueueProcessor[]>();
+  for (const processor of processors) groups.set(processor.job.queue, [...(groups.get(processor.job.queue) ?? []), processor]);
+  return groups;
+}

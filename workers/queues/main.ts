@@ -1,11 +1,13 @@
-// The BullMQ worker process: one Worker per queue definition (usage aggregation, directory indexing).
-import { Worker } from 'bullmq';
+// The BullMQ worker process: one Worker per queue (usage aggregation, directory indexing, refunds),
+// each job handed to the processor of its declared name; the refund reconciler is a repeatable job.
+import { Queue, Worker } from 'bullmq';
 import pino from 'pino';
-import { createRedis } from '#core/platform';
-import { loadSettingsOrExit } from '#core/platform';
+import { reconcileRefundsJob } from '#core/billing';
+import { createRedis, loadSettingsOrExit } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
+import { byQueue, queueHandler } from './definitions.js';
 import { queueProcessors } from './registry.js';
 
 const settings = loadSettingsOrExit(loadWorkerSettings);
@@ -14,20 +16,28 @@ const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'queue-workers'
 const connection = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'queue-workers' }, log);
 
 const processors = queueProcessors({ sql, redis: connection, settings, log });
-const workers = processors.map((processor) => {
-  const queue = processor.job.queue;
-  const worker = new Worker(queue, processor.process, {
+const workers = [...byQueue(processors)].map(([queue, list]) => {
+  const worker = new Worker(queue, queueHandler(list), {
     connection,
     prefix: settings.REDIS_PREFIX,
-    concurrency: processor.concurrency ?? settings.QUEUE_CONCURRENCY,
+    concurrency: Math.max(...list.map((processor) => processor.concurrency ?? settings.QUEUE_CONCURRENCY)),
   });
   worker.on('error', (error) => log.error({ err: error, queue }, 'queue worker error'));
-  worker.on('failed', (job, error) => log.warn({ queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, 'job failed'));
+  worker.on('failed', (job, error) => log.warn({ queue, job: job?.name, jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, 'job failed'));
   return worker;
 });
 
+// One schedule however many worker processes run (an upsert by id).
+const refunds = new Queue(reconcileRefundsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+await refunds.upsertJobScheduler(
+  reconcileRefundsJob.name,
+  { every: settings.REFUND_RECONCILE_EVERY_SECONDS * 1000 },
+  { name: reconcileRefundsJob.name, data: {}, opts: reconcileRefundsJob.options },
+);
+
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
+  await refunds.close();
   await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
 });
-log.info({ queues: processors.map((p) => p.job.queue) }, 'queue workers running');
+log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

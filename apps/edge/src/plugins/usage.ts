@@ -1,15 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { createRedis } from '#core/platform';
-import { UsageRecorder } from '#core/billing';
+import { Queue } from 'bullmq';
+import { refundChargeJob, UsageRecorder } from '#core/billing';
 
 declare module 'fastify' {
   interface FastifyInstance {
     usage: UsageRecorder;
+    /** Refunds Postgres refused when they were owed (see refundOrQueue). */
+    refundQueue: Queue;
   }
 }
 
-/** The usage hand-off of metered calls (see UsageRecorder); flushed when the app closes. */
+/** The usage hand-off of metered calls (see UsageRecorder), flushed when the app closes, and the refund queue. */
 export default fp(
   async function usagePlugin(app: FastifyInstance) {
     const { settings, sql } = app.deps;
@@ -26,8 +29,12 @@ export default fp(
       log: app.log,
     });
     app.decorate('usage', recorder);
+    const refundQueue = new Queue(refundChargeJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
+    refundQueue.on('error', (error) => app.log.debug({ err: error }, 'refund queue error'));
+    app.decorate('refundQueue', refundQueue);
     app.addHook('onClose', async () => {
       await recorder.close();
+      await refundQueue.close();
       await redis.quit().catch(() => redis.disconnect());
     });
   },

@@ -5,9 +5,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { notFound, PlatformError } from '#core/platform';
-import { getBalance, refund } from '#db/ledger';
+import { getBalance } from '#db/ledger';
 import { formatDollars } from '#contracts/money';
-import type { ChargeReceipt } from '#core/billing';
+import { refundOrQueue, type ChargeReceipt } from '#core/billing';
 import { chargeRequest } from '../http/charge.js';
 import {
   bodyDecoder,
@@ -204,14 +204,9 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     if (settled) return;
     settled = true;
     if (upstreamBroke && receipt.chargeId) {
-      // The upstream closed mid-response: the caller got a cut-off answer; the charge is returned.
-      refund(sql, receipt.chargeId, 'refund: upstream closed mid-response').then(
-        () => recordUsage(502, 0n),
-        (error: unknown) => {
-          request.log.error({ err: error, chargeId: receipt.chargeId }, 'refund after an aborted upstream response failed');
-          recordUsage(502, receipt.costMicros);
-        },
-      );
+      // The upstream closed mid-response: the caller got a cut-off answer; the charge is returned
+      // (now, or through the refund queue when Postgres refuses it now).
+      void refundOrQueue(sql, request.server.refundQueue, receipt.chargeId, 'refund: upstream closed mid-response', request.log).then(() => recordUsage(502, 0n));
       return;
     }
     // A caller who hangs up mid-download keeps the charge: the upstream did its work.
@@ -287,15 +282,22 @@ function forwardFailure(error: unknown, retryAfterSeconds: number, limit: number
   });
 }
 
-/** Refunds the charge of a failed call and says so on the error response. */
+/**
+ * Refunds the charge of a failed call and says so on the error response. When Postgres refuses the
+ * refund at that moment it is queued (refundOrQueue); the caller still gets the failure it is owed.
+ */
 async function refundInto(request: FastifyRequest, reply: FastifyReply, receipt: ChargeReceipt, failure: PlatformError): Promise<void> {
   if (!receipt.chargeId) return;
-  const refunded = await refund(request.server.deps.sql, receipt.chargeId, `refund: ${failure.code}`);
-  reply.header('X-Service-Cost', '0');
-  reply.header('X-Service-Balance', formatDollars(refunded.balanceMicros));
-  reply.header('X-Service-Refund-Id', refunded.refundId);
+  const outcome = await refundOrQueue(request.server.deps.sql, request.server.refundQueue, receipt.chargeId, `refund: ${failure.code}`, request.log);
   // Every failure built in this module carries a details object; the refund is reported in it.
-  if (failure.details) Object.assign(failure.details, { chargeId: receipt.chargeId, refundId: refunded.refundId });
+  if (!outcome.refunded) {
+    if (failure.details) Object.assign(failure.details, { chargeId: receipt.chargeId, refund: 'pending' });
+    return;
+  }
+  reply.header('X-Service-Cost', '0');
+  reply.header('X-Service-Balance', formatDollars(outcome.balanceMicros));
+  reply.header('X-Service-Refund-Id', outcome.refundId);
+  if (failure.details) Object.assign(failure.details, { chargeId: receipt.chargeId, refundId: outcome.refundId });
 }
 
 /** The first bytes of an upstream error body as text; the rest is discarded. */

@@ -1,0 +1,52 @@
+import { createServer, Socket, type AddressInfo } from 'node:net';
+
+export interface TcpProxy {
+  port: number;
+  /** Drops every open connection and refuses new ones at once (as a failed database host would). */
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP forwarder on 127.0.0.1 in front of a real service, that a test can cut and restore. */
+export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  const open = new Set<Socket>();
+  let refusing = false;
+  const server = createServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
+    const upstream = new Socket();
+    open.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+      open.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    upstream.connect(targetPort, targetHost, () => {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    cut() {
+      refusing = true;
+      for (const socket of open) socket.destroy();
+      open.clear();
+    },
+    restore() {
+      refusing = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of open) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

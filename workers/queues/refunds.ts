@@ -1,0 +1,23 @@
+import { reconcileRefunds, reconcileRefundsJob, refundChargeJob } from '#core/billing';
+import { refund } from '#db/ledger';
+import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
+
+/**
+ * Refunds that could not be written when they were owed (Postgres refused them at that moment),
+ * retried until they land; `refund()` is idempotent, so a retry never refunds twice.
+ */
+export function refundProcessor({ sql }: Pick<QueueDeps, 'sql'>): QueueProcessor {
+  return processorFor(refundChargeJob, async ({ chargeId, reason }) => {
+    const done = await refund(sql, chargeId, reason);
+    return { chargeId, refundId: done.refundId };
+  });
+}
+
+/** The reconciler (a repeatable job): settles charges whose outcome was never recorded. */
+export function reconcileProcessor({ sql, settings, log }: QueueDeps): QueueProcessor {
+  return processorFor(reconcileRefundsJob, async () => {
+    const settled = await reconcileRefunds(sql, settings.REFUND_RECONCILE_AFTER_SECONDS);
+    if (settled > 0) log.warn({ settled }, 'refund reconciler settled charges whose refund had not been written');
+    return { settled };
+  });
+}
