@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateKey } from '#contracts/key-format';
@@ -118,12 +119,18 @@ describe('rate limits', () => {
     await expect.poll(async () => (await get()).statusCode, { timeout: 3_000, interval: 100 }).toBe(200);
   });
 
-  it('lets requests through when Redis is unreachable (fail open)', async () => {
+  it('lets requests through when Redis is unreachable (fail open), but refuses sign-in and sign-up (fail closed, 503)', async () => {
     const app = await limitedApp({ REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PUBLIC_MAX: '1' });
     for (let i = 0; i < 2; i++) {
       const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
       expect(res.statusCode, res.body.slice(0, 200)).toBe(200);
       expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    }
+    const credentials = { email: `${randomUUID()}@example.test`, password: 'correct horse battery staple' };
+    for (const url of ['/api/v1/register', '/api/auth/login']) {
+      const res = await app.inject({ method: 'POST', url, payload: credentials });
+      expectError(res, 503, 'service_unavailable');
+      expect(res.headers['retry-after'], url).toBe('30');
     }
   });
 });

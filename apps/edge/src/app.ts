@@ -24,6 +24,8 @@ declare module 'fastify' {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 export interface BuildOptions {
   /** Use these dependencies instead of creating them; the caller then owns closing them. */
   deps?: EdgeDeps;
@@ -64,7 +66,8 @@ export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions & { red
 export async function buildApp(settings: EdgeSettings, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? edgeLogger(settings),
-    trustProxy: settings.TRUST_PROXY,
+    // A hop count trusts that many proxies from the socket inward (proxy-addr's own rule for numbers).
+    trustProxy: typeof settings.TRUST_PROXY === 'number' ? trustHops(settings.TRUST_PROXY) : settings.TRUST_PROXY,
     bodyLimit: settings.BODY_LIMIT_BYTES,
     requestIdHeader: false,
     // One summary line per request (the onResponse hook below) instead of Fastify's two.

@@ -14,7 +14,28 @@ export const edgeSettings = sharedSettings.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** The site root as users reach it; the API lives under PUBLIC_URL/api/v1. */
   PUBLIC_URL: z.string().url().default('http://127.0.0.1:3000'),
-  TRUST_PROXY: envFlag.default(false),
+  /**
+   * Which X-Forwarded-For entries to believe: `false` (none: the socket's address is the client), a
+   * hop count (the number of proxies in front of the edge: the client is that many entries from the
+   * right), or a comma list of the proxies' addresses or networks (CIDR). `true` is refused: it
+   * believes the leftmost entry, which any client can write, and so escapes every per-address limit.
+   */
+  TRUST_PROXY: z
+    .union([z.boolean(), z.string()])
+    .default(false)
+    .transform((value, ctx): false | number | string[] => {
+      const text = String(value).trim().toLowerCase();
+      if (text === '' || text === 'false' || text === '0' || text === 'no' || text === 'off') return false;
+      if (text === 'true' || text === 'yes' || text === 'on') {
+        ctx.addIssue({ code: 'custom', message: 'true would believe any client\'s X-Forwarded-For; give the number of proxies in front of the edge (e.g. 1) or their addresses/networks (e.g. 10.0.0.0/8)' });
+        return z.NEVER;
+      }
+      if (/^\d{1,2}$/.test(text)) return Number(text);
+      const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+      if (entries.every((entry) => /^[0-9a-f:.]+(\/\d{1,3})?$/.test(entry))) return entries;
+      ctx.addIssue({ code: 'custom', message: 'expected false, a hop count such as 1, or a comma list of addresses/CIDR networks' });
+      return z.NEVER;
+    }),
   /** Largest JSON body the API accepts (bytes); bigger bodies get 413. */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(1024 * 1024),
   /** How long a verified key stays in the in-process cache; revocations are pushed through Redis regardless. */

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import type { ValidateFunction } from 'ajv';
-import { getAccount } from '#db/accounts';
 import {
   findSession,
   findSessionByIdempotencyKey,
@@ -176,7 +175,6 @@ export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs:
     idempotencyKey === null
       ? `ses_${randomBytes(12).toString('hex')}`
       : `ses_${createHash('sha256').update(`${accountId}\n${idempotencyKey}`).digest('hex').slice(0, 24)}`;
-  const account = await getAccount(db, accountId);
   const workflowInput: CookbookSessionInput = {
     sessionId,
     accountId,
@@ -202,10 +200,10 @@ export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs:
           { key: SEARCH_ATTRIBUTES.sessionStatus, value: 'running' },
           { key: SEARCH_ATTRIBUTES.currentStep, value: cookbook.steps[0]!.stepId },
         ],
-        // What an operator reads in the Temporal UI next to the search attributes.
+        // What an operator reads in the Temporal UI next to the search attributes: the account's id,
+        // never its email (workflow history is readable by every operator).
         memo: {
           cookbookTitle: cookbook.title,
-          account: account?.email ?? accountId,
           accountId,
           selectedApis,
           idempotencyKey,

@@ -174,9 +174,18 @@ export default fp(
       try {
         [count, ttlMs] = await hits.hit(`${settings.REDIS_PREFIX}:ratelimit:${policy}:${subject}`, limit.windowMs);
       } catch (error) {
+        // Sign-in and sign-up fail closed: unlimited password guessing, or unlimited accounts (each
+        // with a sign-up credit), is worse than a minute of 503. Every other route fails open.
+        const closed = policy === 'login' || policy === 'register';
         if (Date.now() - lastWarning > 10_000) {
           lastWarning = Date.now();
-          request.log.warn({ err: error }, 'rate limiter unavailable (Redis); letting requests through');
+          request.log.warn({ err: error, policy }, closed ? 'rate limiter unavailable (Redis); refusing sign-in and sign-up' : 'rate limiter unavailable (Redis); letting requests through');
+        }
+        if (closed) {
+          throw new PlatformError('service_unavailable', 'Sign-in and sign-up are paused: their rate limiter is unavailable', {
+            hint: 'Retry after the number of seconds in Retry-After.',
+            headers: { 'Retry-After': '30' },
+          });
         }
         return;
       }
