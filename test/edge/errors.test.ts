@@ -67,7 +67,22 @@ describe('error shape', () => {
 
   it('answers an oversized body with 413 and keeps serving', async () => {
     const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'x'.repeat(10_000), count: 1 } });
-    expectError(res, 413, 'payload_too_large');
+    const tooLarge = expectError(res, 413, 'payload_too_large');
+    expect(tooLarge.error).toContain('BODY_LIMIT_BYTES');
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'x', count: 1 } }));
+  });
+
+  it('answers a body nested deeper than JSON_MAX_DEPTH with 400 naming the limit, before anything recursive sees it', async () => {
+    const deep = (levels: number) => `{"name":"x","count":1,"extra":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+    const send = (payload: string) => app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
+    for (const levels of [40, 1_500]) {
+      const body = expectError(await send(deep(levels)), 400, 'validation_failed');
+      expect(body.error).toContain('nests deeper than 32 levels');
+    }
+    // Brackets inside strings do not count, and a body within the limit passes.
+    expectOk(await send(`{"name":"${'['.repeat(100)}","count":1,"extra":[[[]]]}`));
+    // Prototype poisoning is still refused by Fastify's own parser underneath.
+    expectError(await send('{"name":"x","count":1,"__proto__":{"admin":true}}'), 400);
     expectOk(await app.inject({ method: 'POST', url: '/api/v1/__test/echo', payload: { name: 'x', count: 1 } }));
   });
 

@@ -1,3 +1,4 @@
+import { limitJsonBodies } from './http/json-body.js';
 import { mintsMoneyInProduction } from '#core/billing';
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
@@ -86,6 +87,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  limitJsonBodies(app, settings.JSON_MAX_DEPTH);
 
   if (mintsMoneyInProduction(settings)) {
     app.log.warn(

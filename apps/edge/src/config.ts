@@ -38,6 +38,8 @@ export const edgeSettings = sharedSettings.extend({
     }),
   /** Largest JSON body the API accepts (bytes); bigger bodies get 413. */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(1024 * 1024),
+  /** How deep a JSON body's objects and arrays may nest; deeper bodies get 400 naming the limit. */
+  JSON_MAX_DEPTH: z.coerce.number().int().min(4).max(1_000).default(32),
   /** How long a verified key stays in the in-process cache; revocations are pushed through Redis regardless. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** Secret for signing dashboard session JWTs (HS256). Must be set in production. */

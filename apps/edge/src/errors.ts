@@ -62,7 +62,7 @@ export function toPlatformError(error: FastifyError | Error): PlatformError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new PlatformError('invalid_json', 'Request body is not valid JSON', { hint: 'Check the body for a syntax error; it must be a JSON object.' });
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new PlatformError('payload_too_large', 'Request body is too large', { hint: 'Send a smaller body.' });
+      return new PlatformError('payload_too_large', 'Request body is larger than the limit (BODY_LIMIT_BYTES)', { hint: 'Send a smaller body.' });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new PlatformError('unsupported_media_type', 'Unsupported Content-Type', { hint: 'Send the body as application/json.' });
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
