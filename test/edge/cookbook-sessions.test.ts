@@ -315,9 +315,13 @@ describe('cookbook sessions over REST, on Temporal', () => {
     const invalid = expectError(await complete(session.sessionId, 'fetch-forecast', { location: { lat: 200, lon: 0 }, severe: 'yes' }), 400, 'validation_failed');
     expect(invalid.error).toMatch(/resultData\.location\.lat|resultData\.severe|alerts/);
     expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`, headers: auth(), payload: { stepId: 'fetch-forecast' } }), 400, 'validation_failed');
-    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
-    // A completion of the step just done is stale now.
-    expectError(await complete(session.sessionId, 'fetch-forecast', FORECAST), 409, 'conflict');
+    const first = expectOk<{ nextStep: Step }>(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    // Retrying that completion (its answer lost to a timeout or a 503) gets the same answer, not 409;
+    // another resultData for the step just done is stale.
+    const retried = expectOk<{ nextStep: Step; session: Session }>(await complete(session.sessionId, 'fetch-forecast', FORECAST));
+    expect(retried.nextStep.stepId).toBe(first.nextStep.stepId);
+    expect(retried.session.currentStep).toBe('draft-message');
+    expectError(await complete(session.sessionId, 'fetch-forecast', { ...FORECAST, severe: false }), 409, 'conflict');
     expectOk(await complete(session.sessionId, 'draft-message', DRAFT));
     const forbidden = expectError(await complete(session.sessionId, 'approve-wording', { approved: true }), 403, 'forbidden');
     expect(forbidden.error).toContain('person');
@@ -339,8 +343,16 @@ describe('cookbook sessions over REST, on Temporal', () => {
 
   it('lets exactly one of two racing completions of the same step win, over REST and straight through Temporal', async () => {
     const session = await startWeather();
-    const results = await Promise.all([complete(session.sessionId, 'fetch-forecast', FORECAST), complete(session.sessionId, 'fetch-forecast', FORECAST)]);
+    // Two different completions racing: one wins, the other is stale.
+    const results = await Promise.all([complete(session.sessionId, 'fetch-forecast', FORECAST), complete(session.sessionId, 'fetch-forecast', { ...FORECAST, severe: false })]);
     expect(results.map((r) => r.statusCode).sort(), results.map((r) => r.body).join('\n')).toEqual([200, 409]);
+    // The same completion sent twice at once (a client retrying) is one completion with one answer:
+    // both share the session-and-step Update id.
+    const twice = await startWeather();
+    const same = await Promise.all([complete(twice.sessionId, 'fetch-forecast', FORECAST), complete(twice.sessionId, 'fetch-forecast', FORECAST)]);
+    expect(same.map((r) => r.statusCode), same.map((r) => r.body).join('\n')).toEqual([200, 200]);
+    const twiceDetail = expectOk<{ session: { steps: { stepId: string; status: string }[]; progress: { completed: number } } }>(await get(`/api/v1/cookbooks/sessions/${twice.sessionId}`));
+    expect(twiceDetail.session.progress.completed).toBe(1);
 
     const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
     const direct = await Promise.allSettled(

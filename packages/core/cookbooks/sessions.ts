@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { createHash, randomBytes } from 'node:crypto';
 import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
@@ -313,11 +314,39 @@ export async function completeStep(
 ) {
   try {
     return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
-      temporal.client.workflow.getHandle(session.workflow_id).executeUpdate(completeStepUpdate, { args: [request] }),
+      // One Update id per session, step and completion: the same completion retried after a timeout
+      // or a 503 while the first is still in flight joins it and gets its result; a different
+      // completion of the same step races it and is refused as stale.
+      temporal.client.workflow
+        .getHandle(session.workflow_id)
+        .executeUpdate(completeStepUpdate, { args: [request], updateId: completionUpdateId(session.id, request) }),
     );
   } catch (error) {
     throw updateError(error, session.id) ?? error;
   }
+}
+
+function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor }): string {
+  const digest = createHash('sha256').update(`${request.actor}\n${JSON.stringify(request.resultData)}`).digest('hex').slice(0, 16);
+  return `complete-step:${sessionId}:${request.stepId}:${digest}`;
+}
+
+/**
+ * A completion that already happened, for answering its retry: the step's history shows it
+ * completed, by the same kind of actor, with the same resultData. Returns the step that followed it
+ * (null when the session ended with it), or undefined when this is not a retry.
+ */
+export function priorCompletion(
+  cookbook: Cookbook,
+  history: StepRow[],
+  request: { stepId: string; resultData: Record<string, unknown>; actor: Actor },
+): { nextStepId: string | null } | undefined {
+  const done = history.find((row) => row.step_id === request.stepId);
+  if (!done || done.status !== 'completed' || done.completed_by !== request.actor) return undefined;
+  if (!isDeepStrictEqual(done.result_data, request.resultData)) return undefined;
+  const position = cookbook.steps.findIndex((step) => step.stepId === request.stepId);
+  const next = cookbook.steps[position + 1];
+  return { nextStepId: next && history.some((row) => row.step_id === next.stepId) ? next.stepId : null };
 }
 
 export async function cancelSession(temporal: TemporalGateway, timeoutMs: number, session: SessionRow, reason: string | undefined) {

@@ -10,6 +10,7 @@ import { chargeRequest } from '../http/charge.js';
 import {
   cancelSession,
   completeStep,
+  priorCompletion,
   humanStepView,
   isEnded,
   listPendingHumanSteps,
@@ -218,18 +219,29 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const auth = requireAuth(request);
       const row = await requireSession(sql, auth.accountId, request.params.sessionId);
       const { stepId, resultData } = request.body;
+      const actor = actorOf(request);
+      const cookbook = await requireCookbook(request, row.cookbook_id);
+      const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
+      if (isEnded(row) || !step || stepId !== row.current_step_id) {
+        // A retry of a completion that already happened (its answer lost to a timeout or a 503)
+        // gets that completion's answer, not a 409.
+        const history = await listSessionSteps(sql, row.id);
+        const prior = priorCompletion(cookbook, history, { stepId, resultData, actor });
+        if (prior) {
+          const nextStep = prior.nextStepId === null ? null : stepView(cookbook, row, prior.nextStepId, history.find((h) => h.step_id === prior.nextStepId));
+          return { ok: true as const, session: sessionView(row), nextStep };
+        }
+      }
       if (isEnded(row)) {
         throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
       }
-      const cookbook = await requireCookbook(request, row.cookbook_id);
-      const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
       if (!step || stepId !== row.current_step_id) {
         throw new PlatformError('conflict', `Step "${stepId}" is not the current step ("${row.current_step_id}")`, {
           hint: `GET /api/v1/cookbooks/sessions/${row.id}/step for the current step.`,
         });
       }
       validateResultData(cookbook.id, step, resultData);
-      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor: actorOf(request) });
+      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor });
       // The two reads of the answer go out together: one round trip to Postgres instead of two.
       const [fresh, history] = await Promise.all([
         requireSession(sql, auth.accountId, row.id),
