@@ -78,8 +78,8 @@ run_process temporal-worker node_modules/.bin/tsx workers/temporal/main.ts
 run_process queue-workers node_modules/.bin/tsx workers/queues/main.ts
 
 wait_for 60 "the edge on port $PORT (see the [edge] lines above)" port_open 127.0.0.1 "$PORT"
-if [ -f apps/dashboard/package.json ]; then DASHBOARD="$PUBLIC_URL/"
-else DASHBOARD="(not in this checkout yet: apps/dashboard is missing; / answers 404)"; fi
+if [ -f apps/dashboard/dist/index.html ]; then DASHBOARD="$PUBLIC_URL/"
+else DASHBOARD="(not built: apps/dashboard/dist is missing; run npm run build:dashboard)"; fi
 if [ -n "${OPERATOR_BASIC_AUTH:-}" ]; then QUEUE_BOARD="$PUBLIC_URL/admin/queues   (operator login: OPERATOR_BASIC_AUTH)"
 else QUEUE_BOARD="(off: set OPERATOR_BASIC_AUTH=user:password to serve it at $PUBLIC_URL/admin/queues)"; fi
 PRIVATE_NOTE=""
