@@ -9,6 +9,8 @@ export interface SqlOptions {
   max?: number;
   /** Application name shown in pg_stat_activity, to tell the edge from the workers. */
   appName?: string;
+  /** Upper bound of one statement, in milliseconds (Postgres `statement_timeout`); default 30 s. */
+  statementTimeoutMs?: number;
 }
 
 /** One postgres.js pool per process. bigint columns come back as JS bigint: money never goes through a float. */
@@ -18,7 +20,9 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     idle_timeout: 30,
     connect_timeout: 5,
     onnotice: () => {},
-    connection: { application_name: options.appName ?? 'platform' },
+    // Every statement is bounded: a stuck query fails (57014, answered 503) instead of holding a
+    // connection and a caller forever.
+    connection: { application_name: options.appName ?? 'platform', statement_timeout: options.statementTimeoutMs ?? 30_000 },
     types: {
       bigint: postgres.BigInt,
     },

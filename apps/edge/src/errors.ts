@@ -80,7 +80,23 @@ export function toPlatformError(error: FastifyError | Error): PlatformError {
     const code = (Object.entries(ERROR_STATUS).find(([, status]) => status === err.statusCode)?.[0] ?? 'validation_failed') as ErrorCode;
     return new PlatformError(code, err.message || 'Bad request');
   }
+  if (isDatabaseUnavailable(err)) {
+    return new PlatformError('service_unavailable', 'The database is temporarily unavailable', {
+      hint: 'Retry after the number of seconds in Retry-After.',
+      headers: { 'Retry-After': '5' },
+      cause: err,
+    });
+  }
   return new PlatformError('internal_error', 'Internal error', { cause: err });
+}
+
+/** Postgres unreachable, gone mid-query or too slow: a 503 the caller may retry, not a 500. */
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+const UNAVAILABLE_POSTGRES = new Set(['CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
+function isDatabaseUnavailable(error: { code?: unknown; errno?: unknown }): boolean {
+  const code = typeof error.code === 'string' ? error.code : '';
+  // 57P01-57P03: admin shutdown, crash shutdown, cannot connect now; 57014: statement timeout.
+  return UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_POSTGRES.has(code) || /^57P0[123]$/.test(code) || code === '57014' || code === '53300';
 }
 
 /** The one error handler: every failure leaves as `{ ok: false, error, code, hint? }`. */
