@@ -38,6 +38,7 @@ const app = await buildApp(
     REDIS_PREFIX: redisPrefix,
     TEMPORAL_TASK_QUEUE: taskQueue,
     RATE_LIMIT_KEY_MAX: '1000000000',
+    RATE_LIMIT_ACCOUNT_MAX: '1000000000',
   }),
 );
 const { sql } = app.deps;

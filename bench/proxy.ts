@@ -132,6 +132,7 @@ http {
         REDIS_PREFIX: `bench-proxy-${process.pid}`,
         // The limiter still runs on every call (one Redis script); only its budget is out of the way.
         RATE_LIMIT_KEY_MAX: '1000000000',
+        RATE_LIMIT_ACCOUNT_MAX: '1000000000',
       },
     });
     children.push(child);

@@ -34,6 +34,7 @@ describe('the proxy under 2,000 concurrent charged calls', () => {
       DATABASE_POOL_MAX: '16',
       USAGE_FLUSH_MS: '50',
       RATE_LIMIT_KEY_MAX: '1000000',
+      RATE_LIMIT_ACCOUNT_MAX: '1000000',
       RATE_LIMIT_PUBLIC_MAX: '1000000',
     });
     await app.listen({ host: '127.0.0.1', port: 0 });

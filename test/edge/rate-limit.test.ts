@@ -67,6 +67,36 @@ describe('rate limits', () => {
     expectLimited(await list({ cookie: browser.cookie }), 2, 60);
   });
 
+  it("limits the account as a whole too: minting keys does not multiply the limit", async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '3', RATE_LIMIT_ACCOUNT_MAX: '4', RATE_LIMIT_PUBLIC_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql);
+    const keys = [owner.fullKey];
+    for (const name of ['b', 'c']) {
+      keys.push(expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name } }), 201).fullKey);
+    }
+    // Two key creations above spent two of the account's four calls.
+    const list = (key: string) => app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(key) });
+    expectLimitHeaders(expectStatus(await list(keys[1]!), 200), 3, 2);
+    expectStatus(await list(keys[2]!), 200);
+    // Each of the fresh keys has budget left of its own, but the account has none.
+    expectLimited(await list(keys[2]!), 4, 60);
+    expectLimited(await list(keys[1]!), 4, 60);
+  });
+
+  it('caps the live keys and agent keys an account may hold (409 naming the cap), counting revoked ones out', async () => {
+    const app = await limitedApp({ MAX_KEYS_PER_ACCOUNT: '2' });
+    const owner = await createTestAccount(app.deps.sql);
+    const create = (path: string, name: string) => app.inject({ method: 'POST', url: `/api/v1/${path}`, headers: bearer(owner.fullKey), payload: { name } });
+    const second = expectOk<{ key: { id: string } }>(await create('keys', 'second'), 201);
+    const refused = expectError(await create('keys', 'third'), 409, 'conflict');
+    expect(refused.error).toContain('2 live API keys');
+    expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/keys/${second.key.id}`, headers: bearer(owner.fullKey) }));
+    expectOk(await create('keys', 'third'), 201);
+    expectOk(await create('agent-keys', 'a1'), 201);
+    expectOk(await create('agent-keys', 'a2'), 201);
+    expectError(await create('agent-keys', 'a3'), 409, 'conflict');
+  });
+
   it('is stricter on registration and login, per client address, whatever the body', async () => {
     const app = await limitedApp({ RATE_LIMIT_REGISTER_MAX: '2', RATE_LIMIT_LOGIN_MAX: '2', RATE_LIMIT_LOGIN_WINDOW_SECONDS: '300' });
     const register = (email: string) => app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD }, remoteAddress: '192.0.2.10' });
@@ -93,7 +123,8 @@ describe('rate limits', () => {
     expect(responses.filter((r) => r.statusCode === 429)).toHaveLength(10);
     // Each admitted hit saw its own count: the remaining budgets are 19 down to 0, once each.
     expect(passed.map((r) => Number(r.headers['x-ratelimit-remaining'])).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
-    expect(app.rateLimiter.stats.hits).toBe(30);
+    // Each call counts against its key and its account: two hits, in the same script calls.
+    expect(app.rateLimiter.stats.hits).toBe(60);
     expect(app.rateLimiter.stats.calls).toBeLessThan(30);
   });
 

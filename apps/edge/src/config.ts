@@ -62,6 +62,11 @@ export const edgeSettings = sharedSettings.extend({
   /** Rate limits (fixed windows in Redis, shared by every edge instance). Per key, or per account for the dashboard cookie. */
   RATE_LIMIT_KEY_MAX: count(600),
   RATE_LIMIT_KEY_WINDOW_SECONDS: seconds(60),
+  /** Per account, over all its keys and its dashboard session: minting keys does not multiply the per-key limit. */
+  RATE_LIMIT_ACCOUNT_MAX: count(1_800),
+  RATE_LIMIT_ACCOUNT_WINDOW_SECONDS: seconds(60),
+  /** Live (not revoked) API keys, and separately agent keys, an account may hold. */
+  MAX_KEYS_PER_ACCOUNT: count(50),
   /** Per client address on public routes. */
   RATE_LIMIT_PUBLIC_MAX: count(120),
   RATE_LIMIT_PUBLIC_WINDOW_SECONDS: seconds(60),

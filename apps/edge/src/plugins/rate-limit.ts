@@ -13,7 +13,7 @@ import type { EdgeSettings } from '../config.js';
  */
 export type RateLimitPolicy = 'login' | 'register' | false;
 
-export type RateLimitBucket = 'key' | 'public' | 'login' | 'register';
+export type RateLimitBucket = 'key' | 'account' | 'public' | 'login' | 'register';
 
 export interface RateLimiter {
   /**
@@ -42,6 +42,7 @@ interface Window {
 function windows(settings: EdgeSettings): Record<RateLimitBucket, Window> {
   return {
     key: { max: settings.RATE_LIMIT_KEY_MAX, windowMs: settings.RATE_LIMIT_KEY_WINDOW_SECONDS * 1000 },
+    account: { max: settings.RATE_LIMIT_ACCOUNT_MAX, windowMs: settings.RATE_LIMIT_ACCOUNT_WINDOW_SECONDS * 1000 },
     public: { max: settings.RATE_LIMIT_PUBLIC_MAX, windowMs: settings.RATE_LIMIT_PUBLIC_WINDOW_SECONDS * 1000 },
     login: { max: settings.RATE_LIMIT_LOGIN_MAX, windowMs: settings.RATE_LIMIT_LOGIN_WINDOW_SECONDS * 1000 },
     register: { max: settings.RATE_LIMIT_REGISTER_MAX, windowMs: settings.RATE_LIMIT_REGISTER_WINDOW_SECONDS * 1000 },
@@ -167,7 +168,7 @@ export default fp(
     const limits = windows(settings);
     let lastWarning = 0;
 
-    async function consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string): Promise<void> {
+    async function consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string, options: { headers?: boolean } = {}): Promise<void> {
       const limit = limits[policy];
       let count: number;
       let ttlMs: number;
@@ -190,10 +191,13 @@ export default fp(
         return;
       }
       const resetSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
-      reply.header('X-RateLimit-Limit', String(limit.max));
-      reply.header('X-RateLimit-Remaining', String(Math.max(0, limit.max - count)));
-      reply.header('X-RateLimit-Reset', String(resetSeconds));
-      if (count > limit.max) {
+      const over = count > limit.max;
+      if (options.headers !== false || over) {
+        reply.header('X-RateLimit-Limit', String(limit.max));
+        reply.header('X-RateLimit-Remaining', String(Math.max(0, limit.max - count)));
+        reply.header('X-RateLimit-Reset', String(resetSeconds));
+      }
+      if (over) {
         throw new PlatformError('rate_limited', `Too many requests: the limit is ${limit.max} per ${limit.windowMs / 1000} seconds`, {
           hint: `Wait ${resetSeconds} seconds (Retry-After) before retrying.`,
           headers: { 'Retry-After': String(resetSeconds) },
@@ -206,6 +210,14 @@ export default fp(
     app.addHook('onRequest', async (request, reply) => {
       if (!isLimited(request)) return;
       const { policy, subject } = bucket(request);
+      const accountId = request.auth?.accountId;
+      if (policy === 'key' && accountId) {
+        // Beside each key's own limit, the account's: more keys do not buy more calls. Both hits go
+        // to Redis in the same script call; the headers describe the key's limit unless the
+        // account's is the one exceeded.
+        await Promise.all([consume(request, reply, policy, subject), consume(request, reply, 'account', `account:${accountId}`, { headers: false })]);
+        return;
+      }
       await consume(request, reply, policy, subject);
     });
   },

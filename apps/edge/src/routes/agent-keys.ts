@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
-import { changeKey, listKeys } from '#core/identity';
-import { createKey, type KeyRow } from '#db/keys';
+import { changeKey, issueKey, listKeys } from '#core/identity';
+import type { KeyRow } from '#db/keys';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID } from '#contracts/directory';
@@ -63,7 +63,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         if (expiresAt.getTime() <= Date.now()) throw invalid('expiresAt', 'must be in the future');
       }
       const allowedApis = body.allowedApis === undefined ? null : [...new Set(body.allowedApis)];
-      const { key, fullKey } = await createKey(sql, { accountId, kind: 'agent', name: body.name, spendLimitMicros, allowedApis, expiresAt });
+      const { key, fullKey } = await issueKey(sql, { accountId, kind: 'agent', name: body.name, spendLimitMicros, allowedApis, expiresAt }, app.deps.settings.MAX_KEYS_PER_ACCOUNT);
       request.log.info({ keyId: key.id, spendLimit: spendLimitMicros === null ? null : formatDollars(spendLimitMicros) }, 'agent key created');
       return reply.code(201).send({ ok: true as const, agentKey: toAgentKey(key), fullKey });
     },

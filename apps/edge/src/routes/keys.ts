@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
-import { changeKey, listKeys } from '#core/identity';
-import { createKey, type KeyRow } from '#db/keys';
+import { changeKey, issueKey, listKeys } from '#core/identity';
+import type { KeyRow } from '#db/keys';
 import { publishKeyChange } from '#core/identity';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
@@ -55,12 +55,12 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['keys'],
         summary: 'Create an API key; the full key is in this response only',
         body: z.object({ name: keyName }).strict(),
-        response: { 201: z.object({ ok: z.literal(true), key: keyMeta, fullKey: fullKeySchema }), ...errorResponses(400, 401, 403, 429) },
+        response: { 201: z.object({ ok: z.literal(true), key: keyMeta, fullKey: fullKeySchema }), ...errorResponses(400, 401, 403, 409, 429) },
       },
     },
     async (request, reply) => {
       const { accountId } = requireAuth(request);
-      const { key, fullKey } = await createKey(sql, { accountId, kind: 'api', name: request.body.name });
+      const { key, fullKey } = await issueKey(sql, { accountId, kind: 'api', name: request.body.name }, app.deps.settings.MAX_KEYS_PER_ACCOUNT);
       return reply.code(201).send({ ok: true as const, key: toKeyMeta(key), fullKey });
     },
   );
