@@ -185,6 +185,8 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
   if (upstream.statusCode >= 500) {
     const excerpt = guard ? redactSecret(await readExcerpt(source), guard) : await readExcerpt(source);
+    // A decoder in between was torn down by readExcerpt; the upstream's own body goes with it.
+    if (source !== upstream.body) upstream.body.destroy();
     const failure = upstreamFailure(api.id, upstream.statusCode, excerpt, retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS));
     await refundInto(request, reply, receipt, failure);
     recordUsage(failure.status, 0n);
