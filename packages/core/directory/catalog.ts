@@ -12,7 +12,7 @@
 import { PlatformError } from '#core/platform';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
-import type { IndexedApi } from './index-types.js';
+import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import type { DirectoryIndex } from './search-index.js';
 import type { AuthScheme } from './text.js';
 import type { Db } from '#db/sql';
@@ -21,18 +21,7 @@ export const UNCATEGORIZED = 'uncategorized';
 export const MAX_QUERY_LENGTH = 500;
 const MAX_TERMS = 24;
 
-export interface ApiSummaryRow {
-  id: string;
-  name: string;
-  provider: string;
-  service: string | null;
-  categories: string[];
-  description: string;
-  price_micros: bigint;
-  featured: boolean;
-  votes_up: number;
-  votes_down: number;
-}
+export type { ApiSummaryRow };
 
 export interface ApiDetailRow extends ApiSummaryRow {
   version: string | null;

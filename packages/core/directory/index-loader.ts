@@ -3,17 +3,10 @@ import type { Db, Sql } from '#db/sql';
 import { CAPABILITY_SYNONYMS } from './vocabulary.js';
 import { DirectoryIndex } from './search-index.js';
 import { parseTsvector, trigrams } from './scoring.js';
-import type { IndexedEndpoint, IndexedApi } from './index-types.js';
+import type { ApiSummaryRow, IndexedEndpoint, IndexedApi } from './index-types.js';
 
-interface ApiLoadRow {
-  id: string;
-  name: string;
-  provider: string;
-  service: string | null;
-  categories: string[];
-  description: string;
-  price_micros: bigint;
-  featured: boolean;
+/** A row of the index's load query: the summary columns (votes come apart) and the ranking data. */
+interface ApiLoadRow extends Omit<ApiSummaryRow, 'votes_up' | 'votes_down'> {
   popularity: number;
   search_name: string;
   head: string;

@@ -6,7 +6,8 @@ export interface IndexedEndpoint {
   summary: string;
 }
 
-export interface IndexedApi {
+/** What every listing shows of an API: the summary columns of its `apis` row, with its vote tallies. */
+export interface ApiSummaryRow {
   id: string;
   name: string;
   provider: string;
@@ -16,9 +17,13 @@ export interface IndexedApi {
   description: string;
   price_micros: bigint;
   featured: boolean;
-  popularity: number;
   votes_up: number;
   votes_down: number;
+}
+
+/** An API as the in-process index holds it: its summary plus what ranking and reasons need. */
+export interface IndexedApi extends ApiSummaryRow {
+  popularity: number;
   endpoints: IndexedEndpoint[];
   /** Trigrams of the lower-cased name/provider/service, in order (pg_trgm word_similarity). */
   nameTrigrams: string[];

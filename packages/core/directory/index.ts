@@ -1,10 +1,11 @@
 export { ApiCache } from './api-cache.js';
 export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories } from './catalog.js';
-export type { ApiSummaryRow, RankedRow } from './catalog.js';
+export type { RankedRow } from './catalog.js';
 export { evaluateDiscovery, loadDevset } from './eval.js';
 export { apiIdFor, directoryRoot, importDirectory, loadCuration, normalizeSpec, reindexApi, sourceCategories, specFiles } from './import.js';
 export type { ImportOptions } from './import.js';
 export { LiveDirectoryIndex } from './index-loader.js';
+export type { ApiSummaryRow } from './index-types.js';
 export { directoryIndexingJob, enqueueDirectoryJob } from './indexing-job.js';
 export { similarity, wordSimilarityOf } from './scoring.js';
 export { directorySettings } from './settings.js';
