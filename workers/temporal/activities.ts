@@ -45,4 +45,3 @@ export function createActivities(deps: ActivityDeps): SessionActivities {
   };
 }
 
-export type Activities = SessionActivities;

@@ -13,11 +13,11 @@ import { PlatformError } from '#core/platform';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
-import type { DirectoryIndex } from './search-index.js';
+import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
 import type { AuthScheme } from './text.js';
 import type { Db } from '#db/sql';
 
-export const UNCATEGORIZED = 'uncategorized';
+export { UNCATEGORIZED };
 export const MAX_QUERY_LENGTH = 500;
 const MAX_TERMS = 24;
 
