@@ -25,7 +25,7 @@ const prefix = `bench-sse-${process.pid}`;
 // All clients share one key here; in production they would hold many keys, so the per-key rate
 // limit is lifted out of the way of what is measured.
 const app = await buildApp(
-  edgeSettings.parse({ ...process.env, DATABASE_URL: settings.DATABASE_URL, LOG_LEVEL: 'warn', REDIS_PREFIX: prefix, SSE_HEARTBEAT_MS: '5000', RATE_LIMIT_KEY_MAX: '1000000', RATE_LIMIT_ACCOUNT_MAX: '1000000' }),
+  edgeSettings.parse({ ...process.env, DATABASE_URL: settings.DATABASE_URL, LOG_LEVEL: 'warn', REDIS_PREFIX: prefix, SSE_HEARTBEAT_MS: '5000', RATE_LIMIT_KEY_MAX: '1000000', RATE_LIMIT_ACCOUNT_MAX: '1000000', SSE_MAX_STREAMS_PER_ACCOUNT: '10000' }),
 );
 const { sql, redis } = app.deps;
 await loadCookbooks(sql);

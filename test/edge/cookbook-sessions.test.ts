@@ -41,7 +41,7 @@ describe('cookbook sessions over REST, on Temporal', () => {
   let smsApi: string;
 
   beforeAll(async () => {
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_HEARTBEAT_MS: '200' });
+    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_HEARTBEAT_MS: '200', SSE_MAX_STREAMS_PER_ACCOUNT: '1000' });
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });

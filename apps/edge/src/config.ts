@@ -132,6 +132,10 @@ export const edgeSettings = sharedSettings.extend({
   USAGE_BUFFER_MAX: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
   /** Cookbook session event streams: a comment line this often keeps proxies from closing idle streams. */
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** Event streams one account may hold open on one edge instance; the next gets 429 with Retry-After. */
+  SSE_MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(20),
+  /** A stream is closed after this long; the client resumes with Last-Event-ID (EventSource does so by itself). */
+  SSE_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3_600),
   /** Budget for starting a session workflow; past it (Temporal unreachable) the start answers 503. */
   TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /** Budget for a step completion or cancellation to be applied by the workflow before answering 503. */

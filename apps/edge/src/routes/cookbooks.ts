@@ -60,6 +60,8 @@ function sseFrame(event: StreamedEvent): string {
  */
 const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, temporal, settings } = app.deps;
+  /** Open event streams per account on this edge (SSE_MAX_STREAMS_PER_ACCOUNT). */
+  const openStreams = new Map<string, number>();
 
   app.get(
     '/cookbooks',
@@ -324,7 +326,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats.',
         params: sessionParams,
         querystring: z.object({ lastEventId: z.string().optional() }),
-        response: { ...errorResponses(400, 404) },
+        response: { ...errorResponses(400, 404, 429) },
       },
     },
     async (request, reply) => {
@@ -334,6 +336,16 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       if (!STREAM_ID.test(lastEventId)) {
         throw new PlatformError('validation_failed', 'Last-Event-ID must be an event id from this stream, such as "3-0"', { hint: 'Omit it to replay from the start.' });
       }
+
+      const accountId = requireAuth(request).accountId;
+      const open = openStreams.get(accountId) ?? 0;
+      if (open >= settings.SSE_MAX_STREAMS_PER_ACCOUNT) {
+        throw new PlatformError('rate_limited', `Too many open event streams: at most ${settings.SSE_MAX_STREAMS_PER_ACCOUNT} per account`, {
+          hint: 'Close streams you no longer follow, or retry after the number of seconds in Retry-After.',
+          headers: { 'Retry-After': '5' },
+        });
+      }
+      openStreams.set(accountId, open + 1);
 
       reply.hijack();
       const raw = reply.raw;
@@ -347,9 +359,16 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       raw.write(`retry: 3000\n: session ${row.id}\n\n`);
       let unsubscribe: (() => void) | null = null;
       let finished = false;
+      // A stream does not live forever: the client reconnects with Last-Event-ID and misses nothing.
+      const lifetime = setTimeout(() => finish(), settings.SSE_MAX_LIFETIME_SECONDS * 1000);
+      lifetime.unref();
       const finish = () => {
         if (finished) return;
         finished = true;
+        clearTimeout(lifetime);
+        const left = (openStreams.get(accountId) ?? 1) - 1;
+        if (left > 0) openStreams.set(accountId, left);
+        else openStreams.delete(accountId);
         unsubscribe?.();
         if (!raw.writableEnded) raw.end();
       };
