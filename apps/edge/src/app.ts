@@ -15,6 +15,8 @@ import openapiPlugin from './plugins/openapi.js';
 import queueBoardPlugin from './plugins/queue-board.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import { registerApiRoutes } from './routes/index.js';
+import routeCatalogPlugin from './plugins/route-catalog.js';
+import mcpPlugin, { mcpOriginGuard } from './mcp/plugin.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -127,10 +129,14 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   });
 
   await app.register(openapiPlugin);
+  await app.register(routeCatalogPlugin);
   await app.register(cookie);
+  // Before authentication: a browser on a foreign origin is refused before its credentials are looked at.
+  app.addHook('onRequest', mcpOriginGuard(settings));
   await app.register(authPlugin);
   await app.register(rateLimitPlugin);
   await registerApiRoutes(app);
+  await app.register(mcpPlugin);
   await app.register(queueBoardPlugin);
   await app.register(dashboardPlugin);
   return app;

@@ -140,6 +140,17 @@ export const edgeSettings = sharedSettings.extend({
   TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /** Budget for a step completion or cancellation to be applied by the workflow before answering 503. */
   TEMPORAL_UPDATE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+  /**
+   * Browser origins (host names, comma-separated) allowed to call the MCP endpoint; a request with
+   * any other Origin gets 403. Empty: PUBLIC_URL's host only. Clients that are not browsers send no
+   * Origin and are not affected.
+   */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((text) => text.split(',').map((entry) => entry.trim().toLowerCase()).filter(Boolean)),
+  /** The MCP call_api tool returns at most this much of an upstream's body (bytes); the rest is cut and marked truncated. */
+  MCP_CALL_API_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
 });
 
 export type EdgeSettings = z.output<typeof edgeSettings>;

@@ -201,3 +201,32 @@ export class SessionEventHub {
     if (this.subscriber) await this.subscriber.quit().catch(() => this.subscriber?.disconnect());
   }
 }
+
+/** A page of a session's events after `afterId`, for clients that poll instead of holding a stream. */
+export interface EventPage {
+  events: StreamedEvent[];
+  /** The id to pass as `afterId` next time (unchanged when nothing new arrived). */
+  lastEventId: string;
+  /** The final event is in this page or was delivered before: nothing more will come. */
+  ended: boolean;
+}
+
+/**
+ * Reads up to `limit` events after `afterId` ('0-0' for the start) from the session's stream: the
+ * same stream, ids and event names the SSE route sends.
+ */
+export async function readSessionEvents(reader: Redis, prefix: string, sessionId: string, afterId: string, limit: number, sessionEnded: boolean): Promise<EventPage> {
+  const key = sessionEventsKey(prefix, sessionId);
+  const events = parseEntries((await reader.xrange(key, `(${afterId}`, '+', 'COUNT', limit)) as [string, string[]][]);
+  const last = events.at(-1);
+  let ended: boolean;
+  if (last && FINAL_EVENTS.includes(last.name)) ended = true;
+  else if (events.length === limit) ended = false;
+  else {
+    // Nothing more in the stream now: over when the final event was already delivered, or when an
+    // ended session's stream has expired.
+    const [top] = parseEntries((await reader.xrevrange(key, '+', '-', 'COUNT', 1)) as [string, string[]][]);
+    ended = top ? FINAL_EVENTS.includes(top.name) : sessionEnded;
+  }
+  return { events, lastEventId: last?.id ?? afterId, ended };
+}

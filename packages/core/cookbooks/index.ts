@@ -1,4 +1,5 @@
 export { appendSessionEvents, sessionEventsKey } from './event-stream.js';
-export { STREAM_ID, SessionEventHub } from './events.js';
+export { readSessionEvents, STREAM_ID, SessionEventHub } from './events.js';
+export type { EventPage } from './events.js';
 export type { StreamedEvent } from './events.js';
 export { cancelSession, completeStep, humanStepView, isEnded, listPendingHumanSteps, listSessionSteps, priorCompletion, requireSession, sessionView, startSession, stepView, validateResultData } from './sessions.js';

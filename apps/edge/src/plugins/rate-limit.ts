@@ -21,6 +21,11 @@ export interface RateLimiter {
    * `rate_limited` when the window's budget is spent. Lets the request through when Redis is down.
    */
   consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string): Promise<void>;
+  /**
+   * Counts one hit of an authenticated request against its key's and its account's budgets, as
+   * every limited route under /api/ does (used by routes outside /api/, such as /mcp).
+   */
+  consumeCaller(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** Redis script calls made and the hits they carried (many hits share a call on a busy edge). */
   readonly stats: { calls: number; hits: number };
 }
@@ -205,10 +210,7 @@ export default fp(
         });
       }
     }
-    app.decorate('rateLimiter', { consume, stats: hits.stats } satisfies RateLimiter);
-
-    app.addHook('onRequest', async (request, reply) => {
-      if (!isLimited(request)) return;
+    async function consumeLimits(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const { policy, subject } = bucket(request);
       const accountId = request.auth?.accountId;
       if (policy === 'key' && accountId) {
@@ -219,6 +221,12 @@ export default fp(
         return;
       }
       await consume(request, reply, policy, subject);
+    }
+    app.decorate('rateLimiter', { consume, consumeCaller: consumeLimits, stats: hits.stats } satisfies RateLimiter);
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (!isLimited(request)) return;
+      await consumeLimits(request, reply);
     });
   },
   { name: 'rate-limit', dependencies: ['deps', 'auth'] },

@@ -21,7 +21,7 @@ import {
   stepView,
   validateResultData,
 } from '#core/cookbooks';
-import { STREAM_ID, type StreamedEvent } from '#core/cookbooks';
+import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
 import { IDEMPOTENCY_KEY } from './balance.js';
 import { errorResponses } from './error-responses.js';
@@ -312,6 +312,46 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const rows = await listPendingHumanSteps(sql, requireAuth(request).accountId, null);
       return { ok: true as const, humanSteps: rows.map(humanStepView) };
+    },
+  );
+
+  app.get(
+    '/cookbooks/sessions/:sessionId/event-log',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'The session events after a given id, as JSON pages: for clients that poll instead of holding an event stream',
+        description:
+          'The same events, ids and names as the server-sent event stream. Pass the answer\'s lastEventId as afterEventId to get what came since; `ended: true` means the final event has been delivered.',
+        params: sessionParams,
+        querystring: z.object({
+          afterEventId: z.string().regex(STREAM_ID, 'must be an event id from this session, such as "3-0"').default('0-0').describe('Omit (or "0-0") to read from the start'),
+          limit: z.coerce.number().int().min(1).max(500).default(100),
+        }),
+        response: {
+          200: z.object({
+            ok: z.literal(true),
+            sessionId: z.string(),
+            events: z.array(z.object({ id: z.string(), event: z.string(), data: z.unknown() })),
+            lastEventId: z.string(),
+            ended: z.boolean(),
+          }),
+          ...errorResponses(400, 404),
+        },
+      },
+    },
+    async (request) => {
+      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      const { afterEventId, limit } = request.query;
+      const page = await readSessionEvents(app.deps.redis, settings.REDIS_PREFIX, row.id, afterEventId, limit, isEnded(row));
+      return {
+        ok: true as const,
+        sessionId: row.id,
+        events: page.events.map((event) => ({ id: event.id, event: event.name, data: JSON.parse(event.data) as unknown })),
+        lastEventId: page.lastEventId,
+        ended: page.ended,
+      };
     },
   );
 

@@ -1,0 +1,144 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { createMcpHandler, validateOriginHeader, type AuthInfo } from '@modelcontextprotocol/server';
+import { PlatformError } from '#core/platform';
+import type { Caller } from '#core/identity';
+import type { EdgeSettings } from '../config.js';
+import { presentedKey, requireAuth } from '../plugins/auth.js';
+import { buildMcpServer, SERVER_INFO } from './server.js';
+import type { ToolCaller } from './dispatch.js';
+
+export const MCP_PATH = '/mcp';
+const METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+const isMcpUrl = (url: string) => url === MCP_PATH || url.startsWith(`${MCP_PATH}?`) || url.startsWith(`${MCP_PATH}/`);
+
+/** Where the protected-resource metadata of the MCP endpoint lives (RFC 9728, path-aware). */
+export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADATA_PATH}${MCP_PATH}`, settings.PUBLIC_URL).toString();
+
+/**
+ * The MCP specification's defence against DNS rebinding: a browser request to /mcp from an origin
+ * that is not ours gets 403 before anything else runs (authentication included). Clients that are
+ * not browsers send no Origin and pass.
+ */
+export function mcpOriginGuard(settings: EdgeSettings) {
+  const allowed = [new URL(settings.PUBLIC_URL).hostname.toLowerCase(), ...settings.MCP_ALLOWED_ORIGINS];
+  return async (request: FastifyRequest): Promise<void> => {
+    if (!isMcpUrl(request.url)) return;
+    const origin = request.headers.origin;
+    const result = validateOriginHeader(Array.isArray(origin) ? origin[0] : origin, allowed);
+    if (!result.ok) {
+      throw new PlatformError('forbidden', `Origin not allowed: ${result.message}`, {
+        hint: 'Browsers may call the MCP endpoint only from the site itself or an origin listed in MCP_ALLOWED_ORIGINS.',
+      });
+    }
+  };
+}
+
+/** The protected-resource metadata (RFC 9728) of the MCP endpoint: what to send and where to get it. */
+function protectedResourceMetadata(settings: EdgeSettings) {
+  const site = settings.PUBLIC_URL.replace(/\/+$/, '');
+  return {
+    resource: `${site}${MCP_PATH}`,
+    resource_name: SERVER_INFO.title,
+    bearer_methods_supported: ['header'],
+    resource_documentation: `${site}/llms.txt`,
+    // No OAuth authorization server: the bearer token is a platform API key or agent key.
+    'x-api-key': {
+      scheme: 'Authorization: Bearer <key>',
+      format: 'service_sk_ followed by 48 lowercase hex digits (an API key or an agent key)',
+      obtain: `POST ${site}/api/v1/register answers an account with its first API key; agent keys are made with POST ${site}/api/v1/agent-keys or in the dashboard`,
+      openapi: `${site}/api/v1/openapi.json`,
+    },
+  };
+}
+
+/** A Fastify request as the web-standard Request the MCP SDK serves. */
+function toWebRequest(request: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : String(value));
+  }
+  const init: RequestInit = { method: request.method, headers };
+  if (request.method === 'POST' && request.body !== undefined) init.body = JSON.stringify(request.body);
+  return new Request(`http://${request.host || 'localhost'}${request.url}`, init);
+}
+
+async function sendWebResponse(reply: FastifyReply, response: Response): Promise<FastifyReply> {
+  reply.code(response.status);
+  response.headers.forEach((value, name) => {
+    reply.header(name, value);
+  });
+  if (!response.body) return reply.send();
+  if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    return reply.send(Readable.fromWeb(response.body as NodeReadableStream));
+  }
+  return reply.send(Buffer.from(await response.arrayBuffer()));
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set on the MCP route: its 401s carry the Bearer challenge naming the resource metadata. */
+    bearerChallenge?: boolean;
+  }
+}
+
+/**
+ * The MCP endpoint (Streamable HTTP, 2026-07-28 revision, stateless; 2025-era clients are served
+ * through the SDK's stateless fallback). Authenticated with the caller's API key or agent key as a
+ * Bearer token; every tool call is a call of the matching REST route (mcp/tools.ts, mcp/dispatch.ts).
+ */
+export default fp(
+  async function mcpPlugin(app: FastifyInstance) {
+    const { settings } = app.deps;
+    const challenge = `Bearer resource_metadata="${resourceMetadataUrl(settings)}"`;
+    const handler = createMcpHandler(
+      (context) => {
+        const extra = context.authInfo?.extra as { caller: Caller; toolCaller: ToolCaller } | undefined;
+        if (!extra) throw new Error('MCP request without an authenticated caller');
+        return buildMcpServer(app, extra.caller, extra.toolCaller);
+      },
+      {
+        maxRequestBodySize: settings.BODY_LIMIT_BYTES,
+        onerror: (error) => app.log.warn({ err: error }, 'MCP request refused or failed'),
+      },
+    );
+    app.addHook('onClose', async () => handler.close());
+
+    app.addHook('onSend', async (request, reply) => {
+      if (reply.statusCode === 401 && request.routeOptions.config.bearerChallenge) reply.header('WWW-Authenticate', challenge);
+    });
+
+    app.route({
+      method: ['POST', 'GET', 'DELETE'],
+      url: MCP_PATH,
+      config: { auth: 'apiKey', bearerChallenge: true },
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const caller = requireAuth(request);
+        const key = presentedKey(request);
+        if (key === null) throw new PlatformError('missing_credentials', 'Missing API key');
+        // A tool call is counted by the API call it makes; every other MCP message counts here.
+        const method = (request.body as { method?: unknown } | undefined)?.method;
+        if (method !== 'tools/call') await app.rateLimiter.consumeCaller(request, reply);
+        const toolCaller: ToolCaller = { key, ip: request.ip, requestId: request.id };
+        const authInfo: AuthInfo = { token: key, clientId: caller.keyId ?? caller.accountId, scopes: [], extra: { caller, toolCaller } };
+        const response = await handler.fetch(toWebRequest(request), { authInfo, parsedBody: request.body });
+        return sendWebResponse(reply, response);
+      },
+    });
+
+    const metadata = protectedResourceMetadata(settings);
+    for (const url of [METADATA_PATH, `${METADATA_PATH}${MCP_PATH}`]) {
+      app.get(url, { schema: { hide: true } }, async (_request, reply) => {
+        reply.header('Access-Control-Allow-Origin', '*');
+        reply.header('Cache-Control', 'public, max-age=3600');
+        return metadata;
+      });
+    }
+  },
+  { name: 'mcp', dependencies: ['deps', 'auth', 'rate-limit', 'route-catalog'] },
+);

@@ -1,0 +1,99 @@
+import type { FastifyInstance } from 'fastify';
+import { McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { Caller } from '#core/identity';
+import { callApi, callApiInput, callApiOutput } from './call-api.js';
+import { callRoute, fieldsOf, routeCallFor, routeResult, type ToolCaller } from './dispatch.js';
+import { ROUTE_TOOLS, type ArgShape } from './tools.js';
+
+export const SERVER_INFO = { name: 'agent-api-platform', title: 'Agent API Platform', version: '0.1.0' };
+
+const INSTRUCTIONS = [
+  'A directory of about 2,600 third-party APIs with a metered proxy, and cookbooks: multi-step procedures run as sessions, some steps done by a person.',
+  'Find an API with discover_apis (describe the task) or search_apis, read how to call it with get_api_instructions, then call it with call_api: each call is charged to the prepaid balance (get_balance).',
+  'Tools that spend money say so and take maxCost (dollars) to refuse a call that would cost more.',
+  'For a cookbook: get_cookbook, start_cookbook, then get_current_step and complete_step until a human step (done by a person in the dashboard) or the end; follow progress with get_session_events.',
+].join(' ');
+
+/** The price tag on a tool's definition (`_meta`), for clients that show it before calling. */
+const PRICE_META = 'agent-api-platform/price';
+
+/**
+ * Advertises a route's zod schema as the tool's input schema but leaves validating to the route:
+ * a bad argument then gets the route's own 400 (`validation_failed` with a hint), the same answer
+ * as over REST, and defaults are applied by the route.
+ */
+function describedOnly(schema: z.ZodType): StandardSchemaWithJSON {
+  const standard = (schema as unknown as StandardSchemaWithJSON)['~standard'];
+  return {
+    '~standard': {
+      version: 1,
+      vendor: standard.vendor,
+      validate: (value: unknown) => ({ value: value ?? {} }),
+      jsonSchema: standard.jsonSchema,
+    },
+  } as StandardSchemaWithJSON;
+}
+
+const spends = (price: string) => ` Spends money: ${price} per call, charged to the prepaid balance; pass maxCost (dollars) to refuse a higher price.`;
+const maxCost = z.union([z.number(), z.string()]).optional().describe('Refuse the call (402) if it would cost more than this many dollars');
+
+/**
+ * One MCP server for one request (the transport is stateless), holding the tools this caller may
+ * use: an agent key does not see tools whose route it may not call, and sees call_api only for
+ * the APIs its allow-list names (not at all when the list is empty).
+ */
+export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller): McpServer {
+  const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
+  for (const tool of ROUTE_TOOLS) {
+    const route = app.routeCatalog.get(`${tool.method} ${tool.url}`);
+    if (!route) throw new Error(`MCP tool ${tool.name}: no route ${tool.method} ${tool.url}`);
+    if (route.auth === 'account' && caller.keyKind === 'agent') continue;
+    let shape: ArgShape = { ...fieldsOf(route.params), ...fieldsOf(route.querystring), ...fieldsOf(route.body) };
+    if (tool.shape) shape = tool.shape(shape);
+    for (const [name, arg] of Object.entries(tool.headerArgs ?? {})) shape[name] = arg.schema;
+    if (tool.price) shape.maxCost = maxCost;
+    const output = route.response?.['200'] ?? route.response?.['201'];
+    server.registerTool(
+      tool.name,
+      {
+        title: tool.title,
+        description: tool.description + (tool.price ? spends(tool.price) : ''),
+        inputSchema: describedOnly(z.object(shape)),
+        ...(output ? { outputSchema: output as unknown as StandardSchemaWithJSON } : {}),
+        annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly && !tool.price, openWorldHint: false },
+        ...(tool.price ? { _meta: { [PRICE_META]: tool.price } } : {}),
+      },
+      async (args: unknown) => routeResult(await callRoute(app, toolCaller, routeCallFor(tool, route, (args ?? {}) as Record<string, unknown>))),
+    );
+  }
+
+  if (caller.allowedApis === null || caller.allowedApis.length > 0) {
+    const input = callApiInput(caller.allowedApis);
+    server.registerTool(
+      'call_api',
+      {
+        title: 'Call an API through the metered proxy',
+        description:
+          "Calls a directory API through the platform's metered proxy: method, path after the API's base URL, query, headers and body reach the upstream; the answer carries its status, headers and body, and what the call cost. Spends money: the API's price per call (get_api shows it), charged before the call is forwarded; failed upstream calls (502/503) are refunded. Pass maxCost (dollars) to refuse a higher price." +
+          (caller.allowedApis ? ` This key may call: ${caller.allowedApis.join(', ')}.` : ''),
+        inputSchema: describedOnly(input),
+        outputSchema: callApiOutput as unknown as StandardSchemaWithJSON,
+        annotations: { title: 'Call an API', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+        _meta: { [PRICE_META]: "the API's price per call" },
+      },
+      async (args: unknown) => {
+        const parsed = input.safeParse(args ?? {});
+        if (!parsed.success) {
+          const issues = parsed.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
+          return {
+            isError: true,
+            content: [{ type: 'text', text: JSON.stringify({ status: 400, ok: false, code: 'validation_failed', error: `Invalid arguments: ${issues.join('; ')}`, hint: 'See the tool\'s inputSchema.' }) }],
+          };
+        }
+        return callApi(app, toolCaller, parsed.data, app.deps.settings.MCP_CALL_API_MAX_BODY_BYTES);
+      },
+    );
+  }
+  return server;
+}

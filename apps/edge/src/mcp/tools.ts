@@ -1,0 +1,186 @@
+import { z } from 'zod';
+import { formatDollars, PRICES } from '#contracts/money';
+
+/**
+ * The MCP tools that are one REST route each. A tool names its route; its arguments are the route's
+ * own params, query and body fields (the zod schemas the route validates with, read from the route
+ * catalog), and its output schema is the route's success answer. Calling the tool calls the route,
+ * so prices, limits, the ledger and usage are the route's, with no second implementation.
+ */
+/** A tool's arguments: name to zod schema. */
+export type ArgShape = Record<string, z.ZodType>;
+
+export interface RouteTool {
+  name: string;
+  title: string;
+  description: string;
+  method: 'GET' | 'POST';
+  /** The route as registered, e.g. `/api/v1/apis/:id`. */
+  url: string;
+  /** What a call costs, when the route charges: the tool then takes `maxCost` and says it spends money. */
+  price?: string;
+  /** Only reads (no session started, nothing completed); a priced read still spends money. */
+  readOnly: boolean;
+  /** Adjusts the arguments taken from the route's schemas: an optional query field the tool requires, an alias dropped. */
+  shape?: (shape: ArgShape) => ArgShape;
+  /** Arguments sent as request headers rather than params, query or body fields. */
+  headerArgs?: Record<string, { header: string; schema: z.ZodType }>;
+}
+
+/** An optional field made required (a tool can demand what a route answers with a 400 without). */
+function required(schema: z.ZodType | undefined, what: string): z.ZodType {
+  if (!schema) throw new Error(`route schema has no field ${what}`);
+  return schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
+}
+
+const cents = (micros: bigint) => `$${formatDollars(micros)}`;
+
+export const ROUTE_TOOLS: RouteTool[] = [
+  {
+    name: 'discover_apis',
+    title: 'Discover APIs for a task',
+    description: 'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched. Free.',
+    method: 'GET',
+    url: '/api/v1/discover',
+    readOnly: true,
+    shape: ({ query, limit }) => ({ query: required(query, 'query').describe('The task, in plain words'), limit: limit! }),
+  },
+  {
+    name: 'search_apis',
+    title: 'Search the API directory',
+    description: 'Keyword search over about 2,600 APIs (name, provider, description), optionally within one category; without q, lists APIs. Free.',
+    method: 'GET',
+    url: '/api/v1/apis',
+    readOnly: true,
+  },
+  {
+    name: 'get_api',
+    title: 'API details',
+    description: "One API's details: base URL, auth scheme, endpoints, price per call and the proxy path. Free.",
+    method: 'GET',
+    url: '/api/v1/apis/:id',
+    readOnly: true,
+  },
+  {
+    name: 'get_api_instructions',
+    title: 'Instructions for calling an API',
+    description: `Agent-readable instructions (markdown) for one API: how to call it through the metered proxy, with examples. Costs ${cents(PRICES.instructions)} per read; an unknown API costs nothing.`,
+    method: 'GET',
+    url: '/api/v1/apis/:id/instructions',
+    price: cents(PRICES.instructions),
+    readOnly: true,
+  },
+  {
+    name: 'get_balance',
+    title: 'Prepaid balance',
+    description: "The account's prepaid balance in dollars. Free.",
+    method: 'GET',
+    url: '/api/v1/balance',
+    readOnly: true,
+  },
+  {
+    name: 'get_usage',
+    title: 'Usage summary',
+    description: 'Metered calls, cost and errors per day and per API over the last `days` days. Free; it may lag the ledger by seconds.',
+    method: 'GET',
+    url: '/api/v1/usage',
+    readOnly: true,
+  },
+  {
+    name: 'list_cookbooks',
+    title: 'List cookbooks',
+    description: 'Cookbooks are multi-step procedures (some steps wait for a person). Filter by free text and category. Free.',
+    method: 'GET',
+    url: '/api/v1/cookbooks',
+    readOnly: true,
+  },
+  {
+    name: 'get_cookbook',
+    title: 'Cookbook details',
+    description: `A cookbook's steps and the API slots a session needs filled. Costs ${cents(PRICES.cookbookDetails)}.`,
+    method: 'GET',
+    url: '/api/v1/cookbooks/:id',
+    price: cents(PRICES.cookbookDetails),
+    readOnly: true,
+  },
+  {
+    name: 'start_cookbook',
+    title: 'Start a cookbook session',
+    description:
+      'Starts a session of the cookbook; selectedApis maps each slot name (from get_cookbook) to a directory API id. Send an idempotencyKey to make a retry answer the same session. Free to start; the calls its steps make are charged as usual.',
+    method: 'POST',
+    url: '/api/v1/cookbooks/:id/start',
+    readOnly: false,
+    headerArgs: {
+      idempotencyKey: { header: 'idempotency-key', schema: z.string().min(1).max(200).optional().describe('Any unique text; a retry with the same key answers the same session') },
+    },
+  },
+  {
+    name: 'list_sessions',
+    title: 'Active cookbook sessions',
+    description: "The account's sessions that are running or waiting for a person. Free.",
+    method: 'GET',
+    url: '/api/v1/cookbooks/sessions',
+    readOnly: true,
+  },
+  {
+    name: 'get_session',
+    title: 'Cookbook session',
+    description: 'A session with its status, progress and step history. Free.',
+    method: 'GET',
+    url: '/api/v1/cookbooks/sessions/:sessionId',
+    readOnly: true,
+  },
+  {
+    name: 'get_current_step',
+    title: 'Current step of a session',
+    description: "The session's current step: its instructions (naming the chosen APIs) and the inputSchema its resultData must match. Free.",
+    method: 'GET',
+    url: '/api/v1/cookbooks/sessions/:sessionId/step',
+    readOnly: true,
+  },
+  {
+    name: 'complete_step',
+    title: 'Complete the current step',
+    description:
+      "Completes the session's current agent step with resultData matching its inputSchema; answers the next step. A human step is completed by a person in the dashboard, not by an agent. A retry of a completion that already happened answers the same result.",
+    method: 'POST',
+    url: '/api/v1/cookbooks/sessions/:sessionId/complete-step',
+    readOnly: false,
+  },
+  {
+    name: 'get_session_events',
+    title: 'Session events since an id',
+    description:
+      "The session's events (step.started, human_step.pending, session.completed, ...) after afterEventId, oldest first. Poll with the answer's lastEventId; ended: true means nothing more will come. Free.",
+    method: 'GET',
+    url: '/api/v1/cookbooks/sessions/:sessionId/event-log',
+    readOnly: true,
+  },
+  {
+    name: 'list_docs',
+    title: 'List documentation sections',
+    description: 'The platform documentation sections with their price. Free.',
+    method: 'GET',
+    url: '/api/v1/docs',
+    readOnly: true,
+  },
+  {
+    name: 'search_docs',
+    title: 'Search the documentation',
+    description: 'Full-text search over the documentation; answers titles with snippets. Free.',
+    method: 'GET',
+    url: '/api/v1/docs/search',
+    readOnly: true,
+    shape: ({ q }) => ({ q: required(q, 'q').describe('A word or two, e.g. "rate limits"') }),
+  },
+  {
+    name: 'get_doc',
+    title: 'Read a documentation section',
+    description: `One documentation section in full. Costs its listed price (${cents(PRICES.docSection)} unless the section is free; list_docs shows each).`,
+    method: 'GET',
+    url: '/api/v1/docs/:slug',
+    price: `${cents(PRICES.docSection)} (unless free)`,
+    readOnly: true,
+  },
+];

@@ -1,0 +1,30 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { edgeSettings, loadEdgeSettings } from '#edge/config';
+import { loadWorkerSettings } from '#workers/settings';
+
+/** `.env.example` as scripts/lib.sh reads a `.env` (shell assignments; comments and blank lines skipped). */
+function readExample(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(new URL('../../.env.example', import.meta.url), 'utf8').split('\n')) {
+    const match = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line.trim());
+    if (match) env[match[1]!] = match[2]!;
+  }
+  return env;
+}
+
+describe('.env.example', () => {
+  it('is a valid configuration: a newcomer who copies it to .env gets an edge and workers that start', () => {
+    const env = readExample();
+    expect(Object.keys(env).length).toBeGreaterThan(20);
+    const edge = loadEdgeSettings({ ...env });
+    expect(() => loadWorkerSettings({ ...env })).not.toThrow();
+    // Each value it sets is the one the edge would use anyway, so copying it changes nothing by surprise.
+    const defaults = edgeSettings.parse({});
+    for (const [name, value] of Object.entries(env)) {
+      if (!(name in defaults) || name === 'DATABASE_URL' || name === 'REDIS_URL') continue;
+      expect(String((edge as Record<string, unknown>)[name]), name).toBe(String((defaults as Record<string, unknown>)[name]));
+      expect(value.length, name).toBeGreaterThan(0);
+    }
+  });
+});
