@@ -75,6 +75,11 @@ export async function getDoc(db: Db, slug: string): Promise<DocRow | null> {
   return row ?? null;
 }
 
+/** Every section with its content, in reading order (llms-full.txt). */
+export async function listDocsWithContent(db: Db): Promise<DocRow[]> {
+  return db<DocRow[]>`select id, slug, title, summary, price_micros, content from docs order by position, slug`;
+}
+
 export interface DocHit {
   slug: string;
   title: string;

@@ -17,6 +17,7 @@ import usageRoutes from './usage.js';
 import directoryRoutes from './directory.js';
 import docsRoutes from './docs.js';
 import voteRoutes from './votes.js';
+import llmsTxtRoutes from './llms-txt.js';
 
 /**
  * Every route module of the versioned API, one per resource of the specification. Each is mounted
@@ -46,6 +47,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
     },
     { prefix: '/api/v1' },
   );
-  // Dashboard sessions live on the site root, outside the versioned API.
+  // Dashboard sessions and the llms.txt files live on the site root, outside the versioned API.
   await app.register(sessionRoutes);
+  await app.register(llmsTxtRoutes);
 }
