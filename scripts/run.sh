@@ -16,10 +16,14 @@ case "${1:-}" in
   demo)
     shift
     exec npx tsx scripts/demo.ts "$@" ;;
+  generate-client)
+    shift
+    ensure_postgres; ensure_redis
+    exec npx tsx scripts/generate-client.ts "$@" ;;
   services)
     ensure_postgres; ensure_redis; ensure_temporal
     say services "Postgres, Redis and Temporal are up; Temporal UI http://127.0.0.1:$TEMPORAL_UI_PORT (Ctrl-C stops what this started)"
     trap stop_started EXIT INT TERM
     [ ${#STARTED_PIDS[@]} -gt 0 ] && wait ;;
-  *) die "usage: scripts/run.sh migrate|api|demo|services" ;;
+  *) die "usage: scripts/run.sh migrate|api|demo|generate-client|services" ;;
 esac
