@@ -4,7 +4,8 @@
 // it as two APIs with the operator CLI (`npm run api -- add`), then, as an agent: registers, discovers
 // an API, reads its instructions, calls it through the metered proxy, runs the weather-alert-sms
 // cookbook session (following its server-sent events), lets a person complete the human step through
-// the dashboard's login, and reads usage and balance. Every step prints what it did and the key
+// the dashboard's login, reads usage and balance, and finally does a little of the same through the
+// MCP endpoint with the official MCP client. Every step prints what it did and the key
 // fields of the answer; no full key, password or session cookie is ever printed. Any failed step
 // stops the demo with exit code 1 and says what went wrong.
 //
@@ -15,6 +16,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createPlatformClient, type PlatformClient } from '#client';
 
 const run = promisify(execFile);
 const BASE = (process.env.DEMO_BASE_URL ?? process.env.PUBLIC_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`).replace(/\/+$/, '');
@@ -37,7 +40,10 @@ const show = (label: string, value: unknown) => console.log(`    ${label.padEnd(
 const note = (text: string) => console.log(`    ${dim(text)}`);
 
 // ---------------------------------------------------------------------------------------------
-// HTTP helpers: every call checks its status and fails the demo with the answer it got.
+// HTTP helpers. Every REST call goes through the typed client (packages/client, generated from the
+// OpenAPI document): `expectStatus` checks its status and fails the demo with the answer it got.
+// The proxied calls use plain fetch (`call`): their answers are the upstream's, which the platform's
+// OpenAPI document cannot describe; the event stream is read with fetch too.
 
 interface Answer<T> {
   status: number;
@@ -45,19 +51,37 @@ interface Answer<T> {
   body: T;
 }
 
+const notRunning = (what: string, error: unknown) =>
+  new DemoError(`${what} could not connect (${(error as Error).cause ?? (error as Error).message}). Is the stack running? Start it with \`npm run up\` in another terminal.`);
+
+/** A typed client call that must answer `expected`: its data (or, for an expected error status, its error body) and headers. */
+async function expectStatus<D, E>(what: string, request: Promise<{ data?: D; error?: E; response: Response }>, expected = 200): Promise<Answer<NonNullable<D>> & { error: E }> {
+  let answer: { data?: D; error?: E; response: Response };
+  try {
+    answer = await request;
+  } catch (error) {
+    throw notRunning(what, error);
+  }
+  if (answer.response.status !== expected) {
+    throw new DemoError(`${what} answered ${answer.response.status}, expected ${expected}: ${JSON.stringify(answer.error ?? answer.data).slice(0, 600)}`);
+  }
+  return { status: answer.response.status, headers: answer.response.headers, body: answer.data as NonNullable<D>, error: answer.error as E };
+}
+
+/** A proxied call: the upstream's answer, as it came. */
 async function call<T = Record<string, unknown>>(
   method: string,
   path: string,
   options: { headers?: Record<string, string>; body?: unknown; expect?: number } = {},
 ): Promise<Answer<T>> {
-  const url = path.startsWith('http') ? path : `${API}${path}`;
+  const url = `${API}${path}`;
   const headers: Record<string, string> = { ...options.headers };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   try {
     response = await fetch(url, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
   } catch (error) {
-    throw new DemoError(`${method} ${url} could not connect (${(error as Error).cause ?? (error as Error).message}). Is the stack running? Start it with \`npm run up\` in another terminal.`);
+    throw notRunning(`${method} ${url}`, error);
   }
   const text = await response.text();
   let body: unknown = text;
@@ -211,19 +235,9 @@ function followEvents(path: string, headers: Record<string, string>) {
 
 // ---------------------------------------------------------------------------------------------
 
-interface Session {
-  sessionId: string;
-  status: string;
-  currentStep: string | null;
-  progress: { completed: number; total: number };
-}
-interface StepBody {
-  step: { stepId: string; title: string; kind: string; instructions: string; completedBy: string };
-}
-
 async function main() {
   console.log(bold(`Agent API platform demo against ${BASE}`));
-  const health = await call<{ status: string; checks: Record<string, string> }>('GET', '/health');
+  const health = await expectStatus('GET /health', createPlatformClient({ baseUrl: BASE }).GET('/api/v1/health'));
   if (health.body.status !== 'healthy') throw new DemoError(`the stack is not healthy: ${JSON.stringify(health.body)}`);
   note(`health: ${health.body.status} ${JSON.stringify(health.body.checks)}`);
 
@@ -247,11 +261,8 @@ async function walk(upstream: ExampleUpstream) {
   step('Register an account (POST /register)');
   const email = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
   const password = `demo ${randomBytes(12).toString('base64url')}`;
-  const registered = await call<{ account: { id: string; email: string }; key: { id: string; prefix: string }; fullKey: string; balance: number }>(
-    'POST',
-    '/register',
-    { body: { email, password }, expect: 201 },
-  ).catch((error: unknown) => {
+  const anonymous = createPlatformClient({ baseUrl: BASE });
+  const registered = await expectStatus('POST /register', anonymous.POST('/api/v1/register', { body: { email, password } }), 201).catch((error: unknown) => {
     if (error instanceof DemoError && / 429,/.test(error.message)) {
       throw new DemoError(`${error.message}\nRegistration is rate limited per address (RATE_LIMIT_REGISTER_MAX a window); wait, or start the stack with a higher RATE_LIMIT_REGISTER_MAX.`);
     }
@@ -259,6 +270,7 @@ async function walk(upstream: ExampleUpstream) {
   });
   const key = registered.body.fullKey;
   const auth = { authorization: `Bearer ${key}` };
+  const api: PlatformClient = createPlatformClient({ baseUrl: BASE, apiKey: key });
   show('account', `${registered.body.account.id} (${registered.body.account.email})`);
   show('API key', `${registered.body.key.prefix}... (id ${registered.body.key.id}; the full key is shown once and kept by the agent)`);
   show('sign-up credit', `$${registered.body.balance}`);
@@ -266,10 +278,7 @@ async function walk(upstream: ExampleUpstream) {
   // -- 2. discover -----------------------------------------------------------------------------
   step('Discover an API for the job (GET /discover?q=...)');
   const query = 'weather forecast with severe weather alerts';
-  const discovered = await call<{ results: { api: { id: string; name: string; pricePerCall: number }; score: number }[] }>(
-    'GET',
-    `/discover?q=${encodeURIComponent(query)}`,
-  );
+  const discovered = await expectStatus('GET /discover', api.GET('/api/v1/discover', { params: { query: { q: query } } }));
   show('query', query);
   for (const result of discovered.body.results.slice(0, 5)) {
     note(`${result.score.toFixed(3).padStart(6)}  ${result.api.id.padEnd(36)} $${result.api.pricePerCall}/call  ${result.api.name}`);
@@ -279,7 +288,7 @@ async function walk(upstream: ExampleUpstream) {
 
   // -- 3. instructions -------------------------------------------------------------------------
   step(`Read its instructions (GET /apis/${WEATHER_API}/instructions, paid)`);
-  const instructions = await call<{ instructions: string }>('GET', `/apis/${WEATHER_API}/instructions`, { headers: auth });
+  const instructions = await expectStatus('GET /apis/{id}/instructions', api.GET('/api/v1/apis/{id}/instructions', { params: { path: { id: WEATHER_API } } }));
   show('charged', costHeaders(instructions.headers));
   const lines = instructions.body.instructions.split('\n').filter((line) => line.trim() !== '');
   show('instructions', `${instructions.body.instructions.length} characters of markdown, starting:`);
@@ -307,32 +316,23 @@ async function walk(upstream: ExampleUpstream) {
 
   // -- 5. cookbook session ---------------------------------------------------------------------
   step(`Find a cookbook and start a session (GET /cookbooks?q=sms, GET /cookbooks/${COOKBOOK}, POST .../start)`);
-  const found = await call<{ cookbooks: { id: string; title: string; stepCount: number; humanSteps: number }[] }>('GET', '/cookbooks?q=sms');
+  const found = await expectStatus('GET /cookbooks', api.GET('/api/v1/cookbooks', { params: { query: { q: 'sms' } } }));
   for (const cookbook of found.body.cookbooks) note(`${cookbook.id.padEnd(28)} ${cookbook.stepCount} steps (${cookbook.humanSteps} human)  ${cookbook.title}`);
-  const details = await call<{ cookbook: { slots: { name: string; required: boolean; category: string }[]; steps: { stepId: string; kind: string }[] } }>(
-    'GET',
-    `/cookbooks/${COOKBOOK}`,
-    { headers: auth },
-  );
+  const details = await expectStatus('GET /cookbooks/{id}', api.GET('/api/v1/cookbooks/{id}', { params: { path: { id: COOKBOOK } } }));
   show('details charged', costHeaders(details.headers));
   show('slots', details.body.cookbook.slots.map((slot) => `${slot.name}${slot.required ? '*' : ''} (${slot.category})`).join(', '));
   show('steps', details.body.cookbook.steps.map((s) => `${s.stepId} [${s.kind}]`).join(' -> '));
   const selectedApis = { weather: WEATHER_API, sms: SMS_API };
   const idempotencyKey = `demo-${randomBytes(8).toString('hex')}`;
-  const started = await call<{ session: Session }>('POST', `/cookbooks/${COOKBOOK}/start`, {
-    headers: { ...auth, 'idempotency-key': idempotencyKey },
-    body: { selectedApis },
-    expect: 201,
-  });
+  const start = () =>
+    api.POST('/api/v1/cookbooks/{id}/start', { params: { path: { id: COOKBOOK }, header: { 'idempotency-key': idempotencyKey } }, body: { selectedApis } });
+  const started = await expectStatus('POST /cookbooks/{id}/start', start(), 201);
   const session = started.body.session;
   const sessionPath = `/cookbooks/sessions/${session.sessionId}`;
+  const inSession = { params: { path: { sessionId: session.sessionId } } };
   show('session', `${session.sessionId} status=${session.status} currentStep=${session.currentStep} progress=${session.progress.completed}/${session.progress.total}`);
   show('selectedApis', selectedApis);
-  const replay = await call<{ session: Session }>('POST', `/cookbooks/${COOKBOOK}/start`, {
-    headers: { ...auth, 'idempotency-key': idempotencyKey },
-    body: { selectedApis },
-    expect: 201,
-  });
+  const replay = await expectStatus('POST /cookbooks/{id}/start (retry)', start(), 201);
   if (replay.body.session.sessionId !== session.sessionId) throw new DemoError('a replayed Idempotency-Key started another session');
   show('retry, same key', `same session, Idempotent-Replayed: ${replay.headers.get('idempotent-replayed')}`);
   note(`operators: ${process.env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233'}/namespaces/default/workflows/cookbook-session-${session.sessionId}`);
@@ -344,7 +344,7 @@ async function walk(upstream: ExampleUpstream) {
 
   // -- 7. agent steps --------------------------------------------------------------------------
   step('Complete the agent steps (GET .../step, POST .../complete-step)');
-  const first = await call<StepBody>('GET', `${sessionPath}/step`, { headers: auth });
+  const first = await expectStatus('GET .../step', api.GET('/api/v1/cookbooks/sessions/{sessionId}/step', inSession));
   show('current step', `${first.body.step.stepId} [${first.body.step.kind}] ${first.body.step.title}`);
   note(first.body.step.instructions.slice(0, 160) + '...');
   const forecastResult = {
@@ -352,44 +352,30 @@ async function walk(upstream: ExampleUpstream) {
     severe: proxied.body.alerts.some((alert) => alert.severity === 'severe'),
     alerts: proxied.body.alerts,
   };
-  type Completed = { session: Session; nextStep: StepBody['step'] | null };
-  let completed = await call<Completed>('POST', `${sessionPath}/complete-step`, {
-    headers: auth,
-    body: { stepId: first.body.step.stepId, resultData: forecastResult },
-  });
+  const completeStep = (stepId: string, resultData: Record<string, unknown>, expected = 200) =>
+    expectStatus(`POST .../complete-step (${stepId})`, api.POST('/api/v1/cookbooks/sessions/{sessionId}/complete-step', { ...inSession, body: { stepId, resultData } }), expected);
+  let completed = await completeStep(first.body.step.stepId, forecastResult);
   show('completed', `${first.body.step.stepId} -> next ${completed.body.nextStep?.stepId} (progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total})`);
   const draft = { message: 'Storm warning for Oslo tonight from 18:00, gusts to 31 m/s. Stay indoors, secure loose objects.', recipients: ['+4712345678', '+4798765432'] };
-  const invalid = await call<{ code: string; error: string }>('POST', `${sessionPath}/complete-step`, {
-    headers: auth,
-    body: { stepId: 'draft-message', resultData: { message: draft.message, recipients: ['12345'] } },
-    expect: 400,
-  });
-  show('bad resultData', `400 ${invalid.body.code}: ${invalid.body.error}`);
-  completed = await call<Completed>('POST', `${sessionPath}/complete-step`, { headers: auth, body: { stepId: 'draft-message', resultData: draft } });
+  const invalid = await completeStep('draft-message', { message: draft.message, recipients: ['12345'] }, 400);
+  show('bad resultData', `400 ${invalid.error.code}: ${invalid.error.error}`);
+  completed = await completeStep('draft-message', draft);
   show('completed', `draft-message -> next ${completed.body.nextStep?.stepId} [${completed.body.nextStep?.kind}], status ${completed.body.session.status}`);
 
   // -- 8. the pending human step ---------------------------------------------------------------
   step('The human step waits for a person (GET /me/human-steps; an API key gets 403)');
   await stream.waitFor('human_step.pending');
-  const inbox = await call<{ humanSteps: { sessionId: string; stepId: string; title: string; cookbookTitle: string; expiresAt: string; remindAt: string }[] }>(
-    'GET',
-    '/me/human-steps',
-    { headers: auth },
-  );
+  const inbox = await expectStatus('GET /me/human-steps', api.GET('/api/v1/me/human-steps'));
   const pending = inbox.body.humanSteps.find((h) => h.sessionId === session.sessionId);
   if (!pending) throw new DemoError(`GET /me/human-steps does not list the session's human step: ${JSON.stringify(inbox.body)}`);
   show('pending', `${pending.stepId}: ${pending.title} (${pending.cookbookTitle})`);
   show('reminder / expiry', `${pending.remindAt} / ${pending.expiresAt}`);
-  const refused = await call<{ code: string }>('POST', `${sessionPath}/complete-step`, {
-    headers: auth,
-    body: { stepId: pending.stepId, resultData: { approved: true } },
-    expect: 403,
-  });
-  show('with the API key', `403 ${refused.body.code} (a person completes human steps)`);
+  const refused = await completeStep(pending.stepId, { approved: true }, 403);
+  show('with the API key', `403 ${refused.error.code} (a person completes human steps)`);
 
   // -- 9. a person completes it ----------------------------------------------------------------
   step('A person signs in to the dashboard (POST /api/auth/login) and approves it');
-  const login = await call<{ account: { email: string }; csrfToken: string; expiresAt: string }>('POST', `${BASE}/api/auth/login`, { body: { email, password } });
+  const login = await expectStatus('POST /api/auth/login', anonymous.POST('/api/auth/login', { body: { email, password } }));
   const cookies = new Map(
     login.headers.getSetCookie().map((cookie) => {
       const [pair] = cookie.split(';');
@@ -400,13 +386,19 @@ async function walk(upstream: ExampleUpstream) {
   if (!cookies.get('session') || !cookies.get('csrf_token')) throw new DemoError('the login set no session and csrf_token cookies');
   show('signed in', `${login.body.account.email}, cookies: ${[...cookies.keys()].join(', ')} (values not shown), until ${login.body.expiresAt}`);
   const browser = { cookie: `session=${cookies.get('session')}; csrf_token=${cookies.get('csrf_token')}` };
-  const seen = await call<{ humanSteps: { sessionId: string }[] }>('GET', '/me/human-steps', { headers: browser });
+  // The person's calls: the dashboard's cookie session (and its CSRF token) instead of a key.
+  const person = createPlatformClient({ baseUrl: BASE, headers: browser });
+  const seen = await expectStatus('GET /me/human-steps (cookie)', person.GET('/api/v1/me/human-steps'));
   show('inbox (cookie)', `${seen.body.humanSteps.length} pending human step(s)`);
   const approval = { approved: true, note: 'Wording is clear. Approved from the dashboard.' };
-  completed = await call<Completed>('POST', `${sessionPath}/complete-step`, {
-    headers: { ...browser, origin: new URL(BASE).origin, 'x-csrf-token': login.body.csrfToken },
-    body: { stepId: pending.stepId, resultData: approval },
-  }).catch((error: unknown) => {
+  completed = await expectStatus(
+    'POST .../complete-step (cookie)',
+    person.POST('/api/v1/cookbooks/sessions/{sessionId}/complete-step', {
+      ...inSession,
+      headers: { origin: new URL(BASE).origin, 'x-csrf-token': login.body.csrfToken },
+      body: { stepId: pending.stepId, resultData: approval },
+    }),
+  ).catch((error: unknown) => {
     if (error instanceof DemoError && /csrf_failed/.test(error.message)) {
       throw new DemoError(`${error.message}\nThe Origin (${new URL(BASE).origin}) must be the edge's PUBLIC_URL origin; set DEMO_BASE_URL to it.`);
     }
@@ -424,7 +416,7 @@ async function walk(upstream: ExampleUpstream) {
   });
   show('sent', `${sms.body.messageIds.length} messages (${sms.body.messageIds.join(', ')}), ${costHeaders(sms.headers)}`);
   if (upstream.sent.length !== draft.recipients.length) throw new DemoError(`the example upstream received ${upstream.sent.length} messages`);
-  completed = await call<Completed>('POST', `${sessionPath}/complete-step`, { headers: auth, body: { stepId: 'send-sms', resultData: { messageIds: sms.body.messageIds } } });
+  completed = await completeStep('send-sms', { messageIds: sms.body.messageIds });
   show('completed', `send-sms -> status ${completed.body.session.status}, progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total}`);
 
   // -- 11. the session completes ---------------------------------------------------------------
@@ -435,27 +427,42 @@ async function walk(upstream: ExampleUpstream) {
     new Promise<never>((_, reject) => setTimeout(() => reject(new DemoError('the event stream did not end after session.completed')), 10000)),
   ]);
   show('events', `${events.length} events, ids ${events[0]?.id}..${events[events.length - 1]?.id}, the stream closed`);
-  const final = await call<{ session: Session & { endedAt: string; steps: { stepId: string; status: string; completedAt: string }[] } }>('GET', sessionPath, { headers: auth });
+  const final = await expectStatus('GET /cookbooks/sessions/{sessionId}', api.GET('/api/v1/cookbooks/sessions/{sessionId}', inSession));
   show('session', `status=${final.body.session.status} endedAt=${final.body.session.endedAt}`);
   for (const s of final.body.session.steps) note(`${s.stepId.padEnd(18)} ${s.status.padEnd(10)} ${s.completedAt}`);
   if (final.body.session.status !== 'completed') throw new DemoError(`the session ended as ${final.body.session.status}`);
-  const active = await call<{ sessions: Session[]; nextCursor: string | null }>('GET', '/cookbooks/sessions', { headers: auth });
+  const active = await expectStatus('GET /cookbooks/sessions', api.GET('/api/v1/cookbooks/sessions'));
   show('active sessions', `${active.body.sessions.length} (nextCursor ${active.body.nextCursor})`);
 
   // -- 12. usage and balance -------------------------------------------------------------------
   step('Read usage (after the usage worker aggregates) and the balance (GET /usage, GET /balance)');
   const deadline = Date.now() + 30000;
-  let usage: Answer<{ totals: { calls: number; cost: number }; byApi: { apiId: string; calls: number; cost: number }[] }>;
+  let usage;
   for (;;) {
-    usage = await call('GET', '/usage?days=1', { headers: auth });
+    usage = await expectStatus('GET /usage', api.GET('/api/v1/usage', { params: { query: { days: 1 } } }));
     if (usage.body.totals.calls >= 2) break;
     if (Date.now() > deadline) throw new DemoError(`usage still shows ${usage.body.totals.calls} calls after 30s: is the queue worker running? ${JSON.stringify(usage.body)}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   show('usage totals', usage.body.totals);
   for (const row of usage.body.byApi) note(`${row.apiId.padEnd(14)} ${row.calls} call(s), $${row.cost}`);
-  const balance = await call<{ balance: number }>('GET', '/balance', { headers: auth });
+  const balance = await expectStatus('GET /balance', api.GET('/api/v1/balance'));
   show('balance', `$${balance.body.balance} (from $${registered.body.balance}: instructions, two proxied calls, cookbook details)`);
+
+  // -- 13. the same through MCP ----------------------------------------------------------------
+  step('An MCP client (the official TypeScript SDK) connects to POST /mcp with the same key');
+  const mcp = new McpClient({ name: 'platform-demo', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { authProvider: { token: async () => key } }));
+  try {
+    const { tools } = await mcp.listTools();
+    show('tools', `${tools.length}: ${tools.map((tool) => tool.name).join(', ')}`);
+    const viaMcp = (await mcp.callTool({ name: 'discover_apis', arguments: { query: 'send an sms', limit: 3 } })) as { structuredContent?: { results: { api: { id: string } }[] } };
+    show('discover_apis', (viaMcp.structuredContent?.results ?? []).map((result) => result.api.id).join(', '));
+    const balanceViaMcp = (await mcp.callTool({ name: 'get_balance', arguments: {} })) as { structuredContent?: { balance: number } };
+    show('get_balance', `$${balanceViaMcp.structuredContent?.balance} (the same account, the same ledger)`);
+  } finally {
+    await mcp.close();
+  }
   console.log(`\n${bold('Demo complete.')}`);
 }
 

@@ -91,7 +91,7 @@ export default fp(
       if (key === null) {
         if (requirement === 'apiKey') {
           throw new PlatformError('missing_credentials', 'This route accepts API keys only', {
-            hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; the dashboard\'s session cookie is not accepted by the proxy.',
+            hint: 'Send "Authorization: Bearer service_sk_..." or "X-API-Key: service_sk_..."; the dashboard\'s session cookie is not accepted here (the proxy and the MCP endpoint take keys only).',
           });
         }
         const token = request.cookies[SESSION_COOKIE];
