@@ -133,6 +133,8 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     }
     expect(byName.get('get_api_instructions')!.description).toContain('$0.01');
     expect(byName.get('get_balance')!.annotations).toMatchObject({ readOnlyHint: true });
+    // Spending money is a side effect: priced tools are never marked read-only.
+    for (const priced of ['get_api_instructions', 'get_cookbook', 'get_doc']) expect(byName.get(priced)!.annotations, priced).toMatchObject({ readOnlyHint: false, idempotentHint: false });
     expect(byName.get('call_api')!.annotations).toMatchObject({ readOnlyHint: false, openWorldHint: true });
   });
 

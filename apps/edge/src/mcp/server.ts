@@ -61,7 +61,8 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
         description: tool.description + (tool.price ? spends(tool.price) : ''),
         inputSchema: describedOnly(z.object(shape)),
         ...(output ? { outputSchema: output as unknown as StandardSchemaWithJSON } : {}),
-        annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly && !tool.price, openWorldHint: false },
+        // A priced read is not read-only: it debits the balance. That is how the annotations say "spends money".
+        annotations: { title: tool.title, readOnlyHint: tool.readOnly && !tool.price, destructiveHint: false, idempotentHint: tool.readOnly && !tool.price, openWorldHint: false },
         ...(tool.price ? { _meta: { [PRICE_META]: tool.price } } : {}),
       },
       async (args: unknown) => routeResult(await callRoute(app, toolCaller, routeCallFor(tool, route, (args ?? {}) as Record<string, unknown>))),

@@ -19,7 +19,7 @@ export interface RouteTool {
   url: string;
   /** What a call costs, when the route charges: the tool then takes `maxCost` and says it spends money. */
   price?: string;
-  /** Only reads (no session started, nothing completed); a priced read still spends money. */
+  /** Only reads (no session started, nothing completed); a priced read still spends money, so its tool is not marked read-only. */
   readOnly: boolean;
   /** Adjusts the arguments taken from the route's schemas: an optional query field the tool requires, an alias dropped. */
   shape?: (shape: ArgShape) => ArgShape;
