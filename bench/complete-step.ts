@@ -10,7 +10,7 @@ import { Pool } from 'undici';
 import { buildApp } from '#edge/app';
 import { edgeSettings } from '#edge/config';
 import { loadCookbooks } from '#db/cookbooks';
-import { createRedis } from '#core/platform';
+import { createRedis, temporalDataConverter } from '#core/platform';
 import { completeStepUpdate, workflowIdFor } from '#workflows/messages';
 import { createTestAccount } from '#fixtures/accounts';
 import { createTestApi, startWorker, terminateRunningSessions } from '#fixtures/temporal';
@@ -50,7 +50,8 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 const http = new Pool(origin, { connections: CONCURRENCY, keepAliveTimeout: 30_000 });
 const plainConnection = await Connection.connect({ address: settings.TEMPORAL_ADDRESS });
-const plain = new Client({ connection: plainConnection, namespace: 'default' });
+// The same payload codec as the edge's client: the worker decrypts what it is sent.
+const plain = new Client({ connection: plainConnection, namespace: 'default', dataConverter: temporalDataConverter(settings.TEMPORAL_CODEC_KEYS) });
 
 const account = await createTestAccount(sql);
 const headers = { authorization: `Bearer ${account.fullKey}`, 'content-type': 'application/json' };

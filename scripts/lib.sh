@@ -137,6 +137,8 @@ ensure_temporal() {
   local args=(server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
     --db-filename "$DATA_DIR/temporal.db" --log-level warn)
   for name in "${SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$name=Keyword"); done
+  # With an operator login the edge serves the codec server: the UI decodes encrypted payloads there.
+  if [ -n "${OPERATOR_BASIC_AUTH:-}" ]; then args+=(--ui-codec-endpoint "${PUBLIC_URL:-http://127.0.0.1:${PORT:-3000}}/codec"); fi
   "$VENV/bin/temporal" "${args[@]}" >>"$DATA_DIR/logs/temporal.log" 2>&1 &
   TEMPORAL_PID=$!
   STARTED_PIDS+=("$TEMPORAL_PID")

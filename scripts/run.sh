@@ -13,6 +13,9 @@ case "${1:-}" in
   api)
     shift
     exec npx tsx apps/cli/api.ts "$@" ;;
+  rotate-master-key)
+    shift
+    exec npx tsx apps/cli/rotate-master-key.ts "$@" ;;
   demo)
     shift
     exec npx tsx scripts/demo.ts "$@" ;;
@@ -25,5 +28,5 @@ case "${1:-}" in
     say services "Postgres, Redis and Temporal are up; Temporal UI http://127.0.0.1:$TEMPORAL_UI_PORT (Ctrl-C stops what this started)"
     trap stop_started EXIT INT TERM
     [ ${#STARTED_PIDS[@]} -gt 0 ] && wait ;;
-  *) die "usage: scripts/run.sh migrate|api|demo|generate-client|services" ;;
+  *) die "usage: scripts/run.sh migrate|api|rotate-master-key|demo|generate-client|services" ;;
 esac

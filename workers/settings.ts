@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { directorySettings } from '#core/directory';
-import { isDevMasterKey } from '#core/platform';
+import { isDevCodecKeys, isDevMasterKey } from '#core/platform';
 import { parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
@@ -23,6 +23,9 @@ export function loadWorkerSettings(env: NodeJS.ProcessEnv = process.env): Worker
   // production) could not open keys sealed with another one.
   if (settings.NODE_ENV === 'production' && isDevMasterKey(settings.CONNECTIONS_MASTER_KEY)) {
     throw new SettingsError('CONNECTIONS_MASTER_KEY must be set to the edge\'s 32 random bytes (openssl rand -hex 32) in production');
+  }
+  if (settings.NODE_ENV === 'production' && isDevCodecKeys(settings.TEMPORAL_CODEC_KEYS)) {
+    throw new SettingsError('TEMPORAL_CODEC_KEYS must be set to the edge\'s keys in production (id:64 hex digits): the default is public');
   }
   return settings;
 }

@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
-import { createRedis } from '#core/platform';
+import { createRedis, temporalDataConverter } from '#core/platform';
 import { loadSettingsOrExit } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
@@ -24,6 +24,8 @@ const worker = await Worker.create({
   namespace: settings.TEMPORAL_NAMESPACE,
   taskQueue: settings.TEMPORAL_TASK_QUEUE,
   workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+  // Encrypts what the workflows store in Temporal (resultData, anything a person typed): payload-codec.ts.
+  dataConverter: temporalDataConverter(settings.TEMPORAL_CODEC_KEYS),
   activities: createActivities({ sql, redis, redisPrefix: settings.REDIS_PREFIX }),
 });
 

@@ -13,6 +13,7 @@ import authPlugin from './plugins/auth.js';
 import dashboardPlugin from './plugins/dashboard.js';
 import openapiPlugin from './plugins/openapi.js';
 import queueBoardPlugin from './plugins/queue-board.js';
+import codecServerPlugin from './plugins/codec-server.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import { registerApiRoutes } from './routes/index.js';
 import routeCatalogPlugin from './plugins/route-catalog.js';
@@ -138,6 +139,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await registerApiRoutes(app);
   await app.register(mcpPlugin);
   await app.register(queueBoardPlugin);
+  await app.register(codecServerPlugin);
   await app.register(dashboardPlugin);
   return app;
 }

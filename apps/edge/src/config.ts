@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseDollars } from '#contracts/money';
-import { isDevMasterKey, masterKeySetting } from '#core/platform';
+import { isDevCodecKeys, isDevMasterKey, masterKeySetting } from '#core/platform';
 import { envFlag, parseSettings, sharedSettings } from '#core/platform';
 
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
@@ -162,6 +162,9 @@ export function loadEdgeSettings(env: NodeJS.ProcessEnv = process.env): EdgeSett
   }
   if (settings.NODE_ENV === 'production' && isDevMasterKey(settings.CONNECTIONS_MASTER_KEY)) {
     throw new Error('CONNECTIONS_MASTER_KEY must be set to 32 random bytes (openssl rand -hex 32) in production');
+  }
+  if (settings.NODE_ENV === 'production' && isDevCodecKeys(settings.TEMPORAL_CODEC_KEYS)) {
+    throw new Error('TEMPORAL_CODEC_KEYS must be set to your own key in production (id:64 hex digits; openssl rand -hex 32): the default is public');
   }
   if (settings.NODE_ENV === 'production' && settings.ALLOW_PRIVATE_UPSTREAMS) {
     throw new Error('ALLOW_PRIVATE_UPSTREAMS=true is for tests only: in production the proxy must not reach private or loopback addresses');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { codecKeysSetting } from './payload-codec.js';
 
 /**
  * Settings every process shares: where the system of record, Redis and Temporal live. Each process
@@ -16,6 +17,12 @@ export const sharedSettings = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('cookbook-sessions'),
   TEMPORAL_UI_URL: z.string().url().default('http://127.0.0.1:8233'),
+  /**
+   * Keys of the payload codec that encrypts what Temporal stores (AES-256-GCM): comma-separated
+   * `id:key` pairs, 32-byte keys as hex or base64. The first encrypts; all decrypt. The default is a
+   * public development key, refused in production.
+   */
+  TEMPORAL_CODEC_KEYS: codecKeysSetting,
 });
 
 export class SettingsError extends Error {

@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 
 /**
  * The edge's handle on Temporal. The connection is lazy, so the edge starts and serves even while
@@ -12,9 +13,11 @@ export class TemporalGateway {
     readonly address: string,
     readonly namespace: string,
     readonly taskQueue: string,
+    /** The platform's payload codec (payload-codec.ts): what the client sends is encrypted, what it reads decrypted. */
+    dataConverter?: DataConverter,
   ) {
     this.connection = Connection.lazy({ address, connectTimeout: 2_000 });
-    this.client = new Client({ connection: this.connection, namespace });
+    this.client = new Client({ connection: this.connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
   }
 
   /** Resolves when the frontend answers a health check within `timeoutMs`; rejects otherwise. */

@@ -1,36 +1,17 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { PlatformError } from '#core/platform';
+import type { PlatformError } from '#core/platform';
 import { createRedis } from '#core/platform';
 import { sendError } from '../errors.js';
 import { assertSameOrigin } from '../http/dashboard-session.js';
-import { clientAddress } from './rate-limit.js';
+import { requireOperator } from '../http/operator-auth.js';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-function safeEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
-}
-
-function checkOperator(request: FastifyRequest, expected: string): void {
-  const header = request.headers.authorization ?? '';
-  const match = /^Basic\s+(\S+)$/i.exec(header);
-  const given = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
-  if (!safeEqual(given, expected)) {
-    throw new PlatformError('missing_credentials', 'Operator login required', {
-      hint: 'The queue board uses HTTP Basic auth with the OPERATOR_BASIC_AUTH setting.',
-      headers: { 'WWW-Authenticate': 'Basic realm="queue board", charset="UTF-8"' },
-    });
-  }
-}
 
 /**
  * The BullMQ board for operators at /admin/queues, behind HTTP Basic auth (OPERATOR_BASIC_AUTH;
@@ -67,15 +48,8 @@ export default fp(
       // bull-board installs its own error handler in this scope, so failures are answered here.
       scope.addHook('onRequest', async (request, reply) => {
         try {
-          checkOperator(request, credentials);
+          await requireOperator(request, reply, { expected: credentials, realm: 'queue board', surface: 'The queue board', rateLimiter: app.rateLimiter });
         } catch (error) {
-          // Wrong operator passwords are throttled per address like dashboard logins (the board is
-          // outside /api/, where the general limiter does not look).
-          try {
-            await app.rateLimiter.consume(request, reply, 'login', `operator:${clientAddress(request.ip)}`);
-          } catch (limited) {
-            return sendError(reply, limited as PlatformError);
-          }
           return sendError(reply, error as PlatformError);
         }
         // Browsers resend Basic credentials on their own, so a page elsewhere could post to the

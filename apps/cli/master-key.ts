@@ -1,0 +1,46 @@
+import { connectionContext, openSecret, platformKeyContext, sealSecret } from '#core/platform';
+import type { Sql } from '#db/sql';
+
+export interface RotationReport {
+  connections: number;
+  platformKeys: number;
+}
+
+export class RotationError extends Error {
+  override name = 'RotationError';
+}
+
+/**
+ * Re-seals every secret the secret box holds (bring-your-own keys in `connections`, platform keys in
+ * `apis`) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
+ * none does. Each secret is opened under the old key first; one that does not open (a wrong old
+ * key, a row already rotated) aborts the whole run with the row named, never its secret.
+ */
+export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer): Promise<RotationReport> {
+  if (oldKey.equals(newKey)) throw new RotationError('the new key is the old key');
+  return sql.begin(async (tx) => {
+    // Rows are locked so a connection saved meanwhile waits for the rotation instead of being lost.
+    const connections = await tx<{ account_id: string; api_id: string; key_encrypted: Buffer }[]>`
+      select account_id, api_id, key_encrypted from connections order by account_id, api_id for update`;
+    const apis = await tx<{ id: string; platform_key_encrypted: Buffer }[]>`
+      select id, platform_key_encrypted from apis where platform_key_encrypted is not null order by id for update`;
+    const reseal = (sealed: Buffer, context: string, what: string) => {
+      let plain: string;
+      try {
+        plain = openSecret(oldKey, sealed, context);
+      } catch {
+        throw new RotationError(`${what} does not open under the old key (wrong old key, or already rotated?); nothing was changed`);
+      }
+      return sealSecret(newKey, plain, context);
+    };
+    for (const row of connections) {
+      const sealed = reseal(row.key_encrypted, connectionContext(row.account_id, row.api_id), `the connection of account ${row.account_id} to ${row.api_id}`);
+      await tx`update connections set key_encrypted = ${sealed} where account_id = ${row.account_id} and api_id = ${row.api_id}`;
+    }
+    for (const row of apis) {
+      const sealed = reseal(row.platform_key_encrypted, platformKeyContext(row.id), `the platform key of ${row.id}`);
+      await tx`update apis set platform_key_encrypted = ${sealed} where id = ${row.id}`;
+    }
+    return { connections: connections.length, platformKeys: apis.length };
+  });
+}

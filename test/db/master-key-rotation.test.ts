@@ -1,0 +1,64 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runApiCli } from '#cli/api-cli';
+import { rotateMasterKey, RotationError } from '#cli/master-key';
+import { connectionContext, openSecret, platformKeyContext, sealSecret } from '#core/platform';
+import { upsertConnection } from '#db/connections';
+import { createTestAccount } from '#fixtures/accounts';
+import { createSql, type Sql } from '#db/sql';
+import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
+
+describe('rotating CONNECTIONS_MASTER_KEY', () => {
+  let sql: Sql;
+  const devKey = testEdgeSettings().CONNECTIONS_MASTER_KEY;
+  beforeAll(() => {
+    sql = createSql(testDatabaseUrl(), { max: 2 });
+  });
+  afterAll(async () => sql.end());
+
+  const sealedConnection = async (accountId: string, apiId: string) =>
+    (await sql<{ key_encrypted: Buffer }[]>`select key_encrypted from connections where account_id = ${accountId} and api_id = ${apiId}`)[0]!.key_encrypted;
+  const sealedPlatformKey = async (apiId: string) => (await sql<{ platform_key_encrypted: Buffer }[]>`select platform_key_encrypted from apis where id = ${apiId}`)[0]!.platform_key_encrypted;
+
+  it('re-seals every connection and platform key in one go, refuses a wrong old key without changing anything, and the CLI prints no secret', async () => {
+    const apiId = uniqueId('rot-');
+    await runApiCli(['add', '--id', apiId, '--name', 'Rotating', '--base-url', 'https://rot.example.com', '--price', '0.001', '--platform-key', 'platform-SECRET-1'], {
+      ...process.env,
+      DATABASE_URL: testDatabaseUrl(),
+    });
+    const account = await createTestAccount(sql);
+    await upsertConnection(sql, { accountId: account.accountId, apiId, sealed: sealSecret(devKey, 'byok-SECRET-2', connectionContext(account.accountId, apiId)), keyHint: '…T-2' });
+
+    const newKey = randomBytes(32);
+    const before = await sealedConnection(account.accountId, apiId);
+    await expect(rotateMasterKey(sql, randomBytes(32), newKey)).rejects.toThrow(RotationError);
+    expect((await sealedConnection(account.accountId, apiId)).equals(before)).toBe(true);
+
+    const report = await rotateMasterKey(sql, devKey, newKey);
+    expect(report.connections).toBeGreaterThanOrEqual(1);
+    expect(report.platformKeys).toBeGreaterThanOrEqual(1);
+    expect(openSecret(newKey, await sealedConnection(account.accountId, apiId), connectionContext(account.accountId, apiId))).toBe('byok-SECRET-2');
+    expect(openSecret(newKey, await sealedPlatformKey(apiId), platformKeyContext(apiId))).toBe('platform-SECRET-1');
+    const after = await sealedConnection(account.accountId, apiId);
+    expect(() => openSecret(devKey, after, connectionContext(account.accountId, apiId))).toThrow();
+    // A second run with the same old key finds rows it cannot open: nothing changes.
+    await expect(rotateMasterKey(sql, devKey, randomBytes(32))).rejects.toThrow(/does not open under the old key/);
+
+    // The operator's command rotates back to the development key, printing counts only.
+    const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'apps/cli/rotate-master-key.ts'], {
+        env: { ...process.env, DATABASE_URL: testDatabaseUrl(), CONNECTIONS_MASTER_KEY: newKey.toString('hex'), NEW_CONNECTIONS_MASTER_KEY: devKey.toString('base64') },
+      });
+      let out = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      child.stderr.on('data', (chunk) => (out += chunk));
+      child.on('close', (code) => resolve({ code, out }));
+    });
+    expect(run.code, run.out).toBe(0);
+    expect(run.out).toMatch(/re-sealed \d+ connection keys and \d+ platform keys/);
+    expect(run.out).not.toContain('SECRET');
+    expect(run.out).not.toContain(newKey.toString('hex'));
+    expect(openSecret(devKey, await sealedConnection(account.accountId, apiId), connectionContext(account.accountId, apiId))).toBe('byok-SECRET-2');
+  });
+});
