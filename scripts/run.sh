@@ -23,10 +23,20 @@ case "${1:-}" in
     shift
     ensure_postgres; ensure_redis
     exec npx tsx scripts/generate-client.ts "$@" ;;
+  record-histories)
+    # A scratch database of its own: the recorder makes accounts and sessions it does not clean up.
+    shift
+    ensure_venv; ensure_postgres; ensure_redis
+    psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -qc 'drop database if exists "platform_histories" with (force)' >/dev/null
+    ensure_database platform_histories
+    export DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/platform_histories"
+    npx tsx db/src/cli/migrate.ts
+    export TEMPORAL_TEST_SERVER_PATH="$VENV/bin/temporal-test-server"
+    exec npx tsx scripts/record-histories.ts "$@" ;;
   services)
     ensure_postgres; ensure_redis; ensure_temporal
     say services "Postgres, Redis and Temporal are up; Temporal UI http://127.0.0.1:$TEMPORAL_UI_PORT (Ctrl-C stops what this started)"
     trap stop_started EXIT INT TERM
     [ ${#STARTED_PIDS[@]} -gt 0 ] && wait ;;
-  *) die "usage: scripts/run.sh migrate|api|rotate-master-key|demo|generate-client|services" ;;
+  *) die "usage: scripts/run.sh migrate|api|rotate-master-key|record-histories|demo|generate-client|services" ;;
 esac

@@ -128,7 +128,8 @@ export async function checkSelectedApis(db: Db, cookbook: Cookbook, selectedApis
   }
 }
 
-function stepPlans(cookbook: Cookbook): StepPlan[] {
+/** The workflow's plan of a cookbook's steps (the durations parsed to milliseconds). */
+export function stepPlans(cookbook: Cookbook): StepPlan[] {
   return cookbook.steps.map((step) => ({
     stepId: step.stepId,
     title: step.title,
@@ -157,6 +158,34 @@ export interface StartInput {
   cookbook: Cookbook;
   selectedApis: Record<string, string>;
   idempotencyKey: string | null;
+}
+
+/**
+ * How a session's workflow is started: id, task queue, search attributes and memo. Shared with the
+ * history recorder (scripts/record-histories.ts), so recorded histories start as real ones do.
+ */
+export function sessionWorkflowOptions(input: CookbookSessionInput, taskQueue: string) {
+  return {
+    workflowId: workflowIdFor(input.sessionId),
+    taskQueue,
+    args: [input] as [CookbookSessionInput],
+    workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.accountId, value: input.accountId },
+      { key: SEARCH_ATTRIBUTES.cookbookId, value: input.cookbookId },
+      { key: SEARCH_ATTRIBUTES.sessionStatus, value: 'running' },
+      { key: SEARCH_ATTRIBUTES.currentStep, value: input.steps[0]!.stepId },
+    ],
+    // What an operator reads in the Temporal UI next to the search attributes: the account's id,
+    // never its email (workflow history is readable by every operator).
+    memo: {
+      cookbookTitle: input.cookbookTitle,
+      accountId: input.accountId,
+      selectedApis: input.selectedApis,
+      idempotencyKey: input.idempotencyKey,
+    },
+  };
 }
 
 /**
@@ -189,27 +218,7 @@ export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs:
   const startedAt = new Date();
   try {
     await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
-      temporal.client.workflow.start('cookbookSession', {
-        workflowId,
-        taskQueue: temporal.taskQueue,
-        args: [workflowInput],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.accountId, value: accountId },
-          { key: SEARCH_ATTRIBUTES.cookbookId, value: cookbook.id },
-          { key: SEARCH_ATTRIBUTES.sessionStatus, value: 'running' },
-          { key: SEARCH_ATTRIBUTES.currentStep, value: cookbook.steps[0]!.stepId },
-        ],
-        // What an operator reads in the Temporal UI next to the search attributes: the account's id,
-        // never its email (workflow history is readable by every operator).
-        memo: {
-          cookbookTitle: cookbook.title,
-          accountId,
-          selectedApis,
-          idempotencyKey,
-        },
-      }),
+      temporal.client.workflow.start('cookbookSession', sessionWorkflowOptions(workflowInput, temporal.taskQueue)),
     );
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
@@ -326,7 +335,7 @@ export async function completeStep(
   }
 }
 
-function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor }): string {
+export function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor }): string {
   const digest = createHash('sha256').update(`${request.actor}\n${JSON.stringify(request.resultData)}`).digest('hex').slice(0, 16);
   return `complete-step:${sessionId}:${request.stepId}:${digest}`;
 }

@@ -1,0 +1,146 @@
+// `npm run record:histories`: records cookbook-session workflow histories for the replay test
+// (test/workflows/replay.test.ts) into test/fixtures/histories/<date>/.
+//
+// Each scenario is a real session: the production workflow code and activities (Postgres mirror,
+// Redis event stream), started with the same options as the edge (sessionWorkflowOptions), its
+// steps completed with the edge's Update ids, its payloads encrypted by the platform's codec (with
+// the public development key, so the replay test can read them). Temporal's time-skipping test
+// server runs it, so reminders and expiries that take days take seconds.
+//
+// Recordings are never replaced: a workflow change that breaks an old recording would break the
+// sessions of that age still open in production. Record a new dated set when the workflow changes
+// (for example after a patched() change), and keep the old ones until no session of theirs can be open.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { WorkflowHandle } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { completionUpdateId, sessionWorkflowOptions, stepPlans } from '#core/cookbooks';
+import { createRedis, DEV_CODEC_KEYS, parseCodecKeys, parseSettings, sharedSettings, temporalDataConverter } from '#core/platform';
+import { readCookbookFiles, loadCookbooks } from '#db/cookbooks';
+import { createSql } from '#db/sql';
+import { createTestAccount } from '#fixtures/accounts';
+import { uniqueId } from '#fixtures/ids';
+import { createTestApi, quietTemporalRuntime, workflowBundle } from '#fixtures/temporal';
+import { createActivities } from '#workers/temporal/activities';
+import { historyFileText } from '#fixtures/histories';
+import { completeStepUpdate, cancelSessionUpdate, type Actor, type CookbookSessionInput } from '#workflows/messages';
+
+const HOUR = 3_600_000;
+const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true, REDIS_URL: true }));
+const testServer = process.env.TEMPORAL_TEST_SERVER_PATH;
+if (!testServer) throw new Error('TEMPORAL_TEST_SERVER_PATH is not set: run it as npm run record:histories');
+const outDir = fileURLToPath(new URL(`../test/fixtures/histories/${new Date().toISOString().slice(0, 10)}`, import.meta.url));
+const taskQueue = uniqueId('record-histories-');
+const redisPrefix = uniqueId('record');
+const dataConverter = temporalDataConverter(parseCodecKeys(DEV_CODEC_KEYS));
+
+quietTemporalRuntime();
+const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServer } }, client: { dataConverter } });
+await env.connection.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes: { AccountId: 2, CookbookId: 2, SessionStatus: 2, CurrentStep: 2 } });
+const sql = createSql(settings.DATABASE_URL, { max: 4, appName: 'record-histories' });
+const redis = createRedis(settings.REDIS_URL, 'queue');
+await loadCookbooks(sql);
+const cookbook = (await readCookbookFiles()).find((book) => book.id === 'weather-alert-sms')!;
+const account = await createTestAccount(sql);
+const selectedApis = { weather: await createTestApi(sql, 'weather'), sms: await createTestApi(sql, 'sms') };
+
+const worker = await Worker.create({
+  connection: env.nativeConnection,
+  taskQueue,
+  workflowBundle: await workflowBundle(),
+  activities: createActivities({ sql, redis, redisPrefix }),
+  dataConverter,
+});
+
+const start = async (accountId = account.accountId) => {
+  const input: CookbookSessionInput = {
+    sessionId: `ses_${randomBytes(12).toString('hex')}`,
+    accountId,
+    cookbookId: cookbook.id,
+    cookbookTitle: cookbook.title,
+    selectedApis,
+    idempotencyKey: null,
+    steps: stepPlans(cookbook),
+  };
+  return env.client.workflow.start('cookbookSession', sessionWorkflowOptions(input, taskQueue));
+};
+const complete = (handle: WorkflowHandle, sessionId: string, stepId: string, resultData: Record<string, unknown>, actor: Actor = 'key') =>
+  handle.executeUpdate(completeStepUpdate, { args: [{ stepId, resultData, actor }], updateId: completionUpdateId(sessionId, { stepId, resultData, actor }) });
+const sessionIdOf = (handle: WorkflowHandle) => handle.workflowId.replace(/^cookbook-session-/, '');
+const agentSteps = async (handle: WorkflowHandle) => {
+  const id = sessionIdOf(handle);
+  await complete(handle, id, 'fetch-forecast', { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm', severity: 'severe' }] });
+  await complete(handle, id, 'draft-message', { message: 'Storm tonight from 20:00.', recipients: ['+4712345678'] });
+};
+
+/** Each scenario drives one session to its end (or to where it waits) and returns its handle. */
+const scenarios: Record<string, () => Promise<WorkflowHandle>> = {
+  // Every step kind: two agent steps, a person's approval, the last agent step.
+  'completed-agent-and-human': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    await complete(handle, sessionIdOf(handle), 'approve-wording', { approved: true }, 'human');
+    await complete(handle, sessionIdOf(handle), 'send-sms', { messageIds: ['SM1'] });
+    await handle.result();
+    return handle;
+  },
+  // A human step that waited past its reminder (2 h in this cookbook) before the person answered.
+  'reminded-then-completed': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    await env.sleep(3 * HOUR);
+    await complete(handle, sessionIdOf(handle), 'approve-wording', { approved: true, note: 'late, sorry' }, 'human');
+    await complete(handle, sessionIdOf(handle), 'send-sms', { messageIds: ['SM2'] });
+    await handle.result();
+    return handle;
+  },
+  // Nobody answered: reminders every 2 h, expiry at 12 h.
+  'expired-human-step': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    await handle.result();
+    return handle;
+  },
+  // Cancelled by the agent while the human step waited.
+  'cancelled-waiting-for-human': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    await handle.executeUpdate(cancelSessionUpdate, { args: [{ reason: 'no longer needed' }] });
+    await handle.result();
+    return handle;
+  },
+  // The account is gone: the first record fails for good and the session ends as failed.
+  'failed-account-gone': async () => {
+    const handle = await start('00000000-0000-4000-8000-000000000000');
+    await handle.result();
+    return handle;
+  },
+  // Still waiting on a person when recorded: the case the versioning rules protect most.
+  'open-waiting-for-human': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    await env.sleep(5 * HOUR);
+    return handle;
+  },
+};
+
+mkdirSync(outDir, { recursive: true });
+try {
+  await worker.runUntil(async () => {
+    for (const [name, run] of Object.entries(scenarios)) {
+      const handle = await run();
+      const history = await handle.fetchHistory();
+      const file = join(outDir, `${name}.json`);
+      writeFileSync(file, historyFileText(handle.workflowId, history));
+      console.log(`[record-histories] ${name}: ${history.events?.length ?? 0} events -> ${file}`);
+      if (name === 'open-waiting-for-human') await handle.terminate('recorded');
+    }
+  });
+} finally {
+  await env.teardown();
+  await sql.end({ timeout: 5 });
+  await redis.quit();
+}
