@@ -54,6 +54,15 @@ export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyRow | null
 }
 
 /** Records use of keys in one batched write, so no request writes on its own path. */
+/** Keys among `keyIds` that can no longer authenticate (disabled, revoked, expired or deleted). */
+export async function unusableKeys(db: Db, keyIds: string[], at: Date = new Date()): Promise<Set<string>> {
+  if (keyIds.length === 0) return new Set();
+  const rows = await db<{ id: string }[]>`
+    select id from api_keys where id = any(${keyIds}) and status = 'enabled' and (expires_at is null or expires_at > ${at})`;
+  const usable = new Set(rows.map((row) => row.id));
+  return new Set(keyIds.filter((id) => !usable.has(id)));
+}
+
 export async function touchKeys(db: Db, keyIds: string[], at: Date = new Date()): Promise<void> {
   if (keyIds.length === 0) return;
   await db`update api_keys set last_used_at = greatest(coalesce(last_used_at, ${at}), ${at}) where id = any(${keyIds})`;

@@ -3267,7 +3267,7 @@ export interface paths {
         };
         /**
          * Server-sent events of the session: replays after Last-Event-ID, then follows live until the session ends
-         * @description Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats.
+         * @description Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect with Last-Event-ID), and with a last `stream.closed` event when the key that opened it is disabled or revoked.
          */
         get: {
             parameters: {

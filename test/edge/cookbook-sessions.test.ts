@@ -41,7 +41,9 @@ describe('cookbook sessions over REST, on Temporal', () => {
   let smsApi: string;
 
   beforeAll(async () => {
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_HEARTBEAT_MS: '200', SSE_MAX_STREAMS_PER_ACCOUNT: '1000' });
+    // Keys are not re-checked during the file: one test deletes an account (its keys go with it) and
+    // follows its stream to the end; streams of dead keys closing is sse-limits.test.ts's subject.
+    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_HEARTBEAT_MS: '200', SSE_MAX_STREAMS_PER_ACCOUNT: '1000', SSE_KEY_RECHECK_MS: '300000' });
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyChangesChannel } from '#core/identity';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
+import { RedisSubscriberProxy } from '../helpers/redis-subscriber-proxy.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 describe('a key change reaches a second edge instance within one second', () => {
   let a: FastifyInstance;
@@ -77,4 +79,106 @@ describe('a key change reaches a second edge instance within one second', () => 
     expectOk(await a.inject({ method: 'DELETE', url: `/api/v1/agent-keys/${agentKey.id}`, headers: bearer(owner.fullKey) }));
     expect(await msUntilRefusedOnB(fullKey, 'key_revoked')).toBeLessThan(1_000);
   });
+});
+
+describe('revocation when the change feed goes silent (heartbeats)', () => {
+  let a: FastifyInstance;
+  let b: FastifyInstance;
+  let proxy: RedisSubscriberProxy;
+  const prefix = uniqueId('silent');
+  beforeAll(async () => {
+    const redis = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    proxy = new RedisSubscriberProxy({ host: redis.hostname, port: Number(redis.port || 6379) });
+    const proxied = await proxy.start();
+    // B reaches Redis through the proxy; A directly. Long cache TTL: only the feed (or distrust of
+    // it) can make B notice a change.
+    a = await createTestApp({ KEY_CACHE_TTL_MS: '600000', REDIS_PREFIX: prefix });
+    b = await createTestApp({ KEY_CACHE_TTL_MS: '600000', REDIS_PREFIX: prefix, REDIS_URL: proxied });
+    const channel = keyChangesChannel(prefix);
+    const deadline = Date.now() + 5_000;
+    while (((await a.deps.redis.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1] < 2) {
+      if (Date.now() > deadline) throw new Error(`both instances did not subscribe to ${channel} within 5 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    await proxy?.stop();
+  });
+
+  const whoami = (app: FastifyInstance, key: string) => app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(key) });
+  const newKey = async () => {
+    const owner = await createTestAccount(a.deps.sql);
+    const created = expectOk<{ key: { id: string }; fullKey: string }>(
+      await a.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: 'silent feed' } }),
+      201,
+    );
+    expectOk(await whoami(a, created.fullKey));
+    expectOk(await whoami(b, created.fullKey));
+    return { owner, ...created };
+  };
+
+  it('an edge that hears no heartbeat for two seconds stops trusting its cache, so a revocation sent meanwhile still lands; it reconnects and trusts the cache again', async () => {
+    const { owner, key, fullKey } = await newKey();
+    proxy.freezeSubscribers();
+    const connectionsBefore = proxy.subscriberConnections;
+    const started = performance.now();
+    expectOk(await a.inject({ method: 'DELETE', url: `/api/v1/keys/${key.id}`, headers: bearer(owner.fullKey) }));
+    // B never hears the announcement; within the heartbeat window it reads through to Postgres.
+    await expect.poll(async () => JSON.parse((await whoami(b, fullKey)).body).code, { timeout: 4_000, interval: 25 }).toBe('key_revoked');
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeLessThan(3_500);
+
+    // The silent connection looks alive but may be half-open: B drops it and subscribes anew.
+    await expect.poll(() => proxy.subscriberConnections, { timeout: 10_000, interval: 100 }).toBeGreaterThan(connectionsBefore);
+    proxy.thaw();
+    // Heard again: B caches again, so a change made only in the database (never announced) is not seen...
+    const second = await newKey();
+    await expect
+      .poll(
+        async () => {
+          await whoami(b, second.fullKey);
+          await b.deps.sql`update api_keys set status = 'disabled' where id = ${second.key.id}`;
+          const cached = (await whoami(b, second.fullKey)).statusCode;
+          await b.deps.sql`update api_keys set status = 'enabled' where id = ${second.key.id}`;
+          return cached;
+        },
+        { timeout: 15_000, interval: 200 },
+      )
+      .toBe(200);
+    // ...and announcements reach it within a second again.
+    const again = performance.now();
+    expectOk(await a.inject({ method: 'PATCH', url: `/api/v1/keys/${second.key.id}`, headers: bearer(second.owner.fullKey), payload: { status: 'disabled' } }));
+    await expect.poll(async () => JSON.parse((await whoami(b, second.fullKey)).body).code, { timeout: 1_000, interval: 10 }).toBe('key_disabled');
+    expect(performance.now() - again).toBeLessThan(1_000);
+  }, 30_000);
+});
+
+describe('an announcement Redis refuses is retried after the commit', () => {
+  it('a key disabled while the announcing edge cannot reach Redis still reaches the other edge once Redis is back', async () => {
+    const prefix = uniqueId('retry');
+    const redis = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const proxy = await startTcpProxy(redis.hostname, Number(redis.port || 6379));
+    const a = await createTestApp({ KEY_CACHE_TTL_MS: '600000', REDIS_PREFIX: prefix, REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
+    const b = await createTestApp({ KEY_CACHE_TTL_MS: '600000', REDIS_PREFIX: prefix });
+    try {
+      const whoami = (app: FastifyInstance, key: string) => app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(key) });
+      const owner = await createTestAccount(a.deps.sql);
+      const { key, fullKey } = expectOk<{ key: { id: string }; fullKey: string }>(
+        await a.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: 'retried' } }),
+        201,
+      );
+      await expect.poll(async () => (await whoami(b, fullKey)).statusCode, { timeout: 5_000, interval: 50 }).toBe(200);
+      proxy.cut();
+      // The change commits and the caller gets its answer although the announcement cannot go out.
+      expectOk(await a.inject({ method: 'PATCH', url: `/api/v1/keys/${key.id}`, headers: bearer(owner.fullKey), payload: { status: 'disabled' } }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expectOk(await whoami(b, fullKey)); // B still trusts its cache: its own feed is healthy.
+      proxy.restore();
+      await expect.poll(async () => JSON.parse((await whoami(b, fullKey)).body).code, { timeout: 3_000, interval: 20 }).toBe('key_disabled');
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await proxy.close();
+    }
+  }, 30_000);
 });

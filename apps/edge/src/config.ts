@@ -132,8 +132,15 @@ export const edgeSettings = sharedSettings.extend({
   USAGE_BUFFER_MAX: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
   /** Cookbook session event streams: a comment line this often keeps proxies from closing idle streams. */
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
-  /** Event streams one account may hold open on one edge instance; the next gets 429 with Retry-After. */
+  /** Event streams one account may hold open across all edge instances; the next gets 429 with Retry-After. */
   SSE_MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(20),
+  /**
+   * Open streams are counted in Redis under a lease that the edge holding them renews; an edge that
+   * dies stops renewing and its streams stop counting after this long.
+   */
+  SSE_STREAM_LEASE_SECONDS: z.coerce.number().int().min(3).max(3_600).default(30),
+  /** How often the keys behind open streams are checked again (beside the change feed's push). */
+  SSE_KEY_RECHECK_MS: z.coerce.number().int().min(100).max(300_000).default(5_000),
   /** A stream is closed after this long; the client resumes with Last-Event-ID (EventSource does so by itself). */
   SSE_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3_600),
   /** Budget for starting a session workflow; past it (Temporal unreachable) the start answers 503. */

@@ -13,6 +13,14 @@ export async function publishKeyChange(redis: Redis, redisPrefix: string, keyId:
   await redis.publish(keyChangesChannel(redisPrefix), keyId);
 }
 
+/** How long a failed announcement is retried: past the cache TTL the other instances forget the key anyway. */
+const ANNOUNCE_RETRY_MAX_MS = 120_000;
+
+export interface KeyVerifierLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+}
+
 interface CacheEntry {
   key: KeyRow;
   expiresAt: number;
@@ -34,25 +42,54 @@ export class KeyVerifier {
   private feed: ChangeFeed | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
 
+  private readonly listeners = new Set<(keyId: string) => void>();
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private stopped = false;
+
   constructor(
     private readonly sql: Sql,
-    private readonly options: { redisUrl: string; redisPrefix: string; ttlMs: number },
+    private readonly options: {
+      redisUrl: string;
+      redisPrefix: string;
+      ttlMs: number;
+      /** Publishes announcements and the feed's heartbeats (without it there are no heartbeats). */
+      publisher?: Redis;
+      log?: KeyVerifierLog;
+    },
   ) {}
 
   async start(): Promise<void> {
-    this.feed = new ChangeFeed(this.options.redisUrl, keyChangesChannel(this.options.redisPrefix), {
-      changed: (keyId) => this.forget(keyId),
-      lost: () => {
-        this.cache.clear();
-        this.hashById.clear();
+    const { publisher, log } = this.options;
+    this.feed = new ChangeFeed(
+      this.options.redisUrl,
+      keyChangesChannel(this.options.redisPrefix),
+      {
+        changed: (keyId) => {
+          this.forget(keyId);
+          for (const listener of this.listeners) listener(keyId);
+        },
+        lost: () => {
+          this.cache.clear();
+          this.hashById.clear();
+        },
       },
-    });
+      publisher && {
+        publisher,
+        onStateChange: (state, silentForMs) => {
+          if (state === 'silent') log?.warn({ silentForMs }, 'key change feed is silent: keys are read from Postgres on every call until it is heard again');
+          else log?.info({ silentForMs }, 'key change feed heard again: key cache back in use');
+        },
+      },
+    );
     this.feed.start();
     this.flushTimer = setInterval(() => void this.flushTouched(), TOUCH_FLUSH_MS);
     this.flushTimer.unref();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.retries) clearTimeout(timer);
+    this.retries.clear();
     if (this.flushTimer) clearInterval(this.flushTimer);
     await this.flushTouched();
     this.feed?.stop();
@@ -105,6 +142,40 @@ export class KeyVerifier {
       this.hashById.set(key.id, cacheKey);
     }
     return key;
+  }
+
+  /** Called with the id of every key changed anywhere (announced here or by another instance). */
+  onChange(listener: (keyId: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * After a key row changed and the change committed: this instance forgets the key at once and
+   * tells the others. A refused publish is retried in the background (backing off to once a
+   * second, for up to two minutes) instead of failing the request whose change already committed.
+   */
+  announce(keyId: string): void {
+    this.evict(keyId);
+    for (const listener of this.listeners) listener(keyId);
+    const publisher = this.options.publisher;
+    if (!publisher) return;
+    const started = Date.now();
+    const attempt = (delayMs: number) => {
+      publishKeyChange(publisher, this.options.redisPrefix, keyId).catch((error: unknown) => {
+        if (this.stopped || Date.now() - started > ANNOUNCE_RETRY_MAX_MS) {
+          this.options.log?.warn({ keyId, err: { message: (error as Error).message } }, 'key change could not be announced; other instances forget the key when their cache entry expires');
+          return;
+        }
+        const timer = setTimeout(() => {
+          this.retries.delete(timer);
+          attempt(Math.min(delayMs * 2, 1_000));
+        }, delayMs);
+        timer.unref();
+        this.retries.add(timer);
+      });
+    };
+    attempt(50);
   }
 
   /** Drops a key this instance just changed, before the change is announced to the others. */

@@ -64,7 +64,14 @@ export function requireAuth(request: FastifyRequest): AuthContext {
 export default fp(
   async function authPlugin(app: FastifyInstance) {
     const { settings, sql } = app.deps;
-    const verifier = new KeyVerifier(sql, { redisUrl: settings.REDIS_URL, redisPrefix: settings.REDIS_PREFIX, ttlMs: settings.KEY_CACHE_TTL_MS });
+    const verifier = new KeyVerifier(sql, {
+      redisUrl: settings.REDIS_URL,
+      redisPrefix: settings.REDIS_PREFIX,
+      ttlMs: settings.KEY_CACHE_TTL_MS,
+      // Announcements and the change feed's heartbeats go out on the request-path connection.
+      publisher: app.deps.redis,
+      log: app.log,
+    });
     await verifier.start();
     app.decorate('keyVerifier', verifier);
     app.addHook('onClose', async () => verifier.stop());

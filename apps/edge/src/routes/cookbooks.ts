@@ -23,6 +23,7 @@ import {
 } from '#core/cookbooks';
 import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
+import type { StreamCloseReason } from '../plugins/event-streams.js';
 import { IDEMPOTENCY_KEY } from './balance.js';
 import { errorResponses } from './error-responses.js';
 import { apiId } from '#contracts/directory';
@@ -60,8 +61,6 @@ function sseFrame(event: StreamedEvent): string {
  */
 const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, temporal, settings } = app.deps;
-  /** Open event streams per account on this edge (SSE_MAX_STREAMS_PER_ACCOUNT). */
-  const openStreams = new Map<string, number>();
 
   app.get(
     '/cookbooks',
@@ -363,7 +362,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'Server-sent events of the session: replays after Last-Event-ID, then follows live until the session ends',
         description:
-          'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats.',
+          'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect with Last-Event-ID), and with a last `stream.closed` event when the key that opened it is disabled or revoked.',
         params: sessionParams,
         querystring: z.object({ lastEventId: z.string().optional() }),
         response: { ...errorResponses(400, 404, 429) },
@@ -377,15 +376,10 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         throw new PlatformError('validation_failed', 'Last-Event-ID must be an event id from this stream, such as "3-0"', { hint: 'Omit it to replay from the start.' });
       }
 
-      const accountId = requireAuth(request).accountId;
-      const open = openStreams.get(accountId) ?? 0;
-      if (open >= settings.SSE_MAX_STREAMS_PER_ACCOUNT) {
-        throw new PlatformError('rate_limited', `Too many open event streams: at most ${settings.SSE_MAX_STREAMS_PER_ACCOUNT} per account`, {
-          hint: 'Close streams you no longer follow, or retry after the number of seconds in Retry-After.',
-          headers: { 'Retry-After': '5' },
-        });
-      }
-      openStreams.set(accountId, open + 1);
+      const caller = requireAuth(request);
+      // Counted across every edge (SSE_MAX_STREAMS_PER_ACCOUNT), and closed if its key stops working.
+      let closeFor: (reason: StreamCloseReason) => void = () => {};
+      const admitted = await app.eventStreams.open(caller.accountId, caller.keyId, (reason) => closeFor(reason));
 
       reply.hijack();
       const raw = reply.raw;
@@ -406,14 +400,21 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         if (finished) return;
         finished = true;
         clearTimeout(lifetime);
-        const left = (openStreams.get(accountId) ?? 1) - 1;
-        if (left > 0) openStreams.set(accountId, left);
-        else openStreams.delete(accountId);
+        admitted.release();
         unsubscribe?.();
         if (!raw.writableEnded) raw.end();
       };
+      // The key was disabled or revoked: say so in a last event, then end. A reconnecting client
+      // gets the key's 403.
+      closeFor = (reason) => {
+        if (finished) return;
+        raw.write(`event: stream.closed\ndata: ${JSON.stringify({ ok: false, ...reason })}\n\n`);
+        finish();
+      };
       request.raw.on('close', finish);
       raw.on('close', finish);
+      // The client may have gone while the stream was being admitted.
+      if (request.raw.destroyed || raw.destroyed) finish();
       try {
         const stop = await app.sessionEvents.follow(row.id, lastEventId, {
           event: (event) => {

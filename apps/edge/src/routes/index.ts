@@ -7,6 +7,7 @@ import agentKeyRoutes from './agent-keys.js';
 import balanceRoutes from './balance.js';
 import connectionRoutes from './connections.js';
 import sessionEventsPlugin from '../plugins/session-events.js';
+import eventStreamsPlugin from '../plugins/event-streams.js';
 import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
 import keyRoutes from './keys.js';
@@ -29,6 +30,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(apiCachePlugin);
   await app.register(directoryIndexPlugin);
   await app.register(sessionEventsPlugin);
+  await app.register(eventStreamsPlugin);
   await app.register(
     async (api) => {
       await api.register(healthRoutes);

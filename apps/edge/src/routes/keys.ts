@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { changeKey, issueKey, listKeys } from '#core/identity';
 import type { KeyRow } from '#db/keys';
-import { publishKeyChange } from '#core/identity';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
 import { keyMeta, type KeyMeta } from '#contracts/keys';
@@ -36,10 +35,12 @@ const patchBody = z
   .strict()
   .refine((body) => body.name !== undefined || body.status !== undefined, { message: 'give name and/or status' });
 
-/** After a key row changed: this instance forgets the key at once, the others within a pub/sub round trip. */
+/**
+ * After a key row changed: this instance forgets the key at once (and closes the event streams it
+ * opened if it no longer works), the others within a pub/sub round trip; a refused publish is retried.
+ */
 export async function announceKeyChange(app: FastifyInstance, key: KeyRow): Promise<KeyRow> {
-  app.keyVerifier.evict(key.id);
-  await publishKeyChange(app.deps.redis, app.deps.settings.REDIS_PREFIX, key.id);
+  app.keyVerifier.announce(key.id);
   return key;
 }
 
