@@ -13,6 +13,15 @@ export const workerSettings = sharedSettings.extend(directorySettings.shape).ext
   REFUND_RECONCILE_AFTER_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(900),
   /** How often the refund reconciler runs. */
   REFUND_RECONCILE_EVERY_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+  /**
+   * Usage events older than this are deleted (usage_daily keeps their totals; the p95 latency of
+   * GET /usage/stats covers at most this window). At least 7 days: the refund reconciler reads them.
+   */
+  USAGE_EVENTS_RETENTION_DAYS: z.coerce.number().int().min(7).max(3_650).default(90),
+  /** Step results and event streams of sessions ended longer ago than this are deleted (the session and step rows stay). */
+  SESSION_DATA_RETENTION_DAYS: z.coerce.number().int().min(1).max(3_650).default(30),
+  /** How often the retention job runs. */
+  RETENTION_EVERY_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3_600),
 });
 
 export type WorkerSettings = z.output<typeof workerSettings>;

@@ -1,5 +1,6 @@
 // The BullMQ worker process: one Worker per queue (usage aggregation, directory indexing, refunds),
-// each job handed to the processor of its declared name; the refund reconciler is a repeatable job.
+// each job handed to the processor of its declared name; the refund reconciler and retention are
+// repeatable jobs.
 import { Queue, Worker } from 'bullmq';
 import pino from 'pino';
 import { reconcileRefundsJob } from '#core/billing';
@@ -9,6 +10,7 @@ import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { byQueue, queueHandler } from './definitions.js';
 import { queueProcessors } from './registry.js';
+import { retentionJob, scheduleRetention } from './retention.js';
 
 const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' } });
@@ -35,9 +37,12 @@ await refunds.upsertJobScheduler(
   { name: reconcileRefundsJob.name, data: {}, opts: reconcileRefundsJob.options },
 );
 
+const maintenance = new Queue(retentionJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+await scheduleRetention(maintenance, settings.RETENTION_EVERY_SECONDS);
+
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
-  await refunds.close();
+  await Promise.all([refunds.close(), maintenance.close()]);
   await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
 });
 log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

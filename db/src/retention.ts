@@ -1,0 +1,44 @@
+import type { Db, Sql } from './sql.js';
+
+// The database half of retention (the job lives in packages/core/platform/retention.ts). Each
+// statement works on a bounded batch, so a large backlog never holds long locks.
+
+/**
+ * Deletes usage events older than `before` (usage_daily keeps their totals), at most `batch` rows.
+ * In the same transaction the refund reconciler's horizon moves up to `before`: it treats a charge
+ * without a usage event as owed a refund, so it must never look at charges whose events are gone.
+ */
+export async function pruneUsageEvents(sql: Sql, before: Date, batch: number): Promise<number> {
+  return sql.begin(async (tx) => {
+    await tx`update refund_reconciliation set charges_since = greatest(charges_since, ${before})`;
+    const deleted = await tx`
+      delete from usage_events where id in (select id from usage_events where at < ${before} order by at limit ${batch})`;
+    return deleted.count;
+  });
+}
+
+/**
+ * Sessions that ended before `before` and were not pruned yet: their step results are cleared and
+ * the session is marked pruned. Returns the ids, so the caller can delete their event streams.
+ */
+export async function pruneEndedSessions(db: Db, before: Date, batch: number): Promise<string[]> {
+  const rows = await db<{ id: string }[]>`
+    with due as (
+      select id from cookbook_sessions
+       where ended_at is not null and ended_at < ${before} and pruned_at is null
+       order by ended_at limit ${batch}
+       for update skip locked
+    ), cleared as (
+      update cookbook_session_steps set result_data = null where session_id in (select id from due) and result_data is not null
+    )
+    update cookbook_sessions set pruned_at = now() where id in (select id from due) returning id`;
+  return rows.map((row) => row.id);
+}
+
+/** Dashboard sessions expired or revoked more than `graceMs` ago. */
+export async function pruneDashboardSessions(db: Db, before: Date, batch: number): Promise<number> {
+  const deleted = await db`
+    delete from dashboard_sessions where id in (
+      select id from dashboard_sessions where expires_at < ${before} or revoked_at < ${before} limit ${batch})`;
+  return deleted.count;
+}
