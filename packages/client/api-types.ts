@@ -130,6 +130,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -196,6 +216,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -301,6 +341,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -463,6 +523,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -583,6 +663,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -763,6 +863,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -840,6 +960,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -968,6 +1108,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1151,6 +1311,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1269,6 +1449,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -1351,6 +1551,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1463,8 +1683,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1527,6 +1787,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1701,6 +1981,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         /** Disconnect: delete your stored key for an API */
@@ -1833,6 +2133,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -1910,6 +2230,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2098,6 +2438,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2309,7 +2669,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description A dependency is temporarily unavailable (service_unavailable); retry shortly */
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -2449,6 +2809,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2634,6 +3014,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2838,7 +3238,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description A dependency is temporarily unavailable (service_unavailable); retry shortly */
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3074,7 +3474,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description A dependency is temporarily unavailable (service_unavailable); retry shortly */
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3248,6 +3648,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -3364,6 +3784,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3520,6 +3960,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3725,6 +4185,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -3833,6 +4313,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -3921,6 +4421,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4107,6 +4627,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -4215,6 +4755,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4444,6 +5004,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -4571,6 +5151,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4763,6 +5363,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         options?: never;
@@ -4937,6 +5557,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -5018,6 +5658,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5132,6 +5792,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5302,6 +5982,46 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         /**
@@ -5421,6 +6141,46 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5576,6 +6336,46 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         /**
@@ -5695,6 +6495,46 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5834,6 +6674,46 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5999,6 +6879,46 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         /**
@@ -6119,6 +7039,46 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6275,6 +7235,46 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         /**
@@ -6395,6 +7395,46 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6553,6 +7593,46 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -6661,6 +7741,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6799,6 +7899,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6974,6 +8094,26 @@ export interface paths {
                         };
                     };
                 };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -7091,6 +8231,26 @@ export interface paths {
                 };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7229,8 +8389,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7350,8 +8550,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7475,8 +8715,48 @@ export interface paths {
                         };
                     };
                 };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description Rate limited (rate_limited); see Retry-After */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };

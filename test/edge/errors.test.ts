@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createTestApp, expectError, expectOk } from '../helpers/app.js';
+import { createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 
 describe('error shape', () => {
   let app: FastifyInstance;
@@ -38,6 +38,20 @@ describe('error shape', () => {
     expect(withParam.headers.allow, withParam.body).toContain('PATCH');
     expectError(await app.inject({ method: 'DELETE', url: '/api/v1/health/' }), 405, 'method_not_allowed');
     expectError(await app.inject({ method: 'PUT', url: '/api/v1/keys/key_abc/extra' }), 404, 'not_found');
+    // A method no route has, with a body and no Content-Type (found by Schemathesis): still 405.
+    const query = await app.inject({ method: 'QUERY' as 'GET', url: '/api/v1/health', payload: 'x' });
+    expectError(query, 405, 'method_not_allowed');
+    expect(query.headers.allow).toContain('GET');
+  });
+
+  it('refuses the NUL character in bodies, query strings and paths with 400 instead of a database error (found by Schemathesis)', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const auth = { authorization: `Bearer ${account.fullKey}` };
+    const body = expectError(await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth, payload: { name: 'agent\u0000x' } }), 400, 'validation_failed');
+    expect(body.error).toContain('NUL');
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/votes?targetType=api&targetId=a%00b', headers: auth }), 400, 'validation_failed');
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/apis/a%00b', headers: auth }), 400, 'validation_failed');
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/vote', headers: auth, payload: { targetType: 'api', targetId: '\u0000', value: 1 } }), 400, 'validation_failed');
   });
 
   it('answers malformed JSON with 400 invalid_json', async () => {

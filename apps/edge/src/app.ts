@@ -114,6 +114,19 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       'request completed',
     );
   });
+  // Postgres text cannot hold the NUL character (a 500 deep in a query otherwise): refused up front,
+  // in parsed JSON bodies, query strings and path parameters alike. The proxy's raw body is not parsed.
+  app.addHook('preValidation', async (request) => {
+    // The proxy passes query and body through to the upstream untouched.
+    if (request.routeOptions.url?.startsWith('/api/v1/proxy/')) return;
+    for (const [where, value] of [['body', request.body], ['query', request.query], ['path', request.params]] as const) {
+      if (containsNul(value)) {
+        throw new PlatformError('validation_failed', `Invalid request ${where}: text may not contain the NUL character (\\u0000)`, {
+          hint: 'Remove \\u0000 from the strings you send.',
+        });
+      }
+    }
+  });
   // The specification's 400s for a POST without a body or with a body that is not a JSON object,
   // before zod would report them as a less helpful type mismatch.
   app.addHook('preValidation', async (request) => {
@@ -142,4 +155,13 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(codecServerPlugin);
   await app.register(dashboardPlugin);
   return app;
+}
+
+/** True when a string anywhere in a parsed value (object keys included) holds U+0000. */
+function containsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (value === null || typeof value !== 'object' || depth > 64 || Buffer.isBuffer(value) || typeof (value as { pipe?: unknown }).pipe === 'function') return false;
+  if (Array.isArray(value)) return value.some((item) => containsNul(item, depth + 1));
+  for (const [key, item] of Object.entries(value)) if (key.includes('\u0000') || containsNul(item, depth + 1)) return true;
+  return false;
 }

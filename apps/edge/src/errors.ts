@@ -128,21 +128,30 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
   const allowedMethods = (path: string) => [...new Set(routes.filter((route) => route.pattern.test(path)).flatMap((route) => route.methods))];
 
+  const methodNotAllowed = (request: FastifyRequest): PlatformError | null => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = allowedMethods(path);
+    if (allowed.length === 0) return null;
+    return new PlatformError('method_not_allowed', `${request.method} is not allowed on ${path}`, {
+      hint: `Use ${allowed.join(', ')}; see /api/v1/openapi.json.`,
+      headers: { Allow: allowed.join(', ') },
+    });
+  };
+  // Before any body is read: a method no route has (QUERY, SEARCH, ...) on a known path is a 405,
+  // not a complaint about its Content-Type.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.is404) return;
+    const refused = methodNotAllowed(request);
+    if (refused) return sendError(reply, refused);
+  });
+
   app.decorate('htmlFallback', null);
   app.setNotFoundHandler((request, reply) => {
     const page = app.htmlFallback?.(request, reply);
     if (page) return page;
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = allowedMethods(path);
-    if (allowed.length > 0) {
-      return sendError(
-        reply,
-        new PlatformError('method_not_allowed', `${request.method} is not allowed on ${path}`, {
-          hint: `Use ${allowed.join(', ')}; see /api/v1/openapi.json.`,
-          headers: { Allow: allowed.join(', ') },
-        }),
-      );
-    }
+    const refused = methodNotAllowed(request);
+    if (refused) return sendError(reply, refused);
     return sendError(
       reply,
       new PlatformError('not_found', `No route for ${request.method} ${path}`, {

@@ -1,6 +1,7 @@
 import { billingMode } from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { errorResponses } from './error-responses.js';
 import { PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
@@ -35,7 +36,8 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['balance'],
         summary: 'Add funds (sandbox billing mode); honors an Idempotency-Key header',
         body: z.object({ amount: z.union([z.number(), z.string()]).describe('Dollars, e.g. 5 or "12.50"; at most six decimals') }),
-        response: { 200: topUpResponse },
+        // 409: over the sandbox balance cap, or an Idempotency-Key reused with another amount.
+        response: { 200: topUpResponse, ...errorResponses(409) },
       },
     },
     async (request, reply) => {

@@ -17,7 +17,8 @@ const MEANING: Record<number, string> = {
   404: 'No such resource for this account',
   409: 'Conflicts with the current state (e.g. a revoked key, an existing email)',
   429: 'Rate limited (rate_limited); see Retry-After',
-  503: 'A dependency is temporarily unavailable (service_unavailable); retry shortly',
+  502: 'The upstream API failed or answered badly (upstream_error); the call is not charged',
+  503: 'A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After',
 };
 
 /** Documented error responses for a route's OpenAPI entry, in the one error shape. */
@@ -35,7 +36,8 @@ declare module 'fastify' {
 /**
  * Declares the error responses a route can give, from what the route is: input it validates (400),
  * a credential it requires (401, 403), a price (402), a resource named in its path (404) and the
- * rate limits every /api route has (429). A route's own declarations (409, 503, ...) are kept.
+ * rate limits every /api route has (429), and the 503 any route gives while a dependency is down.
+ * A route's own declarations (409, 502, ...) are kept.
  * Runs for every route as it is added, so no route can be missing them from the OpenAPI document.
  */
 export function declareErrorResponses(route: RouteOptions): void {
@@ -49,5 +51,7 @@ export function declareErrorResponses(route: RouteOptions): void {
   if (route.config?.priced) statuses.push(402);
   if (schema.params) statuses.push(404);
   if (route.config?.rateLimit !== false) statuses.push(429);
+  // Postgres, Redis (logins) or Temporal away: any route may answer 503 with Retry-After.
+  statuses.push(503);
   for (const [status, body] of Object.entries(errorResponses(...statuses))) response[Number(status)] ??= body;
 }

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import { errorResponses } from './error-responses.js';
 import { notFound, PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
 import { formatDollars } from '#contracts/money';
@@ -68,6 +69,8 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
     description:
       'The path after the API id, the query string and the body reach the upstream unchanged. The call is charged before it is ' +
       'forwarded; 502/503 answers are refunded. Send X-Max-Cost (dollars) to refuse a call that would cost more.',
+    // The upstream's own answers pass through as they are; these are the proxy's own failures.
+    response: { ...errorResponses(502, 503) },
   };
   app.route({
     method: [...METHODS],

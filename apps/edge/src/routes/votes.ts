@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { errorResponses } from './error-responses.js';
 import { notFound, PlatformError } from '#core/platform';
 import { castVote, myVote, removeVote, tally, targetExists, type VoteTarget } from '#db/votes';
 import { requireAuth } from '../plugins/auth.js';
@@ -35,6 +36,7 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
             vote: z.object({ targetType: z.string(), targetId: z.string(), value: voteValue }),
             tally: tallyBody,
           }),
+          ...errorResponses(404),
         },
       },
     },
@@ -56,7 +58,7 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Remove your vote (targetType and targetId in the query string or a JSON body)',
         querystring: z.object(target).partial(),
         body: z.object(target).partial().nullish(),
-        response: { 200: z.object({ ok: z.literal(true), removed: voteValue.nullable(), tally: tallyBody }) },
+        response: { 200: z.object({ ok: z.literal(true), removed: voteValue.nullable(), tally: tallyBody }), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -84,6 +86,7 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
         querystring: z.object(target),
         response: {
           200: z.object({ ok: z.literal(true), targetType: z.string(), targetId: z.string(), up: z.number().int(), down: z.number().int(), score: z.number().int(), myVote: voteValue.nullable() }),
+          ...errorResponses(404),
         },
       },
     },
