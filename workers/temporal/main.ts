@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
-import { createRedis, temporalDataConverter } from '#core/platform';
+import { createRedis, temporalDataConverter, temporalTls } from '#core/platform';
 import { loadSettingsOrExit } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
@@ -18,7 +18,8 @@ Runtime.install({ logger: new DefaultLogger(sdkLevel) });
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
 const redis = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'temporal-worker' }, log);
-const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS });
+const tls = temporalTls(settings);
+const connection = await NativeConnection.connect({ address: settings.TEMPORAL_ADDRESS, ...(tls ? { tls } : {}) });
 const worker = await Worker.create({
   connection,
   namespace: settings.TEMPORAL_NAMESPACE,

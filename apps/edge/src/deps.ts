@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { createRedis, type RedisErrorLog } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
 import type { EdgeSettings } from './config.js';
-import { TemporalGateway, temporalDataConverter } from '#core/platform';
+import { TemporalGateway, temporalDataConverter, temporalTls } from '#core/platform';
 
 /** Everything the edge talks to. Built once per process (or per test app) and closed with the app. */
 export interface EdgeDeps {
@@ -18,7 +18,13 @@ export function createEdgeDeps(settings: EdgeSettings, log?: RedisErrorLog): Edg
     settings,
     sql: createSql(settings.DATABASE_URL, { max: settings.DATABASE_POOL_MAX, appName: 'edge' }),
     redis: createRedis(settings.REDIS_URL, 'request-path', { connectionName: 'edge' }, log),
-    temporal: new TemporalGateway(settings.TEMPORAL_ADDRESS, settings.TEMPORAL_NAMESPACE, settings.TEMPORAL_TASK_QUEUE, temporalDataConverter(settings.TEMPORAL_CODEC_KEYS)),
+    temporal: new TemporalGateway(
+      settings.TEMPORAL_ADDRESS,
+      settings.TEMPORAL_NAMESPACE,
+      settings.TEMPORAL_TASK_QUEUE,
+      temporalDataConverter(settings.TEMPORAL_CODEC_KEYS),
+      temporalTls(settings),
+    ),
   };
 }
 

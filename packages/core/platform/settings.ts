@@ -23,6 +23,19 @@ export const sharedSettings = z.object({
    * public development key, refused in production.
    */
   TEMPORAL_CODEC_KEYS: codecKeysSetting,
+  /**
+   * TLS to a real Temporal cluster (temporal.ts, temporalTls): TEMPORAL_TLS=true for TLS with the
+   * system's CAs; a CA file for a private CA; a client certificate and key for mTLS; a server name
+   * when the certificate names another host than TEMPORAL_ADDRESS.
+   */
+  TEMPORAL_TLS: z
+    .enum(['true', 'false', ''])
+    .optional()
+    .transform((value) => value === 'true'),
+  TEMPORAL_TLS_CA_FILE: z.string().optional().transform((value) => value || undefined),
+  TEMPORAL_TLS_CERT_FILE: z.string().optional().transform((value) => value || undefined),
+  TEMPORAL_TLS_KEY_FILE: z.string().optional().transform((value) => value || undefined),
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional().transform((value) => value || undefined),
 });
 
 export class SettingsError extends Error {
