@@ -147,8 +147,10 @@ export async function listSessionSteps(db: Db, sessionId: string): Promise<StepR
 export interface PendingHumanStepRow extends StepRow {
   cookbook_id: string;
   cookbook_title: string;
-  steps: { stepId: string; title: string; instructions: string; inputSchema: Record<string, unknown> }[];
+  steps: { stepId: string; title: string; instructions: string; inputSchema: Record<string, unknown>; context?: { from: string; fields?: string[] }[] }[];
   selected_apis: Record<string, string>;
+  /** The results of the session's earlier steps, by step id (what the step's context draws on). */
+  prior_results: Record<string, Record<string, unknown> | null> | null;
 }
 
 /** Human steps waiting for a person, for one session or across all of an account's sessions. */
@@ -156,7 +158,9 @@ export async function listPendingHumanSteps(db: Db, accountId: string, sessionId
   return db<PendingHumanStepRow[]>`
     select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
            st.remind_at, st.expires_at, st.reminders, st.completed_at,
-           s.cookbook_id, c.title as cookbook_title, c.steps, s.selected_apis
+           s.cookbook_id, c.title as cookbook_title, c.steps, s.selected_apis,
+           (select jsonb_object_agg(p.step_id, p.result_data) from cookbook_session_steps p
+             where p.session_id = st.session_id and p.position < st.position) as prior_results
     from cookbook_session_steps st
     join cookbook_sessions s on s.id = st.session_id
     join cookbooks c on c.id = s.cookbook_id

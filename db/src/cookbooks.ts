@@ -36,13 +36,25 @@ const slotSchema = z.object({
   suggestedProviders: z.array(z.string()).default([]),
 });
 
+const STEP_ID = /^[a-z][a-z0-9-]{0,63}$/;
+
+/**
+ * What a person needs to see from an earlier step to act on a human step: that step's result, or
+ * only some of its top-level fields. Shown beside the instructions in the API and the dashboard.
+ */
+const contextSchema = z.object({
+  from: z.string().regex(STEP_ID, 'from names an earlier step id'),
+  fields: z.array(z.string().min(1)).min(1).optional(),
+});
+
 const stepSchema = z.object({
-  stepId: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'step ids are lowercase words joined by hyphens'),
+  stepId: z.string().regex(STEP_ID, 'step ids are lowercase words joined by hyphens'),
   title: z.string().min(1),
   kind: z.enum(['agent', 'human']),
   instructions: z.string().min(1),
   inputSchema: z.record(z.string(), z.unknown()),
   timeLimits: z.object({ reminderAfter: duration.optional(), expiresAfter: duration.optional() }).default({}),
+  context: z.array(contextSchema).optional(),
 });
 
 export const cookbookFileSchema = z.object({
@@ -62,6 +74,12 @@ export interface CookbookStep {
   instructions: string;
   inputSchema: Record<string, unknown>;
   timeLimits: { reminderAfter?: string; expiresAfter: string };
+  /** Human steps: what the person sees from earlier steps (all of a step's result, or some fields). */
+  context?: StepContext[];
+}
+export interface StepContext {
+  from: string;
+  fields?: string[];
 }
 export interface Cookbook {
   id: string;
@@ -113,6 +131,7 @@ export function parseCookbook(raw: unknown, source: string, ajv: Ajv = createSte
     } catch (error) {
       throw new Error(`${source}: step "${step.stepId}" inputSchema is not a valid JSON schema: ${(error as Error).message}`);
     }
+    checkContext(step, file.steps, source);
     const defaults = DEFAULT_TIME_LIMITS[step.kind];
     const timeLimits: CookbookStep['timeLimits'] = { expiresAfter: step.timeLimits.expiresAfter ?? defaults.expiresAfter };
     if (step.kind === 'human') timeLimits.reminderAfter = step.timeLimits.reminderAfter ?? DEFAULT_TIME_LIMITS.human.reminderAfter;
@@ -123,6 +142,24 @@ export function parseCookbook(raw: unknown, source: string, ajv: Ajv = createSte
     return { ...step, timeLimits };
   });
   return { id: file.id, title: file.title, description: file.description, category: file.category, slots: file.slots, steps };
+}
+
+/**
+ * A human step's context must name earlier steps and, when it picks fields, fields those steps'
+ * inputSchemas declare: what the person is shown is always what the agent was made to report.
+ */
+function checkContext(step: z.output<typeof stepSchema>, steps: z.output<typeof stepSchema>[], source: string): void {
+  if (!step.context) return;
+  if (step.kind !== 'human') throw new Error(`${source}: step "${step.stepId}" declares context, which only human steps show`);
+  const position = steps.indexOf(step);
+  for (const entry of step.context) {
+    const earlier = steps.findIndex((candidate) => candidate.stepId === entry.from);
+    if (earlier < 0 || earlier >= position) throw new Error(`${source}: step "${step.stepId}" context names "${entry.from}", which is not an earlier step`);
+    const properties = (steps[earlier]!.inputSchema.properties ?? {}) as Record<string, unknown>;
+    for (const field of entry.fields ?? []) {
+      if (!(field in properties)) throw new Error(`${source}: step "${step.stepId}" context field "${field}" is not in step "${entry.from}"'s inputSchema`);
+    }
+  }
 }
 
 /** Reads and checks every *.json cookbook in a directory (sorted by file name). */

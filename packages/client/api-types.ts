@@ -2316,6 +2316,10 @@ export interface paths {
                                     suggestedProviders: string[];
                                 }[];
                                 steps: {
+                                    context?: {
+                                        fields?: string[];
+                                        from: string;
+                                    }[];
                                     inputSchema: {
                                         [key: string]: unknown;
                                     };
@@ -3859,6 +3863,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             humanSteps: {
+                                /** @description What the person needs from earlier steps, from the cookbook's context declaration */
+                                context: {
+                                    fields: {
+                                        name: string;
+                                        value: unknown;
+                                    }[];
+                                    stepId: string;
+                                    title: string;
+                                }[];
                                 cookbookId: string;
                                 cookbookTitle: string;
                                 expiresAt: string | null;
@@ -5731,6 +5744,15 @@ export interface paths {
                     content: {
                         "application/json": {
                             humanSteps: {
+                                /** @description What the person needs from earlier steps, from the cookbook's context declaration */
+                                context: {
+                                    fields: {
+                                        name: string;
+                                        value: unknown;
+                                    }[];
+                                    stepId: string;
+                                    title: string;
+                                }[];
                                 cookbookId: string;
                                 cookbookTitle: string;
                                 expiresAt: string | null;

@@ -13,6 +13,8 @@ export const slotSchema = z.object({
   suggestedProviders: z.array(z.string()),
 });
 export const timeLimitsSchema = z.object({ reminderAfter: z.string().optional(), expiresAfter: z.string() });
+/** A human step's declaration of what it shows from earlier steps (all of a result, or some fields). */
+export const stepContextDeclarationSchema = z.object({ from: z.string(), fields: z.array(z.string()).optional() });
 export const cookbookStepSchema = z.object({
   stepId: z.string(),
   title: z.string(),
@@ -20,6 +22,7 @@ export const cookbookStepSchema = z.object({
   instructions: z.string(),
   inputSchema: jsonObject,
   timeLimits: timeLimitsSchema,
+  context: z.array(stepContextDeclarationSchema).optional(),
 });
 export const cookbookSummarySchema = z.object({
   id: z.string(),
@@ -66,6 +69,15 @@ export const stepSchema = z.object({
   completedAt: z.string().nullable(),
   resultData: jsonObject.nullable(),
 });
+/**
+ * What a person sees from earlier steps to act on a human step, as the cookbook declares it: per
+ * earlier step, the named fields of its result (a field the agent left out has value null).
+ */
+export const humanStepContextSchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  fields: z.array(z.object({ name: z.string(), value: z.unknown() })),
+});
 export const humanStepSchema = z.object({
   sessionId: z.string(),
   cookbookId: z.string(),
@@ -73,6 +85,7 @@ export const humanStepSchema = z.object({
   stepId: z.string(),
   title: z.string(),
   instructions: z.string(),
+  context: z.array(humanStepContextSchema).describe("What the person needs from earlier steps, from the cookbook's context declaration"),
   inputSchema: jsonObject,
   pendingSince: z.string(),
   remindAt: z.string().nullable(),
@@ -84,5 +97,6 @@ export type SessionStatus = z.infer<typeof statusSchema>;
 export type SessionView = z.infer<typeof sessionSchema>;
 export type StepView = z.infer<typeof stepSchema>;
 export type HumanStepView = z.infer<typeof humanStepSchema>;
+export type HumanStepContextView = z.infer<typeof humanStepContextSchema>;
 export type CookbookSummaryView = z.infer<typeof cookbookSummarySchema>;
 export type CookbookView = z.infer<typeof cookbookSchema>;

@@ -304,7 +304,7 @@ describe('dashboard in a browser', () => {
     const agent = (stepId: string, resultData: unknown) =>
       call(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, { method: 'POST', key: firstKey, body: { stepId, resultData } });
     expectStatus(await agent('fetch-forecast', { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm warning' }] }), 200);
-    expectStatus(await agent('draft-message', { message: 'Storm tonight from 20:00. Stay indoors.', recipients: ['+4712345678'] }), 200);
+    expectStatus(await agent('draft-message', { message: 'Storm tonight from 20:00. Stay indoors.', recipients: ['+4712345678', '+4798765432'] }), 200);
 
     const card = page.getByTestId('human-step');
     await card.waitFor();
@@ -312,6 +312,14 @@ describe('dashboard in a browser', () => {
     await expect(card.getByRole('link', { name: sessionId }).isVisible()).resolves.toBe(true);
     await expect(card.getByText(/^Due in /).isVisible()).resolves.toBe(true);
     await expect(page.evaluate(() => (globalThis as { e2eMarker?: string }).e2eMarker)).resolves.toBe('not reloaded');
+    // The person sees what they approve: the drafted text and the recipients (with their count),
+    // from the cookbook's context declaration, as readable fields rather than JSON.
+    const context = card.getByTestId('step-context');
+    await context.getByText('Storm tonight from 20:00. Stay indoors.').waitFor();
+    await context.getByText('Recipients (2)').waitFor();
+    await expect(context.getByRole('listitem').allTextContents()).resolves.toEqual(expect.arrayContaining(['+4712345678', '+4798765432']));
+    await expect(context.textContent()).resolves.toContain('Oslo');
+    await expect(context.textContent()).resolves.not.toContain('{"');
     await docScreenshot(page, 'inbox');
 
     // The form is generated from the step's inputSchema: a required boolean and optional strings.

@@ -97,6 +97,11 @@ describe('cookbook sessions over REST, on Temporal', () => {
     );
     expect(pending.humanSteps).toHaveLength(1);
     expect(pending.humanSteps[0]).toMatchObject({ sessionId: session.sessionId, stepId: 'approve-wording', cookbookTitle: expect.stringContaining('SMS') });
+    // The person is shown what they approve: the drafted SMS and its recipients, and where the alert is.
+    expect((pending.humanSteps[0] as unknown as { context: unknown }).context).toEqual([
+      { stepId: 'draft-message', title: 'Draft the SMS wording', fields: [{ name: 'message', value: DRAFT.message }, { name: 'recipients', value: DRAFT.recipients }] },
+      { stepId: 'fetch-forecast', title: 'Fetch the forecast and active alerts', fields: [{ name: 'location', value: FORECAST.location }, { name: 'alerts', value: FORECAST.alerts }] },
+    ]);
     const inbox = expectOk<{ humanSteps: { sessionId: string; cookbookId: string }[] }>(await get('/api/v1/me/human-steps'));
     expect(inbox.humanSteps.filter((h) => h.sessionId === session.sessionId)).toEqual([expect.objectContaining({ cookbookId: 'weather-alert-sms' })]);
 

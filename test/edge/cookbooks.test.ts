@@ -48,6 +48,36 @@ describe('cookbook files', () => {
     expect(broken((f) => ((f.steps[0] as Record<string, unknown>).timeLimits = { reminderAfter: '2d', expiresAfter: '1d' }))).toThrow(/shorter/);
     expect(broken((f) => ((f.steps[0] as Record<string, unknown>).kind = 'robot'))).toThrow(/kind/);
   });
+
+  it('gives every human step the context its person needs, drawn from fields the earlier steps declare', async () => {
+    for (const cookbook of await readCookbookFiles(cookbooksDir)) {
+      for (const [position, step] of cookbook.steps.entries()) {
+        if (step.kind !== 'human') continue;
+        const where = `${cookbook.id}/${step.stepId}`;
+        expect(step.context?.length ?? 0, `${where} declares no context: the person would act on data they cannot see`).toBeGreaterThan(0);
+        for (const entry of step.context ?? []) {
+          const earlier = cookbook.steps.findIndex((candidate) => candidate.stepId === entry.from);
+          expect(earlier, where).toBeGreaterThanOrEqual(0);
+          expect(earlier, where).toBeLessThan(position);
+        }
+      }
+    }
+    // The declared-fields check: a context must name earlier steps and fields their schemas declare.
+    const withHuman = (context: unknown) => ({
+      ...structuredClone(valid),
+      steps: [
+        { stepId: 'draft', title: 'D', kind: 'agent', instructions: 'x', inputSchema: { type: 'object', properties: { message: { type: 'string' } } } },
+        { stepId: 'approve', title: 'A', kind: 'human', instructions: 'Read the message', inputSchema: { type: 'object' }, context },
+      ],
+    });
+    expect(parseCookbook(withHuman([{ from: 'draft', fields: ['message'] }]), 'ok.json').steps[1]!.context).toEqual([{ from: 'draft', fields: ['message'] }]);
+    expect(() => parseCookbook(withHuman([{ from: 'draft', fields: ['recipients'] }]), 'bad.json')).toThrow(/context field "recipients" is not in step "draft"'s inputSchema/);
+    expect(() => parseCookbook(withHuman([{ from: 'approve' }]), 'bad.json')).toThrow(/not an earlier step/);
+    expect(() => parseCookbook(withHuman([{ from: 'later' }]), 'bad.json')).toThrow(/not an earlier step/);
+    const onAgent = withHuman(undefined);
+    (onAgent.steps[0] as Record<string, unknown>).context = [{ from: 'draft' }];
+    expect(() => parseCookbook(onAgent, 'bad.json')).toThrow(/only human steps show/);
+  });
 });
 
 describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {

@@ -76,6 +76,16 @@ export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string
 
 export function humanStepView(row: PendingHumanStepRow): HumanStepView {
   const step = row.steps.find((candidate) => candidate.stepId === row.step_id);
+  const results = row.prior_results ?? {};
+  const context = (step?.context ?? []).map((entry) => {
+    const result = results[entry.from] ?? {};
+    const names = entry.fields ?? Object.keys(result);
+    return {
+      stepId: entry.from,
+      title: row.steps.find((candidate) => candidate.stepId === entry.from)?.title ?? entry.from,
+      fields: names.map((name) => ({ name, value: result[name] ?? null })),
+    };
+  });
   return {
     sessionId: row.session_id,
     cookbookId: row.cookbook_id,
@@ -83,6 +93,7 @@ export function humanStepView(row: PendingHumanStepRow): HumanStepView {
     stepId: row.step_id,
     title: step?.title ?? row.step_id,
     instructions: renderInstructions(step?.instructions ?? '', row.selected_apis),
+    context,
     inputSchema: step?.inputSchema ?? {},
     pendingSince: row.started_at.toISOString(),
     remindAt: row.remind_at?.toISOString() ?? null,

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api';
 import { formatDateTime, formatRelative } from '../format';
 import { useInterval, useSessionStreams } from '../live';
+import { StepContext } from '../context-view';
 import { Markdown } from '../markdown';
 import { Link } from '../router';
 import { SchemaForm, type ObjectSchema } from '../schema-form';
@@ -43,6 +44,7 @@ export function HumanStepCard({ step, onCompleted, showSession = true }: { step:
         )}
       </header>
       <Markdown source={step.instructions} />
+      <StepContext context={step.context} />
       <SchemaForm
         schema={step.inputSchema as ObjectSchema}
         submitLabel="Complete step"
