@@ -31,6 +31,8 @@ export interface StepRow {
   expires_at: Date | null;
   reminders: number;
   completed_at: Date | null;
+  /** The key's name or the person's email, when the edge recorded who completed the step. */
+  completer_name?: string | null;
 }
 
 const SESSION_COLUMNS = `id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps, total_steps,
@@ -113,10 +115,10 @@ export async function findSessionByIdempotencyKey(db: Db, accountId: string, key
  * cursor is the id of the last session of the previous page; paging continues after it even when
  * that session has ended since. An unknown cursor answers null.
  */
-export async function listActiveSessions(
+export async function listSessions(
   db: Db,
   accountId: string,
-  page: { limit: number; after?: string | undefined },
+  page: { limit: number; after?: string | undefined; status?: SessionListStatus },
 ): Promise<{ sessions: SessionRow[]; nextCursor: string | null } | null> {
   let after: { started_at: Date; id: string } | null = null;
   if (page.after !== undefined) {
@@ -125,10 +127,12 @@ export async function listActiveSessions(
     if (!row) return null;
     after = row;
   }
+  const statuses = STATUS_FILTER[page.status ?? 'active'];
   // started_at is compared in SQL (microseconds), never through a JS Date (milliseconds).
   const rows = await db<SessionRow[]>`
     select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions
-    where account_id = ${accountId} and status in ('running', 'waiting_for_human')
+    where account_id = ${accountId}
+      and (${statuses}::text[] is null or status = any(${statuses}::text[]))
       and (${after?.id ?? null}::text is null
            or (started_at, id) < (select started_at, id from cookbook_sessions where id = ${after?.id ?? null}::text))
     order by started_at desc, id desc
@@ -139,10 +143,35 @@ export async function listActiveSessions(
 
 export async function listSessionSteps(db: Db, sessionId: string): Promise<StepRow[]> {
   return db<StepRow[]>`
-    select session_id, step_id, position, kind, status, result_data, completed_by, started_at, remind_at, expires_at,
-           reminders, completed_at
-    from cookbook_session_steps where session_id = ${sessionId} order by position`;
+    select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
+           st.remind_at, st.expires_at, st.reminders, st.completed_at,
+           coalesce(k.name, a.email) as completer_name
+    from cookbook_session_steps st
+    left join api_keys k on k.id = st.completed_by_key_id
+    left join accounts a on a.id = st.completed_by_person_id
+    where st.session_id = ${sessionId} order by st.position`;
 }
+
+/**
+ * Records who completed a step, once the workflow has applied the completion: the key that sent
+ * it, or the person signed in to the dashboard. The first record stands (a retried completion
+ * does not overwrite it).
+ */
+export async function recordStepCompleter(db: Db, sessionId: string, stepId: string, by: { keyId: string } | { personId: string }): Promise<void> {
+  const keyId = 'keyId' in by ? by.keyId : null;
+  const personId = 'personId' in by ? by.personId : null;
+  await db`
+    update cookbook_session_steps set completed_by_key_id = ${keyId}, completed_by_person_id = ${personId}
+     where session_id = ${sessionId} and step_id = ${stepId} and status = 'completed'
+       and completed_by_key_id is null and completed_by_person_id is null`;
+}
+
+export type SessionListStatus = 'active' | 'ended' | 'all';
+const STATUS_FILTER: Record<SessionListStatus, string[] | null> = {
+  active: ['running', 'waiting_for_human'],
+  ended: ['completed', 'failed', 'cancelled', 'expired'],
+  all: null,
+};
 
 export interface PendingHumanStepRow extends StepRow {
   cookbook_id: string;

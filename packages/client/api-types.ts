@@ -2708,12 +2708,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's active sessions (running or waiting for a human) */
+        /** The caller's sessions, newest first: active ones (running or waiting for a human) unless status says otherwise */
         get: {
             parameters: {
                 query?: {
                     cursor?: string;
                     limit?: number;
+                    /** @description active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all */
+                    status?: "active" | "ended" | "all";
                 };
                 header?: never;
                 path?: never;
@@ -2909,6 +2911,8 @@ export interface paths {
                                     completedAt: string | null;
                                     /** @enum {string} */
                                     completedBy: "key" | "human";
+                                    /** @description Who completed the step: the key's name, or the email of the person signed in to the dashboard */
+                                    completedByName: string | null;
                                     expiresAt: string | null;
                                     inputSchema: {
                                         [key: string]: unknown;
@@ -3314,6 +3318,8 @@ export interface paths {
                                 completedAt: string | null;
                                 /** @enum {string} */
                                 completedBy: "key" | "human";
+                                /** @description Who completed the step: the key's name, or the email of the person signed in to the dashboard */
+                                completedByName: string | null;
                                 expiresAt: string | null;
                                 inputSchema: {
                                     [key: string]: unknown;
@@ -4053,6 +4059,8 @@ export interface paths {
                                 completedAt: string | null;
                                 /** @enum {string} */
                                 completedBy: "key" | "human";
+                                /** @description Who completed the step: the key's name, or the email of the person signed in to the dashboard */
+                                completedByName: string | null;
                                 expiresAt: string | null;
                                 inputSchema: {
                                     [key: string]: unknown;

@@ -62,6 +62,7 @@ export const stepSchema = z.object({
   inputSchema: jsonObject,
   timeLimits: timeLimitsSchema,
   completedBy: z.enum(['key', 'human']),
+  completedByName: z.string().nullable().describe("Who completed the step: the key's name, or the email of the person signed in to the dashboard"),
   status: z.enum(['pending', 'completed', 'expired', 'cancelled', 'upcoming']),
   startedAt: z.string().nullable(),
   remindAt: z.string().nullable(),

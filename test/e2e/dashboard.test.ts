@@ -343,6 +343,10 @@ describe('dashboard in a browser', () => {
     await active.getByRole('link', { name: 'weather-alert-sms' }).click();
     await page.getByTestId('session-status').getByText('Running').waitFor();
     await page.getByTestId('session-events').getByText('Completed by a person: ').waitFor();
+    // Who completed each step: the agent's key by name, the approval by the signed-in person's email.
+    const outcomes = await page.getByTestId('step-outcome').allTextContents();
+    expect(outcomes[0]).toMatch(/^Completed by \S+/);
+    expect(outcomes[2]).toContain(`by ${email}`);
     const link = page.getByRole('link', { name: 'Open workflow in Temporal UI' });
     await expect(link.getAttribute('href')).resolves.toBe(`${app.deps.settings.TEMPORAL_UI_URL}/namespaces/default/workflows/cookbook-session-${sessionId}`);
     // The agent finishes; the page follows without a reload.

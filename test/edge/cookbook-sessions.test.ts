@@ -114,6 +114,23 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expect(last.session).toMatchObject({ status: 'completed', currentStep: null, progress: { completed: 4, total: 4 } });
     expect(last.nextStep).toBeNull();
 
+    // History, server-side: who completed each step (the key's name; the approval went straight to
+    // Temporal here, so nobody is recorded for it), and the ended session in the ended list.
+    const done = expectOk<{ session: { steps: { stepId: string; completedByName: string | null }[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    expect(done.session.steps.map((step) => [step.stepId, step.completedByName])).toEqual([
+      ['fetch-forecast', 'test key'],
+      ['draft-message', 'test key'],
+      ['approve-wording', null],
+      ['send-sms', 'test key'],
+    ]);
+    const listed = async (status?: string) =>
+      expectOk<{ sessions: Session[] }>(await get(`/api/v1/cookbooks/sessions${status ? `?status=${status}` : ''}`)).sessions.map((s) => s.sessionId);
+    expect(await listed('ended')).toContain(session.sessionId);
+    expect(await listed('all')).toContain(session.sessionId);
+    expect(await listed('active')).not.toContain(session.sessionId);
+    expect(await listed()).not.toContain(session.sessionId);
+    expectError(await get('/api/v1/cookbooks/sessions?status=finished'), 400, 'validation_failed');
+
     await stream.ended;
     expect(stream.events.map((e) => `${e.event}${(e.data as { stepId?: string }).stepId ? `:${(e.data as { stepId: string }).stepId}` : ''}`)).toEqual([
       'session.started',

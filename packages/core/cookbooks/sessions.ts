@@ -64,6 +64,7 @@ export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string
     inputSchema: step.inputSchema,
     timeLimits: step.timeLimits,
     completedBy: step.kind === 'human' ? 'human' : 'key',
+    completedByName: history?.completer_name ?? null,
     status: history?.status ?? (session.current_step_id === stepId && !isEnded(session) ? 'pending' : 'upcoming'),
     startedAt: history?.started_at.toISOString() ?? null,
     remindAt: history?.remind_at?.toISOString() ?? null,

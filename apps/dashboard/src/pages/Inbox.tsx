@@ -7,7 +7,7 @@ import { Markdown } from '../markdown';
 import { Link } from '../router';
 import { SchemaForm, type ObjectSchema } from '../schema-form';
 import { useSession } from '../session';
-import { rememberSessions, type HumanStep, type Session } from '../sessions-data';
+import type { HumanStep, Session } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useApi } from '../ui';
 
 /** Completes a human step as the signed-in person (the cookie); the server validates resultData against the schema. */
@@ -63,7 +63,7 @@ export function HumanStepCard({ step, onCompleted, showSession = true }: { step:
  * seconds to notice sessions started elsewhere (by an agent) after the page opened.
  */
 export function InboxPage() {
-  const { expired, account } = useSession();
+  const { expired } = useSession();
   const inbox = useApi<{ humanSteps: HumanStep[] }>('/me/human-steps', expired);
   const [active, setActive] = useState<Session[]>([]);
   const [done, setDone] = useState<string | null>(null);
@@ -72,15 +72,9 @@ export function InboxPage() {
 
   const refreshSessions = useCallback(() => {
     api<{ sessions: Session[] }>('/cookbooks/sessions?limit=200')
-      .then((body) => {
-        setActive(body.sessions);
-        rememberSessions(
-          account.id,
-          body.sessions.map((s) => s.sessionId),
-        );
-      })
+      .then((body) => setActive(body.sessions))
       .catch(() => undefined);
-  }, [account.id]);
+  }, []);
   useEffect(refreshSessions, [refreshSessions]);
   useInterval(refreshSessions, 5000);
 

@@ -1,10 +1,11 @@
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { api, ApiError } from '../api';
 import { formatDateTime, formatRelative, statusLabel } from '../format';
 import { useInterval, useSessionStreams, type SessionEvent } from '../live';
 import { Link } from '../router';
 import { temporalUiUrl, useSession } from '../session';
-import { ACTIVE_STATUSES, readRecentSessions, rememberSessions, type HumanStep, type Session, type SessionDetail } from '../sessions-data';
+import { ContextValue } from '../context-view';
+import { ACTIVE_STATUSES, type HumanStep, type Session, type SessionDetail } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
 import { HumanStepCard } from './Inbox';
 
@@ -72,24 +73,12 @@ function SessionTable({ sessions, label }: { sessions: (Session & { cookbookTitl
 }
 
 export function SessionsPage() {
-  const { expired, account } = useSession();
+  const { expired } = useSession();
   const active = useApi<{ sessions: Session[] }>('/cookbooks/sessions?limit=200', expired);
-  const [recent, setRecent] = useState<SessionDetail[] | null>(null);
+  // Ended sessions come from the server (status=ended), whichever browser or agent ran them.
+  const recent = useApi<{ sessions: Session[] }>('/cookbooks/sessions?status=ended&limit=20', expired);
   useInterval(active.reload, 5000);
-
-  const activeIds = useMemo(() => new Set(active.data?.sessions.map((s) => s.sessionId) ?? []), [active.data]);
-  useEffect(() => {
-    if (!active.data) return;
-    rememberSessions(account.id, [...activeIds]);
-    const ids = readRecentSessions(account.id).filter((id) => !activeIds.has(id));
-    Promise.all(
-      ids.map((id) =>
-        api<{ session: SessionDetail }>(`/cookbooks/sessions/${encodeURIComponent(id)}`)
-          .then((body) => body.session)
-          .catch(() => null),
-      ),
-    ).then((sessions) => setRecent(sessions.filter((s): s is SessionDetail => s !== null)));
-  }, [active.data, activeIds, account.id]);
+  useInterval(recent.reload, 15000);
 
   return (
     <>
@@ -101,13 +90,10 @@ export function SessionsPage() {
         {active.data && active.data.sessions.length > 0 && <SessionTable sessions={active.data.sessions} label="Active sessions" />}
       </Card>
       <Card title="Recent">
-        {recent === null ? (
-          <Spinner label="Loading recent sessions" />
-        ) : recent.length === 0 ? (
-          <Empty title="No recent sessions">Sessions you have opened here stay listed after they end.</Empty>
-        ) : (
-          <SessionTable sessions={recent} label="Recent sessions" />
-        )}
+        {recent.loading && !recent.data && <Spinner label="Loading recent sessions" />}
+        <ErrorMessage error={recent.error} onRetry={recent.reload} />
+        {recent.data && recent.data.sessions.length === 0 && <Empty title="No ended sessions yet">Sessions stay listed here after they end.</Empty>}
+        {recent.data && recent.data.sessions.length > 0 && <SessionTable sessions={recent.data.sessions} label="Recent sessions" />}
       </Card>
     </>
   );
@@ -133,7 +119,7 @@ function eventSentence(event: SessionEvent): string {
 }
 
 export function SessionDetailPage({ sessionId }: { sessionId: string }) {
-  const { expired, account } = useSession();
+  const { expired } = useSession();
   const detail = useApi<{ session: SessionDetail }>(`/cookbooks/sessions/${encodeURIComponent(sessionId)}`, expired);
   const [events, setEvents] = useState<(SessionEvent & { at: number })[]>([]);
   const [humanSteps, setHumanSteps] = useState<HumanStep[]>([]);
@@ -146,9 +132,6 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
       .catch(() => setHumanSteps([]));
   }, [sessionId]);
   useEffect(loadHumanSteps, [loadHumanSteps]);
-  useEffect(() => {
-    if (session) rememberSessions(account.id, [session.sessionId]);
-  }, [session, account.id]);
 
   const streams = useSessionStreams(detail.data ? [sessionId] : [], (event) => {
     setEvents((previous) => (previous.some((e) => e.id === event.id && event.id !== '') ? previous : [...previous, { ...event, at: Date.now() }]));
@@ -229,10 +212,17 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
                   <span className="step-title">
                     {step.title} {step.kind === 'human' && <Badge tone="blue">Person</Badge>}
                   </span>
-                  <span className="small muted">
+                  <span className="small muted" data-testid="step-outcome">
                     {statusLabel(step.status)}
+                    {step.completedByName ? ` by ${step.completedByName}` : ''}
                     {step.completedAt ? ` · ${formatDateTime(step.completedAt)}` : ''}
                   </span>
+                  {step.resultData && (
+                    <details className="step-result">
+                      <summary>Result</summary>
+                      <ContextValue value={step.resultData} />
+                    </details>
+                  )}
                 </li>
               ))}
             </ol>

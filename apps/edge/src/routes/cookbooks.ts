@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listActiveSessions } from '#db/cookbook-sessions';
+import { listSessions, recordStepCompleter } from '#db/cookbook-sessions';
 import { getCookbook, listCookbooks, type Cookbook } from '#db/cookbooks';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES } from '#contracts/money';
@@ -90,8 +90,12 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags: ['cookbooks'],
-        summary: "The caller's active sessions (running or waiting for a human)",
+        summary: "The caller's sessions, newest first: active ones (running or waiting for a human) unless status says otherwise",
         querystring: z.object({
+          status: z
+            .enum(['active', 'ended', 'all'])
+            .default('active')
+            .describe('active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all'),
           limit: z.coerce.number().int().min(1).max(200).default(50),
           cursor: z.string().min(1).max(100).optional(),
         }),
@@ -99,8 +103,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const { limit, cursor } = request.query;
-      const page = await listActiveSessions(sql, requireAuth(request).accountId, { limit, after: cursor });
+      const { limit, cursor, status } = request.query;
+      const page = await listSessions(sql, requireAuth(request).accountId, { limit, after: cursor, status });
       if (!page) {
         throw new PlatformError('validation_failed', 'cursor is not a nextCursor from this list', { hint: 'Omit cursor to start from the newest session.' });
       }
@@ -243,8 +247,9 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       validateResultData(cookbook.id, step, resultData);
       const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor });
-      // The two reads of the answer go out together: one round trip to Postgres instead of two.
-      const [fresh, history] = await Promise.all([
+      // Who did it (the workflow only knows key or person), then the answer's two reads, together.
+      const [, fresh, history] = await Promise.all([
+        recordStepCompleter(sql, row.id, stepId, auth.keyId !== null ? { keyId: auth.keyId } : { personId: auth.accountId }),
         requireSession(sql, auth.accountId, row.id),
         result.nextStepId === null ? Promise.resolve([]) : listSessionSteps(sql, row.id),
       ]);
