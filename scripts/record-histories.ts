@@ -11,7 +11,7 @@
 // sessions of that age still open in production. Record a new dated set when the workflow changes
 // (for example after a patched() change), and keep the old ones until no session of theirs can be open.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -32,7 +32,11 @@ const HOUR = 3_600_000;
 const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true, REDIS_URL: true }));
 const testServer = process.env.TEMPORAL_TEST_SERVER_PATH;
 if (!testServer) throw new Error('TEMPORAL_TEST_SERVER_PATH is not set: run it as npm run record:histories');
-const outDir = fileURLToPath(new URL(`../test/fixtures/histories/${new Date().toISOString().slice(0, 10)}`, import.meta.url));
+// A new folder per recording run: an earlier set of the same day is never overwritten.
+const day = new Date().toISOString().slice(0, 10);
+const historiesDir = fileURLToPath(new URL('../test/fixtures/histories', import.meta.url));
+let outDir = join(historiesDir, day);
+for (let run = 2; existsSync(outDir); run += 1) outDir = join(historiesDir, `${day}-${run}`);
 const taskQueue = uniqueId('record-histories-');
 const redisPrefix = uniqueId('record');
 const dataConverter = temporalDataConverter(parseCodecKeys(DEV_CODEC_KEYS));
@@ -67,8 +71,17 @@ const start = async (accountId = account.accountId) => {
   };
   return env.client.workflow.start('cookbookSession', sessionWorkflowOptions(input, taskQueue));
 };
-const complete = (handle: WorkflowHandle, sessionId: string, stepId: string, resultData: Record<string, unknown>, actor: Actor = 'key') =>
-  handle.executeUpdate(completeStepUpdate, { args: [{ stepId, resultData, actor }], updateId: completionUpdateId(sessionId, { stepId, resultData, actor }) });
+const complete = (
+  handle: WorkflowHandle,
+  sessionId: string,
+  stepId: string,
+  resultData: Record<string, unknown>,
+  actor: Actor = 'key',
+  decided: { decision?: 'reject' | 'request_changes'; note?: string } = {},
+) => {
+  const request = { stepId, resultData, actor, ...decided };
+  return handle.executeUpdate(completeStepUpdate, { args: [request], updateId: completionUpdateId(sessionId, request) });
+};
 const sessionIdOf = (handle: WorkflowHandle) => handle.workflowId.replace(/^cookbook-session-/, '');
 const agentSteps = async (handle: WorkflowHandle) => {
   const id = sessionIdOf(handle);
@@ -115,6 +128,26 @@ const scenarios: Record<string, () => Promise<WorkflowHandle>> = {
   // The account is gone: the first record fails for good and the session ends as failed.
   'failed-account-gone': async () => {
     const handle = await start('00000000-0000-4000-8000-000000000000');
+    await handle.result();
+    return handle;
+  },
+  // A person rejected the wording: the session ends completed, outcome rejected, nothing sent.
+  'rejected-by-person': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    await complete(handle, sessionIdOf(handle), 'approve-wording', {}, 'human', { decision: 'reject', note: 'Too alarming.' });
+    await handle.result();
+    return handle;
+  },
+  // A person sent it back to the drafting step with a note; the redraft was approved and sent.
+  'changes-requested-then-completed': async () => {
+    const handle = await start();
+    await agentSteps(handle);
+    const id = sessionIdOf(handle);
+    await complete(handle, id, 'approve-wording', {}, 'human', { decision: 'request_changes', note: 'Say when it starts.' });
+    await complete(handle, id, 'draft-message', { message: 'Storm from 20:00 tonight.', recipients: ['+4712345678'] });
+    await complete(handle, id, 'approve-wording', { approved: true }, 'human');
+    await complete(handle, id, 'send-sms', { messageIds: ['SM3'] });
     await handle.result();
     return handle;
   },

@@ -6,6 +6,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -23,6 +24,7 @@ import {
   type SessionEvent,
   type SessionEventName,
   type SessionActivities,
+  type SessionOutcome,
   type SessionSnapshot,
   type SessionStatus,
   type StepRecord,
@@ -50,6 +52,9 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
   let seq = 0;
   let updatedAt = startedAt;
   let cancelRequested = false;
+  let outcome: SessionOutcome | null = null;
+  /** A person's note for the step a request for changes sent the session back to. */
+  let feedback: { forStepId: string; fromStepId: string; note: string } | null = null;
   /** A completion the update handler accepted, until the main loop has applied and persisted it. */
   let pending: PendingCompletion | null = null;
   let cancelResult: SessionSnapshot | null = null;
@@ -69,6 +74,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
     startedAt,
     updatedAt,
     version,
+    ...(outcome === null ? {} : { outcome }),
   });
 
   /** The rules a completion must pass; run by the validator (before history) and again by the handler. */
@@ -87,6 +93,15 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
     }
     if (step.kind === 'human' && request.actor !== 'human') {
       throw ApplicationFailure.create({ type: REJECTIONS.humanRequired, message: `Step "${step.stepId}" must be completed by a person`, nonRetryable: true });
+    }
+    const decision = request.decision ?? 'approve';
+    const offered = decision === 'approve' || (decision === 'reject' ? step.decisions?.reject === true : step.decisions?.requestChangesBackTo !== undefined);
+    if (!offered || (decision === 'request_changes' && !request.note)) {
+      throw ApplicationFailure.create({
+        type: REJECTIONS.decisionNotOffered,
+        message: offered ? 'Requesting changes needs a note saying what to change' : `Step "${step.stepId}" does not offer the decision "${decision}"`,
+        nonRetryable: true,
+      });
     }
   };
 
@@ -214,6 +229,10 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
         reminders: 0,
         completedAt: null,
       };
+      if (feedback !== null && feedback.forStepId === step.stepId) {
+        record.feedback = { fromStepId: feedback.fromStepId, note: feedback.note };
+        feedback = null;
+      }
       dirtySteps.set(step.stepId, record);
       status = step.kind === 'human' ? 'waiting_for_human' : 'running';
       const stepData = { stepId: step.stepId, title: step.title, kind: step.kind, position: index, progress: progress() };
@@ -261,6 +280,30 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       record.remindAt = null;
       dirtySteps.set(step.stepId, record);
       applied = completion;
+      const decision = completion.decision ?? 'approve';
+      // Decisions other than approving came with this change; sessions that never see one replay as before.
+      if (decision !== 'approve' && patched('human-step-decisions')) {
+        record.decision = decision;
+        record.note = completion.note ?? null;
+        const decided = { stepId: step.stepId, title: step.title, kind: step.kind, completedBy: completion.actor, note: record.note };
+        if (decision === 'reject') {
+          completed += 1;
+          emit('step.completed', { ...decided, decision, progress: progress() });
+          emit('human_step.rejected', { ...decided, progress: progress() });
+          outcome = 'rejected';
+          // The remaining steps do not run: the session is over, and it says how it came out.
+          await finish('completed', 'session.completed', { outcome });
+          return await settle();
+        }
+        const backTo = step.decisions!.requestChangesBackTo!;
+        const back = input.steps.findIndex((candidate) => candidate.stepId === backTo);
+        completed = back;
+        emit('human_step.changes_requested', { ...decided, backTo, progress: progress() });
+        feedback = { forStepId: backTo, fromStepId: step.stepId, note: record.note ?? '' };
+        // The loop's increment lands on the step the person sent the session back to.
+        index = back - 1;
+        continue;
+      }
       completed += 1;
       const doneData = { stepId: step.stepId, title: step.title, kind: step.kind, completedBy: completion.actor, progress: progress() };
       emit('step.completed', doneData);

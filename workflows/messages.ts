@@ -11,6 +11,17 @@ export type Actor = 'key' | 'human';
 
 export const workflowIdFor = (sessionId: string) => `cookbook-session-${sessionId}`;
 
+/** What a person decides on a human step: approve (complete it), reject, or send it back with a note. */
+export type Decision = 'approve' | 'reject' | 'request_changes';
+
+/** The decisions a human step offers besides approving, as its cookbook declares them. */
+export interface StepDecisions {
+  /** Rejecting ends the session as `completed` with outcome `rejected`; later steps do not run. */
+  reject?: boolean;
+  /** Requesting changes sends the session back to this earlier agent step, with the person's note. */
+  requestChangesBackTo?: string;
+}
+
 /** The plan of one step as the workflow runs it; copied from the cookbook when the session starts. */
 export interface StepPlan {
   stepId: string;
@@ -20,6 +31,8 @@ export interface StepPlan {
   reminderAfterMs: number | null;
   /** The session becomes `expired` when the step is still open after this long. */
   expiresAfterMs: number;
+  /** Human steps: the decisions offered besides approving (absent in sessions started before they existed). */
+  decisions?: StepDecisions;
 }
 
 export interface CookbookSessionInput {
@@ -42,12 +55,20 @@ export interface SessionSnapshot {
   updatedAt: string;
   /** Number of transitions so far; the Postgres mirror keeps the highest it has seen. */
   version: number;
+  /** How a completed session came out, when a person decided it: 'rejected'. */
+  outcome?: SessionOutcome | null;
 }
+
+export type SessionOutcome = 'rejected';
 
 export interface CompleteStepRequest {
   stepId: string;
   resultData: Record<string, unknown>;
   actor: Actor;
+  /** Human steps: approve (the default), reject, or request changes; the latter two only where offered. */
+  decision?: Decision;
+  /** The person's note; required to request changes. */
+  note?: string;
 }
 
 export interface CompleteStepResult {
@@ -66,6 +87,7 @@ export const REJECTIONS = {
   staleStep: 'StaleStep',
   sessionEnded: 'SessionEnded',
   humanRequired: 'HumanRequired',
+  decisionNotOffered: 'DecisionNotOffered',
 } as const;
 
 export const SEARCH_ATTRIBUTES = {
@@ -82,6 +104,8 @@ export type SessionEventName =
   | 'human_step.pending'
   | 'human_step.reminder'
   | 'human_step.completed'
+  | 'human_step.rejected'
+  | 'human_step.changes_requested'
   | 'session.completed'
   | 'session.failed'
   | 'session.expired'
@@ -109,6 +133,11 @@ export interface StepRecord {
   expiresAt: string;
   reminders: number;
   completedAt: string | null;
+  /** Human steps: the person's decision and note. */
+  decision?: Decision | null;
+  note?: string | null;
+  /** An agent step run again because a person requested changes: their note. */
+  feedback?: { fromStepId: string; note: string } | null;
 }
 
 /** What one workflow transition changes: the session row, step rows and the events to append. */

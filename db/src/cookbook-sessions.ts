@@ -16,6 +16,7 @@ export interface SessionRow {
   started_at: Date;
   updated_at: Date;
   ended_at: Date | null;
+  outcome: 'rejected' | null;
 }
 
 export interface StepRow {
@@ -33,10 +34,13 @@ export interface StepRow {
   completed_at: Date | null;
   /** The key's name or the person's email, when the edge recorded who completed the step. */
   completer_name?: string | null;
+  decision?: 'approve' | 'reject' | 'request_changes' | null;
+  note?: string | null;
+  feedback?: { fromStepId: string; note: string } | null;
 }
 
 const SESSION_COLUMNS = `id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps, total_steps,
-  selected_apis, idempotency_key, version, started_at, updated_at, ended_at`;
+  selected_apis, idempotency_key, version, started_at, updated_at, ended_at, outcome`;
 
 export interface NewSessionRow {
   sessionId: string;
@@ -73,26 +77,32 @@ export async function applySessionChange(sql: Sql, change: SessionChange, workfl
   return sql.begin(async (tx) => {
     const applied = await tx`
       insert into cookbook_sessions as s (id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps,
-                                          total_steps, selected_apis, idempotency_key, version, started_at, updated_at, ended_at)
+                                          total_steps, selected_apis, idempotency_key, version, started_at, updated_at, ended_at, outcome)
       values (${input.sessionId}, ${input.accountId}, ${input.cookbookId}, ${workflowId}, ${session.status}, ${session.currentStep},
               ${session.progress.completed}, ${session.progress.total}, ${tx.json(input.selectedApis)}, ${input.idempotencyKey},
-              ${session.version}, ${session.startedAt}, ${session.updatedAt}, ${change.endedAt})
+              ${session.version}, ${session.startedAt}, ${session.updatedAt}, ${change.endedAt}, ${session.outcome ?? null})
       on conflict (id) do update set
         status = excluded.status, current_step_id = excluded.current_step_id, completed_steps = excluded.completed_steps,
-        version = excluded.version, updated_at = excluded.updated_at, ended_at = excluded.ended_at
+        version = excluded.version, updated_at = excluded.updated_at, ended_at = excluded.ended_at, outcome = excluded.outcome
       where s.version < excluded.version
       returning id`;
     if (applied.length === 0) return false;
     for (const step of change.steps) {
       await tx`
         insert into cookbook_session_steps (session_id, step_id, position, kind, status, result_data, completed_by,
-                                            started_at, remind_at, expires_at, reminders, completed_at)
+                                            started_at, remind_at, expires_at, reminders, completed_at, decision, note, feedback)
         values (${input.sessionId}, ${step.stepId}, ${step.position}, ${step.kind}, ${step.status},
                 ${step.resultData === null ? null : tx.json(step.resultData as never)}, ${step.completedBy},
-                ${step.startedAt}, ${step.remindAt}, ${step.expiresAt}, ${step.reminders}, ${step.completedAt})
+                ${step.startedAt}, ${step.remindAt}, ${step.expiresAt}, ${step.reminders}, ${step.completedAt},
+                ${step.decision ?? null}, ${step.note ?? null}, ${step.feedback ? tx.json(step.feedback as never) : null})
         on conflict (session_id, step_id) do update set
           status = excluded.status, result_data = excluded.result_data, completed_by = excluded.completed_by,
-          remind_at = excluded.remind_at, reminders = excluded.reminders, completed_at = excluded.completed_at`;
+          remind_at = excluded.remind_at, reminders = excluded.reminders, completed_at = excluded.completed_at,
+          -- A step run again (a person requested changes) starts afresh.
+          started_at = excluded.started_at, expires_at = excluded.expires_at,
+          decision = excluded.decision, note = excluded.note, feedback = excluded.feedback,
+          completed_by_key_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_key_id end,
+          completed_by_person_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_person_id end`;
     }
     return true;
   });
@@ -144,7 +154,7 @@ export async function listSessions(
 export async function listSessionSteps(db: Db, sessionId: string): Promise<StepRow[]> {
   return db<StepRow[]>`
     select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
-           st.remind_at, st.expires_at, st.reminders, st.completed_at,
+           st.remind_at, st.expires_at, st.reminders, st.completed_at, st.decision, st.note, st.feedback,
            coalesce(k.name, a.email) as completer_name
     from cookbook_session_steps st
     left join api_keys k on k.id = st.completed_by_key_id
@@ -176,7 +186,7 @@ const STATUS_FILTER: Record<SessionListStatus, string[] | null> = {
 export interface PendingHumanStepRow extends StepRow {
   cookbook_id: string;
   cookbook_title: string;
-  steps: { stepId: string; title: string; instructions: string; inputSchema: Record<string, unknown>; context?: { from: string; fields?: string[] }[] }[];
+  steps: { stepId: string; title: string; instructions: string; inputSchema: Record<string, unknown>; context?: { from: string; fields?: string[] }[]; decisions?: { reject?: boolean; requestChanges?: string } }[];
   selected_apis: Record<string, string>;
   /** The results of the session's earlier steps, by step id (what the step's context draws on). */
   prior_results: Record<string, Record<string, unknown> | null> | null;

@@ -55,6 +55,12 @@ const stepSchema = z.object({
   inputSchema: z.record(z.string(), z.unknown()),
   timeLimits: z.object({ reminderAfter: duration.optional(), expiresAfter: duration.optional() }).default({}),
   context: z.array(contextSchema).optional(),
+  /**
+   * Human steps: what a person may decide besides approving. `reject: true` ends the session as
+   * completed with outcome rejected; `requestChanges: "<earlier agent step>"` sends it back there
+   * with the person's note.
+   */
+  decisions: z.object({ reject: z.boolean().optional(), requestChanges: z.string().regex(STEP_ID).optional() }).strict().optional(),
 });
 
 export const cookbookFileSchema = z.object({
@@ -76,6 +82,8 @@ export interface CookbookStep {
   timeLimits: { reminderAfter?: string; expiresAfter: string };
   /** Human steps: what the person sees from earlier steps (all of a step's result, or some fields). */
   context?: StepContext[];
+  /** Human steps: the decisions offered besides approving. */
+  decisions?: { reject?: boolean; requestChanges?: string };
 }
 export interface StepContext {
   from: string;
@@ -132,6 +140,7 @@ export function parseCookbook(raw: unknown, source: string, ajv: Ajv = createSte
       throw new Error(`${source}: step "${step.stepId}" inputSchema is not a valid JSON schema: ${(error as Error).message}`);
     }
     checkContext(step, file.steps, source);
+    checkDecisions(step, file.steps, source);
     const defaults = DEFAULT_TIME_LIMITS[step.kind];
     const timeLimits: CookbookStep['timeLimits'] = { expiresAfter: step.timeLimits.expiresAfter ?? defaults.expiresAfter };
     if (step.kind === 'human') timeLimits.reminderAfter = step.timeLimits.reminderAfter ?? DEFAULT_TIME_LIMITS.human.reminderAfter;
@@ -159,6 +168,18 @@ function checkContext(step: z.output<typeof stepSchema>, steps: z.output<typeof 
     for (const field of entry.fields ?? []) {
       if (!(field in properties)) throw new Error(`${source}: step "${step.stepId}" context field "${field}" is not in step "${entry.from}"'s inputSchema`);
     }
+  }
+}
+
+/** Decisions belong to human steps; a request for changes goes back to an earlier agent step. */
+function checkDecisions(step: z.output<typeof stepSchema>, steps: z.output<typeof stepSchema>[], source: string): void {
+  if (!step.decisions) return;
+  if (step.kind !== 'human') throw new Error(`${source}: step "${step.stepId}" declares decisions, which only human steps offer`);
+  const backTo = step.decisions.requestChanges;
+  if (backTo === undefined) return;
+  const target = steps.findIndex((candidate) => candidate.stepId === backTo);
+  if (target < 0 || target >= steps.indexOf(step) || steps[target]!.kind !== 'agent') {
+    throw new Error(`${source}: step "${step.stepId}" requestChanges names "${backTo}", which is not an earlier agent step`);
   }
 }
 

@@ -2320,6 +2320,10 @@ export interface paths {
                                         fields?: string[];
                                         from: string;
                                     }[];
+                                    decisions?: {
+                                        reject?: boolean;
+                                        requestChanges?: string;
+                                    };
                                     inputSchema: {
                                         [key: string]: unknown;
                                     };
@@ -2537,6 +2541,8 @@ export interface paths {
                                 cookbookId: string;
                                 currentStep: string | null;
                                 endedAt: string | null;
+                                /** @description How a completed session came out when a person decided it: rejected (later steps did not run) */
+                                outcome: "rejected" | null;
                                 progress: {
                                     completed: number;
                                     total: number;
@@ -2737,6 +2743,8 @@ export interface paths {
                                 cookbookId: string;
                                 currentStep: string | null;
                                 endedAt: string | null;
+                                /** @description How a completed session came out when a person decided it: rejected (later steps did not run) */
+                                outcome: "rejected" | null;
                                 progress: {
                                     completed: number;
                                     total: number;
@@ -2896,6 +2904,8 @@ export interface paths {
                                 cookbookTitle: string;
                                 currentStep: string | null;
                                 endedAt: string | null;
+                                /** @description How a completed session came out when a person decided it: rejected (later steps did not run) */
+                                outcome: "rejected" | null;
                                 progress: {
                                     completed: number;
                                     total: number;
@@ -2913,13 +2923,22 @@ export interface paths {
                                     completedBy: "key" | "human";
                                     /** @description Who completed the step: the key's name, or the email of the person signed in to the dashboard */
                                     completedByName: string | null;
+                                    /** @description Human steps: what the person decided */
+                                    decision: ("approve" | "reject" | "request_changes") | null;
                                     expiresAt: string | null;
+                                    /** @description An agent step a person sent the session back to: what they asked to change */
+                                    feedback: {
+                                        fromStepId: string;
+                                        note: string;
+                                    } | null;
                                     inputSchema: {
                                         [key: string]: unknown;
                                     };
                                     instructions: string;
                                     /** @enum {string} */
                                     kind: "agent" | "human";
+                                    /** @description Human steps: the person's note with the decision */
+                                    note: string | null;
                                     position: number;
                                     remindAt: string | null;
                                     resultData: {
@@ -3110,6 +3129,8 @@ export interface paths {
                                 cookbookId: string;
                                 currentStep: string | null;
                                 endedAt: string | null;
+                                /** @description How a completed session came out when a person decided it: rejected (later steps did not run) */
+                                outcome: "rejected" | null;
                                 progress: {
                                     completed: number;
                                     total: number;
@@ -3285,7 +3306,7 @@ export interface paths {
         put?: never;
         /**
          * Complete the current step with resultData matching its inputSchema
-         * @description 409 when stepId is not the current step or the session has ended; 400 when resultData breaks the inputSchema; 403 when an API key completes a human step (a person completes those in the dashboard).
+         * @description 409 when stepId is not the current step or the session has ended; 400 when resultData breaks the inputSchema; 403 when an API key completes a human step (a person completes those in the dashboard). A human step may offer decisions besides approving: decision "reject" ends the session (completed, outcome rejected), "request_changes" with a note sends it back to the step the cookbook names.
          */
         post: {
             parameters: {
@@ -3299,6 +3320,13 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /**
+                         * @description Human steps only; approve (the default) validates resultData against the inputSchema
+                         * @enum {string}
+                         */
+                        decision?: "approve" | "reject" | "request_changes";
+                        /** @description The person's note; required with request_changes */
+                        note?: string;
                         resultData: {
                             [key: string]: unknown;
                         };
@@ -3320,13 +3348,22 @@ export interface paths {
                                 completedBy: "key" | "human";
                                 /** @description Who completed the step: the key's name, or the email of the person signed in to the dashboard */
                                 completedByName: string | null;
+                                /** @description Human steps: what the person decided */
+                                decision: ("approve" | "reject" | "request_changes") | null;
                                 expiresAt: string | null;
+                                /** @description An agent step a person sent the session back to: what they asked to change */
+                                feedback: {
+                                    fromStepId: string;
+                                    note: string;
+                                } | null;
                                 inputSchema: {
                                     [key: string]: unknown;
                                 };
                                 instructions: string;
                                 /** @enum {string} */
                                 kind: "agent" | "human";
+                                /** @description Human steps: the person's note with the decision */
+                                note: string | null;
                                 position: number;
                                 remindAt: string | null;
                                 resultData: {
@@ -3348,6 +3385,8 @@ export interface paths {
                                 cookbookId: string;
                                 currentStep: string | null;
                                 endedAt: string | null;
+                                /** @description How a completed session came out when a person decided it: rejected (later steps did not run) */
+                                outcome: "rejected" | null;
                                 progress: {
                                     completed: number;
                                     total: number;
@@ -3697,7 +3736,7 @@ export interface paths {
         };
         /**
          * Server-sent events of the session: replays after Last-Event-ID, then follows live until the session ends
-         * @description Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect with Last-Event-ID), and with a last `stream.closed` event when the key that opened it is disabled or revoked.
+         * @description Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, human_step.rejected, human_step.changes_requested, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect with Last-Event-ID), and with a last `stream.closed` event when the key that opened it is disabled or revoked.
          */
         get: {
             parameters: {
@@ -3880,6 +3919,14 @@ export interface paths {
                                 }[];
                                 cookbookId: string;
                                 cookbookTitle: string;
+                                /** @description What the person may decide besides approving (complete-step with decision reject or request_changes) */
+                                decisions: {
+                                    reject: boolean;
+                                    requestChanges: {
+                                        backTo: string;
+                                        title: string;
+                                    } | null;
+                                };
                                 expiresAt: string | null;
                                 inputSchema: {
                                     [key: string]: unknown;
@@ -4061,13 +4108,22 @@ export interface paths {
                                 completedBy: "key" | "human";
                                 /** @description Who completed the step: the key's name, or the email of the person signed in to the dashboard */
                                 completedByName: string | null;
+                                /** @description Human steps: what the person decided */
+                                decision: ("approve" | "reject" | "request_changes") | null;
                                 expiresAt: string | null;
+                                /** @description An agent step a person sent the session back to: what they asked to change */
+                                feedback: {
+                                    fromStepId: string;
+                                    note: string;
+                                } | null;
                                 inputSchema: {
                                     [key: string]: unknown;
                                 };
                                 instructions: string;
                                 /** @enum {string} */
                                 kind: "agent" | "human";
+                                /** @description Human steps: the person's note with the decision */
+                                note: string | null;
                                 position: number;
                                 remindAt: string | null;
                                 resultData: {
@@ -5763,6 +5819,14 @@ export interface paths {
                                 }[];
                                 cookbookId: string;
                                 cookbookTitle: string;
+                                /** @description What the person may decide besides approving (complete-step with decision reject or request_changes) */
+                                decisions: {
+                                    reject: boolean;
+                                    requestChanges: {
+                                        backTo: string;
+                                        title: string;
+                                    } | null;
+                                };
                                 expiresAt: string | null;
                                 inputSchema: {
                                     [key: string]: unknown;

@@ -23,6 +23,7 @@ export const cookbookStepSchema = z.object({
   inputSchema: jsonObject,
   timeLimits: timeLimitsSchema,
   context: z.array(stepContextDeclarationSchema).optional(),
+  decisions: z.object({ reject: z.boolean().optional(), requestChanges: z.string().optional() }).optional(),
 });
 export const cookbookSummarySchema = z.object({
   id: z.string(),
@@ -52,6 +53,7 @@ export const sessionSchema = z.object({
   startedAt: z.string(),
   updatedAt: z.string(),
   endedAt: z.string().nullable(),
+  outcome: z.enum(['rejected']).nullable().describe('How a completed session came out when a person decided it: rejected (later steps did not run)'),
 });
 export const stepSchema = z.object({
   stepId: z.string(),
@@ -69,6 +71,12 @@ export const stepSchema = z.object({
   expiresAt: z.string().nullable(),
   completedAt: z.string().nullable(),
   resultData: jsonObject.nullable(),
+  decision: z.enum(['approve', 'reject', 'request_changes']).nullable().describe('Human steps: what the person decided'),
+  note: z.string().nullable().describe("Human steps: the person's note with the decision"),
+  feedback: z
+    .object({ fromStepId: z.string(), note: z.string() })
+    .nullable()
+    .describe('An agent step a person sent the session back to: what they asked to change'),
 });
 /**
  * What a person sees from earlier steps to act on a human step, as the cookbook declares it: per
@@ -87,6 +95,9 @@ export const humanStepSchema = z.object({
   title: z.string(),
   instructions: z.string(),
   context: z.array(humanStepContextSchema).describe("What the person needs from earlier steps, from the cookbook's context declaration"),
+  decisions: z
+    .object({ reject: z.boolean(), requestChanges: z.object({ backTo: z.string(), title: z.string() }).nullable() })
+    .describe('What the person may decide besides approving (complete-step with decision reject or request_changes)'),
   inputSchema: jsonObject,
   pendingSince: z.string(),
   remindAt: z.string().nullable(),

@@ -393,6 +393,75 @@ describe('dashboard in a browser', () => {
     expect(choice?.resultData).toEqual({ decisions: [{ invoiceId: 'in_1', action: 'remind' }, { invoiceId: 'in_2', action: 'call' }] });
   });
 
+  /** Starts a weather-alert session with the agent's key and works it up to its human step. */
+  async function weatherSessionAtApproval(): Promise<string> {
+    const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
+    const started = await call('/api/v1/cookbooks/weather-alert-sms/start', { method: 'POST', key: firstKey, body: { selectedApis } });
+    expectStatus(started, 201);
+    const id = (started.body.session as { sessionId: string }).sessionId;
+    const agent = (stepId: string, resultData: unknown) => call(`/api/v1/cookbooks/sessions/${id}/complete-step`, { method: 'POST', key: firstKey, body: { stepId, resultData } });
+    expectStatus(await agent('fetch-forecast', { location: { name: 'Bergen', lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }), 200);
+    expectStatus(await agent('draft-message', { message: `Gale warning ${id}.`, recipients: ['+4712345678'] }), 200);
+    return id;
+  }
+
+  it('rejects a human step: the session ends completed with outcome rejected and the alert is never sent', async () => {
+    await nav('Inbox').click();
+    const id = await weatherSessionAtApproval();
+    const card = page.getByTestId('human-step').filter({ hasText: `Gale warning ${id}.` });
+    await card.waitFor();
+    await card.getByTestId('decision-panel').getByLabel(/^Your note to the agent/).fill('Too alarming for a gale.');
+    await card.getByRole('button', { name: 'Reject' }).click();
+    await page.getByText('was rejected. The session ends without the remaining steps.').waitFor();
+
+    const after = await call(`/api/v1/cookbooks/sessions/${id}`, { key: firstKey });
+    expectStatus(after, 200);
+    expect(after.body.session).toMatchObject({ status: 'completed', outcome: 'rejected', currentStep: null, progress: { completed: 3, total: 4 } });
+    const steps = (after.body.session as { steps: { stepId: string; status: string; decision: string | null; note: string | null }[] }).steps;
+    expect(steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({ status: 'completed', decision: 'reject', note: 'Too alarming for a gale.' });
+    expect(steps.find((s) => s.stepId === 'send-sms')).toMatchObject({ status: 'upcoming' });
+    const log = await call(`/api/v1/cookbooks/sessions/${id}/event-log`, { key: firstKey });
+    expect((log.body.events as { event: string; data: Record<string, unknown> }[]).slice(-2)).toMatchObject([
+      { event: 'human_step.rejected', data: { stepId: 'approve-wording', note: 'Too alarming for a gale.' } },
+      { event: 'session.completed', data: { outcome: 'rejected' } },
+    ]);
+    await page.goto(`${base}/sessions/${id}`);
+    await page.getByTestId('session-status').getByText('Rejected by a person').waitFor();
+    await page.getByTestId('step-outcome').filter({ hasText: `Rejected by ${email}` }).waitFor();
+  });
+
+  it('requests changes: the session goes back to the drafting step with the note, and the redraft reaches the person again', async () => {
+    await nav('Inbox').click();
+    const id = await weatherSessionAtApproval();
+    const card = page.getByTestId('human-step').filter({ hasText: `Gale warning ${id}.` });
+    await card.waitFor();
+    // Without a note the button stays off: the agent must be told what to change.
+    await expect(card.getByRole('button', { name: 'Request changes' }).isDisabled()).resolves.toBe(true);
+    await card.getByTestId('decision-panel').getByLabel(/^Your note to the agent/).fill('Say when it starts.');
+    await card.getByRole('button', { name: 'Request changes' }).click();
+    await page.getByText('Changes requested: the session goes back to “Draft the SMS wording”.').waitFor();
+
+    // The agent sees the note on its current step and drafts again.
+    const current = await call(`/api/v1/cookbooks/sessions/${id}/step`, { key: firstKey });
+    expectStatus(current, 200);
+    expect(current.body.step).toMatchObject({ stepId: 'draft-message', status: 'pending', feedback: { fromStepId: 'approve-wording', note: 'Say when it starts.' } });
+    const redraft = await call(`/api/v1/cookbooks/sessions/${id}/complete-step`, {
+      method: 'POST',
+      key: firstKey,
+      body: { stepId: 'draft-message', resultData: { message: `Gale from 18:00 ${id}.`, recipients: ['+4712345678'] } },
+    });
+    expectStatus(redraft, 200);
+    expect(redraft.body.session).toMatchObject({ status: 'waiting_for_human', currentStep: 'approve-wording', progress: { completed: 2, total: 4 } });
+    const again = page.getByTestId('human-step').filter({ hasText: `Gale from 18:00 ${id}.` });
+    await again.waitFor();
+    await again.getByLabel(/^Approved/).check();
+    await again.getByRole('button', { name: 'Complete step' }).click();
+    await page.getByText('is complete. The session continues.').waitFor();
+    const events = ((await call(`/api/v1/cookbooks/sessions/${id}/event-log`, { key: firstKey })).body.events as { event: string }[]).map((e) => e.event);
+    expect(events.filter((name) => name === 'human_step.changes_requested')).toHaveLength(1);
+    expect(events.filter((name) => name === 'human_step.pending')).toHaveLength(2);
+  });
+
   it('signs out, after which the old session cookie no longer works', async () => {
     const cookies = await browser.context.cookies(base);
     const session = cookies.find((c) => c.httpOnly);

@@ -51,13 +51,24 @@ afterAll(() => {
 const START = "    emit('session.started',";
 const addTimer = (guard: string | null) => (source: string) =>
   source
-    .replace("  upsertSearchAttributes,\n} from '@temporalio/workflow';", "  upsertSearchAttributes,\n  patched,\n  sleep,\n} from '@temporalio/workflow';")
-    .replace(START, `${guard === null ? '    await sleep(1);' : `    if (patched('${guard}')) await sleep(1);`}\n${START}`);
+    // Both names imported under aliases of the test's own, whatever the workflow imports already.
+    .replace("} from '@temporalio/workflow';", "} from '@temporalio/workflow';\nimport { patched as probePatched, sleep as probeSleep } from '@temporalio/workflow';")
+    .replace(START, `${guard === null ? '    await probeSleep(1);' : `    if (probePatched('${guard}')) await probeSleep(1);`}\n${START}`);
 
 describe('workflow versioning: recorded histories replay against the current code', () => {
   it('has recordings of every ending and step kind', () => {
     const names = recordings.map((recording) => recording.name.split('/')[1]);
-    for (const scenario of ['completed-agent-and-human', 'reminded-then-completed', 'expired-human-step', 'cancelled-waiting-for-human', 'failed-account-gone', 'open-waiting-for-human']) {
+    for (const scenario of [
+      'completed-agent-and-human',
+      'reminded-then-completed',
+      'expired-human-step',
+      'cancelled-waiting-for-human',
+      'failed-account-gone',
+      'open-waiting-for-human',
+      // Recorded after human-step decisions came (behind patched('human-step-decisions')).
+      'rejected-by-person',
+      'changes-requested-then-completed',
+    ]) {
       expect(names).toContain(`${scenario}.json`);
     }
   });

@@ -24,6 +24,7 @@ import {
   SEARCH_ATTRIBUTES,
   workflowIdFor,
   type Actor,
+  type Decision,
   type CookbookSessionInput,
   type StepPlan,
 } from '#workflows/messages';
@@ -42,6 +43,7 @@ export function sessionView(row: SessionRow): SessionView {
     startedAt: row.started_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     endedAt: row.ended_at?.toISOString() ?? null,
+    outcome: row.outcome ?? null,
   };
 }
 
@@ -71,6 +73,9 @@ export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string
     expiresAt: history?.expires_at?.toISOString() ?? null,
     completedAt: history?.completed_at?.toISOString() ?? null,
     resultData: history?.result_data ?? null,
+    decision: history?.decision ?? null,
+    note: history?.note ?? null,
+    feedback: history?.feedback ?? null,
   };
 }
 
@@ -95,6 +100,12 @@ export function humanStepView(row: PendingHumanStepRow): HumanStepView {
     title: step?.title ?? row.step_id,
     instructions: renderInstructions(step?.instructions ?? '', row.selected_apis),
     context,
+    decisions: {
+      reject: step?.decisions?.reject === true,
+      requestChanges: step?.decisions?.requestChanges
+        ? { backTo: step.decisions.requestChanges, title: row.steps.find((candidate) => candidate.stepId === step.decisions!.requestChanges)?.title ?? step.decisions.requestChanges }
+        : null,
+    },
     inputSchema: step?.inputSchema ?? {},
     pendingSince: row.started_at.toISOString(),
     remindAt: row.remind_at?.toISOString() ?? null,
@@ -148,6 +159,9 @@ export function stepPlans(cookbook: Cookbook): StepPlan[] {
     kind: step.kind,
     reminderAfterMs: step.timeLimits.reminderAfter ? parseDuration(step.timeLimits.reminderAfter) : null,
     expiresAfterMs: parseDuration(step.timeLimits.expiresAfter)!,
+    ...(step.decisions
+      ? { decisions: { ...(step.decisions.reject ? { reject: true } : {}), ...(step.decisions.requestChanges ? { requestChangesBackTo: step.decisions.requestChanges } : {}) } }
+      : {}),
   }));
 }
 
@@ -316,6 +330,10 @@ function updateError(error: unknown, sessionId: string): PlatformError | null {
         return new PlatformError('forbidden', failure.message, {
           hint: 'A person completes human steps in the dashboard (signed in with the account), not with an API key.',
         });
+      case REJECTIONS.decisionNotOffered:
+        return new PlatformError('validation_failed', failure.message, {
+          hint: 'GET the human step for the decisions it offers; this session may have started before they existed.',
+        });
     }
   }
   if (error instanceof WorkflowNotFoundError || (error instanceof ServiceError && /already completed|not found/i.test(error.message))) {
@@ -331,7 +349,7 @@ export async function completeStep(
   temporal: TemporalGateway,
   timeoutMs: number,
   session: SessionRow,
-  request: { stepId: string; resultData: Record<string, unknown>; actor: Actor },
+  request: { stepId: string; resultData: Record<string, unknown>; actor: Actor; decision?: Decision; note?: string },
 ) {
   try {
     return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
@@ -347,8 +365,10 @@ export async function completeStep(
   }
 }
 
-export function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor }): string {
-  const digest = createHash('sha256').update(`${request.actor}\n${JSON.stringify(request.resultData)}`).digest('hex').slice(0, 16);
+export function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor; decision?: Decision; note?: string }): string {
+  // A decision other than approving is part of the completion (the same data rejected is another completion).
+  const decided = request.decision && request.decision !== 'approve' ? `\n${request.decision}\n${request.note ?? ''}` : '';
+  const digest = createHash('sha256').update(`${request.actor}\n${JSON.stringify(request.resultData)}${decided}`).digest('hex').slice(0, 16);
   return `complete-step:${sessionId}:${request.stepId}:${digest}`;
 }
 

@@ -8,14 +8,72 @@ import { Link } from '../router';
 import { SchemaForm, type ObjectSchema } from '../schema-form';
 import { useSession } from '../session';
 import type { HumanStep, Session } from '../sessions-data';
-import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useApi } from '../ui';
+import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 
 /** Completes a human step as the signed-in person (the cookie); the server validates resultData against the schema. */
-export async function completeHumanStep(sessionId: string, stepId: string, resultData: Record<string, unknown>): Promise<void> {
-  await api(`/cookbooks/sessions/${encodeURIComponent(sessionId)}/complete-step`, { method: 'POST', body: { stepId, resultData } });
+export async function completeHumanStep(
+  sessionId: string,
+  stepId: string,
+  resultData: Record<string, unknown>,
+  decision?: { decision: 'reject' | 'request_changes'; note: string },
+): Promise<void> {
+  const body = decision ? { stepId, resultData, decision: decision.decision, ...(decision.note ? { note: decision.note } : {}) } : { stepId, resultData };
+  await api(`/cookbooks/sessions/${encodeURIComponent(sessionId)}/complete-step`, { method: 'POST', body });
 }
 
-export function HumanStepCard({ step, onCompleted, showSession = true }: { step: HumanStep; onCompleted: (step: HumanStep) => void; showSession?: boolean }) {
+/** Rejecting or sending the step back, with a note; shown only when the cookbook offers it. */
+function DecisionPanel({ step, onDecided }: { step: HumanStep; onDecided: (message: string) => void }) {
+  const [note, setNote] = useState('');
+  const { busy, error, run } = useAction();
+  const { reject, requestChanges } = step.decisions;
+  if (!reject && !requestChanges) return null;
+  const noteId = `note-${step.sessionId}-${step.stepId}`;
+  const decide = (decision: 'reject' | 'request_changes', message: string) =>
+    run(async () => {
+      await completeHumanStep(step.sessionId, step.stepId, {}, { decision, note: note.trim() });
+      onDecided(message);
+    });
+  return (
+    <section className="decision-panel" aria-label="Other decisions" data-testid="decision-panel">
+      <h3 className="eyebrow">Not as it is?</h3>
+      <div className="field">
+        <label htmlFor={noteId}>
+          Your note to the agent <span className="muted">{requestChanges ? '(required to request changes)' : '(optional)'}</span>
+        </label>
+        <textarea id={noteId} rows={2} maxLength={2000} value={note} onChange={(event) => setNote(event.target.value)} />
+      </div>
+      <div className="button-row">
+        {requestChanges && (
+          <button
+            type="button"
+            className="button"
+            disabled={busy || note.trim() === ''}
+            title={note.trim() === '' ? 'Write a note saying what to change' : undefined}
+            onClick={() => decide('request_changes', `Changes requested: the session goes back to “${requestChanges.title}”.`)}
+          >
+            Request changes
+          </button>
+        )}
+        {reject && (
+          <button type="button" className="button button-danger-outline" disabled={busy} onClick={() => decide('reject', `“${step.title}” was rejected. The session ends without the remaining steps.`)}>
+            Reject
+          </button>
+        )}
+      </div>
+      <ErrorMessage error={error} />
+    </section>
+  );
+}
+
+export function HumanStepCard({
+  step,
+  onCompleted,
+  showSession = true,
+}: {
+  step: HumanStep;
+  onCompleted: (step: HumanStep, message?: string) => void;
+  showSession?: boolean;
+}) {
   const overdue = step.expiresAt !== null && new Date(step.expiresAt).getTime() < Date.now();
   return (
     <article className="card human-step" data-testid="human-step" aria-labelledby={`step-${step.sessionId}-${step.stepId}`}>
@@ -53,6 +111,7 @@ export function HumanStepCard({ step, onCompleted, showSession = true }: { step:
           onCompleted(step);
         }}
       />
+      <DecisionPanel step={step} onDecided={(message) => onCompleted(step, message)} />
     </article>
   );
 }
@@ -119,8 +178,8 @@ export function InboxPage() {
           <HumanStepCard
             key={`${step.sessionId}:${step.stepId}`}
             step={step}
-            onCompleted={(completed) => {
-              setDone(`“${completed.title}” is complete. The session continues.`);
+            onCompleted={(completed, message) => {
+              setDone(message ?? `“${completed.title}” is complete. The session continues.`);
               reload();
             }}
           />

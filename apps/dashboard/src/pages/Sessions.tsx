@@ -106,6 +106,8 @@ const EVENT_TEXT: Record<string, string> = {
   'human_step.pending': 'Waiting for a person',
   'human_step.reminder': 'Reminder sent',
   'human_step.completed': 'Completed by a person',
+  'human_step.rejected': 'Rejected by a person',
+  'human_step.changes_requested': 'Changes requested by a person',
   'session.completed': 'Session completed',
   'session.failed': 'Session failed',
   'session.expired': 'Session expired',
@@ -171,7 +173,7 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
               <div>
                 <dt>Status</dt>
                 <dd data-testid="session-status">
-                  <StatusBadge status={session.status} />
+                  <StatusBadge status={session.status} /> {session.outcome === 'rejected' && <Badge tone="red">Rejected by a person</Badge>}
                 </dd>
               </div>
               <div>
@@ -213,10 +215,16 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
                     {step.title} {step.kind === 'human' && <Badge tone="blue">Person</Badge>}
                   </span>
                   <span className="small muted" data-testid="step-outcome">
-                    {statusLabel(step.status)}
+                    {step.decision === 'reject' ? 'Rejected' : step.decision === 'request_changes' ? 'Changes requested' : statusLabel(step.status)}
                     {step.completedByName ? ` by ${step.completedByName}` : ''}
                     {step.completedAt ? ` · ${formatDateTime(step.completedAt)}` : ''}
                   </span>
+                  {step.note && <span className="small step-note">“{step.note}”</span>}
+                  {step.feedback && (
+                    <span className="small step-note" data-testid="step-feedback">
+                      Asked to change: “{step.feedback.note}”
+                    </span>
+                  )}
                   {step.resultData && (
                     <details className="step-result">
                       <summary>Result</summary>

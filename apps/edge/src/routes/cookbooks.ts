@@ -211,9 +211,15 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'Complete the current step with resultData matching its inputSchema',
         description:
-          '409 when stepId is not the current step or the session has ended; 400 when resultData breaks the inputSchema; 403 when an API key completes a human step (a person completes those in the dashboard).',
+          '409 when stepId is not the current step or the session has ended; 400 when resultData breaks the inputSchema; 403 when an API key completes a human step (a person completes those in the dashboard). ' +
+          'A human step may offer decisions besides approving: decision "reject" ends the session (completed, outcome rejected), "request_changes" with a note sends it back to the step the cookbook names.',
         params: sessionParams,
-        body: z.object({ stepId: z.string().min(1).max(100), resultData: jsonObject }),
+        body: z.object({
+          stepId: z.string().min(1).max(100),
+          resultData: jsonObject,
+          decision: z.enum(['approve', 'reject', 'request_changes']).optional().describe('Human steps only; approve (the default) validates resultData against the inputSchema'),
+          note: z.string().min(1).max(2000).optional().describe("The person's note; required with request_changes"),
+        }),
         response: {
           200: z.object({ ok: z.literal(true), session: sessionSchema, nextStep: stepSchema.nullable() }),
           ...errorResponses(400, 403, 404, 409, 503),
@@ -223,7 +229,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const auth = requireAuth(request);
       const row = await requireSession(sql, auth.accountId, request.params.sessionId);
-      const { stepId, resultData } = request.body;
+      const { stepId, resultData, decision = 'approve', note } = request.body;
       const actor = actorOf(request);
       const cookbook = await requireCookbook(request, row.cookbook_id);
       const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
@@ -245,8 +251,21 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           hint: `GET /api/v1/cookbooks/sessions/${row.id}/step for the current step.`,
         });
       }
-      validateResultData(cookbook.id, step, resultData);
-      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, { stepId, resultData, actor });
+      if (decision !== 'approve') {
+        const offered = decision === 'reject' ? step.decisions?.reject === true : step.decisions?.requestChanges !== undefined;
+        if (!offered) {
+          throw new PlatformError('validation_failed', `Step "${stepId}" does not offer the decision "${decision}"`, {
+            hint: 'GET the human step for the decisions it offers, or approve it with resultData.',
+          });
+        }
+        if (decision === 'request_changes' && !note) {
+          throw new PlatformError('validation_failed', 'note is required with request_changes: say what should change', { hint: 'Send {"decision": "request_changes", "note": "..."}.' });
+        }
+      } else {
+        validateResultData(cookbook.id, step, resultData);
+      }
+      const completion = { stepId, resultData, actor, ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
+      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, completion);
       // Who did it (the workflow only knows key or person), then the answer's two reads, together.
       const [, fresh, history] = await Promise.all([
         recordStepCompleter(sql, row.id, stepId, auth.keyId !== null ? { keyId: auth.keyId } : { personId: auth.accountId }),
@@ -367,7 +386,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'Server-sent events of the session: replays after Last-Event-ID, then follows live until the session ends',
         description:
-          'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect with Last-Event-ID), and with a last `stream.closed` event when the key that opened it is disabled or revoked.',
+          'Each event has `id:` (resume with Last-Event-ID), `event:` (session.started, step.started, step.completed, human_step.pending, human_step.reminder, human_step.completed, human_step.rejected, human_step.changes_requested, session.completed, session.failed, session.expired, session.cancelled) and JSON `data:`. Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect with Last-Event-ID), and with a last `stream.closed` event when the key that opened it is disabled or revoked.',
         params: sessionParams,
         querystring: z.object({ lastEventId: z.string().optional() }),
         response: { ...errorResponses(400, 404, 429) },
