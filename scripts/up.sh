@@ -73,6 +73,14 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
+# Mail goes to SMTP_URL; without one, to the development mail catcher started here (nothing leaves
+# the machine: read the messages at http://127.0.0.1:1080/).
+MAIL_NOTE="${SMTP_URL:-}"
+if [ -z "${SMTP_URL:-}" ]; then
+  export SMTP_URL=smtp://127.0.0.1:${MAIL_CATCHER_SMTP_PORT:-1025}
+  run_process mail-catcher node_modules/.bin/tsx scripts/mail-catcher.ts
+  MAIL_NOTE="http://127.0.0.1:${MAIL_CATCHER_HTTP_PORT:-1080}/   (development mail catcher: e-mail lands here, nothing is delivered)"
+fi
 run_process edge node_modules/.bin/tsx apps/edge/src/server.ts
 run_process temporal-worker node_modules/.bin/tsx workers/temporal/main.ts
 run_process queue-workers node_modules/.bin/tsx workers/queues/main.ts
@@ -91,6 +99,7 @@ cat <<MSG
   Dashboard      $DASHBOARD
   Temporal UI    $TEMPORAL_UI_URL
   Queue board    $QUEUE_BOARD
+  Mail           $MAIL_NOTE
 $PRIVATE_NOTE
   Try it:        npm run demo   (an agent's walk through the platform, against this stack)
 

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { directorySettings } from '#core/directory';
+import { emailSettings } from '#core/notifications';
 import { isDevCodecKeys, isDevMasterKey } from '#core/platform';
 import { parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
-export const workerSettings = sharedSettings.extend(directorySettings.shape).extend({
+export const workerSettings = sharedSettings.extend(directorySettings.shape).extend(emailSettings.shape).extend({
   /** Jobs processed at once by each BullMQ worker. */
   QUEUE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   /** Seconds a worker waits for jobs and activities in flight when asked to stop. */

@@ -7,10 +7,15 @@ export interface AccountRow {
   created_at: Date;
 }
 
-/** Creates an account; returns null when the email (compared case-insensitively) is taken. */
+/**
+ * Creates an account; returns null when the email (compared case-insensitively) is taken, by another
+ * account or by an approver of one (an address signs in as one identity).
+ */
 export async function createAccount(db: Db, input: { email: string; passwordHash: string | null }): Promise<AccountRow | null> {
   const rows = await db<AccountRow[]>`
-    insert into accounts (email, password_hash) values (${input.email}, ${input.passwordHash})
+    insert into accounts (email, password_hash)
+    select ${input.email}, ${input.passwordHash}
+     where not exists (select 1 from account_members where lower(email) = lower(${input.email}) and removed_at is null)
     on conflict ((lower(email))) do nothing
     returning id, email, balance_micros, created_at`;
   return rows[0] ?? null;

@@ -102,7 +102,8 @@ export async function applySessionChange(sql: Sql, change: SessionChange, workfl
           started_at = excluded.started_at, expires_at = excluded.expires_at,
           decision = excluded.decision, note = excluded.note, feedback = excluded.feedback,
           completed_by_key_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_key_id end,
-          completed_by_person_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_person_id end`;
+          completed_by_person_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_person_id end,
+          completed_by_member_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_member_id end`;
     }
     return true;
   });
@@ -155,9 +156,10 @@ export async function listSessionSteps(db: Db, sessionId: string): Promise<StepR
   return db<StepRow[]>`
     select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
            st.remind_at, st.expires_at, st.reminders, st.completed_at, st.decision, st.note, st.feedback,
-           coalesce(k.name, a.email) as completer_name
+           coalesce(k.name, mb.email, a.email) as completer_name
     from cookbook_session_steps st
     left join api_keys k on k.id = st.completed_by_key_id
+    left join account_members mb on mb.id = st.completed_by_member_id
     left join accounts a on a.id = st.completed_by_person_id
     where st.session_id = ${sessionId} order by st.position`;
 }
@@ -167,13 +169,20 @@ export async function listSessionSteps(db: Db, sessionId: string): Promise<StepR
  * it, or the person signed in to the dashboard. The first record stands (a retried completion
  * does not overwrite it).
  */
-export async function recordStepCompleter(db: Db, sessionId: string, stepId: string, by: { keyId: string } | { personId: string }): Promise<void> {
+export async function recordStepCompleter(
+  db: Db,
+  sessionId: string,
+  stepId: string,
+  by: { keyId: string } | { personId: string } | { memberId: string },
+): Promise<void> {
   const keyId = 'keyId' in by ? by.keyId : null;
   const personId = 'personId' in by ? by.personId : null;
+  const memberId = 'memberId' in by ? by.memberId : null;
   await db`
-    update cookbook_session_steps set completed_by_key_id = ${keyId}, completed_by_person_id = ${personId}
+    update cookbook_session_steps
+       set completed_by_key_id = ${keyId}, completed_by_person_id = ${personId}, completed_by_member_id = ${memberId}
      where session_id = ${sessionId} and step_id = ${stepId} and status = 'completed'
-       and completed_by_key_id is null and completed_by_person_id is null`;
+       and completed_by_key_id is null and completed_by_person_id is null and completed_by_member_id is null`;
 }
 
 export type SessionListStatus = 'active' | 'ended' | 'all';
@@ -190,21 +199,32 @@ export interface PendingHumanStepRow extends StepRow {
   selected_apis: Record<string, string>;
   /** The results of the session's earlier steps, by step id (what the step's context draws on). */
   prior_results: Record<string, Record<string, unknown> | null> | null;
+  /** The approver the step is assigned to; null for the first taker. */
+  assignee_id: string | null;
+  assignee_email: string | null;
 }
 
-/** Human steps waiting for a person, for one session or across all of an account's sessions. */
-export async function listPendingHumanSteps(db: Db, accountId: string, sessionId: string | null): Promise<PendingHumanStepRow[]> {
+/**
+ * Human steps waiting for a person, for one session or across all of an account's sessions, with the
+ * approver each is assigned to. For an approver (`forMember`), only the steps assigned to them or to
+ * the first taker.
+ */
+export async function listPendingHumanSteps(db: Db, accountId: string, sessionId: string | null, forMember: string | null = null): Promise<PendingHumanStepRow[]> {
   return db<PendingHumanStepRow[]>`
     select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
            st.remind_at, st.expires_at, st.reminders, st.completed_at,
            s.cookbook_id, c.title as cookbook_title, c.steps, s.selected_apis,
            (select jsonb_object_agg(p.step_id, p.result_data) from cookbook_session_steps p
-             where p.session_id = st.session_id and p.position < st.position) as prior_results
+             where p.session_id = st.session_id and p.position < st.position) as prior_results,
+           m.id as assignee_id, m.email as assignee_email
     from cookbook_session_steps st
     join cookbook_sessions s on s.id = st.session_id
     join cookbooks c on c.id = s.cookbook_id
+    left join human_step_assignments ha on ha.session_id = st.session_id and ha.step_id = st.step_id
+    left join account_members m on m.id = ha.member_id and m.removed_at is null
     where s.account_id = ${accountId} and s.status = 'waiting_for_human'
       and st.kind = 'human' and st.status = 'pending'
       and (${sessionId}::text is null or s.id = ${sessionId})
+      and (${forMember}::text is null or m.id is null or m.id = ${forMember})
     order by st.started_at, st.session_id`;
 }

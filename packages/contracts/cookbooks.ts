@@ -103,6 +103,10 @@ export const humanStepSchema = z.object({
   remindAt: z.string().nullable(),
   expiresAt: z.string().nullable(),
   reminders: z.number().int(),
+  assignee: z
+    .object({ id: z.string(), email: z.string() })
+    .nullable()
+    .describe('The approver the step is assigned to (PUT .../steps/{stepId}/assignee); null: the first person to take it'),
 });
 
 export type SessionStatus = z.infer<typeof statusSchema>;

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expectOk } from './app.js';
 import { uniqueId } from './settings.js';
 
@@ -33,6 +33,11 @@ export interface BrowserSession {
 /** Logs in through POST /api/auth/login and returns what a browser would then hold. */
 export async function loginUser(app: FastifyInstance, user: { email: string; password: string }): Promise<BrowserSession> {
   const res = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: user.email, password: user.password } });
+  return browserSessionFrom(app, res);
+}
+
+/** What a browser holds after an answer that signed it in (login, accepting an invitation). */
+export function browserSessionFrom(app: FastifyInstance, res: LightMyRequestResponse): BrowserSession {
   const body = expectOk<{ csrfToken: string }>(res);
   const jar = new Map(res.cookies.map((c) => [c.name, c.value]));
   const token = jar.get('session');

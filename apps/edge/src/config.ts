@@ -12,8 +12,6 @@ const seconds = (fallback: number) => z.coerce.number().int().min(1).max(86_400 
 export const edgeSettings = sharedSettings.extend({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  /** The site root as users reach it; the API lives under PUBLIC_URL/api/v1. */
-  PUBLIC_URL: z.string().url().default('http://127.0.0.1:3000'),
   /**
    * Which X-Forwarded-For entries to believe: `false` (none: the socket's address is the client), a
    * hop count (the number of proxies in front of the edge: the client is that many entries from the

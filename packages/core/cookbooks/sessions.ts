@@ -111,6 +111,7 @@ export function humanStepView(row: PendingHumanStepRow): HumanStepView {
     remindAt: row.remind_at?.toISOString() ?? null,
     expiresAt: row.expires_at?.toISOString() ?? null,
     reminders: row.reminders,
+    assignee: row.assignee_id && row.assignee_email ? { id: row.assignee_id, email: row.assignee_email } : null,
   };
 }
 

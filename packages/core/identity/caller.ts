@@ -7,6 +7,13 @@ import type { KeyRow } from '#db/keys';
 export interface Caller {
   accountId: string;
   via: 'key' | 'cookie';
+  /**
+   * 'owner' for the account's keys and its owner's dashboard session; 'approver' for a member the
+   * account invited, who may see and complete human steps and nothing else.
+   */
+  role: 'owner' | 'approver';
+  /** The approver's member id (role 'approver' only). */
+  memberId: string | null;
   keyId: string | null;
   keyKind: 'api' | 'agent' | null;
   /** Agent keys only: true when a spend limit applies to charges. */
@@ -19,6 +26,8 @@ export function callerFromKey(key: KeyRow): Caller {
   return {
     accountId: key.account_id,
     via: 'key',
+    role: 'owner',
+    memberId: null,
     keyId: key.id,
     keyKind: key.kind,
     spendLimited: key.kind === 'agent' && key.spend_limit_micros !== null,
@@ -26,6 +35,6 @@ export function callerFromKey(key: KeyRow): Caller {
   };
 }
 
-export function callerFromSession(accountId: string): Caller {
-  return { accountId, via: 'cookie', keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
+export function callerFromSession(accountId: string, memberId: string | null = null): Caller {
+  return { accountId, via: 'cookie', role: memberId === null ? 'owner' : 'approver', memberId, keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
 }

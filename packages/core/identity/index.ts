@@ -7,3 +7,5 @@ export { changeKey, listKeys } from './key-management.js';
 export { KeyVerifier, keyChangesChannel, publishKeyChange } from './key-verifier.js';
 export { PASSWORD_POLICY, assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 export { registerAccount } from './registration.js';
+export { acceptInvitation, inviteMember, memberView, mintInviteLink } from './members.js';
+export type { MemberView } from './members.js';

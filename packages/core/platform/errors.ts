@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   key_revoked: 403,
   key_expired: 403,
   agent_key_forbidden: 403,
+  approver_forbidden: 403,
+  step_assigned_elsewhere: 403,
   csrf_failed: 403,
   spend_limit_exceeded: 403,
   api_not_allowed: 403,

@@ -13,6 +13,8 @@ export const sharedSettings = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
   REDIS_PREFIX: z.string().regex(/^[a-z0-9:_-]+$/i).default('platform'),
+  /** The site root as users reach it; the API lives under PUBLIC_URL/api/v1, the dashboard at PUBLIC_URL/. Links in e-mails start here. */
+  PUBLIC_URL: z.string().url().default('http://127.0.0.1:3000'),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('cookbook-sessions'),

@@ -18,12 +18,21 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export type AuthRequirement = 'none' | 'key' | 'account' | 'apiKey';
 
+/** What an approver (a member signed in to the dashboard) may do; see `config.approver`. */
+const APPROVER_HINT = "Approvers see and complete the account's human steps (the dashboard's inbox) and nothing else; ask the account's owner for anything more.";
+
 /** The caller of a request (core identity's Caller), set by this plugin on authenticated routes. */
 export type AuthContext = Caller;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthRequirement;
+    /**
+     * True on the few routes an approver's session may use (human steps, the sessions they belong
+     * to, who-am-I). Every other authenticated route refuses approvers with 403, so a new route is
+     * closed to them until it says otherwise.
+     */
+    approver?: boolean;
   }
   interface FastifyRequest {
     auth: AuthContext | null;
@@ -110,7 +119,10 @@ export default fp(
         const session = await verifyDashboardSession(sql, settings, token);
         assertNotCrossSite(request);
         if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
-        request.auth = callerFromSession(session.accountId);
+        if (session.memberId !== null && request.routeOptions.config.approver !== true) {
+          throw new PlatformError('approver_forbidden', 'Approvers cannot use this route', { hint: APPROVER_HINT });
+        }
+        request.auth = callerFromSession(session.accountId, session.memberId);
         return;
       }
       const auth = callerFromKey(await verifier.verify(key));

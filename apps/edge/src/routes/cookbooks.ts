@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { listSessions, recordStepCompleter } from '#db/cookbook-sessions';
-import { getCookbook, listCookbooks, type Cookbook } from '#db/cookbooks';
+import { assignHumanStep, findAssignee, findMember } from '#db/members';
+import { getCookbook, listCookbooks, type Cookbook, type CookbookStep } from '#db/cookbooks';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES } from '#contracts/money';
 import type { Actor } from '#workflows/messages';
@@ -23,6 +24,7 @@ import {
 } from '#core/cookbooks';
 import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
+import type { Caller } from '#core/identity';
 import type { StreamCloseReason } from '../plugins/event-streams.js';
 import { IDEMPOTENCY_KEY } from './balance.js';
 import { errorResponses } from './error-responses.js';
@@ -45,6 +47,10 @@ const summary = (cookbook: Cookbook) => ({
 /** The dashboard's cookie session is a person; any API or agent key is not. */
 const actorOf = (request: FastifyRequest): Actor => (requireAuth(request).via === 'cookie' ? 'human' : 'key');
 
+/** Who the step's history names as its completer: the key, the approver or the owner signed in. */
+const completerOf = (auth: Caller) =>
+  auth.keyId !== null ? { keyId: auth.keyId } : auth.memberId !== null ? { memberId: auth.memberId } : { personId: auth.accountId };
+
 async function requireCookbook(request: FastifyRequest, id: string): Promise<Cookbook> {
   const cookbook = await getCookbook(request.server.deps.sql, id);
   if (!cookbook) throw notFound(`Cookbook ${id}`, 'List cookbooks with GET /api/v1/cookbooks.');
@@ -61,6 +67,17 @@ function sseFrame(event: StreamedEvent): string {
  */
 const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, temporal, settings } = app.deps;
+
+  /** An approver completes human steps only, and not one assigned to another approver. */
+  async function assertApproverMayComplete(sessionId: string, step: CookbookStep, memberId: string | null): Promise<void> {
+    if (step.kind !== 'human') {
+      throw new PlatformError('approver_forbidden', 'Approvers complete human steps only', { hint: "The agent's key completes this step." });
+    }
+    const assignee = await findAssignee(sql, sessionId, step.stepId);
+    if (assignee && assignee.id !== memberId) {
+      throw new PlatformError('step_assigned_elsewhere', `This step is assigned to ${assignee.email}`, { hint: 'Ask the account owner to reassign it if it should be yours.' });
+    }
+  }
 
   app.get(
     '/cookbooks',
@@ -87,7 +104,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/cookbooks/sessions',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: "The caller's sessions, newest first: active ones (running or waiting for a human) unless status says otherwise",
@@ -163,7 +180,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/cookbooks/sessions/:sessionId',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: 'A session with its progress and step history',
@@ -206,7 +223,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/cookbooks/sessions/:sessionId/complete-step',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: 'Complete the current step with resultData matching its inputSchema',
@@ -233,6 +250,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const actor = actorOf(request);
       const cookbook = await requireCookbook(request, row.cookbook_id);
       const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
+      if (auth.role === 'approver' && step) await assertApproverMayComplete(row.id, step, auth.memberId);
       if (isEnded(row) || !step || stepId !== row.current_step_id) {
         // A retry of a completion that already happened (its answer lost to a timeout or a 503)
         // gets that completion's answer, not a 409.
@@ -268,7 +286,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, completion);
       // Who did it (the workflow only knows key or person), then the answer's two reads, together.
       const [, fresh, history] = await Promise.all([
-        recordStepCompleter(sql, row.id, stepId, auth.keyId !== null ? { keyId: auth.keyId } : { personId: auth.accountId }),
+        recordStepCompleter(sql, row.id, stepId, completerOf(auth)),
         requireSession(sql, auth.accountId, row.id),
         result.nextStepId === null ? Promise.resolve([]) : listSessionSteps(sql, row.id),
       ]);
@@ -303,10 +321,46 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
   );
 
+  app.put(
+    '/cookbooks/sessions/:sessionId/steps/:stepId/assignee',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['cookbooks'],
+        summary: 'Assign a waiting human step to one approver, or (memberId null) to the first person who takes it',
+        description:
+          'Only the step a session is waiting on can be assigned (409 otherwise). An assigned step is shown to that approver only (and to the owner), and other approvers get 403 step_assigned_elsewhere if they try to complete it. Approvers are invited with POST /api/v1/members.',
+        params: sessionParams.extend({ stepId: z.string().min(1).max(100) }),
+        body: z.object({ memberId: z.string().min(1).max(100).nullable().describe('An approver of this account (GET /api/v1/members), or null') }).strict(),
+        response: {
+          200: z.object({ ok: z.literal(true), sessionId: z.string(), stepId: z.string(), assignee: z.object({ id: z.string(), email: z.string() }).nullable() }),
+          ...errorResponses(400, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      const { stepId } = request.params;
+      const cookbook = await requireCookbook(request, row.cookbook_id);
+      const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
+      if (!step || step.kind !== 'human' || row.status !== 'waiting_for_human' || row.current_step_id !== stepId) {
+        throw new PlatformError('conflict', `Step "${stepId}" is not a human step this session is waiting on`, {
+          hint: `GET /api/v1/cookbooks/sessions/${row.id}/human-steps for the steps that can be assigned.`,
+        });
+      }
+      const { memberId } = request.body;
+      const member = memberId === null ? null : await findMember(sql, auth.accountId, memberId);
+      if (memberId !== null && !member) throw notFound(`Approver ${memberId}`, 'List the account\'s approvers with GET /api/v1/members.');
+      await assignHumanStep(sql, row.id, stepId, member?.id ?? null);
+      return { ok: true as const, sessionId: row.id, stepId, assignee: member ? { id: member.id, email: member.email } : null };
+    },
+  );
+
   app.get(
     '/cookbooks/sessions/:sessionId/human-steps',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: "The session's human steps waiting for a person",
@@ -317,7 +371,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const auth = requireAuth(request);
       const row = await requireSession(sql, auth.accountId, request.params.sessionId);
-      const rows = await listPendingHumanSteps(sql, auth.accountId, row.id);
+      const rows = await listPendingHumanSteps(sql, auth.accountId, row.id, auth.memberId);
       return { ok: true as const, humanSteps: rows.map(humanStepView) };
     },
   );
@@ -325,7 +379,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/me/human-steps',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: "Human steps waiting for a person across the account's sessions (the dashboard's inbox)",
@@ -333,7 +387,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const rows = await listPendingHumanSteps(sql, requireAuth(request).accountId, null);
+      const auth = requireAuth(request);
+      const rows = await listPendingHumanSteps(sql, auth.accountId, null, auth.memberId);
       return { ok: true as const, humanSteps: rows.map(humanStepView) };
     },
   );
@@ -341,7 +396,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/cookbooks/sessions/:sessionId/event-log',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: 'The session events after a given id, as JSON pages: for clients that poll instead of holding an event stream',
@@ -381,7 +436,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/cookbooks/sessions/:sessionId/events',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', approver: true },
       schema: {
         tags: ['cookbooks'],
         summary: 'Server-sent events of the session: replays after Last-Event-ID, then follows live until the session ends',

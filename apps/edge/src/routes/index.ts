@@ -11,6 +11,7 @@ import eventStreamsPlugin from '../plugins/event-streams.js';
 import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
 import keyRoutes from './keys.js';
+import memberRoutes from './members.js';
 import proxyRoutes from './proxy.js';
 import registerRoutes from './register.js';
 import sessionRoutes from './sessions.js';
@@ -37,6 +38,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
       await api.register(registerRoutes);
       await api.register(keyRoutes);
       await api.register(agentKeyRoutes);
+      await api.register(memberRoutes);
       await api.register(balanceRoutes);
       await api.register(connectionRoutes);
       await api.register(usageRoutes);

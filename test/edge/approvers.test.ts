@@ -1,0 +1,243 @@
+import type { FastifyInstance } from 'fastify';
+import { Queue, type Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadCookbooks } from '#db/cookbooks';
+import { emailJob } from '#core/notifications';
+import { createRedis } from '#core/platform';
+import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
+import { createTestApi, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
+import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
+import { browserSessionFrom, loginUser, registerUser, TEST_PASSWORD, type BrowserSession, type RegisteredUser } from '../helpers/session.js';
+import { uniqueId } from '../helpers/settings.js';
+
+/**
+ * Approvers (issue 18): an owner invites people by e-mail; the invitation arrives over real SMTP
+ * (smtp-server in this process, sent by the e-mail queue's processor on a BullMQ worker); the person
+ * accepts with a password, signs in, sees and completes the account's human steps (all, or those
+ * assigned to them) and is refused everything else.
+ */
+describe('approvers', () => {
+  const taskQueue = uniqueId('approvers-');
+  const redisPrefix = uniqueId('apr');
+  const publicUrl = 'http://127.0.0.1:3999';
+  let app: FastifyInstance;
+  let mail: MailServer;
+  let workerRedis: Redis;
+  let emailWorker: Worker;
+  let worker: RunningWorker;
+  let owner: RegisteredUser;
+  let ownerSession: BrowserSession;
+
+  beforeAll(async () => {
+    mail = await startMailServer();
+    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, PUBLIC_URL: publicUrl });
+    await loadCookbooks(app.deps.sql);
+    workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
+    emailWorker = startEmailWorker({ sql: app.deps.sql, redis: workerRedis, redisPrefix, smtpUrl: mail.url, publicUrl });
+    worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
+    owner = await registerUser(app);
+    ownerSession = await loginUser(app, owner);
+  }, 60_000);
+  afterAll(async () => {
+    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
+    await app?.close();
+    await emailWorker?.close();
+    await worker?.stop();
+    await workerRedis?.quit();
+    await mail?.close();
+  });
+
+  const invite = (email: string, headers: Record<string, string> = bearer(owner.fullKey)) =>
+    app.inject({ method: 'POST', url: '/api/v1/members', headers, payload: { email } });
+  const accept = (token: string, password = TEST_PASSWORD) => app.inject({ method: 'POST', url: '/api/auth/accept-invite', payload: { token, password } });
+  const invitationTo = (email: string, after = 0) =>
+    mail.waitFor((message) => recipientOf(message).includes(email) && mail.messages.indexOf(message) >= after);
+
+  /** Invites a fresh address, reads the e-mail and accepts it: the approver's browser session. */
+  async function newApprover(): Promise<{ id: string; email: string; session: BrowserSession }> {
+    const email = `${uniqueId('approver')}@example.test`;
+    const { member } = expectOk<{ member: { id: string } }>(await invite(email), 201);
+    const { token } = inviteLinkIn(await invitationTo(email));
+    return { id: member.id, email, session: browserSessionFrom(app, await accept(token)) };
+  }
+
+  /** A weather-alert session worked by the owner's key up to its human step. */
+  async function sessionAtApproval(): Promise<string> {
+    const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
+    const started = expectOk<{ session: { sessionId: string } }>(
+      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(owner.fullKey), payload: { selectedApis } }),
+      201,
+    );
+    const id = started.session.sessionId;
+    const agent = (stepId: string, resultData: unknown) =>
+      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: bearer(owner.fullKey), payload: { stepId, resultData } as object });
+    expectOk(await agent('fetch-forecast', { location: { lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }));
+    expectOk(await agent('draft-message', { message: `Gale warning ${id}.`, recipients: ['+4712345678'] }));
+    return id;
+  }
+
+  const pendingFor = async (session: BrowserSession) =>
+    expectOk<{ humanSteps: { sessionId: string; stepId: string; assignee: { id: string; email: string } | null }[] }>(
+      await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: session.cookie } }),
+    ).humanSteps;
+
+  it('invites by e-mail: the message carries a one-time link that is in no API answer and in no queued job', async () => {
+    const email = `${uniqueId('invitee')}@example.test`;
+    const before = mail.messages.length;
+    const created = expectOk<{ member: Record<string, unknown> }>(await invite(email), 201);
+    expect(created.member).toMatchObject({ email, role: 'approver', status: 'invited', acceptedAt: null });
+    const message = await invitationTo(email, before);
+    expect(message.subject).toBe(`${owner.email} invited you to approve steps on Service`);
+    const { link, token } = inviteLinkIn(message);
+    expect(link.startsWith(`${publicUrl}/accept-invite#token=`)).toBe(true);
+    expect(message.html).toContain(`href="${link}"`);
+
+    const listed = await app.inject({ method: 'GET', url: '/api/v1/members', headers: bearer(owner.fullKey) });
+    expect(expectOk<{ members: { email: string; status: string }[] }>(listed).members).toEqual([expect.objectContaining({ email, status: 'invited' })]);
+    expect(listed.body).not.toContain(token);
+    const queue = new Queue(emailJob.queue, { connection: workerRedis, prefix: redisPrefix });
+    const jobs = await queue.getJobs(['completed', 'waiting', 'active', 'failed']);
+    await queue.close();
+    expect(jobs.length).toBeGreaterThan(0);
+    for (const job of jobs) expect(JSON.stringify(job.data) + JSON.stringify(job.returnvalue)).not.toContain(token);
+  });
+
+  it('refuses an address that already signs in, a second invitation of one address, and agent keys', async () => {
+    expectError(await invite(owner.email), 409, 'conflict');
+    const email = `${uniqueId('twice')}@example.test`;
+    expectOk(await invite(email), 201);
+    expectError(await invite(email.toUpperCase()), 409, 'conflict');
+    const agent = expectOk<{ fullKey: string }>(
+      await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: bearer(owner.fullKey), payload: { name: 'agent' } }),
+      201,
+    );
+    expectError(await invite(`${uniqueId('x')}@example.test`, bearer(agent.fullKey)), 403, 'agent_key_forbidden');
+    expectError(await invite('not an address'), 400, 'validation_failed');
+    // And an approver's address cannot register an account of its own.
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD } }), 409, 'conflict');
+  });
+
+  it('accepts once with a password that passes the policy, then signs in as an approver', async () => {
+    const email = `${uniqueId('accepts')}@example.test`;
+    expectOk(await invite(email), 201);
+    const { token } = inviteLinkIn(await invitationTo(email));
+    expectError(await accept(token, 'short'), 400, 'validation_failed');
+    expectError(await accept('x'.repeat(43)), 400, 'validation_failed');
+    const accepted = expectOk<{ role: string; account: { id: string }; member: { email: string } }>(await accept(token));
+    expect(accepted).toMatchObject({ role: 'approver', account: { id: owner.accountId }, member: { email } });
+    // The link is spent.
+    expectError(await accept(token), 400, 'validation_failed');
+
+    const session = await loginUser(app, { email, password: TEST_PASSWORD });
+    const me = expectOk<{ role: string; member: { email: string }; account: { id: string } }>(
+      await app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: session.cookie } }),
+    );
+    expect(me).toMatchObject({ role: 'approver', member: { email }, account: { id: owner.accountId } });
+    const listed = expectOk<{ members: { email: string; status: string; acceptedAt: string | null }[] }>(
+      await app.inject({ method: 'GET', url: '/api/v1/members', headers: bearer(owner.fullKey) }),
+    );
+    expect(listed.members.find((m) => m.email === email)).toMatchObject({ status: 'active', acceptedAt: expect.any(String) });
+  });
+
+  it('an approver cannot create keys, top up, read usage or the balance, manage members, or use the directory', async () => {
+    const { session } = await newApprover();
+    const as = (method: string, url: string, payload?: object) =>
+      app.inject({ method: method as 'GET', url, headers: method === 'GET' ? { cookie: session.cookie } : session.writeHeaders, ...(payload ? { payload } : {}) });
+    expectError(await as('POST', '/api/v1/keys', { name: 'mine' }), 403, 'approver_forbidden');
+    expectError(await as('GET', '/api/v1/keys'), 403, 'approver_forbidden');
+    expectError(await as('POST', '/api/v1/agent-keys', { name: 'mine' }), 403, 'approver_forbidden');
+    expectError(await as('POST', '/api/v1/balance', { amount: 5 }), 403, 'approver_forbidden');
+    expectError(await as('GET', '/api/v1/balance'), 403, 'approver_forbidden');
+    expectError(await as('GET', '/api/v1/usage'), 403, 'approver_forbidden');
+    expectError(await as('GET', '/api/v1/usage/stats'), 403, 'approver_forbidden');
+    expectError(await as('GET', '/api/v1/members'), 403, 'approver_forbidden');
+    expectError(await as('POST', '/api/v1/members', { email: `${uniqueId('y')}@example.test` }), 403, 'approver_forbidden');
+    // Priced reads spend the owner's money.
+    expectError(await as('GET', '/api/v1/apis/xkcd.com/instructions'), 403, 'approver_forbidden');
+    expectError(await as('GET', '/api/v1/docs/authentication'), 403, 'approver_forbidden');
+    expectError(await as('POST', '/api/v1/cookbooks/weather-alert-sms/start', { selectedApis: {} }), 403, 'approver_forbidden');
+    // What it may do answers.
+    expectOk(await as('GET', '/api/v1/me/human-steps'));
+    expectOk(await as('GET', '/api/v1/cookbooks/sessions'));
+    // The owner's balance is untouched by all of that.
+    const balance = expectOk<{ balance: number }>(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }));
+    expect(balance.balance).toBeGreaterThan(0);
+  });
+
+  it("sees the account's human steps, completes one (recorded as theirs), and cannot complete an agent's step", async () => {
+    const approver = await newApprover();
+    const id = await sessionAtApproval();
+    expect((await pendingFor(approver.session)).map((s) => s.sessionId)).toContain(id);
+    const completed = await app.inject({
+      method: 'POST',
+      url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+      headers: approver.session.writeHeaders,
+      payload: { stepId: 'approve-wording', resultData: { approved: true } },
+    });
+    expect(expectOk<{ session: { currentStep: string } }>(completed).session.currentStep).toBe('send-sms');
+    const detail = expectOk<{ session: { steps: { stepId: string; completedByName: string | null }[] } }>(
+      await app.inject({ method: 'GET', url: `/api/v1/cookbooks/sessions/${id}`, headers: { cookie: approver.session.cookie } }),
+    );
+    expect(detail.session.steps.find((s) => s.stepId === 'approve-wording')?.completedByName).toBe(approver.email);
+    // send-sms is the agent's.
+    expectError(
+      await app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+        headers: approver.session.writeHeaders,
+        payload: { stepId: 'send-sms', resultData: { messageIds: ['m1'] } },
+      }),
+      403,
+      'approver_forbidden',
+    );
+  });
+
+  it('a step assigned to one approver is hidden from the others, who cannot complete it; null gives it back to the first taker', async () => {
+    const first = await newApprover();
+    const second = await newApprover();
+    const id = await sessionAtApproval();
+    const assign = (memberId: string | null, headers: Record<string, string> = bearer(owner.fullKey)) =>
+      app.inject({ method: 'PUT', url: `/api/v1/cookbooks/sessions/${id}/steps/approve-wording/assignee`, headers, payload: { memberId } });
+    // Only the owner assigns, only an approver of this account, only the waiting human step.
+    expectError(await assign(first.id, second.session.writeHeaders), 403, 'approver_forbidden');
+    expectError(await assign('mbr_0000000000000000'), 404, 'not_found');
+    expectError(
+      await app.inject({ method: 'PUT', url: `/api/v1/cookbooks/sessions/${id}/steps/send-sms/assignee`, headers: bearer(owner.fullKey), payload: { memberId: first.id } }),
+      409,
+      'conflict',
+    );
+    expect(expectOk<{ assignee: { email: string } }>(await assign(first.id)).assignee.email).toBe(first.email);
+
+    expect((await pendingFor(second.session)).some((s) => s.sessionId === id)).toBe(false);
+    expect((await pendingFor(first.session)).find((s) => s.sessionId === id)?.assignee).toEqual({ id: first.id, email: first.email });
+    expect((await pendingFor(ownerSession)).find((s) => s.sessionId === id)?.assignee?.email).toBe(first.email);
+    const completeAs = (session: BrowserSession) =>
+      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: session.writeHeaders, payload: { stepId: 'approve-wording', resultData: { approved: true } } });
+    expectError(await completeAs(second.session), 403, 'step_assigned_elsewhere');
+
+    expect(expectOk<{ assignee: null }>(await assign(null)).assignee).toBeNull();
+    expect((await pendingFor(second.session)).some((s) => s.sessionId === id)).toBe(true);
+    expectOk(await completeAs(second.session));
+  });
+
+  it('removing an approver ends their session at once and voids an unused invitation; resending replaces the link', async () => {
+    const removed = await newApprover();
+    expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/members/${removed.id}`, headers: bearer(owner.fullKey) }));
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: removed.session.cookie } }), 401, 'invalid_session');
+    expectError(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: removed.email, password: TEST_PASSWORD } }), 401, 'invalid_credentials');
+    expectError(await app.inject({ method: 'DELETE', url: `/api/v1/members/${removed.id}`, headers: bearer(owner.fullKey) }), 404, 'not_found');
+
+    const email = `${uniqueId('resend')}@example.test`;
+    const { member } = expectOk<{ member: { id: string } }>(await invite(email), 201);
+    const firstLink = inviteLinkIn(await invitationTo(email));
+    const count = mail.messages.length;
+    expectOk(await app.inject({ method: 'POST', url: `/api/v1/members/${member.id}/resend-invite`, headers: bearer(owner.fullKey) }));
+    const secondLink = inviteLinkIn(await invitationTo(email, count));
+    expect(secondLink.token).not.toBe(firstLink.token);
+    expectError(await accept(firstLink.token), 400, 'validation_failed');
+
+    expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/members/${member.id}`, headers: bearer(owner.fullKey) }));
+    expectError(await accept(secondLink.token), 400, 'validation_failed');
+  });
+});
