@@ -117,3 +117,40 @@ export async function findAssignee(db: Db, sessionId: string, stepId: string): P
      where a.session_id = ${sessionId} and a.step_id = ${stepId} and m.removed_at is null`;
   return row ?? null;
 }
+
+export interface HumanStepAudienceRow {
+  owner_email: string;
+  cookbook_title: string;
+  step_title: string | null;
+  step_status: string | null;
+  note: string | null;
+  completer_name: string | null;
+  assignee_email: string | null;
+  /** Active approvers (accepted, not removed) of the account. */
+  approver_emails: string[];
+}
+
+/**
+ * Who hears about a human step, and what to tell them: the account's owner, its active approvers
+ * and the step's assignee, with the step's title, state, note and who decided it.
+ */
+export async function findHumanStepAudience(db: Db, sessionId: string, stepId: string): Promise<HumanStepAudienceRow | null> {
+  const [row] = await db<HumanStepAudienceRow[]>`
+    select a.email as owner_email, c.title as cookbook_title,
+           (select step->>'title' from jsonb_array_elements(c.steps) step where step->>'stepId' = ${stepId} limit 1) as step_title,
+           st.status as step_status, st.note,
+           coalesce(k.name, mb.email, pa.email) as completer_name,
+           (select m.email from human_step_assignments ha join account_members m on m.id = ha.member_id
+             where ha.session_id = s.id and ha.step_id = ${stepId} and m.removed_at is null) as assignee_email,
+           coalesce((select array_agg(m.email order by m.invited_at) from account_members m
+             where m.account_id = s.account_id and m.removed_at is null and m.accepted_at is not null), '{}') as approver_emails
+      from cookbook_sessions s
+      join accounts a on a.id = s.account_id
+      join cookbooks c on c.id = s.cookbook_id
+      left join cookbook_session_steps st on st.session_id = s.id and st.step_id = ${stepId}
+      left join api_keys k on k.id = st.completed_by_key_id
+      left join account_members mb on mb.id = st.completed_by_member_id
+      left join accounts pa on pa.id = st.completed_by_person_id
+     where s.id = ${sessionId}`;
+  return row ?? null;
+}

@@ -241,3 +241,81 @@ describe('approvers', () => {
     expectError(await accept(secondLink.token), 400, 'validation_failed');
   });
 });
+
+describe('human-step news by e-mail', () => {
+  const taskQueue = uniqueId('approver-mail-');
+  const redisPrefix = uniqueId('aprm');
+  const publicUrl = 'http://127.0.0.1:3998';
+  let app: FastifyInstance;
+  let mail: MailServer;
+  let workerRedis: Redis;
+  let emailWorker: Worker;
+  let worker: RunningWorker;
+
+  beforeAll(async () => {
+    mail = await startMailServer();
+    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, PUBLIC_URL: publicUrl });
+    await loadCookbooks(app.deps.sql);
+    workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
+    emailWorker = startEmailWorker({ sql: app.deps.sql, redis: workerRedis, redisPrefix, smtpUrl: mail.url, publicUrl });
+    worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
+  }, 60_000);
+  afterAll(async () => {
+    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
+    await app?.close();
+    await emailWorker?.close();
+    await worker?.stop();
+    await workerRedis?.quit();
+    await mail?.close();
+  });
+
+  it('a waiting step is announced to the owner and the approvers with a link to it; a rejection reaches the owner with the note and who decided', async () => {
+    const owner = await registerUser(app);
+    const approverEmail = `${uniqueId('news')}@example.test`;
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/members', headers: bearer(owner.fullKey), payload: { email: approverEmail } }), 201);
+    const { token } = inviteLinkIn(await mail.waitFor((m) => recipientOf(m).includes(approverEmail)));
+    const approver = browserSessionFrom(app, await app.inject({ method: 'POST', url: '/api/auth/accept-invite', payload: { token, password: TEST_PASSWORD } }));
+
+    const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
+    const started = expectOk<{ session: { sessionId: string } }>(
+      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(owner.fullKey), payload: { selectedApis } }),
+      201,
+    );
+    const id = started.session.sessionId;
+    const agent = (stepId: string, resultData: unknown) =>
+      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: bearer(owner.fullKey), payload: { stepId, resultData } as object });
+    expectOk(await agent('fetch-forecast', { location: { lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }));
+    expectOk(await agent('draft-message', { message: 'Gale tonight.', recipients: ['+4712345678'] }));
+
+    const link = `${publicUrl}/inbox?session=${encodeURIComponent(id)}&step=approve-wording`;
+    for (const person of [owner.email, approverEmail]) {
+      const waiting = await mail.waitFor((m) => recipientOf(m).includes(person) && (m.text ?? '').includes(id) && m.subject?.startsWith('Waiting for you') === true);
+      expect(waiting.subject).toBe('Waiting for you: A person approves the wording (Severe-weather alert by SMS, approved by a human)');
+      expect(waiting.text).toContain(link);
+      // What the agent drafted stays behind the sign-in.
+      expect(waiting.text).not.toContain('Gale tonight.');
+    }
+
+    expectOk(
+      await app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+        headers: approver.writeHeaders,
+        payload: { stepId: 'approve-wording', resultData: {}, decision: 'reject', note: 'Not severe enough.' },
+      }),
+    );
+    const rejected = await mail.waitFor((m) => recipientOf(m).includes(owner.email) && m.subject?.startsWith('Rejected') === true && (m.text ?? '').includes(id));
+    expect(rejected.text).toContain(`${approverEmail} rejected`);
+    expect(rejected.text).toContain('Their note: Not severe enough.');
+    expect(rejected.text).toContain(`${publicUrl}/sessions/${encodeURIComponent(id)}`);
+    // Each piece of news once per person, however the activities were retried.
+    const about = mail.messages.filter((m) => (m.text ?? '').includes(id));
+    expect(about.map((m) => `${recipientOf(m)} ${m.subject}`).sort()).toEqual(
+      [
+        `${owner.email} Waiting for you: A person approves the wording (Severe-weather alert by SMS, approved by a human)`,
+        `${approverEmail} Waiting for you: A person approves the wording (Severe-weather alert by SMS, approved by a human)`,
+        `${owner.email} Rejected: A person approves the wording (Severe-weather alert by SMS, approved by a human)`,
+      ].sort(),
+    );
+  }, 30_000);
+});

@@ -1,6 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { mintInviteLink } from '#core/identity';
-import { emailJob, Mailer, memberInviteMessage, type EmailPayload } from '#core/notifications';
+import { emailJob, humanStepMessage, Mailer, memberInviteMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
+import { findHumanStepAudience } from '#db/members';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
 /** SMTP replies in the 5xx range are permanent: retrying the same message cannot succeed. */
@@ -12,30 +13,63 @@ const isPermanent = (error: unknown) => typeof (error as { responseCode?: unknow
  * A message whose subject is gone (a member removed or already signed up) is skipped, not failed.
  */
 export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new Mailer(settings)): QueueProcessor {
-  async function build(payload: EmailPayload) {
+  const origin = new URL(settings.PUBLIC_URL).origin;
+
+  async function build(payload: EmailPayload): Promise<OutgoingMessage[]> {
     switch (payload.kind) {
       case 'member-invite': {
         const invite = await mintInviteLink(sql, settings, payload.memberId);
-        if (!invite) return null;
-        return memberInviteMessage({ to: invite.member.email, invitedBy: invite.invitedBy, link: invite.link, expiresAt: invite.expiresAt });
+        if (!invite) return [];
+        return [memberInviteMessage({ to: invite.member.email, invitedBy: invite.invitedBy, link: invite.link, expiresAt: invite.expiresAt })];
+      }
+      case 'human-step': {
+        const audience = await findHumanStepAudience(sql, payload.sessionId, payload.stepId);
+        if (!audience) return [];
+        const waiting = payload.event === 'human_step.pending' || payload.event === 'human_step.reminder';
+        // A step someone already took care of needs no announcement any more.
+        if (waiting && audience.step_status !== 'pending') return [];
+        // Waiting steps go to the owner and the approvers who may take them (the assignee, or all);
+        // decisions go to the owner, who runs the agent.
+        const people = waiting ? [audience.owner_email, ...(audience.assignee_email ? [audience.assignee_email] : audience.approver_emails)] : [audience.owner_email];
+        const params = new URLSearchParams({ session: payload.sessionId, step: payload.stepId });
+        const link = waiting ? `${origin}/inbox?${params}` : `${origin}/sessions/${encodeURIComponent(payload.sessionId)}`;
+        return [...new Set(people)].map((to) =>
+          humanStepMessage({
+            to,
+            event: payload.event,
+            cookbookTitle: audience.cookbook_title,
+            stepTitle: audience.step_title ?? payload.stepId,
+            sessionId: payload.sessionId,
+            link,
+            note: waiting ? null : audience.note,
+            decidedBy: waiting ? null : audience.completer_name,
+          }),
+        );
       }
     }
   }
 
   return processorFor(emailJob, async (payload, job) => {
-    const message = await build(payload);
-    if (!message) {
+    const messages = await build(payload);
+    if (messages.length === 0) {
       await job.log(`skipped: nothing to send for ${payload.kind}`);
-      return { sent: false };
+      return { sent: 0 };
     }
-    try {
-      const messageId = await mailer.send(message);
-      // The recipient's address is personal data: the log names the job and kind, not the person.
-      log.info({ jobId: job.id, kind: payload.kind }, 'e-mail sent');
-      return { sent: true, messageId };
-    } catch (error) {
-      if (isPermanent(error)) throw new UnrecoverableError(`the SMTP server refused the message: ${(error as Error).message}`);
-      throw error;
+    // A retried job (the SMTP server failed half-way) does not send again to those already served.
+    const done = new Set<number>(((job.progress as { sent?: number[] } | undefined)?.sent ?? []) as number[]);
+    for (const [index, message] of messages.entries()) {
+      if (done.has(index)) continue;
+      try {
+        await mailer.send(message);
+      } catch (error) {
+        if (isPermanent(error)) throw new UnrecoverableError(`the SMTP server refused the message: ${(error as Error).message}`);
+        throw error;
+      }
+      done.add(index);
+      await job.updateProgress({ sent: [...done] });
     }
+    // Recipients' addresses are personal data: the log names the job and kind, not the people.
+    log.info({ jobId: job.id, kind: payload.kind, messages: messages.length }, 'e-mail sent');
+    return { sent: messages.length };
   });
 }

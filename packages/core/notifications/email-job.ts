@@ -7,7 +7,21 @@ import { addJob, type JobDeclaration } from '#core/platform';
  * What an e-mail job carries: which message to build, by reference only. Secrets (an invitation's
  * token) are minted by the worker when it sends, so they never sit in Redis or in the queue board.
  */
-const emailPayload = z.discriminatedUnion('kind', [z.object({ kind: z.literal('member-invite'), memberId: z.string().min(1).max(100) })]);
+/** Session events a person is told about by e-mail (beside SSE). */
+export const EMAILED_SESSION_EVENTS = ['human_step.pending', 'human_step.reminder', 'human_step.rejected', 'human_step.changes_requested'] as const;
+export type EmailedSessionEvent = (typeof EMAILED_SESSION_EVENTS)[number];
+
+const emailPayload = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('member-invite'), memberId: z.string().min(1).max(100) }),
+  z.object({
+    kind: z.literal('human-step'),
+    sessionId: z.string().min(1).max(100),
+    stepId: z.string().min(1).max(100),
+    event: z.enum(EMAILED_SESSION_EVENTS),
+    /** The event's number in the session's stream: with the session id, the job's id, so a retried activity adds it once. */
+    seq: z.number().int().min(0),
+  }),
+]);
 export type EmailPayload = z.output<typeof emailPayload>;
 
 /**
@@ -18,14 +32,25 @@ export const emailJob: JobDeclaration<typeof emailPayload> = {
   queue: 'email',
   name: 'email',
   payload: emailPayload,
-  options: { attempts: 8, backoff: { type: 'exponential', delay: 30_000 }, removeOnComplete: { count: 200 }, removeOnFail: { count: 500 } },
+  // Kept a day after completion: a job id added again within that time (a retried activity) is a no-op.
+  options: { attempts: 8, backoff: { type: 'exponential', delay: 30_000 }, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 7 * 86_400 } },
 };
 
 export async function enqueueEmail(connection: Redis, prefix: string, payload: z.input<typeof emailPayload>): Promise<string | undefined> {
   const queue = new Queue(emailJob.queue, { connection, prefix });
   try {
-    return await addJob(queue, emailJob, payload);
+    return await addEmail(queue, payload);
   } finally {
     await queue.close();
   }
+}
+
+/**
+ * Adds an e-mail job to an open queue. A human-step message has a fixed id (session and event
+ * number); news of a decision waits a few seconds, so the edge has recorded who decided.
+ */
+export function addEmail(queue: Queue, payload: z.input<typeof emailPayload>): Promise<string | undefined> {
+  if (payload.kind !== 'human-step') return addJob(queue, emailJob, payload);
+  const decision = payload.event === 'human_step.rejected' || payload.event === 'human_step.changes_requested';
+  return addJob(queue, emailJob, payload, { jobId: `human-step-${payload.sessionId}-${payload.seq}`, ...(decision ? { delay: 3_000 } : {}) });
 }

@@ -1,3 +1,4 @@
+import type { EmailedSessionEvent } from './email-job.js';
 import type { OutgoingMessage } from './mailer.js';
 
 const escapeHtml = (text: string) =>
@@ -21,5 +22,40 @@ export function memberInviteMessage(input: { to: string; invitedBy: string; link
 <p>As an approver you see the steps that wait for a person, with what the agent prepared, and approve, reject or send them back with a note. You do not see keys, funds or usage.</p>
 <p><a href="${escapeHtml(input.link)}">Choose a password and sign in</a></p>
 <p>The link works once, until ${escapeHtml(expires)}. If you did not expect this, ignore this message.</p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/**
+ * A human step's news: it waits (or still waits) for a person, or a person rejected it or sent it
+ * back. The message names the step and links straight to it in the dashboard's inbox; what the agent
+ * prepared stays behind the sign-in, not in the mail.
+ */
+export function humanStepMessage(input: {
+  to: string;
+  event: EmailedSessionEvent;
+  cookbookTitle: string;
+  stepTitle: string;
+  sessionId: string;
+  link: string;
+  note: string | null;
+  decidedBy: string | null;
+}): OutgoingMessage {
+  const about = `"${input.stepTitle}" in ${input.cookbookTitle} (session ${input.sessionId})`;
+  const [subject, lead, action] = ((): [string, string, string] => {
+    switch (input.event) {
+      case 'human_step.pending':
+        return [`Waiting for you: ${input.stepTitle} (${input.cookbookTitle})`, `A cookbook session waits for a person: ${about}.`, 'Review it and decide'];
+      case 'human_step.reminder':
+        return [`Reminder, still waiting: ${input.stepTitle} (${input.cookbookTitle})`, `A cookbook session is still waiting for a person: ${about}.`, 'Review it and decide'];
+      case 'human_step.rejected':
+        return [`Rejected: ${input.stepTitle} (${input.cookbookTitle})`, `${input.decidedBy ?? 'A person'} rejected ${about}. The session ended without its remaining steps.`, 'See the session'];
+      case 'human_step.changes_requested':
+        return [`Changes requested: ${input.stepTitle} (${input.cookbookTitle})`, `${input.decidedBy ?? 'A person'} sent ${about} back to the agent.`, 'See the session'];
+    }
+  })();
+  const noteLines = input.note ? ['', `Their note: ${input.note}`] : [];
+  const text = [lead, ...noteLines, '', `${action}: ${input.link}`].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p>${input.note ? `<blockquote>${escapeHtml(input.note)}</blockquote>` : ''}
+<p><a href="${escapeHtml(input.link)}">${escapeHtml(action)}</a></p>`;
   return { to: input.to, subject, text, html };
 }

@@ -24,7 +24,7 @@ export async function addJob<P extends z.ZodType>(
   queue: Queue,
   declaration: JobDeclaration<P>,
   payload: z.input<P>,
-  extra: Pick<JobsOptions, 'jobId'> = {},
+  extra: Pick<JobsOptions, 'jobId' | 'delay'> = {},
 ): Promise<string | undefined> {
   const job = await queue.add(declaration.name, payload, { ...declaration.options, ...extra });
   return job.id;
