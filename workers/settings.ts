@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { directorySettings } from '#core/directory';
-import { emailSettings } from '#core/notifications';
+import { emailSettings, webhookSettings } from '#core/notifications';
 import { isDevCodecKeys, isDevMasterKey } from '#core/platform';
-import { parseSettings, SettingsError, sharedSettings } from '#core/platform';
+import { envFlag, parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
-export const workerSettings = sharedSettings.extend(directorySettings.shape).extend(emailSettings.shape).extend({
+export const workerSettings = sharedSettings.extend(directorySettings.shape).extend(emailSettings.shape).extend(webhookSettings.shape).extend({
+  /** Lets webhook deliveries reach loopback/private addresses: tests and local development only (refused in production). */
+  ALLOW_PRIVATE_UPSTREAMS: envFlag.default(false),
   /** Jobs processed at once by each BullMQ worker. */
   QUEUE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   /** Seconds a worker waits for jobs and activities in flight when asked to stop. */
@@ -33,6 +35,9 @@ export function loadWorkerSettings(env: NodeJS.ProcessEnv = process.env): Worker
   // production) could not open keys sealed with another one.
   if (settings.NODE_ENV === 'production' && isDevMasterKey(settings.CONNECTIONS_MASTER_KEY)) {
     throw new SettingsError('CONNECTIONS_MASTER_KEY must be set to the edge\'s 32 random bytes (openssl rand -hex 32) in production');
+  }
+  if (settings.NODE_ENV === 'production' && settings.ALLOW_PRIVATE_UPSTREAMS) {
+    throw new SettingsError('ALLOW_PRIVATE_UPSTREAMS=true is for tests only: in production webhooks must not reach private or loopback addresses');
   }
   if (settings.NODE_ENV === 'production' && isDevCodecKeys(settings.TEMPORAL_CODEC_KEYS)) {
     throw new SettingsError('TEMPORAL_CODEC_KEYS must be set to the edge\'s keys in production (id:64 hex digits): the default is public');

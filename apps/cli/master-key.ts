@@ -1,9 +1,11 @@
 import { connectionContext, openSecret, platformKeyContext, sealSecret } from '#core/platform';
+import { webhookSecretContext } from '#core/notifications';
 import type { Sql } from '#db/sql';
 
 export interface RotationReport {
   connections: number;
   platformKeys: number;
+  webhookSecrets: number;
 }
 
 export class RotationError extends Error {
@@ -12,7 +14,7 @@ export class RotationError extends Error {
 
 /**
  * Re-seals every secret the secret box holds (bring-your-own keys in `connections`, platform keys in
- * `apis`) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
+ * `apis`, webhook signing secrets in `webhook_endpoints`) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
  * none does. Each secret is opened under the old key first; one that does not open (a wrong old
  * key, a row already rotated) aborts the whole run with the row named, never its secret.
  */
@@ -24,6 +26,8 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
       select account_id, api_id, key_encrypted from connections order by account_id, api_id for update`;
     const apis = await tx<{ id: string; platform_key_encrypted: Buffer }[]>`
       select id, platform_key_encrypted from apis where platform_key_encrypted is not null order by id for update`;
+    const endpoints = await tx<{ id: string; secret_sealed: Buffer; previous_secret_sealed: Buffer | null }[]>`
+      select id, secret_sealed, previous_secret_sealed from webhook_endpoints order by id for update`;
     const reseal = (sealed: Buffer, context: string, what: string) => {
       let plain: string;
       try {
@@ -41,6 +45,12 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
       const sealed = reseal(row.platform_key_encrypted, platformKeyContext(row.id), `the platform key of ${row.id}`);
       await tx`update apis set platform_key_encrypted = ${sealed} where id = ${row.id}`;
     }
-    return { connections: connections.length, platformKeys: apis.length };
+    for (const row of endpoints) {
+      const context = webhookSecretContext(row.id);
+      const sealed = reseal(row.secret_sealed, context, `the signing secret of webhook ${row.id}`);
+      const previous = row.previous_secret_sealed === null ? null : reseal(row.previous_secret_sealed, context, `the previous signing secret of webhook ${row.id}`);
+      await tx`update webhook_endpoints set secret_sealed = ${sealed}, previous_secret_sealed = ${previous} where id = ${row.id}`;
+    }
+    return { connections: connections.length, platformKeys: apis.length, webhookSecrets: endpoints.length };
   });
 }

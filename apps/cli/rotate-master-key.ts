@@ -26,7 +26,7 @@ try {
   try {
     const report = await rotateMasterKey(sql, settings.CONNECTIONS_MASTER_KEY, settings.NEW_CONNECTIONS_MASTER_KEY);
     console.log(
-      `[rotate-master-key] re-sealed ${report.connections} connection keys and ${report.platformKeys} platform keys; start the edge and the workers with CONNECTIONS_MASTER_KEY set to the new key`,
+      `[rotate-master-key] re-sealed ${report.connections} connection keys, ${report.platformKeys} platform keys and ${report.webhookSecrets} webhook secrets; start the edge and the workers with CONNECTIONS_MASTER_KEY set to the new key`,
     );
   } finally {
     await sql.end({ timeout: 5 });

@@ -5,6 +5,8 @@ import { runApiCli } from '#cli/api-cli';
 import { rotateMasterKey, RotationError } from '#cli/master-key';
 import { connectionContext, openSecret, platformKeyContext, sealSecret } from '#core/platform';
 import { upsertConnection } from '#db/connections';
+import { insertWebhookEndpoint } from '#db/webhooks';
+import { sealWebhookSecret, webhookSecretContext } from '#core/notifications';
 import { createTestAccount } from '#fixtures/accounts';
 import { createSql, type Sql } from '#db/sql';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -30,6 +32,17 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
     const account = await createTestAccount(sql);
     await upsertConnection(sql, { accountId: account.accountId, apiId, sealed: sealSecret(devKey, 'byok-SECRET-2', connectionContext(account.accountId, apiId)), keyHint: '…T-2' });
 
+    const webhookId = uniqueId('whe_rot');
+    await insertWebhookEndpoint(sql, {
+      id: webhookId,
+      accountId: account.accountId,
+      url: 'https://hooks.example.com/x',
+      description: '',
+      eventTypes: ['key.revoked'],
+      secretSealed: sealWebhookSecret(devKey, webhookId, 'whsec_SECRET-3'),
+    });
+    const sealedWebhook = async () => (await sql<{ secret_sealed: Buffer }[]>`select secret_sealed from webhook_endpoints where id = ${webhookId}`)[0]!.secret_sealed;
+
     const newKey = randomBytes(32);
     const before = await sealedConnection(account.accountId, apiId);
     await expect(rotateMasterKey(sql, randomBytes(32), newKey)).rejects.toThrow(RotationError);
@@ -40,6 +53,8 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
     expect(report.platformKeys).toBeGreaterThanOrEqual(1);
     expect(openSecret(newKey, await sealedConnection(account.accountId, apiId), connectionContext(account.accountId, apiId))).toBe('byok-SECRET-2');
     expect(openSecret(newKey, await sealedPlatformKey(apiId), platformKeyContext(apiId))).toBe('platform-SECRET-1');
+    expect(report.webhookSecrets).toBeGreaterThanOrEqual(1);
+    expect(openSecret(newKey, await sealedWebhook(), webhookSecretContext(webhookId))).toBe('whsec_SECRET-3');
     const after = await sealedConnection(account.accountId, apiId);
     expect(() => openSecret(devKey, after, connectionContext(account.accountId, apiId))).toThrow();
     // A second run with the same old key finds rows it cannot open: nothing changes.
@@ -56,7 +71,7 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
       child.on('close', (code) => resolve({ code, out }));
     });
     expect(run.code, run.out).toBe(0);
-    expect(run.out).toMatch(/re-sealed \d+ connection keys and \d+ platform keys/);
+    expect(run.out).toMatch(/re-sealed \d+ connection keys, \d+ platform keys and \d+ webhook secrets/);
     expect(run.out).not.toContain('SECRET');
     expect(run.out).not.toContain(newKey.toString('hex'));
     expect(openSecret(devKey, await sealedConnection(account.accountId, apiId), connectionContext(account.accountId, apiId))).toBe('byok-SECRET-2');

@@ -1,7 +1,9 @@
 import { UnrecoverableError } from 'bullmq';
 import { mintInviteLink } from '#core/identity';
-import { emailJob, humanStepMessage, Mailer, memberInviteMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
+import { emailJob, humanStepMessage, Mailer, memberInviteMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
 import { findHumanStepAudience } from '#db/members';
+import { getAccount } from '#db/accounts';
+import { findWebhookEndpointById } from '#db/webhooks';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
 /** SMTP replies in the 5xx range are permanent: retrying the same message cannot succeed. */
@@ -21,6 +23,12 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
         const invite = await mintInviteLink(sql, settings, payload.memberId);
         if (!invite) return [];
         return [memberInviteMessage({ to: invite.member.email, invitedBy: invite.invitedBy, link: invite.link, expiresAt: invite.expiresAt })];
+      }
+      case 'webhook-disabled': {
+        const endpoint = await findWebhookEndpointById(sql, payload.endpointId);
+        const owner = endpoint && (await getAccount(sql, endpoint.account_id));
+        if (!endpoint || !owner || endpoint.status !== 'disabled') return [];
+        return [webhookDisabledMessage({ to: owner.email, url: endpoint.url, reason: endpoint.disabled_reason ?? 'deliveries failed', link: `${origin}/webhooks` })];
       }
       case 'human-step': {
         const audience = await findHumanStepAudience(sql, payload.sessionId, payload.stepId);

@@ -11,6 +11,7 @@ import { loadWorkerSettings } from '../settings.js';
 import { byQueue, queueHandler } from './definitions.js';
 import { queueProcessors } from './registry.js';
 import { retentionJob, scheduleRetention } from './retention.js';
+import { webhookSweepJob } from './webhooks.js';
 
 const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' } });
@@ -40,9 +41,13 @@ await refunds.upsertJobScheduler(
 const maintenance = new Queue(retentionJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await scheduleRetention(maintenance, settings.RETENTION_EVERY_SECONDS);
 
+// Deliveries whose job was lost (a process died between recording and queueing) are re-queued.
+const webhooks = new Queue(webhookSweepJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+await webhooks.upsertJobScheduler(webhookSweepJob.name, { every: 60_000 }, { name: webhookSweepJob.name, data: {}, opts: webhookSweepJob.options });
+
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
-  await Promise.all([refunds.close(), maintenance.close()]);
+  await Promise.all([refunds.close(), maintenance.close(), webhooks.close()]);
   await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
 });
 log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { addEmail, EMAILED_SESSION_EVENTS, emailJob, type EmailedSessionEvent } from '#core/notifications';
+import { addEmail, EMAILED_SESSION_EVENTS, emailJob, WebhookEmitter, webhookSettings, type EmailedSessionEvent, type WebhookEventType, type WebhookSettings } from '#core/notifications';
 import { applySessionChange } from '#db/cookbook-sessions';
 import { appendSessionEvents } from '#core/cookbooks';
 import type { Sql } from '#db/sql';
@@ -12,7 +12,20 @@ export interface ActivityDeps {
   sql: Sql;
   redis: Redis;
   redisPrefix: string;
+  /** Webhook retry settings (the worker's); defaults otherwise. */
+  webhooks?: Pick<WebhookSettings, 'WEBHOOK_ATTEMPTS' | 'WEBHOOK_RETRY_BASE_MS'>;
 }
+
+/** Session events that are also webhook events of the session's account. */
+const WEBHOOK_SESSION_EVENTS: readonly string[] = [
+  'human_step.pending',
+  'human_step.reminder',
+  'human_step.rejected',
+  'human_step.changes_requested',
+  'session.completed',
+  'session.failed',
+  'session.expired',
+] satisfies WebhookEventType[];
 
 const FOREIGN_KEY_VIOLATION = '23503';
 
@@ -22,6 +35,15 @@ const FOREIGN_KEY_VIOLATION = '23503';
  */
 export function createActivities(deps: ActivityDeps): SessionActivities {
   let emails: Queue | null = null;
+  let webhooks: WebhookEmitter | null = null;
+  /** Session events the account's webhook endpoints listen to; the event id is the session and event number, so a retry adds nothing. */
+  async function webhooksAbout(accountId: string, sessionId: string, events: SessionChange['events']): Promise<void> {
+    for (const event of events) {
+      if (!WEBHOOK_SESSION_EVENTS.includes(event.name)) continue;
+      webhooks ??= new WebhookEmitter(deps.sql, deps.redis, deps.redisPrefix, deps.webhooks ?? webhookSettings.parse({}));
+      await webhooks.emit(accountId, event.name as WebhookEventType, { sessionId, ...event.data }, `msg_${sessionId}_${event.seq}`);
+    }
+  }
   /** Human-step news also goes out by e-mail (the e-mail queue's worker builds and sends it). */
   async function emailAbout(sessionId: string, events: SessionChange['events']): Promise<void> {
     for (const event of events) {
@@ -35,7 +57,7 @@ export function createActivities(deps: ActivityDeps): SessionActivities {
   return {
     /**
      * Records one cookbook-session transition: the Postgres mirror (session row and step history)
-     * first, then the events on the session's Redis stream, then e-mail jobs for human-step news.
+     * first, then the events on the session's Redis stream, then e-mail jobs for human-step news and the account's webhook events.
      * All three are idempotent, so a retry or a restarted worker repeats nothing and loses nothing.
      */
     async recordSessionChange(change: SessionChange): Promise<void> {
@@ -56,6 +78,7 @@ export function createActivities(deps: ActivityDeps): SessionActivities {
       await appendSessionEvents(deps.redis, deps.redisPrefix, change.input.sessionId, change.events);
       // After the events: a retry adds each e-mail job once (its id is the session and event number).
       await emailAbout(change.input.sessionId, change.events);
+      if (!change.eventsOnly) await webhooksAbout(change.input.accountId, change.input.sessionId, change.events);
     },
   };
 }

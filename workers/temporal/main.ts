@@ -27,7 +27,7 @@ const worker = await Worker.create({
   workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
   // Encrypts what the workflows store in Temporal (resultData, anything a person typed): payload-codec.ts.
   dataConverter: temporalDataConverter(settings.TEMPORAL_CODEC_KEYS),
-  activities: createActivities({ sql, redis, redisPrefix: settings.REDIS_PREFIX }),
+  activities: createActivities({ sql, redis, redisPrefix: settings.REDIS_PREFIX, webhooks: settings }),
 });
 
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {

@@ -59,3 +59,13 @@ export function humanStepMessage(input: {
 <p><a href="${escapeHtml(input.link)}">${escapeHtml(action)}</a></p>`;
   return { to: input.to, subject, text, html };
 }
+
+/** Tells an account that one of its webhook endpoints was disabled after failing deliveries. */
+export function webhookDisabledMessage(input: { to: string; url: string; reason: string; link: string }): OutgoingMessage {
+  const subject = 'A webhook endpoint was disabled';
+  const lead = `Deliveries to your webhook endpoint ${input.url} kept failing, so it was disabled and receives no more events.`;
+  const text = [lead, '', `Last failure: ${input.reason}`, '', `Fix the endpoint, then enable it again (events from while it was disabled are not resent; retry them from the delivery log): ${input.link}`].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p>Last failure: ${escapeHtml(input.reason)}</p>
+<p><a href="${escapeHtml(input.link)}">Fix the endpoint, then enable it again</a> (events from while it was disabled are not resent; retry them from the delivery log).</p>`;
+  return { to: input.to, subject, text, html };
+}

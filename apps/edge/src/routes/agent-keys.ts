@@ -7,6 +7,7 @@ import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID } from '#contracts/directory';
 import { errorResponses } from './error-responses.js';
+import { emitAfterChange } from './webhooks.js';
 import { agentKeyMeta as agentKey } from '#contracts/keys';
 import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyName, listQuery, toKeyMeta } from './keys.js';
 
@@ -110,6 +111,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         }
         throw error;
       }
+      await emitAfterChange(app, accountId, 'key.revoked', { keyId: key.id, kind: 'agent', name: key.name, prefix: key.prefix });
       return { ok: true as const, agentKey: toAgentKey(await announceKeyChange(app, key)) };
     },
   );

@@ -2,6 +2,7 @@ import { billingMode } from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses } from './error-responses.js';
+import { emitAfterChange } from './webhooks.js';
 import { PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
@@ -71,6 +72,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       const result = await topUp(sql, { accountId: auth.accountId, amountMicros, capMicros, idempotencyKey });
       if (result.ok) {
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
+        else await emitAfterChange(request.server, auth.accountId, 'topup.succeeded', { amount: toDollars(result.creditedMicros), balance: toDollars(result.balanceMicros), mode: 'sandbox' });
         return { ok: true as const, balance: toDollars(result.balanceMicros), credited: toDollars(result.creditedMicros) };
       }
       switch (result.reason) {

@@ -12,6 +12,7 @@ import cookbookRoutes from './cookbooks.js';
 import healthRoutes from './health.js';
 import keyRoutes from './keys.js';
 import memberRoutes from './members.js';
+import webhookRoutes, { webhookEmitterPlugin } from './webhooks.js';
 import proxyRoutes from './proxy.js';
 import registerRoutes from './register.js';
 import sessionRoutes from './sessions.js';
@@ -27,6 +28,7 @@ import llmsTxtRoutes from './llms-txt.js';
  */
 export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(usagePlugin);
+  await app.register(webhookEmitterPlugin);
   await app.register(chargesPlugin);
   await app.register(apiCachePlugin);
   await app.register(directoryIndexPlugin);
@@ -39,6 +41,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
       await api.register(keyRoutes);
       await api.register(agentKeyRoutes);
       await api.register(memberRoutes);
+      await api.register(webhookRoutes);
       await api.register(balanceRoutes);
       await api.register(connectionRoutes);
       await api.register(usageRoutes);

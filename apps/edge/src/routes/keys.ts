@@ -6,6 +6,7 @@ import { changeKey, issueKey, listKeys } from '#core/identity';
 import type { KeyRow } from '#db/keys';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
+import { emitAfterChange } from './webhooks.js';
 import { keyMeta, type KeyMeta } from '#contracts/keys';
 
 export function toKeyMeta(key: KeyRow): KeyMeta {
@@ -118,6 +119,7 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const { accountId } = requireAuth(request);
       const key = await changeKey(sql, { accountId, kind: 'api', keyId: request.params.id, change: { status: 'revoked' } });
+      await emitAfterChange(app, accountId, 'key.revoked', { keyId: key.id, kind: 'api', name: key.name, prefix: key.prefix });
       return { ok: true as const, key: toKeyMeta(await announceKeyChange(app, key)) };
     },
   );

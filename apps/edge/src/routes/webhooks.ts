@@ -1,0 +1,336 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { Queue } from 'bullmq';
+import { z } from 'zod';
+import { assertPublicHost } from '#core/gateway';
+import {
+  enqueueDeliveries,
+  newWebhookSecret,
+  sealWebhookSecret,
+  WEBHOOK_EVENT_TYPES,
+  webhookDeliveryJob,
+  WebhookEmitter,
+  type WebhookEventType,
+} from '#core/notifications';
+import { notFound, PlatformError } from '#core/platform';
+import {
+  countWebhookEndpoints,
+  deleteWebhookEndpoint,
+  findWebhookEndpoint,
+  insertWebhookEndpoint,
+  listDeliveries,
+  listWebhookEndpoints,
+  newWebhookId,
+  recordWebhookEventFor,
+  resetDelivery,
+  rotateWebhookSecret,
+  updateWebhookEndpoint,
+  type DeliveryRow,
+  type WebhookEndpointRow,
+} from '#db/webhooks';
+import { requireAuth } from '../plugins/auth.js';
+import { errorResponses } from './error-responses.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Records account events for their webhook endpoints and queues the deliveries. */
+    webhooks: WebhookEmitter;
+  }
+}
+
+/** How long the previous secret keeps signing after a rotation, so receivers can switch without a gap. */
+const ROTATION_OVERLAP_MS = 24 * 3_600_000;
+
+const eventType = z.enum(WEBHOOK_EVENT_TYPES);
+const webhookSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  description: z.string(),
+  eventTypes: z.array(eventType),
+  status: z.enum(['enabled', 'disabled']),
+  disabledReason: z.string().nullable().describe('Why it was disabled: by the account, or after deliveries kept failing'),
+  lastSuccessAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+const deliverySchema = z.object({
+  id: z.string(),
+  eventId: z.string().describe('The webhook-id header: receivers deduplicate by it'),
+  eventType: z.string(),
+  status: z.enum(['pending', 'succeeded', 'failed']),
+  attempts: z.number().int(),
+  lastStatusCode: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  lastAttemptAt: z.string().nullable(),
+  deliveredAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+const secretSchema = z.string().describe('The signing secret (whsec_...), shown in this answer only: store it now');
+const idParams = z.object({ id: z.string().min(1).max(100) });
+
+const webhookView = (row: WebhookEndpointRow) => ({
+  id: row.id,
+  url: row.url,
+  description: row.description,
+  eventTypes: row.event_types as WebhookEventType[],
+  status: row.status,
+  disabledReason: row.disabled_reason,
+  lastSuccessAt: row.last_success_at?.toISOString() ?? null,
+  createdAt: row.created_at.toISOString(),
+});
+const deliveryView = (row: DeliveryRow) => ({
+  id: row.id,
+  eventId: row.event_id,
+  eventType: row.event_type,
+  status: row.status,
+  attempts: row.attempts,
+  lastStatusCode: row.last_status_code,
+  lastError: row.last_error,
+  lastAttemptAt: row.last_attempt_at?.toISOString() ?? null,
+  deliveredAt: row.delivered_at?.toISOString() ?? null,
+  createdAt: row.created_at.toISOString(),
+});
+
+/** The emitter the routes share (key revocations, top-ups, test events). */
+export const webhookEmitterPlugin = fp(
+  async (app: FastifyInstance) => {
+    const { sql, redis, settings } = app.deps;
+    const emitter = new WebhookEmitter(sql, redis, settings.REDIS_PREFIX, settings);
+    app.decorate('webhooks', emitter);
+    app.addHook('onClose', async () => emitter.close());
+  },
+  { name: 'webhook-emitter', dependencies: ['deps'] },
+);
+
+/**
+ * Emits an account event after the change it reports has been made. Best effort: the change stands
+ * even when recording the event fails (logged), since undoing a revocation to keep a webhook in step
+ * would be worse.
+ */
+export async function emitAfterChange(app: FastifyInstance, accountId: string, type: WebhookEventType, data: Record<string, unknown>): Promise<void> {
+  try {
+    await app.webhooks.emit(accountId, type, data);
+  } catch (error) {
+    app.log.error({ err: error, type }, 'webhook event could not be recorded');
+  }
+}
+
+/**
+ * /webhooks: endpoints an account registers for its events, signed per Standard Webhooks, with a
+ * delivery log and manual retry. Managing them needs an account credential.
+ */
+const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { sql, redis, settings } = app.deps;
+  const queue = new Queue(webhookDeliveryJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
+  app.addHook('onClose', async () => queue.close());
+
+  /** An endpoint URL must be http(s) without credentials and, outside tests, https on a public host. */
+  async function checkUrl(text: string): Promise<string> {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new PlatformError('validation_failed', 'url must be an absolute URL', { hint: 'For example https://example.com/hooks/service.' });
+    }
+    if (url.username || url.password) throw new PlatformError('validation_failed', 'url must not carry credentials', { hint: 'Verify our signature instead (webhook-signature).' });
+    if (url.protocol !== 'https:' && !(settings.ALLOW_PRIVATE_UPSTREAMS && url.protocol === 'http:')) {
+      throw new PlatformError('validation_failed', 'url must be https', { hint: 'Webhook payloads are sent only over TLS.' });
+    }
+    if (!settings.ALLOW_PRIVATE_UPSTREAMS) {
+      try {
+        await assertPublicHost(url.hostname);
+      } catch (error) {
+        if (error instanceof PlatformError && error.code === 'private_upstream') {
+          throw new PlatformError('validation_failed', `url's host ${url.hostname} resolves to a private, loopback or link-local address`, { hint: 'Webhooks go to public hosts only.' });
+        }
+        throw error;
+      }
+    }
+    return url.toString();
+  }
+
+  const requireEndpoint = async (accountId: string, id: string) => {
+    const row = await findWebhookEndpoint(sql, accountId, id);
+    if (!row) throw notFound(`Webhook ${id}`, 'List yours with GET /api/v1/webhooks.');
+    return row;
+  };
+
+  app.post(
+    '/webhooks',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Register a webhook endpoint for some event types; the signing secret is in this answer only',
+        description: `Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}. Payloads follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers; body { type, timestamp, data }). At most WEBHOOK_MAX_ENDPOINTS (20) per account.`,
+        body: z.object({ url: z.string().max(2000), eventTypes: z.array(eventType).min(1).max(WEBHOOK_EVENT_TYPES.length), description: z.string().max(200).optional() }).strict(),
+        response: { 201: z.object({ ok: z.literal(true), webhook: webhookSchema, secret: secretSchema }), ...errorResponses(400, 401, 403, 409, 429) },
+      },
+    },
+    async (request, reply) => {
+      const auth = requireAuth(request);
+      const url = await checkUrl(request.body.url);
+      if ((await countWebhookEndpoints(sql, auth.accountId)) >= settings.WEBHOOK_MAX_ENDPOINTS) {
+        throw new PlatformError('conflict', `An account may have at most ${settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints`, { hint: 'Delete one, or listen to more event types on one endpoint.' });
+      }
+      const id = newWebhookId();
+      const secret = newWebhookSecret();
+      const row = await insertWebhookEndpoint(sql, {
+        id,
+        accountId: auth.accountId,
+        url,
+        description: request.body.description ?? '',
+        eventTypes: [...new Set(request.body.eventTypes)],
+        secretSealed: sealWebhookSecret(settings.CONNECTIONS_MASTER_KEY, id, secret),
+      });
+      return reply.code(201).send({ ok: true as const, webhook: webhookView(row), secret });
+    },
+  );
+
+  app.get(
+    '/webhooks',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: "The account's webhook endpoints (never their secrets)",
+        response: { 200: z.object({ ok: z.literal(true), webhooks: z.array(webhookSchema) }), ...errorResponses(401, 403, 429) },
+      },
+    },
+    async (request) => ({ ok: true as const, webhooks: (await listWebhookEndpoints(sql, requireAuth(request).accountId)).map(webhookView) }),
+  );
+
+  app.patch(
+    '/webhooks/:id',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Change an endpoint: url, event types, description, or enable / disable it',
+        params: idParams,
+        body: z
+          .object({ url: z.string().max(2000).optional(), eventTypes: z.array(eventType).min(1).optional(), description: z.string().max(200).optional(), enabled: z.boolean().optional() })
+          .strict()
+          .refine((body) => Object.keys(body).length > 0, { message: 'give at least one of url, eventTypes, description, enabled' }),
+        response: { 200: z.object({ ok: z.literal(true), webhook: webhookSchema }), ...errorResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const { url, eventTypes, description, enabled } = request.body;
+      const row = await updateWebhookEndpoint(sql, auth.accountId, request.params.id, {
+        ...(url === undefined ? {} : { url: await checkUrl(url) }),
+        ...(eventTypes === undefined ? {} : { eventTypes: [...new Set(eventTypes)] }),
+        ...(description === undefined ? {} : { description }),
+        ...(enabled === undefined ? {} : { enabled }),
+      });
+      if (!row) throw notFound(`Webhook ${request.params.id}`, 'List yours with GET /api/v1/webhooks.');
+      return { ok: true as const, webhook: webhookView(row) };
+    },
+  );
+
+  app.delete(
+    '/webhooks/:id',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Delete an endpoint and its delivery log; nothing more is sent to it',
+        params: idParams,
+        response: { 200: z.object({ ok: z.literal(true), deleted: z.literal(true) }), ...errorResponses(401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      if (!(await deleteWebhookEndpoint(sql, requireAuth(request).accountId, request.params.id))) {
+        throw notFound(`Webhook ${request.params.id}`, 'List yours with GET /api/v1/webhooks.');
+      }
+      return { ok: true as const, deleted: true as const };
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/rotate-secret',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Replace the signing secret; for 24 hours deliveries carry signatures by both, so receivers switch without a gap',
+        params: idParams,
+        response: { 200: z.object({ ok: z.literal(true), secret: secretSchema, previousSecretValidUntil: z.string() }), ...errorResponses(401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const secret = newWebhookSecret();
+      const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
+      if (!(await rotateWebhookSecret(sql, auth.accountId, request.params.id, sealWebhookSecret(settings.CONNECTIONS_MASTER_KEY, request.params.id, secret), until))) {
+        throw notFound(`Webhook ${request.params.id}`, 'List yours with GET /api/v1/webhooks.');
+      }
+      return { ok: true as const, secret, previousSecretValidUntil: until.toISOString() };
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/test',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send a webhook.test event to this endpoint (whatever types it listens to); its delivery shows in the log',
+        params: idParams,
+        response: { 202: z.object({ ok: z.literal(true), delivery: deliverySchema }), ...errorResponses(401, 403, 404, 409, 429) },
+      },
+    },
+    async (request, reply) => {
+      const auth = requireAuth(request);
+      const endpoint = await requireEndpoint(auth.accountId, request.params.id);
+      if (endpoint.status !== 'enabled') throw new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
+      const delivery = await recordWebhookEventFor(sql, endpoint, { type: 'webhook.test', data: { message: 'A test event sent from the API or the dashboard.' } });
+      await enqueueDeliveries(queue, settings, [delivery.id]);
+      return reply.code(202).send({ ok: true as const, delivery: deliveryView(delivery) });
+    },
+  );
+
+  app.get(
+    '/webhooks/:id/deliveries',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: "An endpoint's delivery log, newest first",
+        params: idParams,
+        querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50), cursor: z.string().min(1).max(100).optional() }),
+        response: { 200: z.object({ ok: z.literal(true), deliveries: z.array(deliverySchema), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const endpoint = await requireEndpoint(requireAuth(request).accountId, request.params.id);
+      const rows = await listDeliveries(sql, endpoint.id, request.query.limit + 1, request.query.cursor ?? null);
+      const page = rows.slice(0, request.query.limit);
+      return { ok: true as const, deliveries: page.map(deliveryView), nextCursor: rows.length > request.query.limit ? page[page.length - 1]!.id : null };
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/deliveries/:deliveryId/retry',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send a delivery again now (a failed one, or a succeeded one the receiver lost); same webhook-id',
+        params: idParams.extend({ deliveryId: z.string().min(1).max(100) }),
+        response: { 202: z.object({ ok: z.literal(true), delivery: deliverySchema }), ...errorResponses(401, 403, 404, 409, 429) },
+      },
+    },
+    async (request, reply) => {
+      const endpoint = await requireEndpoint(requireAuth(request).accountId, request.params.id);
+      if (endpoint.status !== 'enabled') throw new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
+      const delivery = await resetDelivery(sql, endpoint.id, request.params.deliveryId);
+      if (!delivery) throw notFound(`Delivery ${request.params.deliveryId}`, `List them with GET /api/v1/webhooks/${endpoint.id}/deliveries.`);
+      await enqueueDeliveries(queue, settings, [delivery.id], { manualRetry: true });
+      return reply.code(202).send({ ok: true as const, delivery: deliveryView(delivery) });
+    },
+  );
+};
+
+export default webhookRoutes;
