@@ -1,5 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, describeError, isUnauthenticated } from './api';
+import { AcceptInvitePage } from './pages/AcceptInvite';
+import { ApproversPage } from './pages/Approvers';
 import { AuthPage } from './pages/Auth';
 import { ConnectionsPage } from './pages/Connections';
 import { ApiDetailPage, DirectoryPage } from './pages/Directory';
@@ -8,34 +10,43 @@ import { KeysPage } from './pages/Keys';
 import { OverviewPage } from './pages/Overview';
 import { SessionDetailPage, SessionsPage } from './pages/Sessions';
 import { Link, navigate, useLocation } from './router';
-import { SessionContext, type Account } from './session';
-import { Spinner } from './ui';
+import { accountFrom, SessionContext, signedInEmail, type Account, type SignedInBody } from './session';
+import { Notice, Spinner } from './ui';
 
+/** `approver`: also shown to approvers, who see and complete the account's human steps and nothing else. */
 const NAV = [
-  { href: '/', label: 'Overview' },
-  { href: '/keys', label: 'Keys' },
-  { href: '/connections', label: 'Connections' },
-  { href: '/inbox', label: 'Inbox' },
-  { href: '/sessions', label: 'Sessions' },
-  { href: '/directory', label: 'Directory' },
+  { href: '/', label: 'Overview', approver: false },
+  { href: '/keys', label: 'Keys', approver: false },
+  { href: '/connections', label: 'Connections', approver: false },
+  { href: '/inbox', label: 'Inbox', approver: true },
+  { href: '/sessions', label: 'Sessions', approver: true },
+  { href: '/directory', label: 'Directory', approver: false },
+  { href: '/approvers', label: 'Approvers', approver: false },
 ];
 
-const PUBLIC_PATHS = new Set(['/signin', '/signup']);
+/** Pages that render signed out. /accept-invite renders signed in too (see App). */
+const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite']);
 
-function Page({ path }: { path: string }) {
+/** The owner's pages: an approver who opens one (an old bookmark, a typed address) lands in the inbox. */
+const isOwnerPage = (path: string) =>
+  ['/', '/keys', '/connections', '/approvers', '/directory'].includes(path) || path.startsWith('/directory/');
+
+function Page({ path, role }: { path: string; role: Account['role'] }) {
+  if (role === 'approver' && isOwnerPage(path)) return <InboxPage />;
   if (path === '/') return <OverviewPage />;
   if (path === '/keys') return <KeysPage />;
   if (path === '/connections') return <ConnectionsPage />;
   if (path === '/inbox') return <InboxPage />;
   if (path === '/sessions') return <SessionsPage />;
   if (path.startsWith('/sessions/')) return <SessionDetailPage sessionId={decodeURIComponent(path.slice('/sessions/'.length))} />;
+  if (path === '/approvers') return <ApproversPage />;
   if (path === '/directory') return <DirectoryPage />;
   if (path.startsWith('/directory/')) return <ApiDetailPage apiId={decodeURIComponent(path.slice('/directory/'.length))} />;
   return (
     <div className="card">
       <h1>Page not found</h1>
       <p>
-        There is no page at <code>{path}</code>. <Link href="/">Go to the overview</Link>.
+        There is no page at <code>{path}</code>. {role === 'approver' ? <Link href="/inbox">Go to the inbox</Link> : <Link href="/">Go to the overview</Link>}.
       </p>
     </div>
   );
@@ -47,11 +58,13 @@ export function App() {
   const [checkError, setCheckError] = useState<unknown>(null);
   const [signOutError, setSignOutError] = useState<unknown>(null);
   const [menuOpen, setMenuOpen] = useState(false);
+  /** The owner's page an approver was sent away from, to say why they see the inbox instead. */
+  const [ownerOnlyPath, setOwnerOnlyPath] = useState<string | null>(null);
 
   const check = useCallback(() => {
     setCheckError(null);
-    api<{ account: Account }>('/api/auth/session')
-      .then((body) => setAccount(body.account))
+    api<SignedInBody>('/api/auth/session')
+      .then((body) => setAccount(accountFrom(body)))
       .catch((error: unknown) => {
         if (isUnauthenticated(error)) setAccount(null);
         else setCheckError(error);
@@ -66,9 +79,20 @@ export function App() {
     if (path !== firstPath.current) document.getElementById('main')?.focus({ preventScroll: true });
   }, [path]);
 
-  // Signed in on /signin or /signup (e.g. after signing in there): continue to the overview.
+  // Signed in on /signin or /signup (e.g. after signing in there): continue to the overview, or for
+  // an approver to the inbox. /accept-invite stays: its link may be for someone else than who is signed in.
   useEffect(() => {
-    if (account && PUBLIC_PATHS.has(path)) navigate('/', { replace: true });
+    if (account && PUBLIC_PATHS.has(path) && path !== '/accept-invite') navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
+  }, [account, path]);
+
+  // An approver on one of the owner's pages gets the inbox (Page renders it at once), under its own address.
+  useEffect(() => {
+    if (path !== '/inbox') setOwnerOnlyPath(null);
+  }, [path]);
+  useEffect(() => {
+    if (account?.role !== 'approver' || !isOwnerPage(path)) return;
+    setOwnerOnlyPath(path === '/' ? null : path);
+    navigate('/inbox', { replace: true });
   }, [account, path]);
 
   const expired = useCallback(() => setAccount(null), []);
@@ -100,10 +124,23 @@ export function App() {
     );
   }
 
+  if (path === '/accept-invite') {
+    return (
+      <AcceptInvitePage
+        signedInAs={account}
+        onSignedIn={(signedIn) => {
+          setAccount(signedIn);
+          // Replaces the link's address, so Back does not lead to a spent token.
+          navigate('/inbox', { replace: true });
+        }}
+      />
+    );
+  }
   if (account === null) {
     return <AuthPage mode={path === '/signup' ? 'signup' : 'signin'} onSignedIn={(signedIn) => setAccount(signedIn)} />;
   }
   if (PUBLIC_PATHS.has(path)) return null;
+  const approver = account.role === 'approver';
 
   return (
     <SessionContext.Provider value={{ account, expired, signOut }}>
@@ -112,7 +149,7 @@ export function App() {
       </a>
       <header className="topbar">
         <div className="topbar-inner">
-          <Link href="/" className="brand">
+          <Link href={approver ? '/inbox' : '/'} className="brand">
             <span className="brand-mark" aria-hidden="true" />
             Service
           </Link>
@@ -120,7 +157,7 @@ export function App() {
             Menu
           </button>
           <nav id="main-nav" className={`nav ${menuOpen ? 'nav-open' : ''}`} aria-label="Main">
-            {NAV.map((item) => {
+            {NAV.filter((item) => !approver || item.approver).map((item) => {
               const current = item.href === '/' ? path === '/' : path === item.href || path.startsWith(`${item.href}/`);
               return (
                 <Link key={item.href} href={item.href} className="nav-link" aria-current={current ? 'page' : undefined}>
@@ -130,8 +167,15 @@ export function App() {
             })}
           </nav>
           <div className="account">
-            <span className="account-email" title={account.email}>
-              {account.email}
+            <span className="account-who">
+              <span className="account-email" title={signedInEmail(account)} data-testid="signed-in-email">
+                {signedInEmail(account)}
+              </span>
+              {approver && (
+                <span className="account-role" title={`Approver for ${account.email}`}>
+                  Approver for {account.email}
+                </span>
+              )}
             </span>
             <button type="button" className="button button-small" onClick={() => void signOut()}>
               Sign out
@@ -145,7 +189,14 @@ export function App() {
             <p>Signing out failed: {describeError(signOutError)}</p>
           </div>
         ) : null}
-        <Page path={path} />
+        {approver && ownerOnlyPath && path === '/inbox' ? (
+          <Notice>
+            <p>
+              The page <code>{ownerOnlyPath}</code> is for the account owner only. As an approver you see the Inbox and Sessions.
+            </p>
+          </Notice>
+        ) : null}
+        <Page path={path} role={account.role} />
       </main>
     </SessionContext.Provider>
   );

@@ -1,9 +1,35 @@
 import { createContext, useContext } from 'react';
 
-export interface Account {
+export interface Person {
   id: string;
   email: string;
 }
+
+/**
+ * Who is signed in. `id` and `email` are the account's (its owner's); an approver signs in to the
+ * owner's account as `member`, sees its human steps only, and `role` says which of the two it is.
+ */
+export interface Account {
+  id: string;
+  email: string;
+  role: 'owner' | 'approver';
+  /** The approver who signed in; null for the owner. */
+  member: Person | null;
+}
+
+/** What POST /api/auth/login, POST /api/auth/accept-invite and GET /api/auth/session answer about the person. */
+export interface SignedInBody {
+  account: Person;
+  role?: 'owner' | 'approver';
+  member?: Person | null;
+}
+
+export function accountFrom(body: SignedInBody): Account {
+  return { id: body.account.id, email: body.account.email, role: body.role ?? 'owner', member: body.member ?? null };
+}
+
+/** The address of the person at the keyboard: the approver's own, or the owner's. */
+export const signedInEmail = (account: Account) => account.member?.email ?? account.email;
 
 export interface SessionContextValue {
   account: Account;

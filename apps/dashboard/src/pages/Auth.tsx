@@ -1,15 +1,18 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, ApiError, describeError } from '../api';
 import { Link, navigate } from '../router';
-import type { Account } from '../session';
+import { accountFrom, type Account, type SignedInBody } from '../session';
 import { KeyReveal } from './Keys';
 
 interface RegisterBody {
-  account: Account;
+  account: { id: string; email: string };
   fullKey: string;
   key: { name: string; prefix: string };
   balance: number;
 }
+
+/** The password policy in a sentence, under every field where a person chooses a password. */
+export const PASSWORD_HINT = '10 to 200 characters, not your email and not a common password. A long passphrase is best.';
 
 /** Sign-in and sign-up errors in the words a person expects; other errors use the server's sentences. */
 function authError(error: unknown, mode: 'signin' | 'signup'): string {
@@ -43,11 +46,11 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
     try {
       if (mode === 'signup') {
         const registered = await api<RegisterBody>('/register', { method: 'POST', body: { email, password } });
-        const login = await api<{ account: Account }>('/api/auth/login', { method: 'POST', body: { email, password } });
-        setFirstKey({ account: login.account, fullKey: registered.fullKey, balance: registered.balance });
+        const login = await api<SignedInBody>('/api/auth/login', { method: 'POST', body: { email, password } });
+        setFirstKey({ account: accountFrom(login), fullKey: registered.fullKey, balance: registered.balance });
       } else {
-        const login = await api<{ account: Account }>('/api/auth/login', { method: 'POST', body: { email, password } });
-        onSignedIn(login.account);
+        const login = await api<SignedInBody>('/api/auth/login', { method: 'POST', body: { email, password } });
+        onSignedIn(accountFrom(login));
       }
     } catch (caught) {
       setError(authError(caught, mode));
@@ -114,7 +117,7 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
           />
           {mode === 'signup' && (
             <span className="field-help" id="auth-password-help">
-              10 to 200 characters, not your email and not a common password. A long passphrase is best.
+              {PASSWORD_HINT}
             </span>
           )}
         </div>

@@ -1,14 +1,15 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api } from '../api';
+import { api, isUnauthenticated } from '../api';
 import { formatDateTime, formatRelative } from '../format';
 import { useInterval, useSessionStreams } from '../live';
 import { StepContext } from '../context-view';
 import { Markdown } from '../markdown';
-import { Link } from '../router';
+import { Link, useLocation } from '../router';
 import { SchemaForm, type ObjectSchema } from '../schema-form';
-import { useSession } from '../session';
+import { useSession, type Account, type Person } from '../session';
 import type { HumanStep, Session } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
+import type { Member } from './Approvers';
 
 /** Completes a human step as the signed-in person (the cookie); the server validates resultData against the schema. */
 export async function completeHumanStep(
@@ -65,18 +66,121 @@ function DecisionPanel({ step, onDecided }: { step: HumanStep; onDecided: (messa
   );
 }
 
+/** Who a step is for, from the reader's side. */
+function assigneeText(assignee: Person | null, account: Account): string {
+  if (!assignee) return 'Any approver can take this';
+  if (account.member && assignee.id === account.member.id) return 'Assigned to you';
+  return `Assigned to ${assignee.email}`;
+}
+
+/**
+ * The owner's choice of who takes a step: the first taker, or one active approver. It PUTs at once;
+ * the card shows the choice while the call runs and goes back if it fails.
+ */
+function AssigneeSelect({
+  step,
+  assignee,
+  approvers,
+  onChange,
+  onSaved,
+}: {
+  step: HumanStep;
+  assignee: Person | null;
+  approvers: Member[];
+  onChange: (assignee: Person | null) => void;
+  onSaved?: () => void;
+}) {
+  const { busy, error, run } = useAction();
+  const [saved, setSaved] = useState<string | null>(null);
+  const selectId = `assignee-${step.sessionId}-${step.stepId}`;
+  const active = approvers.filter((member) => member.status === 'active');
+  const assign = (memberId: string) =>
+    run(async () => {
+      const before = assignee;
+      setSaved(null);
+      const chosen = active.find((member) => member.id === memberId);
+      onChange(chosen ? { id: chosen.id, email: chosen.email } : null);
+      try {
+        const body = await api<{ assignee: Person | null }>(
+          `/cookbooks/sessions/${encodeURIComponent(step.sessionId)}/steps/${encodeURIComponent(step.stepId)}/assignee`,
+          { method: 'PUT', body: { memberId: chosen ? chosen.id : null } },
+        );
+        onChange(body.assignee);
+        setSaved(body.assignee ? `Saved: ${body.assignee.email} takes this step; other approvers no longer see it.` : 'Saved: any approver can take this step.');
+        onSaved?.();
+      } catch (caught) {
+        onChange(before);
+        throw caught;
+      }
+    });
+  return (
+    <div className="assignee-select">
+      <div className="field field-inline">
+        <label className="field-label" htmlFor={selectId}>
+          Assigned to
+        </label>
+        <select id={selectId} value={assignee?.id ?? ''} disabled={busy} onChange={(event) => void assign(event.target.value)}>
+          <option value="">First taker (anyone)</option>
+          {active.map((member) => (
+            <option key={member.id} value={member.id}>
+              {member.email}
+            </option>
+          ))}
+          {assignee && !active.some((member) => member.id === assignee.id) && <option value={assignee.id}>{assignee.email}</option>}
+        </select>
+        <span className="small muted" role="status" data-testid="assignee-saved">
+          {saved}
+        </span>
+      </div>
+      <ErrorMessage error={error} />
+    </div>
+  );
+}
+
 export function HumanStepCard({
   step,
   onCompleted,
   showSession = true,
+  approvers,
+  targeted = false,
+  onAssigned,
 }: {
   step: HumanStep;
   onCompleted: (step: HumanStep, message?: string) => void;
   showSession?: boolean;
+  /** The owner's approvers (GET /members): with an active one, the card offers to assign the step. Undefined while unknown, and for approvers. */
+  approvers?: Member[];
+  /** The step a link (…?session=…&step=…) points to: scrolled to, focused and highlighted. */
+  targeted?: boolean;
+  /** After the owner assigned the step. */
+  onAssigned?: () => void;
 }) {
+  const { account } = useSession();
   const overdue = step.expiresAt !== null && new Date(step.expiresAt).getTime() < Date.now();
+  // The assignee the owner just chose, until the inbox's next answer says otherwise ("basis" is the
+  // assignee that answer had when the choice was made).
+  const serverAssignee = step.assignee?.id ?? null;
+  const [chosen, setChosen] = useState<{ basis: string | null; assignee: Person | null } | null>(null);
+  const assignee = chosen && chosen.basis === serverAssignee ? chosen.assignee : step.assignee;
+  const canAssign = account.role === 'owner' && approvers !== undefined && approvers.some((member) => member.status === 'active');
+  // The owner's select says who takes the step; an owner without approvers has nobody to share it
+  // with, so nothing is said until the list of approvers shows someone.
+  const showAssignee = account.role === 'approver' || (!canAssign && (assignee !== null || (approvers !== undefined && approvers.length > 0)));
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (!targeted) return;
+    ref.current?.scrollIntoView({ block: 'start' });
+    ref.current?.focus({ preventScroll: true });
+  }, [targeted]);
+
   return (
-    <article className="card human-step" data-testid="human-step" aria-labelledby={`step-${step.sessionId}-${step.stepId}`}>
+    <article
+      ref={ref}
+      tabIndex={-1}
+      className={`card human-step ${targeted ? 'human-step-target' : ''}`}
+      data-testid="human-step"
+      aria-labelledby={`step-${step.sessionId}-${step.stepId}`}
+    >
       <header className="human-step-header">
         <div>
           <p className="eyebrow">{step.cookbookTitle}</p>
@@ -90,6 +194,11 @@ export function HumanStepCard({
             waiting since {formatDateTime(step.pendingSince)}
             {step.reminders > 0 ? ` · ${step.reminders} reminder${step.reminders === 1 ? '' : 's'} sent` : ''}
           </p>
+          {showAssignee && (
+            <p className="step-assignee" data-testid="step-assignee">
+              {assigneeText(assignee, account)}
+            </p>
+          )}
         </div>
         {step.expiresAt ? (
           <Badge tone={overdue ? 'red' : 'amber'}>
@@ -101,6 +210,15 @@ export function HumanStepCard({
           <Badge tone="grey">No due time</Badge>
         )}
       </header>
+      {canAssign && (
+        <AssigneeSelect
+          step={step}
+          assignee={assignee}
+          approvers={approvers ?? []}
+          onChange={(next) => setChosen({ basis: serverAssignee, assignee: next })}
+          onSaved={onAssigned}
+        />
+      )}
       <Markdown source={step.instructions} />
       <StepContext context={step.context} />
       <SchemaForm
@@ -122,8 +240,11 @@ export function HumanStepCard({
  * seconds to notice sessions started elsewhere (by an agent) after the page opened.
  */
 export function InboxPage() {
-  const { expired } = useSession();
+  const { expired, account } = useSession();
+  const { search } = useLocation();
   const inbox = useApi<{ humanSteps: HumanStep[] }>('/me/human-steps', expired);
+  // The owner's approvers, read once per visit, for the "Assigned to" choice on each card.
+  const members = useApi<{ members: Member[] }>(account.role === 'owner' ? '/members' : null, expired);
   const [active, setActive] = useState<Session[]>([]);
   const [done, setDone] = useState<string | null>(null);
   const reloadTimer = useRef<number | null>(null);
@@ -132,8 +253,11 @@ export function InboxPage() {
   const refreshSessions = useCallback(() => {
     api<{ sessions: Session[] }>('/cookbooks/sessions?limit=200')
       .then((body) => setActive(body.sessions))
-      .catch(() => undefined);
-  }, []);
+      .catch((error: unknown) => {
+        // A removed approver (or an ended session) finds out within one refresh.
+        if (isUnauthenticated(error)) expired();
+      });
+  }, [expired]);
   useEffect(refreshSessions, [refreshSessions]);
   useInterval(refreshSessions, 5000);
 
@@ -152,12 +276,20 @@ export function InboxPage() {
   });
   const liveCount = Object.values(streams).filter((state) => state === 'live').length;
   const steps = inbox.data?.humanSteps ?? [];
+  // A link from an e-mail names one step: /inbox?session=…&step=…
+  const target = { sessionId: search.get('session'), stepId: search.get('step') };
+  const isTarget = (step: HumanStep) => step.sessionId === target.sessionId && step.stepId === target.stepId;
+  const targetGone = target.sessionId !== null && target.stepId !== null && inbox.data !== null && !steps.some(isTarget);
 
   return (
     <>
       <PageHeader
         title="Inbox"
-        description="Cookbook steps that need a person. Complete them here; the agent running the session continues on its own."
+        description={
+          account.role === 'approver'
+            ? `Steps of ${account.email}'s cookbook sessions that need a person: those assigned to you and those any approver can take. Complete them here; the agent running the session continues on its own.`
+            : 'Cookbook steps that need a person. Complete them here; the agent running the session continues on its own.'
+        }
         actions={
           <span className="live-indicator" aria-live="polite">
             <span className={`live-dot ${liveCount > 0 ? 'live-dot-on' : ''}`} aria-hidden="true" />
@@ -166,8 +298,18 @@ export function InboxPage() {
         }
       />
       {done && <Notice tone="success">{done}</Notice>}
+      {targetGone && !done && (
+        <Notice tone="warning">
+          <p>
+            The step your link points to is no longer waiting in your inbox: it was completed already
+            {account.role === 'approver' ? ', or it is assigned to someone else' : ''}.{' '}
+            <Link href={`/sessions/${encodeURIComponent(target.sessionId ?? '')}`}>See its session</Link>.
+          </p>
+        </Notice>
+      )}
       {inbox.loading && !inbox.data && <Spinner label="Loading the inbox" />}
       <ErrorMessage error={inbox.error} onRetry={inbox.reload} />
+      <ErrorMessage error={members.error} onRetry={members.reload} />
       {inbox.data && steps.length === 0 && (
         <Card>
           <Empty title="Nothing needs you right now">Steps that need a person appear here as soon as a session reaches them — no need to reload.</Empty>
@@ -178,6 +320,9 @@ export function InboxPage() {
           <HumanStepCard
             key={`${step.sessionId}:${step.stepId}`}
             step={step}
+            approvers={members.data?.members}
+            targeted={isTarget(step)}
+            onAssigned={reload}
             onCompleted={(completed, message) => {
               setDone(message ?? `“${completed.title}” is complete. The session continues.`);
               reload();

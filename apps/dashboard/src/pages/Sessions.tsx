@@ -7,6 +7,7 @@ import { temporalUiUrl, useSession } from '../session';
 import { ContextValue } from '../context-view';
 import { ACTIVE_STATUSES, type HumanStep, type Session, type SessionDetail } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+import type { Member } from './Approvers';
 import { HumanStepCard } from './Inbox';
 
 const STATUS_TONE: Record<string, 'green' | 'grey' | 'red' | 'amber' | 'blue'> = {
@@ -121,8 +122,10 @@ function eventSentence(event: SessionEvent): string {
 }
 
 export function SessionDetailPage({ sessionId }: { sessionId: string }) {
-  const { expired } = useSession();
+  const { expired, account } = useSession();
   const detail = useApi<{ session: SessionDetail }>(`/cookbooks/sessions/${encodeURIComponent(sessionId)}`, expired);
+  // The owner may assign the waiting step here too, as in the inbox.
+  const members = useApi<{ members: Member[] }>(account.role === 'owner' ? '/members' : null, expired);
   const [events, setEvents] = useState<(SessionEvent & { at: number })[]>([]);
   const [humanSteps, setHumanSteps] = useState<HumanStep[]>([]);
   const { reload } = detail;
@@ -197,7 +200,7 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
                     ? 'None'
                     : Object.entries(session.selectedApis).map(([slot, apiId]) => (
                         <span key={slot} className="chip">
-                          {slot}: <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>
+                          {slot}: {account.role === 'approver' ? <span className="mono">{apiId}</span> : <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>}
                         </span>
                       ))}
                 </dd>
@@ -205,7 +208,14 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
             </dl>
           </Card>
           {humanSteps.map((step) => (
-            <HumanStepCard key={step.stepId} step={step} showSession={false} onCompleted={() => loadHumanSteps()} />
+            <HumanStepCard
+              key={step.stepId}
+              step={step}
+              showSession={false}
+              approvers={members.data?.members}
+              onAssigned={loadHumanSteps}
+              onCompleted={() => loadHumanSteps()}
+            />
           ))}
           <Card title="Steps">
             <ol className="steps">

@@ -1,0 +1,138 @@
+import { useState, type FormEvent } from 'react';
+import { api, ApiError } from '../api';
+import { formatDateTime } from '../format';
+import { useSession } from '../session';
+import { Badge, Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
+
+/** An approver of the account, as GET /api/v1/members lists it. */
+export interface Member {
+  id: string;
+  email: string;
+  role: 'approver';
+  /** invited: the e-mail is out and not accepted yet. */
+  status: 'invited' | 'active';
+  invitedAt: string;
+  acceptedAt: string | null;
+}
+
+function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
+  const [email, setEmail] = useState('');
+  const { busy, error, run } = useAction();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    await run(async () => {
+      try {
+        const created = await api<{ member: Member }>('/members', { method: 'POST', body: { email: email.trim() } });
+        setEmail('');
+        onInvited(created.member);
+      } catch (caught) {
+        if (caught instanceof ApiError && caught.status === 409) {
+          throw new Error(`${email.trim()} already has an account or is already an approver. An address signs in as one person: invite another address.`);
+        }
+        throw caught;
+      }
+    });
+  };
+  return (
+    <>
+      <form className="inline-form" onSubmit={submit}>
+        <label className="field field-grow">
+          <span className="field-label">Email address</span>
+          <input type="email" name="email" autoComplete="off" value={email} onChange={(e) => setEmail(e.target.value)} required maxLength={254} placeholder="e.g. reviewer@example.com" />
+        </label>
+        <button type="submit" className="button button-primary" disabled={busy}>
+          {busy ? 'Sending…' : 'Send invitation'}
+        </button>
+      </form>
+      <ErrorMessage error={error} />
+    </>
+  );
+}
+
+function MemberRow({ member, onChanged, onMessage }: { member: Member; onChanged: () => void; onMessage: (message: string) => void }) {
+  const { busy, error, run } = useAction();
+  const invited = member.status === 'invited';
+  return (
+    <li className="key-item" data-testid="approver-row">
+      <div className="key-main">
+        <p className="key-name">
+          {member.email} <Badge tone={invited ? 'amber' : 'green'}>{invited ? 'Invited' : 'Active'}</Badge>
+        </p>
+        <p className="key-meta">
+          invited {formatDateTime(member.invitedAt)} · {member.acceptedAt ? `accepted ${formatDateTime(member.acceptedAt)}` : 'not accepted yet'}
+        </p>
+        <ErrorMessage error={error} />
+      </div>
+      <div className="key-actions">
+        {invited && (
+          <button
+            type="button"
+            className="button button-small"
+            disabled={busy}
+            aria-label={`Resend invitation to ${member.email}`}
+            onClick={() =>
+              void run(async () => {
+                await api(`/members/${encodeURIComponent(member.id)}/resend-invite`, { method: 'POST' });
+                onMessage(`The invitation went to ${member.email} again. The link in the earlier e-mail no longer works.`);
+                onChanged();
+              })
+            }
+          >
+            Resend invitation
+          </button>
+        )}
+        <ConfirmButton
+          label="Remove"
+          confirmLabel="Yes, remove"
+          question={`Remove ${member.email}? ${invited ? 'The invitation link stops working.' : 'They are signed out at once and cannot sign in again.'} Steps assigned to them go back to any approver.`}
+          onConfirm={() =>
+            run(async () => {
+              await api(`/members/${encodeURIComponent(member.id)}`, { method: 'DELETE' });
+              onMessage(`${member.email} is no longer an approver.`);
+              onChanged();
+            })
+          }
+        />
+      </div>
+    </li>
+  );
+}
+
+/** The owner's page for approvers: invite by e-mail, see who accepted, resend, remove. */
+export function ApproversPage() {
+  const { expired } = useSession();
+  const members = useApi<{ members: Member[] }>('/members', expired);
+  const [message, setMessage] = useState<string | null>(null);
+  const list = members.data?.members ?? [];
+
+  return (
+    <>
+      <PageHeader
+        title="Approvers"
+        description="Approvers are people you invite by e-mail to see and complete this account's human steps in the Inbox; they cannot see or change keys, funds, usage, connections or the directory, and cannot start sessions."
+      />
+      {message && <Notice tone="success">{message}</Notice>}
+      <Card title="Invite an approver">
+        <p className="muted">They get an e-mail with a link to choose a password. The link works once and for a limited time; you can send a fresh one from the list below.</p>
+        <InviteForm
+          onInvited={(member) => {
+            setMessage(`Invitation sent to ${member.email}.`);
+            members.reload();
+          }}
+        />
+      </Card>
+      <Card title="Approvers of this account">
+        {members.loading && !members.data && <Spinner label="Loading approvers" />}
+        <ErrorMessage error={members.error} onRetry={members.reload} />
+        {members.data && list.length === 0 && <Empty title="No approvers yet">Invite someone above to share the inbox with them.</Empty>}
+        {list.length > 0 && (
+          <ul className="key-list" aria-label="Approvers">
+            {list.map((member) => (
+              <MemberRow key={member.id} member={member} onChanged={members.reload} onMessage={setMessage} />
+            ))}
+          </ul>
+        )}
+      </Card>
+    </>
+  );
+}
