@@ -1910,6 +1910,262 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/balance/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The low-balance threshold: a balance.low webhook event when a charge takes the balance below it */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Dollars; null: no balance.low events */
+                            lowBalanceThreshold: number | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Set the low-balance threshold (dollars), or null for none
+         * @description balance.low is sent once per crossing: when a charge takes the balance from at or above the threshold to below it; a top-up that lifts the balance back above re-arms it. balance.depleted is sent when the balance reaches zero or a call is refused for want of funds. Both are webhook events (POST /webhooks).
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Dollars, e.g. 2 or "0.50"; null turns it off */
+                        lowBalanceThreshold: number | string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Dollars; null: no balance.low events */
+                            lowBalanceThreshold: number | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/categories": {
         parameters: {
             query?: never;

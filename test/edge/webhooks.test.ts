@@ -10,6 +10,7 @@ import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js'
 import { createTestApi, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { registerUser, type RegisteredUser } from '../helpers/session.js';
+import { createTestAccount } from '#fixtures/accounts';
 import { uniqueId } from '../helpers/settings.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { startWebhookWorker } from '../helpers/webhooks.js';
@@ -271,5 +272,38 @@ describe('outgoing webhooks', () => {
     const pending = await waitFor('human_step.pending', () => at('/sessions').find((r) => JSON.parse(r.body).type === 'human_step.pending'));
     expect(verify(sessions.secret, pending)).toMatchObject({ type: 'human_step.pending', data: { sessionId: id, stepId: 'approve-wording' } });
     expect(String(pending.headers['webhook-id'])).toMatch(new RegExp(`^msg_${id}_\\d+$`));
+  });
+
+  it('announces balance.low once when a charge crosses the threshold, and balance.depleted once when a call is refused; a top-up re-arms them', async () => {
+    const account = await createTestAccount(app.deps.sql, { balanceMicros: 25_000n });
+    const endpoint = expectOk<{ webhook: { id: string }; secret: string }>(
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: bearer(account.fullKey),
+        payload: { url: `${receiver.url}/balance`, eventTypes: ['balance.low', 'balance.depleted', 'topup.succeeded'] },
+      }),
+      201,
+    );
+    expectError(await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: -1 } }), 400, 'validation_failed');
+    expect(
+      expectOk<{ lowBalanceThreshold: number }>(await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: 0.02 } })).lowBalanceThreshold,
+    ).toBe(0.02);
+    const buy = () => app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
+    const types = () => at('/balance').map((r) => verify(endpoint.secret, r).type);
+    expectOk(await buy()); // 0.025 -> 0.015: crosses 0.02
+    await waitFor('balance.low', () => (types().includes('balance.low') ? true : undefined));
+    expectOk(await buy()); // 0.015 -> 0.005: already low
+    expectError(await buy(), 402, 'insufficient_balance');
+    await waitFor('balance.depleted', () => (types().includes('balance.depleted') ? true : undefined));
+    expectError(await buy(), 402, 'insufficient_balance');
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 0.02 } })); // 0.025
+    expectOk(await buy()); // 0.025 -> 0.015: crosses again after the top-up re-armed it
+    await waitFor('second balance.low', () => (types().filter((t) => t === 'balance.low').length === 2 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Each crossing once (deliveries run concurrently, so their arrival order is not asserted).
+    expect(types().sort()).toEqual(['balance.depleted', 'balance.low', 'balance.low', 'topup.succeeded']);
+    const low = at('/balance').map((r) => verify(endpoint.secret, r)).find((e) => e.type === 'balance.low');
+    expect(low?.data).toEqual({ balance: 0.015, threshold: 0.02 });
   });
 });

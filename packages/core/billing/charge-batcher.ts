@@ -9,6 +9,8 @@ export interface ChargeBatcherOptions {
   /** Statements in flight at once; charges that arrive meanwhile wait for one of them to finish. */
   maxInFlight: number;
   log: FastifyBaseLogger;
+  /** Sees every settled charge (balance alerts); must return at once and never throw. */
+  observe?: (req: ChargeRequest, result: ChargeResult) => void;
 }
 
 interface Pending {
@@ -62,6 +64,15 @@ export class ChargeBatcher {
   ) {}
 
   charge(req: ChargeRequest): Promise<ChargeResult> {
+    const observe = this.options.observe;
+    if (!observe) return this.settle(req);
+    return this.settle(req).then((result) => {
+      observe(req, result);
+      return result;
+    });
+  }
+
+  private settle(req: ChargeRequest): Promise<ChargeResult> {
     if (this.options.maxBatch <= 1 || (req.spendLimited && req.keyId)) return charge(this.sql, req);
     try {
       assertBatchable(req);

@@ -6,3 +6,5 @@ export { reconcileRefunds, reconcileRefundsJob, refundChargeJob, refundOrQueue }
 export { topUp } from './topups.js';
 export { usageBatchJob } from './usage-job.js';
 export { UsageRecorder } from './usage-recorder.js';
+export { BalanceAlerts } from './balance-alerts.js';
+export type { BalanceAlert } from './balance-alerts.js';

@@ -5,6 +5,7 @@ import { errorResponses } from './error-responses.js';
 import { emitAfterChange } from './webhooks.js';
 import { PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
+import { getLowBalanceThreshold, setLowBalanceThreshold, settleBalanceAlertState } from '#db/balance-alerts';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
 import { topUp } from '#core/billing';
 import { requireAuth } from '../plugins/auth.js';
@@ -15,7 +16,56 @@ export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 const balanceResponse = z.object({ ok: z.literal(true), balance: z.number() });
 const topUpResponse = z.object({ ok: z.literal(true), balance: z.number(), credited: z.number() });
 
+const alertsResponse = z.object({
+  ok: z.literal(true),
+  lowBalanceThreshold: z.number().nullable().describe('Dollars; null: no balance.low events'),
+});
+
 const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    '/balance/alerts',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['balance'],
+        summary: 'The low-balance threshold: a balance.low webhook event when a charge takes the balance below it',
+        response: { 200: alertsResponse, ...errorResponses(401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const threshold = await getLowBalanceThreshold(request.server.deps.sql, requireAuth(request).accountId);
+      return { ok: true as const, lowBalanceThreshold: threshold === null ? null : toDollars(threshold) };
+    },
+  );
+
+  app.put(
+    '/balance/alerts',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['balance'],
+        summary: 'Set the low-balance threshold (dollars), or null for none',
+        description:
+          'balance.low is sent once per crossing: when a charge takes the balance from at or above the threshold to below it; a top-up that lifts the balance back above re-arms it. balance.depleted is sent when the balance reaches zero or a call is refused for want of funds. Both are webhook events (POST /webhooks).',
+        body: z.object({ lowBalanceThreshold: z.union([z.number(), z.string()]).nullable().describe('Dollars, e.g. 2 or "0.50"; null turns it off') }).strict(),
+        response: { 200: alertsResponse, ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const { lowBalanceThreshold } = request.body;
+      const micros = lowBalanceThreshold === null ? null : parseDollars(lowBalanceThreshold);
+      if (micros === 0n || (lowBalanceThreshold !== null && micros === null)) {
+        throw new PlatformError('validation_failed', 'lowBalanceThreshold must be a positive dollar amount with at most six decimal places, or null', {
+          hint: 'For example {"lowBalanceThreshold": 2}.',
+        });
+      }
+      await setLowBalanceThreshold(request.server.deps.sql, auth.accountId, micros);
+      app.balanceAlerts.forget(auth.accountId);
+      return { ok: true as const, lowBalanceThreshold: micros === null ? null : toDollars(micros) };
+    },
+  );
+
   app.get(
     '/balance',
     {
@@ -72,7 +122,8 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       const result = await topUp(sql, { accountId: auth.accountId, amountMicros, capMicros, idempotencyKey });
       if (result.ok) {
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
-        else await emitAfterChange(request.server, auth.accountId, 'topup.succeeded', { amount: toDollars(result.creditedMicros), balance: toDollars(result.balanceMicros), mode: 'sandbox' });
+        else await settleBalanceAlertState(sql, auth.accountId);
+        if (!result.replayed) await emitAfterChange(request.server, auth.accountId, 'topup.succeeded', { amount: toDollars(result.creditedMicros), balance: toDollars(result.balanceMicros), mode: 'sandbox' });
         return { ok: true as const, balance: toDollars(result.balanceMicros), credited: toDollars(result.creditedMicros) };
       }
       switch (result.reason) {

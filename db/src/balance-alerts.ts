@@ -1,0 +1,38 @@
+import type { Db } from './sql.js';
+
+export async function getLowBalanceThreshold(db: Db, accountId: string): Promise<bigint | null> {
+  const [row] = await db<{ low_balance_threshold_micros: bigint | null }[]>`
+    select low_balance_threshold_micros from accounts where id = ${accountId}`;
+  return row?.low_balance_threshold_micros ?? null;
+}
+
+/** Sets (or with null clears) the threshold; the state follows the balance as it stands now. */
+export async function setLowBalanceThreshold(db: Db, accountId: string, thresholdMicros: bigint | null): Promise<void> {
+  await db`
+    update accounts set low_balance_threshold_micros = ${thresholdMicros},
+           balance_alert_state = case when balance_micros = 0 then 'depleted'
+                                      when ${thresholdMicros}::bigint is not null and balance_micros < ${thresholdMicros}::bigint then 'low'
+                                      else 'ok' end
+     where id = ${accountId}`;
+}
+
+/** Moves an account to 'low' if it was 'ok'; true when it moved (announce it once). */
+export async function markBalanceLow(db: Db, accountId: string): Promise<boolean> {
+  const rows = await db`update accounts set balance_alert_state = 'low' where id = ${accountId} and balance_alert_state = 'ok' returning id`;
+  return rows.length > 0;
+}
+
+/** Moves an account to 'depleted' unless it is already; true when it moved (announce it once). */
+export async function markBalanceDepleted(db: Db, accountId: string): Promise<boolean> {
+  const rows = await db`update accounts set balance_alert_state = 'depleted' where id = ${accountId} and balance_alert_state <> 'depleted' returning id`;
+  return rows.length > 0;
+}
+
+/** After a credit: back to 'ok' at or above the threshold, 'low' above zero but below it. */
+export async function settleBalanceAlertState(db: Db, accountId: string): Promise<void> {
+  await db`
+    update accounts set balance_alert_state = case
+             when balance_micros >= coalesce(low_balance_threshold_micros, 1) then 'ok'
+             when balance_micros > 0 then 'low' else 'depleted' end
+     where id = ${accountId} and balance_alert_state <> 'ok'`;
+}

@@ -1,0 +1,60 @@
+import type { ChargeRequest, ChargeResult } from '#db/ledger';
+import { getLowBalanceThreshold, markBalanceDepleted, markBalanceLow } from '#db/balance-alerts';
+import type { Db } from '#db/sql';
+
+/** How long an edge trusts the threshold it read for an account (a change applies within this). */
+const THRESHOLD_TTL_MS = 30_000;
+const CACHE_MAX = 50_000;
+
+export type BalanceAlert = { type: 'balance.low'; balanceMicros: bigint; thresholdMicros: bigint } | { type: 'balance.depleted'; balanceMicros: bigint };
+
+/**
+ * Watches charges for the balance crossing the account's low-balance threshold, or running out,
+ * off the response path: `observe` returns at once and the check (a cached threshold, then one
+ * atomic state change that only the first observer of a crossing wins) runs after. Each crossing
+ * is announced once; a credit that lifts the balance re-arms it (settleBalanceAlertState).
+ */
+export class BalanceAlerts {
+  private readonly thresholds = new Map<string, { value: bigint | null; until: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly announce: (accountId: string, alert: BalanceAlert) => Promise<void>,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  observe(req: ChargeRequest, result: ChargeResult): void {
+    if (result.ok) {
+      const after = result.balanceMicros;
+      const before = after + req.costMicros;
+      void this.afterCharge(req.accountId, before, after).catch(this.onError);
+    } else if (result.reason === 'insufficient_balance') {
+      void this.depleted(req.accountId, result.balanceMicros).catch(this.onError);
+    }
+  }
+
+  /** Forgets a cached threshold (the account changed it on this edge). */
+  forget(accountId: string): void {
+    this.thresholds.delete(accountId);
+  }
+
+  private async threshold(accountId: string): Promise<bigint | null> {
+    const cached = this.thresholds.get(accountId);
+    if (cached && cached.until > Date.now()) return cached.value;
+    const value = await getLowBalanceThreshold(this.db, accountId);
+    if (this.thresholds.size >= CACHE_MAX) this.thresholds.clear();
+    this.thresholds.set(accountId, { value, until: Date.now() + THRESHOLD_TTL_MS });
+    return value;
+  }
+
+  private async afterCharge(accountId: string, before: bigint, after: bigint): Promise<void> {
+    if (after === 0n) return this.depleted(accountId, after);
+    const threshold = await this.threshold(accountId);
+    if (threshold === null || !(before >= threshold && after < threshold)) return;
+    if (await markBalanceLow(this.db, accountId)) await this.announce(accountId, { type: 'balance.low', balanceMicros: after, thresholdMicros: threshold });
+  }
+
+  private async depleted(accountId: string, balanceMicros: bigint): Promise<void> {
+    if (await markBalanceDepleted(this.db, accountId)) await this.announce(accountId, { type: 'balance.depleted', balanceMicros });
+  }
+}
