@@ -208,7 +208,8 @@ export async function credit(
     try {
       const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
         with credited as (
-          update accounts set balance_micros = balance_micros + ${req.amountMicros}, updated_at = now()
+          update accounts set balance_micros = balance_micros + ${req.amountMicros}, updated_at = now(),
+                 clawback_debt = clawback_debt and balance_micros + ${req.amountMicros} < 0
            where id = ${req.accountId}
           returning balance_micros
         )
@@ -225,6 +226,33 @@ export async function credit(
   const existing = await findIdempotent(db, req.accountId, idem as string);
   if (!existing) throw new Error('idempotent credit vanished');
   return { ...existing, created: false };
+}
+
+/**
+ * Takes money back that a payment refunded or disputed at the payment provider had credited: the
+ * one entry that may take a balance below zero (the account then gets 402 until it is positive).
+ * Idempotent by key like `credit`. Call it inside the transaction that decided the amount.
+ */
+export async function clawback(
+  db: Db,
+  req: { accountId: string; amountMicros: bigint; description: string; idempotencyKey: string },
+): Promise<{ entryId: string; balanceMicros: bigint }> {
+  if (req.amountMicros <= 0n) throw new RangeError('a clawback must be positive');
+  const existing = await findIdempotent(db, req.accountId, req.idempotencyKey);
+  if (existing) return existing;
+  const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
+    with debited as (
+      update accounts set balance_micros = balance_micros - ${req.amountMicros}, updated_at = now(),
+             clawback_debt = balance_micros - ${req.amountMicros} < 0
+       where id = ${req.accountId}
+      returning balance_micros
+    )
+    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, description, idempotency_key)
+    select ${req.accountId}, 'clawback', ${-req.amountMicros}, balance_micros, ${req.description}, ${req.idempotencyKey} from debited
+    returning id, balance_after_micros`;
+  const row = rows[0];
+  if (!row) throw new Error(`account ${req.accountId} does not exist`);
+  return { entryId: row.id, balanceMicros: row.balance_after_micros };
 }
 
 async function findIdempotent(db: Db, accountId: string, idempotencyKey: string) {

@@ -1751,7 +1751,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Add funds (sandbox billing mode); honors an Idempotency-Key header */
+        /**
+         * Add funds: credited at once in sandbox billing mode; in live mode, a Stripe Checkout page to pay on (credited when Stripe confirms the payment)
+         * @description Sandbox: answers the new balance. Live (BILLING_MODE=live with Stripe configured): answers { ok, checkoutUrl, topUpId }; send the person to checkoutUrl; the balance is credited by Stripe's webhook with the amount paid (TOPUP_MIN_DOLLARS to TOPUP_MAX_DOLLARS, two decimals). Both honor an Idempotency-Key header.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1779,6 +1782,12 @@ export interface paths {
                             credited: number;
                             /** @enum {boolean} */
                             ok: true;
+                        } | {
+                            /** @description Stripe's payment page: send the person there */
+                            checkoutUrl: string;
+                            /** @enum {boolean} */
+                            ok: true;
+                            topUpId: string;
                         };
                     };
                 };

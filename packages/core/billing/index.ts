@@ -8,3 +8,5 @@ export { usageBatchJob } from './usage-job.js';
 export { UsageRecorder } from './usage-recorder.js';
 export { BalanceAlerts } from './balance-alerts.js';
 export type { BalanceAlert } from './balance-alerts.js';
+export { applyStripeEvent, createStripe, startCheckout, stripeSettings, verifyStripeEvent } from './stripe-topups.js';
+export type { StripeSettings } from './stripe-topups.js';

@@ -7,7 +7,7 @@ import { PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
 import { getLowBalanceThreshold, setLowBalanceThreshold, settleBalanceAlertState } from '#db/balance-alerts';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
-import { topUp } from '#core/billing';
+import { createStripe, startCheckout, topUp } from '#core/billing';
 import { requireAuth } from '../plugins/auth.js';
 
 /** An Idempotency-Key header: 1 to 200 visible ASCII characters (a UUID works well). */
@@ -21,7 +21,14 @@ const alertsResponse = z.object({
   lowBalanceThreshold: z.number().nullable().describe('Dollars; null: no balance.low events'),
 });
 
+const checkoutResponse = z.object({
+  ok: z.literal(true),
+  checkoutUrl: z.string().describe("Stripe's payment page: send the person there"),
+  topUpId: z.string(),
+});
+
 const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
+  const stripe = createStripe(app.deps.settings);
   app.get(
     '/balance/alerts',
     {
@@ -85,21 +92,34 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'account' },
       schema: {
         tags: ['balance'],
-        summary: 'Add funds (sandbox billing mode); honors an Idempotency-Key header',
+        summary: 'Add funds: credited at once in sandbox billing mode; in live mode, a Stripe Checkout page to pay on (credited when Stripe confirms the payment)',
+        description:
+          'Sandbox: answers the new balance. Live (BILLING_MODE=live with Stripe configured): answers { ok, checkoutUrl, topUpId }; send the person to checkoutUrl; the balance is credited by Stripe\'s webhook with the amount paid (TOPUP_MIN_DOLLARS to TOPUP_MAX_DOLLARS, two decimals). Both honor an Idempotency-Key header.',
         body: z.object({ amount: z.union([z.number(), z.string()]).describe('Dollars, e.g. 5 or "12.50"; at most six decimals') }),
         // 409: over the sandbox balance cap, or an Idempotency-Key reused with another amount.
-        response: { 200: topUpResponse, ...errorResponses(409) },
+        response: { 200: z.union([topUpResponse, checkoutResponse]), ...errorResponses(400, 403, 409, 503) },
       },
     },
     async (request, reply) => {
       const auth = requireAuth(request);
       const { settings, sql } = request.server.deps;
+      if (billingMode(settings) === 'live' && stripe) {
+        const amountMicros = parseDollars(request.body.amount);
+        if (amountMicros === null || amountMicros === 0n) {
+          throw new PlatformError('validation_failed', 'amount must be a positive dollar amount', { hint: 'For example {"amount": 20}.' });
+        }
+        const idempotency = request.headers['idempotency-key'];
+        const key = typeof idempotency === 'string' && IDEMPOTENCY_KEY.test(idempotency) ? idempotency : null;
+        const started = await startCheckout(sql, stripe, settings, { accountId: auth.accountId, amountMicros, idempotencyKey: key });
+        request.log.info({ topUpId: started.topUpId }, 'top-up checkout started');
+        return { ok: true as const, ...started };
+      }
       if (billingMode(settings) === 'live') {
         throw new PlatformError('live_billing', 'Top-ups through the API are disabled in live billing mode', {
           hint:
             settings.NODE_ENV === 'production' && settings.BILLING_MODE === 'sandbox'
               ? 'Sandbox top-ups are off in production unless the operator sets ALLOW_SANDBOX_TOPUPS_IN_PRODUCTION=true.'
-              : 'Add funds in the dashboard with a real payment, or pay per call with x402.',
+              : 'Live billing takes a real payment through Stripe, which this deployment has not configured (STRIPE_SECRET_KEY); or pay per call with x402.',
         });
       }
       const header = request.headers['idempotency-key'];

@@ -16,6 +16,7 @@ import webhookRoutes, { webhookEmitterPlugin } from './webhooks.js';
 import proxyRoutes from './proxy.js';
 import registerRoutes from './register.js';
 import sessionRoutes from './sessions.js';
+import stripeWebhookRoutes from './stripe-webhook.js';
 import usageRoutes from './usage.js';
 import directoryRoutes from './directory.js';
 import docsRoutes from './docs.js';
@@ -56,5 +57,6 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   );
   // Dashboard sessions and the llms.txt files live on the site root, outside the versioned API.
   await app.register(sessionRoutes);
+  await app.register(stripeWebhookRoutes);
   await app.register(llmsTxtRoutes);
 }

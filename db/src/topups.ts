@@ -1,0 +1,120 @@
+import { clawback, credit } from './ledger.js';
+import type { Db } from './sql.js';
+
+export interface TopupRow {
+  id: string;
+  account_id: string;
+  requested_micros: bigint;
+  currency: string;
+  stripe_checkout_session_id: string | null;
+  stripe_payment_intent_id: string | null;
+  status: 'pending' | 'completed' | 'expired';
+  credited_micros: bigint;
+  refunded_micros: bigint;
+  disputed_micros: bigint;
+  clawed_back_micros: bigint;
+}
+
+const TOPUP_COLUMNS = `id, account_id, requested_micros, currency, stripe_checkout_session_id, stripe_payment_intent_id, status,
+  credited_micros, refunded_micros, disputed_micros, clawed_back_micros`;
+
+export async function insertTopup(db: Db, row: { id: string; accountId: string; requestedMicros: bigint; currency: string }): Promise<void> {
+  await db`insert into topups (id, account_id, requested_micros, currency) values (${row.id}, ${row.accountId}, ${row.requestedMicros}, ${row.currency})`;
+}
+
+export async function setTopupCheckoutSession(db: Db, id: string, sessionId: string): Promise<void> {
+  await db`update topups set stripe_checkout_session_id = ${sessionId} where id = ${id}`;
+}
+
+export async function findTopup(db: Db, accountId: string, id: string): Promise<TopupRow | null> {
+  const [row] = await db<TopupRow[]>`select ${db.unsafe(TOPUP_COLUMNS)} from topups where id = ${id} and account_id = ${accountId}`;
+  return row ?? null;
+}
+
+/** Records a provider event by id; false when it was handled before (a redelivery). */
+export async function recordStripeEvent(db: Db, id: string, type: string): Promise<boolean> {
+  const rows = await db`insert into stripe_events (id, type) values (${id}, ${type}) on conflict (id) do nothing returning id`;
+  return rows.length > 0;
+}
+
+/**
+ * Takes back what refunds and disputes of a top-up's payment call for and was not taken back yet:
+ * at most what was credited. The top-up row must be locked by the caller's transaction.
+ */
+async function settleAdjustments(db: Db, topup: TopupRow): Promise<bigint> {
+  const owed = topup.refunded_micros + topup.disputed_micros;
+  const target = owed < topup.credited_micros ? owed : topup.credited_micros;
+  const delta = target - topup.clawed_back_micros;
+  if (delta <= 0n) return 0n;
+  await clawback(db, {
+    accountId: topup.account_id,
+    amountMicros: delta,
+    description: `refund or dispute of top-up ${topup.id}`,
+    idempotencyKey: `stripe:clawback:${topup.id}:${target}`,
+  });
+  await db`update topups set clawed_back_micros = ${target} where id = ${topup.id}`;
+  return delta;
+}
+
+/**
+ * A paid Checkout Session: credits the amount the event carries, once per session (the top-up row is
+ * locked, and the ledger entry has the session as its idempotency key), then applies refunds or
+ * disputes that arrived before it. Null when the session is not one of ours (or names another account).
+ */
+export async function creditPaidCheckout(
+  db: Db,
+  paid: { sessionId: string; topUpId: string; accountId: string; amountMicros: bigint; currency: string; paymentIntentId: string | null },
+): Promise<{ credited: bigint; clawedBack: bigint } | null> {
+  const [topup] = await db<TopupRow[]>`
+    select ${db.unsafe(TOPUP_COLUMNS)} from topups
+     where id = ${paid.topUpId} and account_id = ${paid.accountId}
+       and (stripe_checkout_session_id is null or stripe_checkout_session_id = ${paid.sessionId})
+     for update`;
+  if (!topup) return null;
+  if (topup.credited_micros > 0n) return { credited: 0n, clawedBack: 0n };
+  await credit(db, {
+    accountId: paid.accountId,
+    amountMicros: paid.amountMicros,
+    kind: 'topup',
+    description: `Stripe Checkout ${paid.sessionId}`,
+    idempotencyKey: `stripe:checkout:${paid.sessionId}`,
+  });
+  const [adjustment] = paid.paymentIntentId
+    ? await db<{ refunded_micros: bigint; disputed_micros: bigint }[]>`
+        select refunded_micros, disputed_micros from stripe_payment_adjustments where payment_intent_id = ${paid.paymentIntentId}`
+    : [];
+  const [updated] = await db<TopupRow[]>`
+    update topups set credited_micros = ${paid.amountMicros}, status = 'completed', completed_at = now(),
+           stripe_checkout_session_id = ${paid.sessionId}, stripe_payment_intent_id = ${paid.paymentIntentId},
+           refunded_micros = greatest(refunded_micros, ${adjustment?.refunded_micros ?? 0n}),
+           disputed_micros = greatest(disputed_micros, ${adjustment?.disputed_micros ?? 0n})
+     where id = ${topup.id}
+    returning ${db.unsafe(TOPUP_COLUMNS)}`;
+  const clawedBack = await settleAdjustments(db, updated!);
+  return { credited: paid.amountMicros, clawedBack };
+}
+
+/**
+ * A refund (cumulative amount) or a dispute of a payment: remembered by payment intent (it may come
+ * before the payment's checkout event), and taken back from the top-up it paid for, if credited.
+ */
+export async function applyPaymentAdjustment(
+  db: Db,
+  adjustment: { paymentIntentId: string; refundedMicros?: bigint; disputedMicros?: bigint },
+): Promise<{ topUpId: string | null; clawedBack: bigint }> {
+  const refunded = adjustment.refundedMicros ?? 0n;
+  const disputed = adjustment.disputedMicros ?? 0n;
+  await db`
+    insert into stripe_payment_adjustments (payment_intent_id, refunded_micros, disputed_micros)
+    values (${adjustment.paymentIntentId}, ${refunded}, ${disputed})
+    on conflict (payment_intent_id) do update set
+      refunded_micros = greatest(stripe_payment_adjustments.refunded_micros, excluded.refunded_micros),
+      disputed_micros = greatest(stripe_payment_adjustments.disputed_micros, excluded.disputed_micros),
+      updated_at = now()`;
+  const [topup] = await db<TopupRow[]>`
+    update topups set refunded_micros = greatest(refunded_micros, ${refunded}), disputed_micros = greatest(disputed_micros, ${disputed})
+     where stripe_payment_intent_id = ${adjustment.paymentIntentId}
+    returning ${db.unsafe(TOPUP_COLUMNS)}`;
+  if (!topup) return { topUpId: null, clawedBack: 0n };
+  return { topUpId: topup.id, clawedBack: await settleAdjustments(db, topup) };
+}
