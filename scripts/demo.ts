@@ -1,22 +1,29 @@
 // `npm run demo`: an agent's walk through the whole platform, against the stack `npm run up` runs.
 //
 // It starts a small example upstream on 127.0.0.1 (a weather forecast and an SMS sender), registers
-// it as two APIs with the operator CLI (`npm run api -- add`), then, as an agent: registers, discovers
-// an API, reads its instructions, calls it through the metered proxy, runs the weather-alert-sms
-// cookbook session (following its server-sent events), lets a person complete the human step through
-// the dashboard's login, reads usage and balance, and finally does a little of the same through the
-// MCP endpoint with the official MCP client. Every step prints what it did and the key
-// fields of the answer; no full key, password or session cookie is ever printed. Any failed step
-// stops the demo with exit code 1 and says what went wrong.
+// it as two APIs with the operator CLI (`npm run api -- add`), then, as an agent: registers, starts
+// a webhook receiver on 127.0.0.1 and registers it for the account's events (it verifies every
+// delivery's Standard Webhooks signature), discovers an API, reads its instructions, sets a
+// low-balance alert that its next call crosses, calls the API through the metered proxy (and sees
+// the balance.low webhook arrive), runs the weather-alert-sms cookbook session (following its
+// server-sent events), sees the human step announced by e-mail (read from the development mail
+// catcher) and by webhook, lets a person complete it through the dashboard's login, reads usage and
+// balance, and finally does a little of the same through the MCP endpoint with the official MCP
+// client. Every step prints what it did and the key fields of the answer; no full key, webhook
+// secret, password or session cookie is ever printed. Any failed step stops the demo with exit
+// code 1 and says what went wrong.
 //
 // Settings (environment or .env): DEMO_BASE_URL (default PUBLIC_URL, else http://127.0.0.1:$PORT,
-// else :3000); DATABASE_URL for the operator CLI (scripts/run.sh derives it from PGDATABASE).
+// else :3000); DATABASE_URL for the operator CLI (scripts/run.sh derives it from PGDATABASE);
+// SMTP_URL, MAIL_CATCHER_SMTP_PORT and MAIL_CATCHER_HTTP_PORT as `npm run up` reads them (when
+// SMTP_URL points elsewhere than the mail catcher, or none runs, the e-mail check is skipped).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Webhook } from 'standardwebhooks';
 import { createPlatformClient, type PlatformClient } from '#client';
 
 const run = promisify(execFile);
@@ -25,6 +32,10 @@ const API = `${BASE}/api/v1`;
 const WEATHER_API = 'demo-weather';
 const SMS_API = 'demo-sms';
 const COOKBOOK = 'weather-alert-sms';
+const WEATHER_PRICE = '0.002';
+const SMS_PRICE = '0.003';
+const MAIL_CATCHER_SMTP_PORT = Number(process.env.MAIL_CATCHER_SMTP_PORT ?? 1025);
+const MAIL_CATCHER = `http://127.0.0.1:${process.env.MAIL_CATCHER_HTTP_PORT ?? 1080}`;
 const tty = process.stdout.isTTY;
 const bold = (text: string) => (tty ? `\x1b[1m${text}\x1b[0m` : text);
 const dim = (text: string) => (tty ? `\x1b[2m${text}\x1b[0m` : text);
@@ -234,6 +245,153 @@ function followEvents(path: string, headers: Record<string, string>) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A webhook receiver: what the agent's own service would run to hear about its account. It checks
+// each delivery's Standard Webhooks signature with the secret the registration answered, and prints
+// one line per verified event (a retry of one already seen, same webhook-id, is acknowledged only).
+
+interface WebhookEvent {
+  webhookId: string;
+  type: string;
+  data: Record<string, unknown>;
+  receivedAt: number;
+}
+
+const money = (value: unknown) => (typeof value === 'number' ? `$${value}` : String(value));
+
+function summarize(type: string, data: Record<string, unknown>): string {
+  if (type === 'balance.low') return `balance ${money(data.balance)}, threshold ${money(data.threshold)}`;
+  if (type === 'balance.depleted') return `balance ${money(data.balance)}`;
+  if (type.startsWith('human_step.')) return `session ${String(data.sessionId)} step ${String(data.stepId)} "${String(data.title)}"`;
+  return JSON.stringify(data).slice(0, 100);
+}
+
+async function startWebhookReceiver() {
+  const server = createServer();
+  const events: WebhookEvent[] = [];
+  const rejected: string[] = [];
+  const waiters: { type: string; resolve: (event: WebhookEvent) => void }[] = [];
+  let verifier: Webhook | null = null;
+  server.on('request', (request, response) => {
+    const answer = (status: number) => {
+      response.writeHead(status);
+      response.end();
+    };
+    void (async () => {
+      const raw = await readBody(request);
+      if (request.method !== 'POST') return answer(405);
+      // Nothing is registered yet: ask for a retry rather than accept what cannot be checked.
+      if (!verifier) return answer(503);
+      const header = (name: string) => String(request.headers[name] ?? '');
+      const webhookId = header('webhook-id');
+      let payload: { type: string; data?: Record<string, unknown> };
+      try {
+        payload = verifier.verify(raw, {
+          'webhook-id': webhookId,
+          'webhook-timestamp': header('webhook-timestamp'),
+          'webhook-signature': header('webhook-signature'),
+        }) as typeof payload;
+      } catch (error) {
+        rejected.push(`${webhookId || '(no webhook-id)'}: ${(error as Error).message}`);
+        console.log(`    ${dim('webhook')} REJECTED ${webhookId || '(no webhook-id)'}: ${(error as Error).message}`);
+        return answer(400);
+      }
+      answer(204);
+      if (events.some((event) => event.webhookId === webhookId)) return;
+      const event = { webhookId, type: payload.type, data: payload.data ?? {}, receivedAt: Date.now() };
+      events.push(event);
+      console.log(`    ${dim('webhook')} ${event.type.padEnd(21)} webhook-id=${webhookId} ${summarize(event.type, event.data)} ${dim('(signature verified)')}`);
+      for (const waiter of waiters.filter((w) => w.type === event.type)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(event);
+      }
+    })().catch(() => {
+      if (!response.headersSent) answer(500);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    /** The signing secret from POST /webhooks: deliveries are verified with it from now on. */
+    useSecret(secret: string) {
+      verifier = new Webhook(secret);
+    },
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+    /** Resolves with the first verified event of that type (already received or still to come). */
+    waitFor(type: string, timeoutMs: number, why: () => Promise<string>): Promise<WebhookEvent> {
+      const seen = events.find((event) => event.type === type);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const waiter = { type, resolve: (event: WebhookEvent) => (clearTimeout(timer), resolve(event)) };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          const refused = rejected.length > 0 ? ` The receiver refused ${rejected.length} delivery(ies): ${rejected.join('; ')}.` : '';
+          void why().then((reason) => reject(new DemoError(`no verified "${type}" webhook reached the receiver within ${timeoutMs / 1000}s.${refused} ${reason}`)));
+        }, timeoutMs);
+        waiters.push(waiter);
+      });
+    },
+  };
+}
+
+type WebhookReceiver = Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+// ---------------------------------------------------------------------------------------------
+// The development mail catcher `npm run up` starts when SMTP_URL is not set (scripts/mail-catcher.ts):
+// the messages it caught, as JSON.
+
+interface CaughtMail {
+  id: number;
+  receivedAt: string;
+  subject?: string;
+  to?: { value: { address?: string }[] } | { value: { address?: string }[] }[];
+  text?: string;
+}
+
+const recipients = (mail: CaughtMail) => [mail.to ?? []].flat().flatMap((to) => to.value.map((address) => address.address ?? ''));
+
+/** Why the demo cannot read the stack's mail (SMTP_URL goes elsewhere), or null when it goes to the mail catcher. */
+function mailElsewhere(): string | null {
+  const configured = process.env.SMTP_URL;
+  if (!configured) return null;
+  try {
+    const url = new URL(configured);
+    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) && Number(url.port || 25) === MAIL_CATCHER_SMTP_PORT) return null;
+    return `SMTP_URL sends mail to ${url.hostname}:${url.port || 25}, not to the development mail catcher`;
+  } catch {
+    return 'SMTP_URL is not a URL the demo can read';
+  }
+}
+
+/**
+ * Polls the mail catcher for the first message that `match` accepts: the message, or a string
+ * saying why there is none to read (no catcher listening); a catcher that never gets it fails.
+ */
+async function waitForMail(match: (mail: CaughtMail) => boolean, timeoutMs: number, what: string): Promise<CaughtMail | string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let messages: CaughtMail[];
+    try {
+      const response = await fetch(`${MAIL_CATCHER}/messages.json`);
+      if (response.status !== 200 || !(response.headers.get('content-type') ?? '').includes('json')) {
+        return `${MAIL_CATCHER}/messages.json answered ${response.status} ${response.headers.get('content-type') ?? ''}: not the development mail catcher`;
+      }
+      messages = (await response.json()) as CaughtMail[];
+    } catch (error) {
+      return `no mail catcher answers at ${MAIL_CATCHER} (${String((error as Error).cause ?? (error as Error).message)}); \`npm run up\` starts one only when SMTP_URL is not set`;
+    }
+    const found = messages.find(match);
+    if (found) return found;
+    if (Date.now() > deadline) {
+      throw new DemoError(`the mail catcher at ${MAIL_CATCHER}/ caught no ${what} within ${timeoutMs / 1000}s (${messages.length} other message(s)): is the queue worker (the e-mail queue) running? Its [queue-workers] lines in \`npm run up\` say why a message failed.`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main() {
   console.log(bold(`Agent API platform demo against ${BASE}`));
@@ -246,17 +404,19 @@ async function main() {
   const upstream = await startExampleUpstream();
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   show('example upstream', `${upstreamUrl} (GET /weather/forecast, POST /sms/messages)`);
+  const receiver = await startWebhookReceiver();
   try {
-    await registerUpstreamApi(WEATHER_API, 'Demo Weather', `${upstreamUrl}/weather`, '0.002', 'weather', 'Example forecast and severe-weather alerts for a city (the demo upstream).');
-    await registerUpstreamApi(SMS_API, 'Demo SMS', `${upstreamUrl}/sms`, '0.003', 'messaging', 'Example SMS sender: send text messages to phone numbers (the demo upstream).');
-    await walk(upstream);
+    await registerUpstreamApi(WEATHER_API, 'Demo Weather', `${upstreamUrl}/weather`, WEATHER_PRICE, 'weather', 'Example forecast and severe-weather alerts for a city (the demo upstream).');
+    await registerUpstreamApi(SMS_API, 'Demo SMS', `${upstreamUrl}/sms`, SMS_PRICE, 'messaging', 'Example SMS sender: send text messages to phone numbers (the demo upstream).');
+    await walk(upstream, receiver);
   } finally {
     upstream.server.closeAllConnections();
     upstream.server.close();
+    receiver.close();
   }
 }
 
-async function walk(upstream: ExampleUpstream) {
+async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   // -- 1. register -----------------------------------------------------------------------------
   step('Register an account (POST /register)');
   const email = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
@@ -274,6 +434,33 @@ async function walk(upstream: ExampleUpstream) {
   show('account', `${registered.body.account.id} (${registered.body.account.email})`);
   show('API key', `${registered.body.key.prefix}... (id ${registered.body.key.id}; the full key is shown once and kept by the agent)`);
   show('sign-up credit', `$${registered.body.balance}`);
+
+  // -- webhooks --------------------------------------------------------------------------------
+  step('Listen for account events: a local webhook receiver, registered with POST /webhooks');
+  const hook = await expectStatus(
+    'POST /webhooks',
+    api.POST('/api/v1/webhooks', { body: { url: receiver.url, eventTypes: ['balance.low', 'human_step.pending'], description: 'npm run demo receiver' } }),
+    201,
+  ).catch((error: unknown) => {
+    if (error instanceof DemoError && /url must be https|resolves to a private/.test(error.message)) {
+      throw new DemoError(
+        `${error.message}\nThe running edge accepts an http://127.0.0.1 endpoint only with ALLOW_PRIVATE_UPSTREAMS=true, which \`npm run up\` sets outside production (development only, never in production).`,
+      );
+    }
+    throw error;
+  });
+  receiver.useSecret(hook.body.secret);
+  show('receiver', `${receiver.url} (node:http; checks each delivery with the standardwebhooks package)`);
+  show('webhook', `${hook.body.webhook.id} ${hook.body.webhook.status} for ${hook.body.webhook.eventTypes.join(', ')}`);
+  show('signing secret', `${hook.body.secret.slice(0, 6)}... (in this answer only; the receiver keeps it, it is not printed)`);
+  /** What the delivery log says, for a webhook that does not come. */
+  const deliveryLog = async () => {
+    const log = await api.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id: hook.body.webhook.id } } }).catch(() => undefined);
+    const rows = log?.data?.deliveries ?? [];
+    if (rows.length === 0) return 'Its delivery log (GET /webhooks/{id}/deliveries) is empty: the event was not recorded (see the [edge] and [temporal-worker] lines of `npm run up`).';
+    const described = rows.map((row) => `${row.eventType} ${row.status} after ${row.attempts} attempt(s)${row.lastError ? ` (${row.lastError})` : ''}`);
+    return `Its delivery log: ${described.join('; ')}. Is the queue worker running (the [queue-workers] lines of \`npm run up\`)?`;
+  };
 
   // -- 2. discover -----------------------------------------------------------------------------
   step('Discover an API for the job (GET /discover?q=...)');
@@ -294,9 +481,20 @@ async function walk(upstream: ExampleUpstream) {
   show('instructions', `${instructions.body.instructions.length} characters of markdown, starting:`);
   for (const line of lines.slice(0, 3)) note(line.slice(0, 110));
 
+  // -- low-balance alert -----------------------------------------------------------------------
+  step('Set a low-balance alert just under the balance (GET /balance, PUT /balance/alerts)');
+  const current = await expectStatus('GET /balance', api.GET('/api/v1/balance'));
+  const priceMicros = Math.round(Number(WEATHER_PRICE) * 1e6);
+  const thresholdMicros = Math.round(current.body.balance * 1e6) - Math.floor(priceMicros / 2);
+  if (thresholdMicros <= 0) throw new DemoError(`the balance ($${current.body.balance}) is too low to set a threshold under it`);
+  const alerts = await expectStatus('PUT /balance/alerts', api.PUT('/api/v1/balance/alerts', { body: { lowBalanceThreshold: (thresholdMicros / 1e6).toFixed(6) } }));
+  show('balance', `$${current.body.balance}`);
+  show('threshold', `$${alerts.body.lowBalanceThreshold} (the next call, $${WEATHER_PRICE}, takes the balance below it)`);
+
   // -- 4. proxied call -------------------------------------------------------------------------
   step(`Call it through the metered proxy (GET /proxy/${WEATHER_API}/forecast?city=Oslo)`);
   const before = upstream.requests;
+  const calledAt = Date.now();
   const proxied = await call<{ location: { name: string; lat: number; lon: number }; alerts: { title: string; severity: string; expires: string }[] }>(
     'GET',
     `/proxy/${WEATHER_API}/forecast?city=Oslo`,
@@ -313,6 +511,11 @@ async function walk(upstream: ExampleUpstream) {
   show('status', `${proxied.status}, X-Service-Api: ${proxied.headers.get('x-service-api')}`);
   show('charged', costHeaders(proxied.headers));
   show('forecast', `${proxied.body.location.name}: ${proxied.body.alerts.map((alert) => `${alert.title} (${alert.severity})`).join('; ')}`);
+  const low = await receiver.waitFor('balance.low', 30000, deliveryLog);
+  show(
+    'balance.low',
+    `the call took the balance from $${current.body.balance} to ${money(low.data.balance)}, under the ${money(low.data.threshold)} threshold: the edge saw the crossing after the charge and the signed event reached the receiver ${low.receivedAt - calledAt} ms after the call`,
+  );
 
   // -- 5. cookbook session ---------------------------------------------------------------------
   step(`Find a cookbook and start a session (GET /cookbooks?q=sms, GET /cookbooks/${COOKBOOK}, POST .../start)`);
@@ -363,7 +566,7 @@ async function walk(upstream: ExampleUpstream) {
   show('completed', `draft-message -> next ${completed.body.nextStep?.stepId} [${completed.body.nextStep?.kind}], status ${completed.body.session.status}`);
 
   // -- 8. the pending human step ---------------------------------------------------------------
-  step('The human step waits for a person (GET /me/human-steps; an API key gets 403)');
+  step('The human step waits for a person, announced by e-mail and webhook (GET /me/human-steps; an API key gets 403)');
   await stream.waitFor('human_step.pending');
   const inbox = await expectStatus('GET /me/human-steps', api.GET('/api/v1/me/human-steps'));
   const pending = inbox.body.humanSteps.find((h) => h.sessionId === session.sessionId);
@@ -372,6 +575,27 @@ async function walk(upstream: ExampleUpstream) {
   show('reminder / expiry', `${pending.remindAt} / ${pending.expiresAt}`);
   const refused = await completeStep(pending.stepId, { approved: true }, 403);
   show('with the API key', `403 ${refused.error.code} (a person completes human steps)`);
+  const mail =
+    mailElsewhere() ??
+    (await waitForMail(
+      (m) => (m.subject ?? '').startsWith('Waiting for you:') && recipients(m).some((to) => to.toLowerCase() === email) && (m.text ?? '').includes(session.sessionId),
+      30000,
+      `"Waiting for you: ..." message to ${email}`,
+    ));
+  if (typeof mail === 'string') {
+    note(`e-mail not checked: ${mail}.`);
+  } else {
+    const link = /https?:\/\/\S+\/inbox\?\S+/.exec(mail.text ?? '')?.[0];
+    const target = link ? new URL(link).searchParams : undefined;
+    if (!link || target?.get('session') !== session.sessionId || target.get('step') !== pending.stepId) {
+      throw new DemoError(`the e-mail "${mail.subject}" has no link to the step in the inbox: ${JSON.stringify(mail.text)}`);
+    }
+    show('e-mail', `"${mail.subject}" (caught by the development mail catcher, ${MAIL_CATCHER}/)`);
+    show('e-mail to', recipients(mail).join(', '));
+    show('e-mail link', link);
+  }
+  const announced = await receiver.waitFor('human_step.pending', 30000, deliveryLog);
+  show('webhook', `human_step.pending ${announced.webhookId}, signature verified: step ${String(announced.data.stepId)} of ${String(announced.data.sessionId)}`);
 
   // -- 9. a person completes it ----------------------------------------------------------------
   step('A person signs in to the dashboard (POST /api/auth/login) and approves it');
