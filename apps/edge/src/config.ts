@@ -3,7 +3,7 @@ import { parseDollars } from '#contracts/money';
 import { isDevCodecKeys, isDevMasterKey, masterKeySetting } from '#core/platform';
 import { envFlag, parseSettings, sharedSettings } from '#core/platform';
 import { webhookSettings } from '#core/notifications';
-import { stripeSettings } from '#core/billing';
+import { stripeSettings, x402Settings } from '#core/billing';
 
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
 /** An optional setting; empty (as docker-compose passes an unset `${VAR:-}`) means not set. */
@@ -11,7 +11,7 @@ const optional = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (va
 const seconds = (fallback: number) => z.coerce.number().int().min(1).max(86_400 * 30).default(fallback);
 
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
-export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(stripeSettings.shape).extend({
+export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(stripeSettings.shape).extend(x402Settings.shape).extend({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /**

@@ -52,12 +52,10 @@ export function parseMaxCost(value: string | undefined): bigint | undefined {
 }
 
 /**
- * The one charging rule for priced calls: refuses a price above the caller's ceiling and an API an
- * agent key may not use, then debits the balance atomically (with the agent key's spend limit).
- * Throws the specification's 402 (with `balance` and `cost`) when the balance is below the cost.
- * Nothing is charged when it throws.
+ * What a priced call must pass before anything is charged, however it is paid (balance or x402):
+ * a price above the caller's X-Max-Cost, and an API an agent key may not use, are refused.
  */
-export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint, usage?: UsageSink): Promise<ChargeReceipt> {
+export function assertCallAllowed(caller: Caller, call: PricedCall, maxCostMicros?: bigint): void {
   if (maxCostMicros !== undefined && call.costMicros > maxCostMicros) {
     throw new PlatformError('max_cost_exceeded', `This call costs $${formatDollars(call.costMicros)}, above your X-Max-Cost of $${formatDollars(maxCostMicros)}`, {
       hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
@@ -69,6 +67,16 @@ export async function chargeCall(charger: Charger, caller: Caller, call: PricedC
       hint: `The key is limited to: ${caller.allowedApis.join(', ') || '(no APIs)'}.`,
     });
   }
+}
+
+/**
+ * The one charging rule for priced calls: refuses a price above the caller's ceiling and an API an
+ * agent key may not use, then debits the balance atomically (with the agent key's spend limit).
+ * Throws the specification's 402 (with `balance` and `cost`) when the balance is below the cost.
+ * Nothing is charged when it throws.
+ */
+export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint, usage?: UsageSink): Promise<ChargeReceipt> {
+  assertCallAllowed(caller, call, maxCostMicros);
   if (call.costMicros === 0n) return { chargeId: null, balanceMicros: null, costMicros: 0n };
 
   const result = await charger.charge({

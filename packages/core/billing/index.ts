@@ -1,6 +1,6 @@
 export { billingMode, mintsMoneyInProduction, signupCreditMicros } from './billing-policy.js';
 export { ChargeBatcher } from './charge-batcher.js';
-export { PLATFORM_USAGE_API, chargeCall, parseMaxCost } from './charging.js';
+export { PAYMENT_HINT, PLATFORM_USAGE_API, assertCallAllowed, chargeCall, parseMaxCost } from './charging.js';
 export type { ChargeReceipt, PricedCall } from './charging.js';
 export { reconcileRefunds, reconcileRefundsJob, refundChargeJob, refundOrQueue } from './refunds.js';
 export { topUp } from './topups.js';
@@ -10,3 +10,5 @@ export { BalanceAlerts } from './balance-alerts.js';
 export type { BalanceAlert } from './balance-alerts.js';
 export { applyStripeEvent, createStripe, startCheckout, stripeSettings, verifyStripeEvent } from './stripe-topups.js';
 export type { StripeSettings } from './stripe-topups.js';
+export { atomicAmount, createFacilitator, decodePayment, mismatch, paymentRequiredHeader, requirementsFor, x402Enabled, x402Settings } from './x402.js';
+export type { PresentedPayment, X402Settings } from './x402.js';

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   invalid_session: 401,
   invalid_credentials: 401,
   insufficient_balance: 402,
+  payment_invalid: 402,
   forbidden: 403,
   key_disabled: 403,
   key_revoked: 403,

@@ -2,6 +2,7 @@ import directoryIndexPlugin from '../plugins/directory-index.js';
 import type { FastifyInstance } from 'fastify';
 import apiCachePlugin from '../plugins/api-cache.js';
 import chargesPlugin from '../plugins/charges.js';
+import x402Plugin from '../plugins/x402.js';
 import usagePlugin from '../plugins/usage.js';
 import agentKeyRoutes from './agent-keys.js';
 import balanceRoutes from './balance.js';
@@ -31,6 +32,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(usagePlugin);
   await app.register(webhookEmitterPlugin);
   await app.register(chargesPlugin);
+  await app.register(x402Plugin);
   await app.register(apiCachePlugin);
   await app.register(directoryIndexPlugin);
   await app.register(sessionEventsPlugin);

@@ -119,8 +119,9 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       latencyMs: Math.round(performance.now() - started),
       bytesIn,
       bytesOut,
-      costMicros: netCostMicros.toString(),
-      chargeId: receipt.chargeId,
+      // A call paid with x402 costs only once its payment settled (plugins/x402.ts, before the answer left).
+      costMicros: (request.x402Payment && !request.x402Payment.settled ? 0n : netCostMicros).toString(),
+      chargeId: receipt.chargeId ?? request.x402Payment?.chargeId ?? null,
       at: new Date().toISOString(),
     });
 

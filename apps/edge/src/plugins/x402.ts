@@ -1,0 +1,206 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { encodePaymentResponseHeader } from '@x402/core/http';
+import { SettleError, VerifyError, type PaymentRequirements, type SettleResponse, type VerifyResponse } from '@x402/core/types';
+import {
+  assertCallAllowed,
+  createFacilitator,
+  decodePayment,
+  mismatch,
+  paymentRequiredHeader,
+  PLATFORM_USAGE_API,
+  requirementsFor,
+  x402Enabled,
+  type ChargeReceipt,
+  type PresentedPayment,
+  type PricedCall,
+} from '#core/billing';
+import type { Caller } from '#core/identity';
+import { PlatformError } from '#core/platform';
+import { formatDollars, parseDollars, toDollars } from '#contracts/money';
+import { getBalance } from '#db/ledger';
+import { claimX402Payment, markX402Payment, recordX402Settlement } from '#db/x402';
+
+/** A verified x402 payment for the call in flight, settled in onSend once the answer is ready. */
+interface PendingPayment extends PresentedPayment {
+  requirements: PaymentRequirements;
+  call: PricedCall;
+  caller: Caller;
+  payer: string | null;
+  settled: boolean;
+  /** The ledger charge, once settled. */
+  chargeId: string | null;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    x402: { enabled: boolean; authorize(request: FastifyRequest, reply: FastifyReply, call: PricedCall, maxCostMicros?: bigint): Promise<ChargeReceipt> };
+  }
+  interface FastifyRequest {
+    x402Payment: PendingPayment | null;
+  }
+}
+
+export const PAYMENT_SIGNATURE = 'payment-signature';
+
+/**
+ * x402 version 2 on every priced route and the proxy (X402_FACILITATOR_URL and X402_PAY_TO set):
+ * - a 402 of a priced route carries PAYMENT-REQUIRED (base64 JSON: x402Version 2, the resource, and
+ *   `accepts` with the exact scheme, network, amount in atomic units, asset, payTo,
+ *   maxTimeoutSeconds) beside the unchanged JSON body;
+ * - a request with PAYMENT-SIGNATURE is, in order: checked against what we offer for this call,
+ *   claimed (the same payload never pays twice), verified with the facilitator, served, settled
+ *   (onSend, before a byte of the answer leaves), and answered with PAYMENT-RESPONSE. A settled
+ *   payment is an `x402_credit` and the call's `charge` in one transaction.
+ * A call that fails (4xx/5xx) is not settled: the payer keeps the money. A settlement that fails
+ * withholds the answer (402); the work done for it (an upstream call) is the operator's loss.
+ */
+export default fp(
+  async function x402Plugin(app: FastifyInstance) {
+    const { settings, sql } = app.deps;
+    const enabled = x402Enabled(settings);
+    const facilitator = createFacilitator(settings);
+    app.decorateRequest('x402Payment', null);
+
+    const resourceUrl = (request: FastifyRequest) => `${new URL(settings.PUBLIC_URL).origin}${request.url}`;
+    const refuse = (request: FastifyRequest, message: string, costMicros: bigint, balanceMicros: bigint) =>
+      new PlatformError('payment_invalid', message, {
+        hint: 'Nothing was charged. Build a new payment from the PAYMENT-REQUIRED header of this answer, or pay from the balance (POST /api/v1/balance).',
+        details: { balance: toDollars(balanceMicros), cost: toDollars(costMicros) },
+        headers: { 'PAYMENT-REQUIRED': paymentRequiredHeader(settings, resourceUrl(request), costMicros, message) },
+      });
+
+    async function authorize(request: FastifyRequest, reply: FastifyReply, call: PricedCall, maxCostMicros?: bigint): Promise<ChargeReceipt> {
+      const caller = request.auth;
+      if (!caller) throw new PlatformError('missing_credentials', 'Authentication required');
+      if (!enabled || !facilitator) {
+        throw new PlatformError('validation_failed', 'This deployment does not take x402 payments', { hint: 'Drop the PAYMENT-SIGNATURE header and pay from the balance.' });
+      }
+      assertCallAllowed(caller, call, maxCostMicros);
+      const header = request.headers[PAYMENT_SIGNATURE];
+      const presented = decodePayment(typeof header === 'string' ? header : '');
+      const balance = (await getBalance(sql, caller.accountId)) ?? 0n;
+      const requirements = requirementsFor(settings, call.costMicros);
+      const wrong = mismatch(presented.payload, requirements);
+      if (wrong) throw refuse(request, `The payment does not match what this call asks for: ${wrong}`, call.costMicros, balance);
+      if (balance < 0n) throw refuse(request, 'The account owes a refunded top-up; settle the balance before paying per call', call.costMicros, balance);
+      if (!(await claimX402Payment(sql, { hash: presented.hash, accountId: caller.accountId, amountMicros: call.costMicros }))) {
+        throw refuse(request, 'This payment was presented before; a payment pays for one call', call.costMicros, balance);
+      }
+      let verdict: VerifyResponse;
+      try {
+        verdict = await facilitator.verify(presented.payload, requirements);
+      } catch (error) {
+        // A facilitator may refuse with a non-2xx status and a verify response: that is a refusal, not an outage.
+        if (!(error instanceof VerifyError)) {
+          await markX402Payment(sql, presented.hash, { status: 'not_settled', reason: 'facilitator unreachable at verify' });
+          throw new PlatformError('upstream_unavailable', 'The x402 facilitator could not verify the payment', {
+            hint: 'Nothing was charged or settled; retry with a new payment shortly.',
+            headers: { 'Retry-After': '5' },
+            cause: error,
+          });
+        }
+        verdict = { isValid: false, invalidReason: error.invalidReason ?? `refused (${error.statusCode})`, ...(error.payer ? { payer: error.payer } : {}) };
+      }
+      if (!verdict.isValid) {
+        await markX402Payment(sql, presented.hash, { status: 'invalid', reason: verdict.invalidReason ?? 'invalid', payer: verdict.payer ?? null });
+        throw refuse(request, `The facilitator refused the payment: ${verdict.invalidReason ?? 'invalid'}`, call.costMicros, balance);
+      }
+      await markX402Payment(sql, presented.hash, { status: 'verified', payer: verdict.payer ?? null });
+      request.x402Payment = { ...presented, requirements, call, caller, payer: verdict.payer ?? null, settled: false, chargeId: null };
+      reply.header('X-Service-Cost', formatDollars(call.costMicros));
+      reply.header('X-Service-Payment', 'x402');
+      return { chargeId: null, balanceMicros: null, costMicros: call.costMicros };
+    }
+
+    app.decorate('x402', { enabled, authorize });
+
+    app.addHook('onSend', async (request, reply, payload) => {
+      const payment = request.x402Payment;
+      if (payment) return settleOrWithhold(request, reply, payment, payload);
+      // Every 402 of a priced route says how to pay with x402, beside the balance and cost in its body.
+      if (enabled && reply.statusCode === 402 && request.routeOptions.config.priced && !reply.hasHeader('PAYMENT-REQUIRED') && typeof payload === 'string') {
+        const cost = (() => {
+          try {
+            return parseDollars(String((JSON.parse(payload) as { cost?: unknown }).cost));
+          } catch {
+            return null;
+          }
+        })();
+        if (cost !== null && cost > 0n) reply.header('PAYMENT-REQUIRED', paymentRequiredHeader(settings, resourceUrl(request), cost, 'Insufficient balance'));
+      }
+      return payload;
+    });
+
+    async function settleOrWithhold(request: FastifyRequest, reply: FastifyReply, payment: PendingPayment, payload: unknown): Promise<unknown> {
+      if (reply.statusCode >= 400) {
+        await markX402Payment(sql, payment.hash, { status: 'not_settled', reason: `the call failed (${reply.statusCode}); nothing was settled` });
+        reply.header('X-Service-Cost', '0');
+        return payload;
+      }
+      let settlement: SettleResponse;
+      try {
+        settlement = await facilitator!.settle(payment.payload, payment.requirements);
+      } catch (error) {
+        request.log.warn({ err: error }, 'x402 settle failed at the facilitator');
+        const reason = error instanceof SettleError ? (error.errorReason ?? 'settle refused') : 'facilitator_unreachable';
+        settlement = { success: false, errorReason: reason, transaction: '', network: payment.requirements.network };
+      }
+      if (!settlement.success) {
+        await markX402Payment(sql, payment.hash, { status: 'settle_failed', reason: settlement.errorReason ?? 'settle failed' });
+        request.log.warn({ reason: settlement.errorReason, item: payment.call.item }, 'x402 payment not settled: answer withheld');
+        if (payload && typeof (payload as { destroy?: unknown }).destroy === 'function') (payload as { destroy(): void }).destroy();
+        for (const name of Object.keys(reply.getHeaders())) {
+          if (!name.startsWith('x-request-id') && !name.startsWith('x-ratelimit')) reply.removeHeader(name);
+        }
+        const balance = (await getBalance(sql, payment.caller.accountId)) ?? 0n;
+        reply.code(402);
+        reply.header('content-type', 'application/json; charset=utf-8');
+        reply.header('X-Service-Cost', '0');
+        reply.header('PAYMENT-REQUIRED', paymentRequiredHeader(settings, resourceUrl(request), payment.call.costMicros, 'settlement failed'));
+        return JSON.stringify({
+          ok: false,
+          error: `The payment could not be settled (${settlement.errorReason ?? 'unknown reason'}); the answer is withheld`,
+          code: 'payment_invalid',
+          hint: 'Nothing was charged. Pay again with a new payment, or from the balance.',
+          balance: toDollars(balance),
+          cost: toDollars(payment.call.costMicros),
+        });
+      }
+      const chargeId = await recordX402Settlement(sql, {
+        hash: payment.hash,
+        accountId: payment.caller.accountId,
+        costMicros: payment.call.costMicros,
+        keyId: payment.caller.keyId,
+        apiId: payment.call.apiId ?? null,
+        item: payment.call.item,
+        description: payment.call.description ?? null,
+        transaction: settlement.transaction,
+        network: settlement.network,
+        payer: settlement.payer ?? payment.payer,
+      });
+      payment.settled = true;
+      payment.chargeId = chargeId;
+      // The proxy records its own usage (status, bytes, latency); other priced items are recorded here.
+      if (payment.call.item !== 'proxy') {
+        request.server.usage.record({
+          accountId: payment.caller.accountId,
+          keyId: payment.caller.keyId,
+          apiId: payment.call.apiId ?? PLATFORM_USAGE_API[payment.call.item as keyof typeof PLATFORM_USAGE_API] ?? `platform.${payment.call.item}`,
+          item: payment.call.item,
+          status: 200,
+          latencyMs: 0,
+          bytesIn: 0,
+          bytesOut: 0,
+          costMicros: payment.call.costMicros.toString(),
+          chargeId,
+          at: new Date().toISOString(),
+        });
+      }
+      reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
+      reply.header('X-Service-Charge-Id', chargeId);
+      return payload;
+    }
+  },
+  { name: 'x402', dependencies: ['deps', 'usage'] },
+);

@@ -1,0 +1,213 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestAccount, type TestAccount } from '#fixtures/accounts';
+import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
+import { uniqueId } from '../helpers/settings.js';
+import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
+
+const PAY_TO = '0x00000000000000000000000000000000000a11ce';
+const NETWORK = 'eip155:84532';
+
+/**
+ * x402 version 2 (issue 16), against a local facilitator this test runs and controls (the
+ * specification's /verify, /settle and /supported): the 402's PAYMENT-REQUIRED header, a valid
+ * payment served and settled with PAYMENT-RESPONSE and a ledger pair, replays, refusals, mismatches,
+ * a malformed header, a settlement that fails after serving, and the metered proxy.
+ */
+describe('x402 per-call payments', () => {
+  let app: FastifyInstance;
+  let facilitator: Server;
+  let upstream: TestUpstream;
+  let apiId: string;
+  const calls: { path: string; body: { x402Version: number; paymentPayload: PaymentPayload; paymentRequirements: PaymentRequirements } }[] = [];
+  let verifyAnswer: () => { status: number; body: unknown };
+  let settleAnswer: () => { status: number; body: unknown };
+
+  beforeAll(async () => {
+    facilitator = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      req.on('end', () => {
+        const answer = (status: number, body: unknown) => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(body));
+        };
+        if (req.method === 'GET' && req.url === '/supported') return answer(200, { kinds: [{ x402Version: 2, scheme: 'exact', network: NETWORK }], extensions: [], signers: {} });
+        const body = JSON.parse(text || '{}');
+        calls.push({ path: req.url ?? '', body });
+        if (req.url === '/verify') {
+          const { status, body: out } = verifyAnswer();
+          return answer(status, out);
+        }
+        if (req.url === '/settle') {
+          const { status, body: out } = settleAnswer();
+          return answer(status, out);
+        }
+        answer(404, { error: 'not found' });
+      });
+    });
+    await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
+    upstream = await startUpstream((req, res) => {
+      res.writeHead(req.url?.includes('fail') ? 500 : 200, { 'content-type': 'application/json' });
+      res.end('{"forecast":"sunny"}');
+    });
+    apiId = await registerApi({ baseUrl: upstream.url, price: '0.002' });
+    app = await createTestApp({
+      X402_FACILITATOR_URL: `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`,
+      X402_PAY_TO: PAY_TO,
+      X402_NETWORK: NETWORK,
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: uniqueId('x402'),
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await upstream?.close();
+    await new Promise<void>((resolve) => facilitator?.close(() => resolve()));
+  });
+  beforeEach(() => {
+    calls.length = 0;
+    verifyAnswer = () => ({ status: 200, body: { isValid: true, payer: '0xpayer' } });
+    settleAnswer = () => ({ status: 200, body: { success: true, transaction: `0xtx${Date.now()}`, network: NETWORK, payer: '0xpayer' } });
+  });
+
+  const instructions = (account: TestAccount, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: { ...bearer(account.fullKey), ...headers } });
+  /** What a client builds from the 402's PAYMENT-REQUIRED header (the signature itself is the facilitator's business). */
+  const paymentFor = (requirements: PaymentRequirements, nonce = uniqueId('nonce')) =>
+    encodePaymentSignatureHeader({
+      x402Version: 2,
+      accepted: requirements,
+      payload: { signature: `0xsig-${nonce}`, authorization: { from: '0xpayer', to: requirements.payTo, value: requirements.amount, nonce } },
+    });
+  const offered = async (account: TestAccount) => {
+    const refused = await instructions(account);
+    expectError(refused, 402, 'insufficient_balance');
+    return decodePaymentRequiredHeader(String(refused.headers['payment-required']));
+  };
+  const ledger = (account: TestAccount) =>
+    app.deps.sql<{ kind: string; amount_micros: bigint; balance_after_micros: bigint; id: string }[]>`
+      select id, kind, amount_micros, balance_after_micros from ledger_entries where account_id = ${account.accountId} order by seq`;
+
+  it('a 402 carries PAYMENT-REQUIRED (x402Version 2, the exact scheme, the amount in atomic units) beside the unchanged body', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const refused = await instructions(account);
+    const body = expectError(refused, 402, 'insufficient_balance');
+    expect(body).toMatchObject({ balance: 0, cost: 0.01 });
+    const required = decodePaymentRequiredHeader(String(refused.headers['payment-required']));
+    expect(required).toMatchObject({
+      x402Version: 2,
+      resource: { url: expect.stringMatching(/\/api\/v1\/apis\/twilio\.com-api\/instructions$/) },
+      accepts: [{ scheme: 'exact', network: NETWORK, amount: '10000', payTo: PAY_TO, asset: expect.any(String), maxTimeoutSeconds: 120 }],
+    });
+  });
+
+  it('serves a call paid with a valid payment: verify, serve, settle, PAYMENT-RESPONSE, and an x402 credit and a charge in the ledger', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const required = await offered(account);
+    const res = await instructions(account, { 'payment-signature': paymentFor(required.accepts[0]!) });
+    const body = expectOk<{ instructions: string }>(res);
+    expect(body.instructions.length).toBeGreaterThan(10);
+    expect(calls.map((c) => c.path)).toEqual(['/verify', '/settle']);
+    expect(calls[0]!.body).toMatchObject({ x402Version: 2, paymentRequirements: required.accepts[0], paymentPayload: { accepted: required.accepts[0] } });
+    const settled = decodePaymentResponseHeader(String(res.headers['payment-response']));
+    expect(settled).toMatchObject({ success: true, network: NETWORK, transaction: expect.stringMatching(/^0xtx/) });
+    expect(res.headers['x-service-cost']).toBe('0.01');
+    const entries = await ledger(account);
+    expect(entries.map((e) => [e.kind, e.amount_micros, e.balance_after_micros])).toEqual([
+      ['x402_credit', 10_000n, 10_000n],
+      ['charge', -10_000n, 0n],
+    ]);
+    expect(res.headers['x-service-charge-id']).toBe(entries[1]!.id);
+    const [payment] = await app.deps.sql<{ status: string; transaction: string }[]>`select status, transaction from x402_payments where account_id = ${account.accountId}`;
+    expect(payment).toMatchObject({ status: 'settled', transaction: settled.transaction });
+  });
+
+  it('the same payment presented twice serves once', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const header = paymentFor((await offered(account)).accepts[0]!);
+    expectOk(await instructions(account, { 'payment-signature': header }));
+    const again = await instructions(account, { 'payment-signature': header });
+    expect(expectError(again, 402, 'payment_invalid').error).toContain('presented before');
+    expect(again.headers['payment-required']).toBeDefined();
+    expect(calls.filter((c) => c.path === '/verify')).toHaveLength(1);
+    expect((await ledger(account)).filter((e) => e.kind === 'charge')).toHaveLength(1);
+  });
+
+  it('refuses a payment the facilitator finds invalid, and payments for another amount or network without asking it', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const requirements = (await offered(account)).accepts[0]!;
+    verifyAnswer = () => ({ status: 200, body: { isValid: false, invalidReason: 'invalid_exact_evm_payload_signature', payer: '0xpayer' } });
+    expect(expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid').error).toContain('invalid_exact_evm_payload_signature');
+    verifyAnswer = () => ({ status: 400, body: { isValid: false, invalidReason: 'insufficient_funds' } });
+    expect(expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid').error).toContain('insufficient_funds');
+    calls.length = 0;
+    const cheap = await instructions(account, { 'payment-signature': paymentFor({ ...requirements, amount: '1' }) });
+    expect(expectError(cheap, 402, 'payment_invalid').error).toContain('amount 1 is not the price');
+    const elsewhere = await instructions(account, { 'payment-signature': paymentFor({ ...requirements, network: 'eip155:1' }) });
+    expect(expectError(elsewhere, 402, 'payment_invalid').error).toContain('network eip155:1');
+    const notUs = await instructions(account, { 'payment-signature': paymentFor({ ...requirements, payTo: '0xsomeoneelse' }) });
+    expect(expectError(notUs, 402, 'payment_invalid').error).toContain('payTo');
+    expect(calls).toHaveLength(0);
+    expect(await ledger(account)).toHaveLength(0);
+  });
+
+  it('answers 400 to a malformed PAYMENT-SIGNATURE', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    expectError(await instructions(account, { 'payment-signature': 'not base64 json' }), 400, 'validation_failed');
+    expectError(await instructions(account, { 'payment-signature': Buffer.from('{"x402Version":2}').toString('base64') }), 400, 'validation_failed');
+    expect(calls).toHaveLength(0);
+  });
+
+  it('withholds the answer when the settlement fails after serving: 402, nothing in the ledger', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const requirements = (await offered(account)).accepts[0]!;
+    settleAnswer = () => ({ status: 200, body: { success: false, errorReason: 'insufficient_funds', transaction: '', network: NETWORK } });
+    const res = await instructions(account, { 'payment-signature': paymentFor(requirements) });
+    const body = expectError(res, 402, 'payment_invalid');
+    expect(body.error).toContain('could not be settled (insufficient_funds)');
+    expect(res.body).not.toContain('instructions');
+    expect(res.headers['payment-required']).toBeDefined();
+    expect(await ledger(account)).toHaveLength(0);
+    const [payment] = await app.deps.sql<{ status: string }[]>`select status from x402_payments where account_id = ${account.accountId}`;
+    expect(payment?.status).toBe('settle_failed');
+  });
+
+  it('pays for a metered proxy call; a failed upstream call is not settled', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const proxy = (path: string, headers: Record<string, string> = {}) =>
+      app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}${path}`, headers: { ...bearer(account.fullKey), ...headers } });
+    const refused = await proxy('/forecast');
+    expectError(refused, 402, 'insufficient_balance');
+    const requirements = decodePaymentRequiredHeader(String(refused.headers['payment-required'])).accepts[0]!;
+    expect(requirements.amount).toBe('2000');
+    const paid = await proxy('/forecast', { 'payment-signature': paymentFor(requirements) });
+    expect(paid.statusCode, paid.body).toBe(200);
+    expect(paid.body).toBe('{"forecast":"sunny"}');
+    expect(decodePaymentResponseHeader(String(paid.headers['payment-response'])).success).toBe(true);
+    calls.length = 0;
+    const failed = await proxy('/fail', { 'payment-signature': paymentFor(requirements) });
+    expect(failed.statusCode).toBe(502);
+    expect(calls.map((c) => c.path)).toEqual(['/verify']);
+    const entries = await ledger(account);
+    expect(entries.map((e) => e.kind)).toEqual(['x402_credit', 'charge']);
+  });
+
+  it('where x402 is off, a 402 carries no PAYMENT-REQUIRED and a PAYMENT-SIGNATURE is refused with 400', async () => {
+    const off = await createTestApp({ REDIS_PREFIX: uniqueId('x402off') });
+    try {
+      const account = await createTestAccount(off.deps.sql);
+      const refused = await off.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
+      expectError(refused, 402, 'insufficient_balance');
+      expect(refused.headers['payment-required']).toBeUndefined();
+      const paid = await off.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: { ...bearer(account.fullKey), 'payment-signature': 'x' } });
+      expectError(paid, 400, 'validation_failed');
+    } finally {
+      await off.close();
+    }
+  });
+});
