@@ -9,6 +9,7 @@ import { InboxPage } from './pages/Inbox';
 import { KeysPage } from './pages/Keys';
 import { OverviewPage } from './pages/Overview';
 import { SessionDetailPage, SessionsPage } from './pages/Sessions';
+import { WebhooksPage } from './pages/Webhooks';
 import { Link, navigate, useLocation } from './router';
 import { accountFrom, SessionContext, signedInEmail, type Account, type SignedInBody } from './session';
 import { Notice, Spinner } from './ui';
@@ -22,6 +23,7 @@ const NAV = [
   { href: '/sessions', label: 'Sessions', approver: true },
   { href: '/directory', label: 'Directory', approver: false },
   { href: '/approvers', label: 'Approvers', approver: false },
+  { href: '/webhooks', label: 'Webhooks', approver: false },
 ];
 
 /** Pages that render signed out. /accept-invite renders signed in too (see App). */
@@ -29,7 +31,7 @@ const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite']);
 
 /** The owner's pages: an approver who opens one (an old bookmark, a typed address) lands in the inbox. */
 const isOwnerPage = (path: string) =>
-  ['/', '/keys', '/connections', '/approvers', '/directory'].includes(path) || path.startsWith('/directory/');
+  ['/', '/keys', '/connections', '/approvers', '/webhooks', '/directory'].includes(path) || path.startsWith('/directory/');
 
 function Page({ path, role }: { path: string; role: Account['role'] }) {
   if (role === 'approver' && isOwnerPage(path)) return <InboxPage />;
@@ -40,6 +42,7 @@ function Page({ path, role }: { path: string; role: Account['role'] }) {
   if (path === '/sessions') return <SessionsPage />;
   if (path.startsWith('/sessions/')) return <SessionDetailPage sessionId={decodeURIComponent(path.slice('/sessions/'.length))} />;
   if (path === '/approvers') return <ApproversPage />;
+  if (path === '/webhooks') return <WebhooksPage />;
   if (path === '/directory') return <DirectoryPage />;
   if (path.startsWith('/directory/')) return <ApiDetailPage apiId={decodeURIComponent(path.slice('/directory/'.length))} />;
   return (
