@@ -1,5 +1,14 @@
 import type { Db } from './sql.js';
 
+/** The balances below which something happens: the low-balance alert, and an armed auto top-up. */
+export async function getBalanceThresholds(db: Db, accountId: string): Promise<{ low: bigint | null; autoTopup: bigint | null }> {
+  const [row] = await db<{ low: bigint | null; auto: bigint | null }[]>`
+    select low_balance_threshold_micros as low,
+           case when auto_topup_enabled and auto_topup_payment_method is not null then auto_topup_threshold_micros end as auto
+      from accounts where id = ${accountId}`;
+  return { low: row?.low ?? null, autoTopup: row?.auto ?? null };
+}
+
 export async function getLowBalanceThreshold(db: Db, accountId: string): Promise<bigint | null> {
   const [row] = await db<{ low_balance_threshold_micros: bigint | null }[]>`
     select low_balance_threshold_micros from accounts where id = ${accountId}`;

@@ -18,8 +18,19 @@ export interface TopupRow {
 const TOPUP_COLUMNS = `id, account_id, requested_micros, currency, stripe_checkout_session_id, stripe_payment_intent_id, status,
   credited_micros, refunded_micros, disputed_micros, clawed_back_micros`;
 
-export async function insertTopup(db: Db, row: { id: string; accountId: string; requestedMicros: bigint; currency: string }): Promise<void> {
-  await db`insert into topups (id, account_id, requested_micros, currency) values (${row.id}, ${row.accountId}, ${row.requestedMicros}, ${row.currency})`;
+export async function insertTopup(db: Db, row: { id: string; accountId: string; requestedMicros: bigint; currency: string; kind?: 'checkout' | 'auto' }): Promise<void> {
+  await db`insert into topups (id, account_id, requested_micros, currency, kind)
+           values (${row.id}, ${row.accountId}, ${row.requestedMicros}, ${row.currency}, ${row.kind ?? 'checkout'})`;
+}
+
+export async function setTopupPaymentIntent(db: Db, id: string, paymentIntentId: string): Promise<void> {
+  await db`update topups set stripe_payment_intent_id = ${paymentIntentId} where id = ${id}`;
+}
+
+/** A top-up whose payment failed; false when it was already completed or failed. */
+export async function failTopup(db: Db, id: string): Promise<boolean> {
+  const rows = await db`update topups set status = 'failed' where id = ${id} and status = 'pending' returning id`;
+  return rows.length > 0;
 }
 
 export async function setTopupCheckoutSession(db: Db, id: string, sessionId: string): Promise<void> {
@@ -63,12 +74,12 @@ async function settleAdjustments(db: Db, topup: TopupRow): Promise<bigint> {
  */
 export async function creditPaidCheckout(
   db: Db,
-  paid: { sessionId: string; topUpId: string; accountId: string; amountMicros: bigint; currency: string; paymentIntentId: string | null },
+  paid: { sessionId: string | null; topUpId: string; accountId: string; amountMicros: bigint; currency: string; paymentIntentId: string | null },
 ): Promise<{ credited: bigint; clawedBack: bigint } | null> {
   const [topup] = await db<TopupRow[]>`
     select ${db.unsafe(TOPUP_COLUMNS)} from topups
-     where id = ${paid.topUpId} and account_id = ${paid.accountId}
-       and (stripe_checkout_session_id is null or stripe_checkout_session_id = ${paid.sessionId})
+     where id = ${paid.topUpId} and account_id = ${paid.accountId} and status <> 'failed'
+       and (${paid.sessionId}::text is null or stripe_checkout_session_id is null or stripe_checkout_session_id = ${paid.sessionId}::text)
      for update`;
   if (!topup) return null;
   if (topup.credited_micros > 0n) return { credited: 0n, clawedBack: 0n };
@@ -76,8 +87,8 @@ export async function creditPaidCheckout(
     accountId: paid.accountId,
     amountMicros: paid.amountMicros,
     kind: 'topup',
-    description: `Stripe Checkout ${paid.sessionId}`,
-    idempotencyKey: `stripe:checkout:${paid.sessionId}`,
+    description: paid.sessionId ? `Stripe Checkout ${paid.sessionId}` : `Stripe auto top-up ${paid.paymentIntentId ?? topup.id}`,
+    idempotencyKey: paid.sessionId ? `stripe:checkout:${paid.sessionId}` : `stripe:topup:${topup.id}`,
   });
   const [adjustment] = paid.paymentIntentId
     ? await db<{ refunded_micros: bigint; disputed_micros: bigint }[]>`
@@ -85,7 +96,8 @@ export async function creditPaidCheckout(
     : [];
   const [updated] = await db<TopupRow[]>`
     update topups set credited_micros = ${paid.amountMicros}, status = 'completed', completed_at = now(),
-           stripe_checkout_session_id = ${paid.sessionId}, stripe_payment_intent_id = ${paid.paymentIntentId},
+           stripe_checkout_session_id = coalesce(${paid.sessionId}::text, stripe_checkout_session_id),
+           stripe_payment_intent_id = coalesce(${paid.paymentIntentId}::text, stripe_payment_intent_id),
            refunded_micros = greatest(refunded_micros, ${adjustment?.refunded_micros ?? 0n}),
            disputed_micros = greatest(disputed_micros, ${adjustment?.disputed_micros ?? 0n})
      where id = ${topup.id}

@@ -2175,6 +2175,403 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/balance/auto-topup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Auto top-up: its settings and state */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description ...add this many dollars */
+                            amount: number | null;
+                            /** @description A payment method is saved (POST /balance/auto-topup/setup) */
+                            cardSaved: boolean;
+                            enabled: boolean;
+                            /** @description Failed attempts in a row; the next waits 1 h, doubling, at most a day */
+                            failures: number;
+                            inFlight: boolean;
+                            lastError: string | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                            retryAfter: string | null;
+                            /** @description Dollars: when a charge leaves the balance below this... */
+                            threshold: number | null;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /**
+         * Set auto top-up: when a charge leaves the balance below `threshold`, charge the saved card `amount` (off-session, from a queue job)
+         * @description Needs live billing and a saved card (POST /balance/auto-topup/setup). At most one attempt is in flight per account; the balance is credited by Stripe's webhook; a declined attempt sends topup.failed (webhook and e-mail) and waits before the next.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        amount: number | string;
+                        enabled: boolean;
+                        threshold: number | string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description ...add this many dollars */
+                            amount: number | null;
+                            /** @description A payment method is saved (POST /balance/auto-topup/setup) */
+                            cardSaved: boolean;
+                            enabled: boolean;
+                            /** @description Failed attempts in a row; the next waits 1 h, doubling, at most a day */
+                            failures: number;
+                            inFlight: boolean;
+                            lastError: string | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                            retryAfter: string | null;
+                            /** @description Dollars: when a charge leaves the balance below this... */
+                            threshold: number | null;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/balance/auto-topup/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Save a card for auto top-up: answers a Stripe Checkout page in setup mode; Stripe's webhook saves the card */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            checkoutUrl: string;
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/categories": {
         parameters: {
             query?: never;

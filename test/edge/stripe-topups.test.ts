@@ -5,6 +5,13 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { createTestAccount, type TestAccount } from '#fixtures/accounts';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import { createRedis } from '#core/platform';
+import { autoTopupProcessor } from '#workers/queues/auto-topup';
+import { loadWorkerSettings } from '#workers/settings';
+import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 const WEBHOOK_SECRET = 'whsec_test_local_secret';
 
@@ -20,6 +27,7 @@ describe('live top-ups through Stripe Checkout', () => {
   const seen: { method: string; path: string; form: URLSearchParams; headers: Record<string, string | string[] | undefined> }[] = [];
   const sessionsByIdempotencyKey = new Map<string, Record<string, unknown>>();
   let sessionCount = 0;
+  let declinePayments = false;
   /** Checkout Session id by top-up id, as the local server made them. */
   const sessionsCreated = new Map<string, string>();
   const signer = new Stripe('sk_test_signer_only');
@@ -32,6 +40,45 @@ describe('live top-ups through Stripe Checkout', () => {
       req.on('end', () => {
         const form = new URLSearchParams(body);
         seen.push({ method: req.method ?? '', path: req.url ?? '', form, headers: req.headers });
+        const json = (status: number, body: unknown) => {
+          res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${seen.length}` });
+          res.end(JSON.stringify(body));
+        };
+        if (req.method === 'POST' && req.url === '/v1/customers') {
+          return json(200, { id: `cus_test_${seen.length}`, object: 'customer', email: form.get('email'), metadata: { accountId: form.get('metadata[accountId]') } });
+        }
+        if (req.method === 'GET' && req.url?.startsWith('/v1/setup_intents/')) {
+          const id = req.url.slice('/v1/setup_intents/'.length);
+          return json(200, { id, object: 'setup_intent', status: 'succeeded', payment_method: `pm_for_${id}` });
+        }
+        if (req.method === 'POST' && req.url === '/v1/payment_intents') {
+          if (declinePayments) {
+            return json(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card was declined.' } });
+          }
+          return json(200, {
+            id: `pi_test_${seen.length}`,
+            object: 'payment_intent',
+            status: 'succeeded',
+            amount: Number(form.get('amount')),
+            amount_received: Number(form.get('amount')),
+            currency: form.get('currency'),
+            customer: form.get('customer'),
+            metadata: { accountId: form.get('metadata[accountId]'), topUpId: form.get('metadata[topUpId]'), purpose: form.get('metadata[purpose]') },
+          });
+        }
+        if (req.method === 'POST' && req.url === '/v1/checkout/sessions' && form.get('mode') === 'setup') {
+          sessionCount += 1;
+          return json(200, {
+            id: `cs_setup_${sessionCount}`,
+            object: 'checkout.session',
+            mode: 'setup',
+            status: 'open',
+            customer: form.get('customer'),
+            setup_intent: `seti_${sessionCount}`,
+            url: `https://checkout.stripe.com/c/pay/cs_setup_${sessionCount}`,
+            metadata: { accountId: form.get('metadata[accountId]'), purpose: form.get('metadata[purpose]') },
+          });
+        }
         if (req.method === 'POST' && req.url === '/v1/checkout/sessions') {
           const key = req.headers['idempotency-key'];
           const existing = typeof key === 'string' ? sessionsByIdempotencyKey.get(key) : undefined;
@@ -67,6 +114,7 @@ describe('live top-ups through Stripe Checkout', () => {
       STRIPE_API_URL: `http://127.0.0.1:${port}`,
       TOPUP_MIN_DOLLARS: '5',
       TOPUP_MAX_DOLLARS: '500',
+      REDIS_PREFIX: uniqueId('stripe'),
     });
   });
   afterAll(async () => {
@@ -223,5 +271,135 @@ describe('live top-ups through Stripe Checkout', () => {
     } finally {
       await sandbox.close();
     }
+  });
+
+  describe('auto top-up', () => {
+    let worker: Worker;
+    let redis: Redis;
+    beforeAll(async () => {
+      redis = createRedis(app.deps.settings.REDIS_URL, 'queue');
+      const settings = loadWorkerSettings({
+        ...process.env,
+        DATABASE_URL: testDatabaseUrl(),
+        REDIS_PREFIX: app.deps.settings.REDIS_PREFIX,
+        STRIPE_SECRET_KEY: 'sk_test_local_server',
+        STRIPE_API_URL: app.deps.settings.STRIPE_API_URL,
+      });
+      const processor = autoTopupProcessor({ sql: app.deps.sql, redis, settings, log: pino({ level: 'silent' }) });
+      worker = new Worker(processor.job.queue, processor.process, { connection: redis, prefix: app.deps.settings.REDIS_PREFIX, concurrency: 2 });
+      worker.on('error', () => {});
+    });
+    afterAll(async () => {
+      await worker?.close();
+      await redis?.quit();
+    });
+
+    const buy = (account: TestAccount) => app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
+    const state = async (account: TestAccount) =>
+      expectOk<{ enabled: boolean; cardSaved: boolean; inFlight: boolean; failures: number; retryAfter: string | null; lastError: string | null }>(
+        await app.inject({ method: 'GET', url: '/api/v1/balance/auto-topup', headers: bearer(account.fullKey) }),
+      );
+    const waitFor = async <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> => {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const found = await probe();
+        if (found !== undefined) return found;
+        if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const intentsFor = (account: TestAccount) => seen.filter((r) => r.path === '/v1/payment_intents' && r.form.get('metadata[accountId]') === account.accountId);
+
+    it('saves a card through Checkout in setup mode, then charges it off-session from a queue job when a charge leaves the balance below the threshold; the webhook credits it', async () => {
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 5_015_000n });
+      const configured = expectOk<{ enabled: boolean; cardSaved: boolean }>(
+        await app.inject({ method: 'PUT', url: '/api/v1/balance/auto-topup', headers: bearer(account.fullKey), payload: { enabled: true, threshold: 5, amount: 20 } }),
+      );
+      expect(configured).toMatchObject({ enabled: true, cardSaved: false });
+      const setup = expectOk<{ checkoutUrl: string }>(await app.inject({ method: 'POST', url: '/api/v1/balance/auto-topup/setup', headers: bearer(account.fullKey) }));
+      expect(setup.checkoutUrl).toMatch(/cs_setup_/);
+      const setupRequest = seen.filter((r) => r.path === '/v1/checkout/sessions' && r.form.get('mode') === 'setup').at(-1)!;
+      const customer = setupRequest.form.get('customer')!;
+      expect(customer).toMatch(/^cus_test_/);
+      expect(setupRequest.form.get('metadata[accountId]')).toBe(account.accountId);
+      // No card yet: nothing is attempted.
+      expectOk(await buy(account)); // 5.015 -> 5.005
+      const saved = await deliver('checkout.session.completed', {
+        id: 'cs_setup_x',
+        object: 'checkout.session',
+        mode: 'setup',
+        status: 'complete',
+        customer,
+        setup_intent: 'seti_for_test',
+        metadata: { accountId: account.accountId, purpose: 'auto-topup-setup' },
+      });
+      expect(expectOk<{ outcome: string }>(saved).outcome).toBe('card saved');
+      expect(await state(account)).toMatchObject({ cardSaved: true, inFlight: false });
+      app.balanceAlerts.forget(account.accountId);
+
+      expectOk(await buy(account)); // 5.005 -> 4.995: below $5
+      const [intent] = await waitFor('the off-session PaymentIntent', () => (intentsFor(account).length > 0 ? intentsFor(account) : undefined));
+      expect(Object.fromEntries(intent!.form)).toMatchObject({
+        amount: '2000',
+        currency: 'usd',
+        customer,
+        payment_method: 'pm_for_seti_for_test',
+        off_session: 'true',
+        confirm: 'true',
+        'metadata[purpose]': 'auto-topup',
+      });
+      expect(String(intent!.headers['idempotency-key'])).toMatch(/^auto-topup:top_/);
+      expect((await state(account)).inFlight).toBe(true);
+      expect(await balanceOf(account)).toBe(4.995);
+      // Another charge meanwhile does not start a second attempt.
+      expectOk(await buy(account));
+      app.balanceAlerts.forget(account.accountId);
+      expectOk(await buy(account));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(intentsFor(account)).toHaveLength(1);
+
+      const topUpId = intent!.form.get('metadata[topUpId]')!;
+      const credited = await deliver('payment_intent.succeeded', {
+        id: 'pi_auto_1',
+        object: 'payment_intent',
+        status: 'succeeded',
+        amount: 2000,
+        amount_received: 2000,
+        currency: 'usd',
+        metadata: { accountId: account.accountId, topUpId, purpose: 'auto-topup' },
+      });
+      expect(expectOk<{ outcome: string }>(credited).outcome).toBe('credited');
+      expect(await balanceOf(account)).toBe(24.975);
+      expect(await state(account)).toMatchObject({ inFlight: false, failures: 0 });
+      await ledgerMatches(account);
+    });
+
+    it('a declined card ends the attempt, records why, backs off, and the account is not charged twice', async () => {
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 5_005_000n });
+      await app.deps.sql`update accounts set stripe_customer_id = ${`cus_decline_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_declining',
+                                             auto_topup_enabled = true, auto_topup_threshold_micros = 5000000, auto_topup_amount_micros = 10000000
+                          where id = ${account.accountId}`;
+      declinePayments = true;
+      try {
+        expectOk(await buy(account)); // below $5
+        const failed = await waitFor('the declined attempt', async () => {
+          const now = await state(account);
+          return now.failures === 1 ? now : undefined;
+        });
+        expect(failed).toMatchObject({ inFlight: false, failures: 1, lastError: expect.stringContaining('card_declined') });
+        expect(failed.retryAfter).not.toBeNull();
+        expect(new Date(failed.retryAfter!).getTime()).toBeGreaterThan(Date.now() + 50 * 60_000);
+        const [topup] = await app.deps.sql<{ status: string }[]>`select status from topups where account_id = ${account.accountId} and kind = 'auto'`;
+        expect(topup?.status).toBe('failed');
+        // Backing off: the next charge below the threshold asks for nothing.
+        app.balanceAlerts.forget(account.accountId);
+        expectOk(await buy(account));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(intentsFor(account)).toHaveLength(1);
+        expect(await balanceOf(account)).toBe(4.985);
+      } finally {
+        declinePayments = false;
+      }
+    });
   });
 });

@@ -1,8 +1,9 @@
 import { UnrecoverableError } from 'bullmq';
 import { mintInviteLink } from '#core/identity';
-import { emailJob, humanStepMessage, Mailer, memberInviteMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
+import { emailJob, humanStepMessage, Mailer, memberInviteMessage, topupFailedMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
 import { findHumanStepAudience } from '#db/members';
 import { getAccount } from '#db/accounts';
+import { getAutoTopup } from '#db/auto-topup';
 import { findWebhookEndpointById } from '#db/webhooks';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
@@ -29,6 +30,11 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
         const owner = endpoint && (await getAccount(sql, endpoint.account_id));
         if (!endpoint || !owner || endpoint.status !== 'disabled') return [];
         return [webhookDisabledMessage({ to: owner.email, url: endpoint.url, reason: endpoint.disabled_reason ?? 'deliveries failed', link: `${origin}/webhooks` })];
+      }
+      case 'topup-failed': {
+        const account = await getAutoTopup(sql, payload.accountId);
+        if (!account) return [];
+        return [topupFailedMessage({ to: account.email, reason: payload.reason, retryAfter: account.auto_topup_retry_after, link: `${origin}/` })];
       }
       case 'human-step': {
         const audience = await findHumanStepAudience(sql, payload.sessionId, payload.stepId);

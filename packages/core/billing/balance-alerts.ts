@@ -1,12 +1,19 @@
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
-import { getLowBalanceThreshold, markBalanceDepleted, markBalanceLow } from '#db/balance-alerts';
+import { getBalanceThresholds, markBalanceDepleted, markBalanceLow } from '#db/balance-alerts';
 import type { Db } from '#db/sql';
 
 /** How long an edge trusts the threshold it read for an account (a change applies within this). */
 const THRESHOLD_TTL_MS = 30_000;
 const CACHE_MAX = 50_000;
 
-export type BalanceAlert = { type: 'balance.low'; balanceMicros: bigint; thresholdMicros: bigint } | { type: 'balance.depleted'; balanceMicros: bigint };
+export type BalanceAlert =
+  | { type: 'balance.low'; balanceMicros: bigint; thresholdMicros: bigint }
+  | { type: 'balance.depleted'; balanceMicros: bigint }
+  /** The balance is below an armed auto top-up's threshold (at most every AUTO_TOPUP_RECHECK_MS per account and edge). */
+  | { type: 'auto-topup'; balanceMicros: bigint };
+
+/** How often one edge asks again for an account whose balance stays below its auto top-up threshold. */
+const AUTO_TOPUP_RECHECK_MS = 10_000;
 
 /**
  * Watches charges for the balance crossing the account's low-balance threshold, or running out,
@@ -15,7 +22,8 @@ export type BalanceAlert = { type: 'balance.low'; balanceMicros: bigint; thresho
  * is announced once; a credit that lifts the balance re-arms it (settleBalanceAlertState).
  */
 export class BalanceAlerts {
-  private readonly thresholds = new Map<string, { value: bigint | null; until: number }>();
+  private readonly thresholds = new Map<string, { low: bigint | null; autoTopup: bigint | null; until: number }>();
+  private readonly autoTopupAsked = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -36,20 +44,30 @@ export class BalanceAlerts {
   /** Forgets a cached threshold (the account changed it on this edge). */
   forget(accountId: string): void {
     this.thresholds.delete(accountId);
+    this.autoTopupAsked.delete(accountId);
   }
 
-  private async threshold(accountId: string): Promise<bigint | null> {
+  private async thresholdsOf(accountId: string): Promise<{ low: bigint | null; autoTopup: bigint | null }> {
     const cached = this.thresholds.get(accountId);
-    if (cached && cached.until > Date.now()) return cached.value;
-    const value = await getLowBalanceThreshold(this.db, accountId);
+    if (cached && cached.until > Date.now()) return cached;
+    const value = await getBalanceThresholds(this.db, accountId);
     if (this.thresholds.size >= CACHE_MAX) this.thresholds.clear();
-    this.thresholds.set(accountId, { value, until: Date.now() + THRESHOLD_TTL_MS });
+    this.thresholds.set(accountId, { ...value, until: Date.now() + THRESHOLD_TTL_MS });
     return value;
   }
 
   private async afterCharge(accountId: string, before: bigint, after: bigint): Promise<void> {
+    const thresholds = await this.thresholdsOf(accountId);
+    if (thresholds.autoTopup !== null && after < thresholds.autoTopup) {
+      const asked = this.autoTopupAsked.get(accountId) ?? 0;
+      if (Date.now() - asked >= AUTO_TOPUP_RECHECK_MS) {
+        if (this.autoTopupAsked.size >= CACHE_MAX) this.autoTopupAsked.clear();
+        this.autoTopupAsked.set(accountId, Date.now());
+        await this.announce(accountId, { type: 'auto-topup', balanceMicros: after });
+      }
+    }
     if (after === 0n) return this.depleted(accountId, after);
-    const threshold = await this.threshold(accountId);
+    const threshold = thresholds.low;
     if (threshold === null || !(before >= threshold && after < threshold)) return;
     if (await markBalanceLow(this.db, accountId)) await this.announce(accountId, { type: 'balance.low', balanceMicros: after, thresholdMicros: threshold });
   }

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { formatDollars } from '#contracts/money';
 import type { Sql } from '#db/sql';
-import { applyPaymentAdjustment, creditPaidCheckout, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
+import { applyPaymentAdjustment, creditPaidCheckout, failTopup, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
+import { finishAutoTopup, saveAutoTopupPaymentMethod } from '#db/auto-topup';
 
 /** Micro-units per minor unit (cent) of a two-decimal currency. */
 const MICROS_PER_MINOR = 10_000n;
@@ -116,13 +117,29 @@ const paymentIntentOf = (value: string | { id: string } | null | undefined) => (
  * as what it changes): a paid Checkout Session credits the account the amount the event carries; a
  * refund or a dispute takes back what it credited. Other types are acknowledged and ignored.
  */
-export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 'BILLING_CURRENCY'>, event: Stripe.Event): Promise<string> {
+export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 'BILLING_CURRENCY'>, event: Stripe.Event, stripe?: Stripe): Promise<string> {
+  // A saved card for auto top-up: which method is read from Stripe before the transaction.
+  let setupPaymentMethod: string | null = null;
+  if (event.type === 'checkout.session.completed' && event.data.object.mode === 'setup' && stripe) {
+    const setupIntent = event.data.object.setup_intent;
+    const id = typeof setupIntent === 'string' ? setupIntent : setupIntent?.id;
+    if (id) {
+      const intent = await stripe.setupIntents.retrieve(id);
+      setupPaymentMethod = typeof intent.payment_method === 'string' ? intent.payment_method : (intent.payment_method?.id ?? null);
+    }
+  }
   return sql.begin(async (tx) => {
     if (!(await recordStripeEvent(tx, event.id, event.type))) return 'duplicate';
     switch (event.type) {
       case 'checkout.session.completed':
       case 'checkout.session.async_payment_succeeded': {
         const session = event.data.object;
+        if (session.mode === 'setup') {
+          const accountId = session.metadata?.accountId;
+          const customer = typeof session.customer === 'string' ? session.customer : session.customer?.id;
+          if (!accountId || !customer || !setupPaymentMethod) return 'not a card for auto top-up';
+          return (await saveAutoTopupPaymentMethod(tx, accountId, customer, setupPaymentMethod)) ? 'card saved' : 'unknown customer';
+        }
         // A delayed payment method completes the session unpaid; its async_payment_succeeded credits.
         if (session.payment_status !== 'paid') return 'awaiting payment';
         const topUpId = session.metadata?.topUpId;
@@ -138,6 +155,31 @@ export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 
           paymentIntentId: paymentIntentOf(session.payment_intent),
         });
         return result === null ? 'unknown top-up' : result.credited > 0n ? 'credited' : 'already credited';
+      }
+      case 'payment_intent.succeeded': {
+        const intent = event.data.object;
+        if (intent.metadata?.purpose !== 'auto-topup') return 'ignored';
+        const { accountId, topUpId } = intent.metadata;
+        if (!accountId || !topUpId) return 'not a top-up';
+        if (intent.currency !== settings.BILLING_CURRENCY) throw new Error(`payment ${intent.id} is in ${intent.currency}, not ${settings.BILLING_CURRENCY}`);
+        const result = await creditPaidCheckout(tx, {
+          sessionId: null,
+          topUpId,
+          accountId,
+          amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
+          currency: intent.currency,
+          paymentIntentId: intent.id,
+        });
+        if (result === null) return 'unknown top-up';
+        await finishAutoTopup(tx, accountId, { ok: true });
+        return result.credited > 0n ? 'credited' : 'already credited';
+      }
+      case 'payment_intent.payment_failed': {
+        const intent = event.data.object;
+        if (intent.metadata?.purpose !== 'auto-topup' || !intent.metadata.accountId || !intent.metadata.topUpId) return 'ignored';
+        if (!(await failTopup(tx, intent.metadata.topUpId))) return 'already settled';
+        await finishAutoTopup(tx, intent.metadata.accountId, { ok: false, error: intent.last_payment_error?.message ?? 'payment failed' });
+        return 'auto top-up failed';
       }
       case 'charge.refunded': {
         const charge = event.data.object;

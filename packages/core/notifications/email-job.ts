@@ -14,6 +14,7 @@ export type EmailedSessionEvent = (typeof EMAILED_SESSION_EVENTS)[number];
 const emailPayload = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('member-invite'), memberId: z.string().min(1).max(100) }),
   z.object({ kind: z.literal('webhook-disabled'), endpointId: z.string().min(1).max(100) }),
+  z.object({ kind: z.literal('topup-failed'), accountId: z.string().uuid(), reason: z.string().max(500) }),
   z.object({
     kind: z.literal('human-step'),
     sessionId: z.string().min(1).max(100),

@@ -69,3 +69,13 @@ export function webhookDisabledMessage(input: { to: string; url: string; reason:
 <p><a href="${escapeHtml(input.link)}">Fix the endpoint, then enable it again</a> (events from while it was disabled are not resent; retry them from the delivery log).</p>`;
   return { to: input.to, subject, text, html };
 }
+
+/** Tells an account that an automatic top-up did not go through. */
+export function topupFailedMessage(input: { to: string; reason: string; retryAfter: Date | null; link: string }): OutgoingMessage {
+  const subject = 'Your automatic top-up did not go through';
+  const next = input.retryAfter ? `It will be tried again after ${input.retryAfter.toUTCString()}.` : 'It will be tried again when the balance is next below your threshold.';
+  const lead = `We tried to add funds to your balance with your saved card, and the payment failed: ${input.reason}.`;
+  const text = [lead, next, '', `Check the card or add funds now: ${input.link}`].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(next)}</p><p><a href="${escapeHtml(input.link)}">Check the card or add funds now</a></p>`;
+  return { to: input.to, subject, text, html };
+}

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { BalanceAlerts, ChargeBatcher } from '#core/billing';
+import { BalanceAlerts, ChargeBatcher, requestAutoTopup } from '#core/billing';
 import { toDollars } from '#contracts/money';
 
 declare module 'fastify' {
@@ -22,6 +22,11 @@ export default fp(
     const alerts = new BalanceAlerts(
       sql,
       async (accountId, alert) => {
+        if (alert.type === 'auto-topup') {
+          // Queued for the workers: the request path never talks to the payment provider.
+          if (await requestAutoTopup(sql, app.deps.redis, settings.REDIS_PREFIX, accountId)) app.log.info({ accountId }, 'auto top-up queued');
+          return;
+        }
         const data =
           alert.type === 'balance.low'
             ? { balance: toDollars(alert.balanceMicros), threshold: toDollars(alert.thresholdMicros) }

@@ -7,7 +7,8 @@ import { PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
 import { getLowBalanceThreshold, setLowBalanceThreshold, settleBalanceAlertState } from '#db/balance-alerts';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
-import { createStripe, startCheckout, topUp } from '#core/billing';
+import { createStripe, startAutoTopupSetup, startCheckout, topUp } from '#core/billing';
+import { getAutoTopup, setAutoTopup } from '#db/auto-topup';
 import { requireAuth } from '../plugins/auth.js';
 
 /** An Idempotency-Key header: 1 to 200 visible ASCII characters (a UUID works well). */
@@ -70,6 +71,93 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       await setLowBalanceThreshold(request.server.deps.sql, auth.accountId, micros);
       app.balanceAlerts.forget(auth.accountId);
       return { ok: true as const, lowBalanceThreshold: micros === null ? null : toDollars(micros) };
+    },
+  );
+
+  const autoTopupSchema = z.object({
+    ok: z.literal(true),
+    enabled: z.boolean(),
+    threshold: z.number().nullable().describe('Dollars: when a charge leaves the balance below this...'),
+    amount: z.number().nullable().describe('...add this many dollars'),
+    cardSaved: z.boolean().describe('A payment method is saved (POST /balance/auto-topup/setup)'),
+    inFlight: z.boolean(),
+    failures: z.number().int().describe('Failed attempts in a row; the next waits 1 h, doubling, at most a day'),
+    retryAfter: z.string().nullable(),
+    lastError: z.string().nullable(),
+  });
+  const autoTopupView = (row: NonNullable<Awaited<ReturnType<typeof getAutoTopup>>>) => ({
+    ok: true as const,
+    enabled: row.auto_topup_enabled,
+    threshold: row.auto_topup_threshold_micros === null ? null : toDollars(row.auto_topup_threshold_micros),
+    amount: row.auto_topup_amount_micros === null ? null : toDollars(row.auto_topup_amount_micros),
+    cardSaved: row.auto_topup_payment_method !== null,
+    inFlight: row.auto_topup_in_flight_since !== null,
+    failures: row.auto_topup_failures,
+    retryAfter: row.auto_topup_retry_after?.toISOString() ?? null,
+    lastError: row.auto_topup_last_error,
+  });
+  const requireStripe = () => {
+    if (!stripe || billingMode(app.deps.settings) !== 'live') {
+      throw new PlatformError('live_billing', 'Auto top-up needs live billing with Stripe configured', { hint: 'The operator sets BILLING_MODE=live and STRIPE_SECRET_KEY.' });
+    }
+    return stripe;
+  };
+
+  app.get(
+    '/balance/auto-topup',
+    {
+      config: { auth: 'account' },
+      schema: { tags: ['balance'], summary: 'Auto top-up: its settings and state', response: { 200: autoTopupSchema, ...errorResponses(401, 403, 429) } },
+    },
+    async (request) => {
+      const row = await getAutoTopup(app.deps.sql, requireAuth(request).accountId);
+      if (!row) throw new PlatformError('invalid_session', 'Account no longer exists');
+      return autoTopupView(row);
+    },
+  );
+
+  app.put(
+    '/balance/auto-topup',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['balance'],
+        summary: 'Set auto top-up: when a charge leaves the balance below `threshold`, charge the saved card `amount` (off-session, from a queue job)',
+        description:
+          'Needs live billing and a saved card (POST /balance/auto-topup/setup). At most one attempt is in flight per account; the balance is credited by Stripe\'s webhook; a declined attempt sends topup.failed (webhook and e-mail) and waits before the next.',
+        body: z.object({ enabled: z.boolean(), threshold: z.union([z.number(), z.string()]), amount: z.union([z.number(), z.string()]) }).strict(),
+        response: { 200: autoTopupSchema, ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request) => {
+      requireStripe();
+      const auth = requireAuth(request);
+      const threshold = parseDollars(request.body.threshold);
+      const amount = parseDollars(request.body.amount);
+      const { TOPUP_MIN_DOLLARS, TOPUP_MAX_DOLLARS } = app.deps.settings;
+      if (threshold === null || threshold <= 0n) throw new PlatformError('validation_failed', 'threshold must be a positive dollar amount', { hint: 'For example {"threshold": 5}.' });
+      if (amount === null || amount % 10_000n !== 0n || Number(amount) / 1e6 < TOPUP_MIN_DOLLARS || Number(amount) / 1e6 > TOPUP_MAX_DOLLARS) {
+        throw new PlatformError('validation_failed', `amount must be between ${TOPUP_MIN_DOLLARS} and ${TOPUP_MAX_DOLLARS} dollars, with at most two decimals`, { hint: 'For example {"amount": 20}.' });
+      }
+      const row = await setAutoTopup(app.deps.sql, auth.accountId, { enabled: request.body.enabled, thresholdMicros: threshold, amountMicros: amount });
+      app.balanceAlerts.forget(auth.accountId);
+      return autoTopupView(row);
+    },
+  );
+
+  app.post(
+    '/balance/auto-topup/setup',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['balance'],
+        summary: "Save a card for auto top-up: answers a Stripe Checkout page in setup mode; Stripe's webhook saves the card",
+        response: { 200: z.object({ ok: z.literal(true), checkoutUrl: z.string() }), ...errorResponses(401, 403, 429, 503) },
+      },
+    },
+    async (request) => {
+      const started = await startAutoTopupSetup(app.deps.sql, requireStripe(), app.deps.settings, requireAuth(request).accountId);
+      return { ok: true as const, ...started };
     },
   );
 

@@ -3,6 +3,7 @@ import { applyStripeEvent, createStripe, verifyStripeEvent } from '#core/billing
 import { settleBalanceAlertState } from '#db/balance-alerts';
 import { PlatformError } from '#core/platform';
 import { emitAfterChange } from './webhooks.js';
+import { enqueueEmail } from '#core/notifications';
 
 /**
  * POST /api/webhooks/stripe: where Stripe reports payments. The raw body is kept (the signature is
@@ -32,15 +33,23 @@ const stripeWebhookRoutes: FastifyPluginAsync = async (app) => {
       if (!Buffer.isBuffer(raw)) throw new PlatformError('validation_failed', 'The body must be the JSON Stripe sent');
       const signature = request.headers['stripe-signature'];
       const event = verifyStripeEvent(stripe, raw, typeof signature === 'string' ? signature : undefined, settings.STRIPE_WEBHOOK_SECRET);
-      const outcome = await applyStripeEvent(sql, settings, event);
+      const outcome = await applyStripeEvent(sql, settings, event, stripe);
       request.log.info({ stripeEventId: event.id, type: event.type, outcome }, 'stripe event');
-      if (outcome === 'credited') {
-        const session = event.data.object as { metadata?: Record<string, string> | null; amount_total?: number | null; id: string };
-        const accountId = session.metadata?.accountId;
-        if (accountId) {
-          await settleBalanceAlertState(sql, accountId);
-          await emitAfterChange(app, accountId, 'topup.succeeded', { topUpId: session.metadata?.topUpId, amount: (session.amount_total ?? 0) / 100, mode: 'live' });
-        }
+      const object = event.data.object as { metadata?: Record<string, string> | null; amount_total?: number | null; amount_received?: number | null; last_payment_error?: { message?: string } | null };
+      const accountId = object.metadata?.accountId;
+      if (accountId && outcome === 'credited') {
+        await settleBalanceAlertState(sql, accountId);
+        const auto = object.metadata?.purpose === 'auto-topup';
+        await emitAfterChange(app, accountId, 'topup.succeeded', {
+          topUpId: object.metadata?.topUpId,
+          amount: (object.amount_total ?? object.amount_received ?? 0) / 100,
+          mode: auto ? 'auto' : 'live',
+        });
+      }
+      if (accountId && outcome === 'auto top-up failed') {
+        const reason = object.last_payment_error?.message ?? 'the payment failed';
+        await emitAfterChange(app, accountId, 'topup.failed', { topUpId: object.metadata?.topUpId, reason, mode: 'auto' });
+        await enqueueEmail(app.deps.redis, settings.REDIS_PREFIX, { kind: 'topup-failed', accountId, reason }).catch((error: unknown) => request.log.error({ err: error }, 'top-up failure e-mail not queued'));
       }
       return { ok: true as const, received: true, outcome };
     },
