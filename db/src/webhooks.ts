@@ -232,3 +232,13 @@ export async function recordWebhookEventFor(
   if (!row) throw new Error('insert returned no row');
   return row;
 }
+
+/** The event types an account also wants by e-mail, and its owner's address. */
+export async function getEmailPreferences(db: Db, accountId: string): Promise<{ email: string; eventTypes: string[] } | null> {
+  const [row] = await db<{ email: string; email_event_types: string[] }[]>`select email, email_event_types from accounts where id = ${accountId}`;
+  return row ? { email: row.email, eventTypes: row.email_event_types } : null;
+}
+
+export async function setEmailPreferences(db: Db, accountId: string, eventTypes: string[]): Promise<void> {
+  await db`update accounts set email_event_types = ${eventTypes} where id = ${accountId}`;
+}

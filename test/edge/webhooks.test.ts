@@ -306,4 +306,28 @@ describe('outgoing webhooks', () => {
     const low = at('/balance').map((r) => verify(endpoint.secret, r)).find((e) => e.type === 'balance.low');
     expect(low?.data).toEqual({ balance: 0.015, threshold: 0.02 });
   });
+
+  it('e-mails the account events the owner chose (balance.low by default, key.revoked when asked), once per event', async () => {
+    const account = await createTestAccount(app.deps.sql, { balanceMicros: 25_000n });
+    const [owner] = await app.deps.sql<{ email: string }[]>`select email from accounts where id = ${account.accountId}`;
+    const preferences = (body?: object) =>
+      app.inject({ method: body ? 'PUT' : 'GET', url: '/api/v1/notifications/email', headers: bearer(account.fullKey), ...(body ? { payload: body } : {}) });
+    expect(expectOk<{ eventTypes: string[]; email: string }>(await preferences())).toEqual(expect.objectContaining({ eventTypes: ['balance.low', 'balance.depleted'], email: owner!.email }));
+    expectError(await preferences({ eventTypes: ['human_step.pending'] }), 400, 'validation_failed');
+    expect(expectOk<{ eventTypes: string[] }>(await preferences({ eventTypes: ['balance.low', 'key.revoked'] })).eventTypes).toEqual(['balance.low', 'key.revoked']);
+
+    expectOk(await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: 0.02 } }));
+    expectOk(await app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) }));
+    const low = await mail.waitFor((m) => recipientOf(m).includes(owner!.email) && m.subject === 'Your balance is low');
+    expect(low.text).toContain('Your balance is $0.015, below the $0.02 you set.');
+    const key = expectOk<{ key: { id: string } }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name: 'old laptop' } }), 201);
+    expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/keys/${key.key.id}`, headers: bearer(account.fullKey) }));
+    const revoked = await mail.waitFor((m) => recipientOf(m).includes(owner!.email) && m.subject === 'A key was revoked');
+    expect(revoked.text).toContain('"old laptop"');
+    // Not asked for: no e-mail for the top-up; and each event only once.
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 1 } }));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const mine = mail.messages.filter((m) => recipientOf(m).includes(owner!.email)).map((m) => m.subject);
+    expect(mine.sort()).toEqual(['A key was revoked', 'Your balance is low']);
+  });
 });

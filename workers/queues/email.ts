@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
 import { mintInviteLink } from '#core/identity';
-import { emailJob, humanStepMessage, Mailer, memberInviteMessage, topupFailedMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
+import { accountEventMessage, emailJob, humanStepMessage, Mailer, memberInviteMessage, topupFailedMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
 import { findHumanStepAudience } from '#db/members';
 import { getAccount } from '#db/accounts';
 import { getAutoTopup } from '#db/auto-topup';
@@ -30,6 +30,11 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
         const owner = endpoint && (await getAccount(sql, endpoint.account_id));
         if (!endpoint || !owner || endpoint.status !== 'disabled') return [];
         return [webhookDisabledMessage({ to: owner.email, url: endpoint.url, reason: endpoint.disabled_reason ?? 'deliveries failed', link: `${origin}/webhooks` })];
+      }
+      case 'account-event': {
+        const owner = await getAccount(sql, payload.accountId);
+        if (!owner) return [];
+        return [accountEventMessage({ to: owner.email, type: payload.type, data: payload.data, origin })];
       }
       case 'topup-failed': {
         const account = await getAutoTopup(sql, payload.accountId);

@@ -16,6 +16,14 @@ const emailPayload = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('webhook-disabled'), endpointId: z.string().min(1).max(100) }),
   z.object({ kind: z.literal('topup-failed'), accountId: z.string().uuid(), reason: z.string().max(500) }),
   z.object({
+    kind: z.literal('account-event'),
+    accountId: z.string().uuid(),
+    /** The webhook event's id: the job's id too, so one event is mailed once. */
+    eventId: z.string().min(1).max(200),
+    type: z.string().min(1).max(100),
+    data: z.record(z.string(), z.unknown()),
+  }),
+  z.object({
     kind: z.literal('human-step'),
     sessionId: z.string().min(1).max(100),
     stepId: z.string().min(1).max(100),
@@ -52,6 +60,7 @@ export async function enqueueEmail(connection: Redis, prefix: string, payload: z
  * number); news of a decision waits a few seconds, so the edge has recorded who decided.
  */
 export function addEmail(queue: Queue, payload: z.input<typeof emailPayload>): Promise<string | undefined> {
+  if (payload.kind === 'account-event') return addJob(queue, emailJob, payload, { jobId: `account-event-${payload.eventId}` });
   if (payload.kind !== 'human-step') return addJob(queue, emailJob, payload);
   const decision = payload.event === 'human_step.rejected' || payload.event === 'human_step.changes_requested';
   return addJob(queue, emailJob, payload, { jobId: `human-step-${payload.sessionId}-${payload.seq}`, ...(decision ? { delay: 3_000 } : {}) });

@@ -79,3 +79,36 @@ export function topupFailedMessage(input: { to: string; reason: string; retryAft
   const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(next)}</p><p><a href="${escapeHtml(input.link)}">Check the card or add funds now</a></p>`;
   return { to: input.to, subject, text, html };
 }
+
+const dollars = (value: unknown) => (typeof value === 'number' ? `$${value.toFixed(value % 1 === 0 ? 2 : Math.min(6, String(value).split('.')[1]?.length ?? 2))}` : String(value));
+
+/** An account event the owner asked to get by e-mail (PUT /notifications/email). */
+export function accountEventMessage(input: { to: string; type: string; data: Record<string, unknown>; origin: string }): OutgoingMessage {
+  const d = input.data;
+  const session = typeof d.sessionId === 'string' ? d.sessionId : null;
+  const [subject, lead, link] = ((): [string, string, string] => {
+    switch (input.type) {
+      case 'balance.low':
+        return ['Your balance is low', `Your balance is ${dollars(d.balance)}, below the ${dollars(d.threshold)} you set.`, `${input.origin}/`];
+      case 'balance.depleted':
+        return ['Your balance is used up', `Your balance is ${dollars(d.balance)}: calls that cost money are refused until you add funds.`, `${input.origin}/`];
+      case 'topup.succeeded':
+        return ['Funds added', `${dollars(d.amount)} was added to your balance.`, `${input.origin}/`];
+      case 'session.completed':
+      case 'session.failed':
+      case 'session.expired':
+        return [
+          `Session ${input.type.slice('session.'.length)}: ${String(d.cookbookId ?? '')}`,
+          `Cookbook session ${session ?? ''} ${input.type.slice('session.'.length)}${d.outcome ? ` (outcome: ${String(d.outcome)})` : ''}.`,
+          `${input.origin}/sessions/${encodeURIComponent(session ?? '')}`,
+        ];
+      case 'key.revoked':
+        return ['A key was revoked', `The ${d.kind === 'agent' ? 'agent key' : 'API key'} "${String(d.name ?? '')}" (${String(d.prefix ?? '')}...) was revoked; calls with it are refused.`, `${input.origin}/keys`];
+      default:
+        return [`Account event: ${input.type}`, `Event ${input.type} happened on your account.`, `${input.origin}/`];
+    }
+  })();
+  const text = [lead, '', `Open the dashboard: ${link}`, '', 'You get this e-mail because your account asked for it (PUT /api/v1/notifications/email).'].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p><a href="${escapeHtml(link)}">Open the dashboard</a></p><p><small>You get this e-mail because your account asked for it.</small></p>`;
+  return { to: input.to, subject, text, html };
+}

@@ -4,8 +4,15 @@ import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
 import { addJob, openSecret, sealSecret, type JobDeclaration } from '#core/platform';
-import { recordWebhookEvent, type WebhookSecretsRow } from '#db/webhooks';
+import { getEmailPreferences, recordWebhookEvent, type WebhookSecretsRow } from '#db/webhooks';
+import { addEmail, emailJob } from './email-job.js';
 import type { Db } from '#db/sql';
+
+/**
+ * Event types that may also be e-mailed to the account's owner (PUT /notifications/email). Human steps
+ * have their own e-mails (to approvers too), and a failed automatic top-up is always e-mailed.
+ */
+export const EMAILABLE_EVENT_TYPES = ['balance.low', 'balance.depleted', 'topup.succeeded', 'session.completed', 'session.failed', 'session.expired', 'key.revoked'] as const;
 
 /** Every event type an endpoint can listen to. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -103,11 +110,12 @@ export async function enqueueDeliveries(
  */
 export class WebhookEmitter {
   private readonly queue: Queue;
+  private emails: Queue | null = null;
 
   constructor(
     private readonly db: Db,
-    connection: Redis,
-    prefix: string,
+    private readonly connection: Redis,
+    private readonly prefix: string,
     private readonly settings: Pick<WebhookSettings, 'WEBHOOK_ATTEMPTS' | 'WEBHOOK_RETRY_BASE_MS'>,
   ) {
     this.queue = new Queue(webhookDeliveryJob.queue, { connection, prefix });
@@ -117,10 +125,18 @@ export class WebhookEmitter {
     const at = new Date().toISOString();
     const deliveries = await recordWebhookEvent(this.db, { id, accountId, type, payload: { type, timestamp: at, data } });
     await enqueueDeliveries(this.queue, this.settings, deliveries);
+    // The same event by e-mail, when the account asked for this type (the job id is the event id).
+    if ((EMAILABLE_EVENT_TYPES as readonly string[]).includes(type)) {
+      const preferences = await getEmailPreferences(this.db, accountId);
+      if (preferences?.eventTypes.includes(type)) {
+        this.emails ??= new Queue(emailJob.queue, { connection: this.connection, prefix: this.prefix });
+        await addEmail(this.emails, { kind: 'account-event', accountId, eventId: id, type, data });
+      }
+    }
     return deliveries.length;
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    await Promise.all([this.queue.close(), this.emails?.close()]);
   }
 }

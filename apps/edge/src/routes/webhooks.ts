@@ -5,6 +5,7 @@ import { Queue } from 'bullmq';
 import { z } from 'zod';
 import { assertPublicHost } from '#core/gateway';
 import {
+  EMAILABLE_EVENT_TYPES,
   enqueueDeliveries,
   newWebhookSecret,
   sealWebhookSecret,
@@ -18,6 +19,8 @@ import {
   countWebhookEndpoints,
   deleteWebhookEndpoint,
   findWebhookEndpoint,
+  getEmailPreferences,
+  setEmailPreferences,
   insertWebhookEndpoint,
   listDeliveries,
   listWebhookEndpoints,
@@ -154,6 +157,50 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     if (!row) throw notFound(`Webhook ${id}`, 'List yours with GET /api/v1/webhooks.');
     return row;
   };
+
+  const emailPreferences = z.object({
+    ok: z.literal(true),
+    email: z.string().describe("The owner's address the e-mails go to"),
+    eventTypes: z.array(z.enum(EMAILABLE_EVENT_TYPES)),
+  });
+
+  app.get(
+    '/notifications/email',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: "Which account events are also e-mailed to the owner (human steps and failed automatic top-ups always are)",
+        response: { 200: emailPreferences, ...errorResponses(401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const preferences = await getEmailPreferences(sql, requireAuth(request).accountId);
+      if (!preferences) throw new PlatformError('invalid_session', 'Account no longer exists');
+      return { ok: true as const, email: preferences.email, eventTypes: preferences.eventTypes as (typeof EMAILABLE_EVENT_TYPES)[number][] };
+    },
+  );
+
+  app.put(
+    '/notifications/email',
+    {
+      config: { auth: 'account' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Choose the account events also e-mailed to the owner',
+        description: `Any of: ${EMAILABLE_EVENT_TYPES.join(', ')}. An empty list turns these e-mails off. The default is balance.low and balance.depleted.`,
+        body: z.object({ eventTypes: z.array(z.enum(EMAILABLE_EVENT_TYPES)).max(EMAILABLE_EVENT_TYPES.length) }).strict(),
+        response: { 200: emailPreferences, ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const auth = requireAuth(request);
+      const eventTypes = [...new Set(request.body.eventTypes)];
+      await setEmailPreferences(sql, auth.accountId, eventTypes);
+      const preferences = await getEmailPreferences(sql, auth.accountId);
+      return { ok: true as const, email: preferences?.email ?? '', eventTypes };
+    },
+  );
 
   app.post(
     '/webhooks',
