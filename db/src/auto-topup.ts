@@ -45,7 +45,8 @@ export async function saveAutoTopupPaymentMethod(db: Db, accountId: string, cust
 
 /**
  * Claims the account's one auto top-up attempt when its balance is below the threshold: enabled, a
- * saved payment method, none in flight (or one stuck for an hour), and past any backoff. The row
+ * saved payment method, none in flight (or one whose job died for an hour before paying anything),
+ * no payment made and still unconfirmed, and past any backoff. The row
  * (with the amount to charge) when this caller won the claim.
  */
 export async function claimAutoTopup(db: Db, accountId: string): Promise<AutoTopupRow | null> {
@@ -54,6 +55,9 @@ export async function claimAutoTopup(db: Db, accountId: string): Promise<AutoTop
      where id = ${accountId} and auto_topup_enabled and auto_topup_payment_method is not null and stripe_customer_id is not null
        and balance_micros < auto_topup_threshold_micros
        and (auto_topup_in_flight_since is null or auto_topup_in_flight_since < now() - interval '1 hour')
+       -- A payment already made and waiting for Stripe's confirmation is never followed by another.
+       and not exists (select 1 from topups t where t.account_id = accounts.id and t.kind = 'auto' and t.status = 'pending'
+                         and t.stripe_payment_intent_id is not null)
        and (auto_topup_retry_after is null or auto_topup_retry_after < now())
     returning ${db.unsafe(COLUMNS)}`;
   return row ?? null;

@@ -282,6 +282,8 @@ export async function chargesOwedARefund(db: Db, olderThanSeconds: number, limit
        and c.created_at >= (select charges_since from refund_reconciliation)
        and c.created_at < now() - make_interval(secs => ${olderThanSeconds})
        and not exists (select 1 from ledger_entries r where r.refund_of = c.id)
+       -- A charge paid with x402 was paid from outside; it is never returned into the balance.
+       and not exists (select 1 from x402_payments p where p.charge_id = c.id)
        and (u.charge_id is null or u.cost_micros = 0)
      order by c.created_at
      limit ${limit}`;

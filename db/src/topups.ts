@@ -18,9 +18,25 @@ export interface TopupRow {
 const TOPUP_COLUMNS = `id, account_id, requested_micros, currency, stripe_checkout_session_id, stripe_payment_intent_id, status,
   credited_micros, refunded_micros, disputed_micros, clawed_back_micros`;
 
-export async function insertTopup(db: Db, row: { id: string; accountId: string; requestedMicros: bigint; currency: string; kind?: 'checkout' | 'auto' }): Promise<void> {
-  await db`insert into topups (id, account_id, requested_micros, currency, kind)
-           values (${row.id}, ${row.accountId}, ${row.requestedMicros}, ${row.currency}, ${row.kind ?? 'checkout'})`;
+/** Serializes everything that touches one payment (its credit, refunds, disputes) for this transaction. */
+async function lockPayment(db: Db, paymentIntentId: string): Promise<void> {
+  await db`select pg_advisory_xact_lock(hashtext(${`stripe-payment:${paymentIntentId}`}))`;
+}
+
+export async function insertTopup(
+  db: Db,
+  row: { id: string; accountId: string; requestedMicros: bigint; currency: string; kind?: 'checkout' | 'auto'; idempotencyKey?: string | null },
+): Promise<void> {
+  await db`insert into topups (id, account_id, requested_micros, currency, kind, idempotency_key)
+           values (${row.id}, ${row.accountId}, ${row.requestedMicros}, ${row.currency}, ${row.kind ?? 'checkout'}, ${row.idempotencyKey ?? null})
+           on conflict do nothing`;
+}
+
+/** The top-up an account asked for with this Idempotency-Key, if any. */
+export async function findTopupByIdempotencyKey(db: Db, accountId: string, key: string): Promise<(TopupRow & { checkout_url: string | null }) | null> {
+  const [row] = await db<(TopupRow & { checkout_url: string | null })[]>`
+    select ${db.unsafe(TOPUP_COLUMNS)}, checkout_url from topups where account_id = ${accountId} and idempotency_key = ${key}`;
+  return row ?? null;
 }
 
 export async function setTopupPaymentIntent(db: Db, id: string, paymentIntentId: string): Promise<void> {
@@ -33,8 +49,8 @@ export async function failTopup(db: Db, id: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-export async function setTopupCheckoutSession(db: Db, id: string, sessionId: string): Promise<void> {
-  await db`update topups set stripe_checkout_session_id = ${sessionId} where id = ${id}`;
+export async function setTopupCheckoutSession(db: Db, id: string, sessionId: string, checkoutUrl: string): Promise<void> {
+  await db`update topups set stripe_checkout_session_id = ${sessionId}, checkout_url = ${checkoutUrl} where id = ${id}`;
 }
 
 export async function findTopup(db: Db, accountId: string, id: string): Promise<TopupRow | null> {
@@ -56,7 +72,19 @@ async function settleAdjustments(db: Db, topup: TopupRow): Promise<bigint> {
   const owed = topup.refunded_micros + topup.disputed_micros;
   const target = owed < topup.credited_micros ? owed : topup.credited_micros;
   const delta = target - topup.clawed_back_micros;
-  if (delta <= 0n) return 0n;
+  if (delta < 0n) {
+    // Less is owed than was taken back (a dispute was won): the difference is returned.
+    await credit(db, {
+      accountId: topup.account_id,
+      amountMicros: -delta,
+      kind: 'adjustment',
+      description: `dispute of top-up ${topup.id} won: returned`,
+      idempotencyKey: `stripe:clawback-returned:${topup.id}:${target}`,
+    });
+    await db`update topups set clawed_back_micros = ${target} where id = ${topup.id}`;
+    return delta;
+  }
+  if (delta === 0n) return 0n;
   await clawback(db, {
     accountId: topup.account_id,
     amountMicros: delta,
@@ -76,6 +104,9 @@ export async function creditPaidCheckout(
   db: Db,
   paid: { sessionId: string | null; topUpId: string; accountId: string; amountMicros: bigint; currency: string; paymentIntentId: string | null },
 ): Promise<{ credited: bigint; clawedBack: bigint } | null> {
+  // The same lock as applyPaymentAdjustment: a refund arriving at the same moment waits, then finds
+  // the payment linked to this top-up (or this credit finds its adjustment).
+  if (paid.paymentIntentId) await lockPayment(db, paid.paymentIntentId);
   const [topup] = await db<TopupRow[]>`
     select ${db.unsafe(TOPUP_COLUMNS)} from topups
      where id = ${paid.topUpId} and account_id = ${paid.accountId} and status <> 'failed'
@@ -83,6 +114,7 @@ export async function creditPaidCheckout(
      for update`;
   if (!topup) return null;
   if (topup.credited_micros > 0n) return { credited: 0n, clawedBack: 0n };
+  if (topup.currency !== paid.currency) throw new Error(`top-up ${topup.id} was asked in ${topup.currency}, paid in ${paid.currency}`);
   await credit(db, {
     accountId: paid.accountId,
     amountMicros: paid.amountMicros,
@@ -112,8 +144,9 @@ export async function creditPaidCheckout(
  */
 export async function applyPaymentAdjustment(
   db: Db,
-  adjustment: { paymentIntentId: string; refundedMicros?: bigint; disputedMicros?: bigint },
+  adjustment: { paymentIntentId: string; refundedMicros?: bigint; disputedMicros?: bigint; disputeWon?: boolean },
 ): Promise<{ topUpId: string | null; clawedBack: bigint }> {
+  await lockPayment(db, adjustment.paymentIntentId);
   const refunded = adjustment.refundedMicros ?? 0n;
   const disputed = adjustment.disputedMicros ?? 0n;
   await db`
@@ -121,10 +154,12 @@ export async function applyPaymentAdjustment(
     values (${adjustment.paymentIntentId}, ${refunded}, ${disputed})
     on conflict (payment_intent_id) do update set
       refunded_micros = greatest(stripe_payment_adjustments.refunded_micros, excluded.refunded_micros),
-      disputed_micros = greatest(stripe_payment_adjustments.disputed_micros, excluded.disputed_micros),
+      disputed_micros = case when ${adjustment.disputeWon ?? false} then 0
+                             else greatest(stripe_payment_adjustments.disputed_micros, excluded.disputed_micros) end,
       updated_at = now()`;
   const [topup] = await db<TopupRow[]>`
-    update topups set refunded_micros = greatest(refunded_micros, ${refunded}), disputed_micros = greatest(disputed_micros, ${disputed})
+    update topups set refunded_micros = greatest(refunded_micros, ${refunded}),
+           disputed_micros = case when ${adjustment.disputeWon ?? false} then 0 else greatest(disputed_micros, ${disputed}) end
      where stripe_payment_intent_id = ${adjustment.paymentIntentId}
     returning ${db.unsafe(TOPUP_COLUMNS)}`;
   if (!topup) return { topUpId: null, clawedBack: 0n };

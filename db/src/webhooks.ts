@@ -1,5 +1,5 @@
 import { newId } from '#contracts/key-format';
-import type { Db } from './sql.js';
+import type { Db, Sql } from './sql.js';
 
 export interface WebhookEndpointRow {
   id: string;
@@ -96,22 +96,24 @@ export async function rotateWebhookSecret(db: Db, accountId: string, id: string,
  * returns no deliveries. Returns the new deliveries' ids.
  */
 export async function recordWebhookEvent(
-  db: Db,
+  sql: Sql,
   event: { id: string; accountId: string; type: string; payload: Record<string, unknown> },
 ): Promise<string[]> {
-  const inserted = await db`
-    insert into webhook_events (id, account_id, type, payload)
-    select ${event.id}, ${event.accountId}, ${event.type}, ${db.json(event.payload as never)}
-     where exists (select 1 from webhook_endpoints
-                    where account_id = ${event.accountId} and status = 'enabled' and ${event.type} = any(event_types))
-    on conflict (id) do nothing returning id`;
-  if (inserted.length === 0) return [];
-  const deliveries = await db<{ id: string }[]>`
-    insert into webhook_deliveries (id, event_id, endpoint_id)
-    select 'whd_' || substr(md5(${event.id} || e.id), 1, 20), ${event.id}, e.id from webhook_endpoints e
-     where e.account_id = ${event.accountId} and e.status = 'enabled' and ${event.type} = any(e.event_types)
-    on conflict (event_id, endpoint_id) do nothing returning id`;
-  return deliveries.map((row) => row.id);
+  return sql.begin(async (db) => {
+    const inserted = await db`
+      insert into webhook_events (id, account_id, type, payload)
+      select ${event.id}, ${event.accountId}, ${event.type}, ${db.json(event.payload as never)}
+       where exists (select 1 from webhook_endpoints
+                      where account_id = ${event.accountId} and status = 'enabled' and ${event.type} = any(event_types))
+      on conflict (id) do nothing returning id`;
+    if (inserted.length === 0) return [];
+    const deliveries = await db<{ id: string }[]>`
+      insert into webhook_deliveries (id, event_id, endpoint_id)
+      select 'whd_' || substr(md5(${event.id} || e.id), 1, 20), ${event.id}, e.id from webhook_endpoints e
+       where e.account_id = ${event.accountId} and e.status = 'enabled' and ${event.type} = any(e.event_types)
+      on conflict (event_id, endpoint_id) do nothing returning id`;
+    return deliveries.map((row) => row.id);
+  }) as Promise<string[]>;
 }
 
 export interface DeliveryWorkRow {
@@ -196,12 +198,15 @@ export async function listDeliveries(db: Db, endpointId: string, limit: number, 
      order by d.created_at desc, d.id desc limit ${limit}`;
 }
 
-/** Puts a finished delivery back to pending for a manual retry; false when it is still pending. */
+/**
+ * Puts a finished delivery back to pending for a manual retry; null when there is no such delivery
+ * or it is still pending (its own job is still at it: a second would send it twice).
+ */
 export async function resetDelivery(db: Db, endpointId: string, deliveryId: string): Promise<DeliveryRow | null> {
   const [row] = await db<DeliveryRow[]>`
     update webhook_deliveries d set status = 'pending'
       from webhook_events ev
-     where d.id = ${deliveryId} and d.endpoint_id = ${endpointId} and ev.id = d.event_id
+     where d.id = ${deliveryId} and d.endpoint_id = ${endpointId} and ev.id = d.event_id and d.status <> 'pending'
     returning d.id, d.event_id, ev.type as event_type, d.status, d.attempts, d.last_status_code, d.last_error,
               d.last_attempt_at, d.delivered_at, d.created_at`;
   return row ?? null;

@@ -11,7 +11,7 @@ export async function claimX402Payment(db: Db, payment: { hash: Buffer; accountI
 export async function markX402Payment(
   db: Db,
   hash: Buffer,
-  change: { status: 'verified' | 'invalid' | 'not_settled' | 'settle_failed'; reason?: string | null; payer?: string | null },
+  change: { status: 'verified' | 'invalid' | 'not_settled' | 'settle_failed' | 'settled_unrecorded'; reason?: string | null; payer?: string | null },
 ): Promise<void> {
   await db`
     update x402_payments set status = ${change.status}, reason = ${change.reason ?? null}, payer = coalesce(${change.payer ?? null}, payer), updated_at = now()

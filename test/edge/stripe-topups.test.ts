@@ -171,6 +171,11 @@ describe('live top-ups through Stripe Checkout', () => {
     });
     expect(request!.form.get('success_url')).toContain(`topUpId=${started.topUpId}`);
     expect(String(request?.headers['idempotency-key'])).toBe(`topup:${account.accountId}:first-topup`);
+    // The same key again answers the same page; with another amount it is a conflict.
+    const again = await startTopUp(account, 20, { 'idempotency-key': 'first-topup' });
+    expect(again).toEqual(started);
+    expect(sessionFor(started.topUpId)).toHaveLength(1);
+    expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: { ...bearer(account.fullKey), 'idempotency-key': 'first-topup' }, payload: { amount: 30 } }), 409, 'idempotency_conflict');
     expect(await balanceOf(account)).toBe(0);
     expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 1 } }), 400, 'validation_failed');
     expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 501 } }), 400, 'validation_failed');
@@ -256,8 +261,17 @@ describe('live top-ups through Stripe Checkout', () => {
     const disputed = await createTestAccount(app.deps.sql);
     const second = await startTopUp(disputed, 50);
     expectOk(await deliver('checkout.session.completed', paidSession(disputed, second.topUpId, 5000)));
-    expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.created', { id: `dp_${second.topUpId}`, object: 'dispute', payment_intent: `pi_for_${second.topUpId}`, amount: 5000 })).outcome).toBe('dispute applied');
+    const inquiry = { id: `dp_inq_${second.topUpId}`, object: 'dispute', payment_intent: `pi_for_${second.topUpId}`, amount: 5000, status: 'warning_needs_response' };
+    expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.created', inquiry)).outcome).toBe('inquiry ignored');
+    expect(await balanceOf(disputed)).toBe(50);
+    const dispute = { id: `dp_${second.topUpId}`, object: 'dispute', payment_intent: `pi_for_${second.topUpId}`, amount: 5000, status: 'needs_response' };
+    expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.created', dispute)).outcome).toBe('dispute applied');
     expect(await balanceOf(disputed)).toBe(0);
+    // Won: the money comes back, once.
+    const won = { ...dispute, status: 'won' };
+    expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.closed', won)).outcome).toBe('dispute won');
+    expectOk(await deliver('charge.dispute.closed', won));
+    expect(await balanceOf(disputed)).toBe(50);
     await ledgerMatches(early);
     await ledgerMatches(disputed);
   });
@@ -349,17 +363,12 @@ describe('live top-ups through Stripe Checkout', () => {
         'metadata[purpose]': 'auto-topup',
       });
       expect(String(intent!.headers['idempotency-key'])).toMatch(/^auto-topup:top_/);
-      expect((await state(account)).inFlight).toBe(true);
-      expect(await balanceOf(account)).toBe(4.995);
-      // Another charge meanwhile does not start a second attempt.
-      expectOk(await buy(account));
-      app.balanceAlerts.forget(account.accountId);
-      expectOk(await buy(account));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(intentsFor(account)).toHaveLength(1);
-
+      // Stripe answered succeeded: the worker credits it at once (a lost webhook cannot strand it).
+      await waitFor('the credit', async () => ((await balanceOf(account)) === 24.995 ? true : undefined));
+      expect(await state(account)).toMatchObject({ inFlight: false, failures: 0 });
+      // The webhook that follows finds it credited.
       const topUpId = intent!.form.get('metadata[topUpId]')!;
-      const credited = await deliver('payment_intent.succeeded', {
+      const confirmed = await deliver('payment_intent.succeeded', {
         id: 'pi_auto_1',
         object: 'payment_intent',
         status: 'succeeded',
@@ -368,9 +377,15 @@ describe('live top-ups through Stripe Checkout', () => {
         currency: 'usd',
         metadata: { accountId: account.accountId, topUpId, purpose: 'auto-topup' },
       });
-      expect(expectOk<{ outcome: string }>(credited).outcome).toBe('credited');
+      expect(expectOk<{ outcome: string }>(confirmed).outcome).toBe('already credited');
+      expect(await balanceOf(account)).toBe(24.995);
+      // Above the threshold again: further charges start nothing.
+      expectOk(await buy(account));
+      app.balanceAlerts.forget(account.accountId);
+      expectOk(await buy(account));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(intentsFor(account)).toHaveLength(1);
       expect(await balanceOf(account)).toBe(24.975);
-      expect(await state(account)).toMatchObject({ inFlight: false, failures: 0 });
       await ledgerMatches(account);
     });
 

@@ -5,6 +5,7 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestAccount, type TestAccount } from '#fixtures/accounts';
+import { chargesOwedARefund } from '#db/ledger';
 import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
@@ -52,6 +53,11 @@ describe('x402 per-call payments', () => {
     });
     await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
     upstream = await startUpstream((req, res) => {
+      if (req.url?.includes('empty')) {
+        res.writeHead(204);
+        res.end();
+        return;
+      }
       res.writeHead(req.url?.includes('fail') ? 500 : 200, { 'content-type': 'application/json' });
       res.end('{"forecast":"sunny"}');
     });
@@ -134,6 +140,10 @@ describe('x402 per-call payments', () => {
     const again = await instructions(account, { 'payment-signature': header });
     expect(expectError(again, 402, 'payment_invalid').error).toContain('presented before');
     expect(again.headers['payment-required']).toBeDefined();
+    // The same signed payment re-encoded (other key order and spacing) is still the same payment.
+    const decoded = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as Record<string, unknown>;
+    const reordered = Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(decoded).reverse()), null, 2)).toString('base64');
+    expect(expectError(await instructions(account, { 'payment-signature': reordered }), 402, 'payment_invalid').error).toContain('presented before');
     expect(calls.filter((c) => c.path === '/verify')).toHaveLength(1);
     expect((await ledger(account)).filter((e) => e.kind === 'charge')).toHaveLength(1);
   });
@@ -193,8 +203,15 @@ describe('x402 per-call payments', () => {
     const failed = await proxy('/fail', { 'payment-signature': paymentFor(requirements) });
     expect(failed.statusCode).toBe(502);
     expect(calls.map((c) => c.path)).toEqual(['/verify']);
+    const empty = await proxy('/empty', { 'payment-signature': paymentFor(requirements) });
+    expect(empty.statusCode).toBe(204);
+    expect(decodePaymentResponseHeader(String(empty.headers['payment-response'])).success).toBe(true);
     const entries = await ledger(account);
-    expect(entries.map((e) => e.kind)).toEqual(['x402_credit', 'charge']);
+    expect(entries.map((e) => e.kind)).toEqual(['x402_credit', 'charge', 'x402_credit', 'charge']);
+    // Paid from outside: the refund reconciler never returns these charges into the balance.
+    const owed = await chargesOwedARefund(app.deps.sql, 0);
+    expect(owed.map((o) => o.id)).not.toContain(entries[1]!.id);
+    expect(owed.map((o) => o.id)).not.toContain(entries[3]!.id);
   });
 
   it('where x402 is off, a 402 carries no PAYMENT-REQUIRED and a PAYMENT-SIGNATURE is refused with 400', async () => {

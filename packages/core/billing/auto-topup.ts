@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { addJob, PlatformError, type JobDeclaration } from '#core/platform';
 import { claimAutoTopup, finishAutoTopup, getAutoTopup, setStripeCustomer } from '#db/auto-topup';
 import type { Sql } from '#db/sql';
-import { failTopup, setTopupPaymentIntent } from '#db/topups';
+import { creditPaidCheckout, failTopup, setTopupPaymentIntent } from '#db/topups';
 import type { StripeSettings } from './stripe-topups.js';
 
 const MICROS_PER_MINOR = 10_000n;
@@ -110,16 +110,35 @@ export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: Stripe
   } catch (error) {
     if (error instanceof Stripe.errors.StripeCardError || error instanceof Stripe.errors.StripeInvalidRequestError) {
       const reason = `${error.code ?? error.type}: ${error.message}`;
-      await failTopup(sql, topUpId);
+      // Stripe's payment_failed webhook may have got there first: then it is already counted and told.
+      if (!(await failTopup(sql, topUpId))) return { status: 'skipped' };
       await finishAutoTopup(sql, accountId, { ok: false, error: reason });
       return { status: 'failed', topUpId, reason };
     }
     throw error;
   }
   await setTopupPaymentIntent(sql, topUpId, intent.id);
-  if (intent.status === 'succeeded' || intent.status === 'processing') return { status: 'charged', topUpId, paymentIntentId: intent.id };
+  if (intent.status === 'succeeded') {
+    // Paid now: credit it here (the webhook that follows finds it credited), so a lost webhook cannot
+    // leave the account below its threshold with the card charged.
+    await sql.begin(async (tx) => {
+      await creditPaidCheckout(tx, {
+        sessionId: null,
+        topUpId,
+        accountId,
+        amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
+        currency: intent.currency,
+        paymentIntentId: intent.id,
+      });
+      await finishAutoTopup(tx, accountId, { ok: true });
+    });
+    return { status: 'charged', topUpId, paymentIntentId: intent.id };
+  }
+  // A delayed method: Stripe's payment_intent.succeeded (or payment_failed) settles it; until then no
+  // other attempt is made (claimAutoTopup).
+  if (intent.status === 'processing') return { status: 'charged', topUpId, paymentIntentId: intent.id };
   const reason = intent.status === 'requires_action' ? 'the card needs its holder to confirm the payment (authentication_required)' : `payment ${intent.status}`;
-  await failTopup(sql, topUpId);
+  if (!(await failTopup(sql, topUpId))) return { status: 'skipped' };
   await finishAutoTopup(sql, accountId, { ok: false, error: reason });
   return { status: 'failed', topUpId, reason };
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { formatDollars } from '#contracts/money';
 import type { Sql } from '#db/sql';
-import { applyPaymentAdjustment, creditPaidCheckout, failTopup, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
+import { applyPaymentAdjustment, creditPaidCheckout, failTopup, findTopupByIdempotencyKey, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
 import { finishAutoTopup, saveAutoTopupPaymentMethod } from '#db/auto-topup';
 
 /** Micro-units per minor unit (cent) of a two-decimal currency. */
@@ -62,8 +62,20 @@ export async function startCheckout(
   if (input.amountMicros % MICROS_PER_MINOR !== 0n) {
     throw new PlatformError('validation_failed', 'amount must have at most two decimal places for a card payment', { hint: 'For example {"amount": 20} or {"amount": "12.50"}.' });
   }
-  const topUpId = `top_${randomBytes(10).toString('hex')}`;
-  await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY });
+  // A retried request with the same Idempotency-Key answers the same top-up and Checkout page.
+  let topUpId = `top_${randomBytes(10).toString('hex')}`;
+  if (input.idempotencyKey) {
+    await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY, idempotencyKey: input.idempotencyKey });
+    const existing = await findTopupByIdempotencyKey(sql, input.accountId, input.idempotencyKey);
+    if (!existing) throw new Error('top-up with an idempotency key vanished');
+    if (existing.requested_micros !== input.amountMicros) {
+      throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was used for a top-up of another amount', { hint: 'Use a new key for a new top-up.' });
+    }
+    if (existing.checkout_url) return { checkoutUrl: existing.checkout_url, topUpId: existing.id };
+    topUpId = existing.id;
+  } else {
+    await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY });
+  }
   const origin = new URL(settings.PUBLIC_URL).origin;
   let session: Stripe.Checkout.Session;
   try {
@@ -96,7 +108,7 @@ export async function startCheckout(
     });
   }
   if (!session.url) throw new PlatformError('upstream_error', 'The payment provider answered without a payment page');
-  await setTopupCheckoutSession(sql, topUpId, session.id);
+  await setTopupCheckoutSession(sql, topUpId, session.id, session.url);
   return { checkoutUrl: session.url, topUpId };
 }
 
@@ -145,13 +157,12 @@ export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 
         const topUpId = session.metadata?.topUpId;
         const accountId = session.metadata?.accountId ?? session.client_reference_id;
         if (!topUpId || !accountId || session.amount_total == null) return 'not a top-up';
-        if (session.currency !== settings.BILLING_CURRENCY) throw new Error(`checkout ${session.id} is in ${session.currency}, not ${settings.BILLING_CURRENCY}`);
         const result = await creditPaidCheckout(tx, {
           sessionId: session.id,
           topUpId,
           accountId,
           amountMicros: BigInt(session.amount_total) * MICROS_PER_MINOR,
-          currency: session.currency,
+          currency: session.currency ?? '',
           paymentIntentId: paymentIntentOf(session.payment_intent),
         });
         return result === null ? 'unknown top-up' : result.credited > 0n ? 'credited' : 'already credited';
@@ -161,7 +172,6 @@ export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 
         if (intent.metadata?.purpose !== 'auto-topup') return 'ignored';
         const { accountId, topUpId } = intent.metadata;
         if (!accountId || !topUpId) return 'not a top-up';
-        if (intent.currency !== settings.BILLING_CURRENCY) throw new Error(`payment ${intent.id} is in ${intent.currency}, not ${settings.BILLING_CURRENCY}`);
         const result = await creditPaidCheckout(tx, {
           sessionId: null,
           topUpId,
@@ -189,6 +199,23 @@ export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 
         return 'refund applied';
       }
       case 'charge.dispute.created': {
+        const dispute = event.data.object;
+        const paymentIntentId = paymentIntentOf(dispute.payment_intent);
+        if (!paymentIntentId) return 'no payment intent';
+        // An inquiry moves no funds: nothing is taken back unless it becomes a dispute.
+        if (dispute.status.startsWith('warning_')) return 'inquiry ignored';
+        await applyPaymentAdjustment(tx, { paymentIntentId, disputedMicros: BigInt(dispute.amount) * MICROS_PER_MINOR });
+        return 'dispute applied';
+      }
+      case 'charge.dispute.closed': {
+        const dispute = event.data.object;
+        const paymentIntentId = paymentIntentOf(dispute.payment_intent);
+        if (!paymentIntentId || dispute.status !== 'won') return 'ignored';
+        await applyPaymentAdjustment(tx, { paymentIntentId, disputeWon: true });
+        return 'dispute won';
+      }
+      case 'charge.dispute.funds_withdrawn': {
+        // The funds leave when a dispute that began as an inquiry becomes one.
         const dispute = event.data.object;
         const paymentIntentId = paymentIntentOf(dispute.payment_intent);
         if (!paymentIntentId) return 'no payment intent';

@@ -63,8 +63,33 @@ export function paymentRequiredHeader(settings: X402Settings, resourceUrl: strin
 
 export interface PresentedPayment {
   payload: PaymentPayload;
-  /** SHA-256 of the header: the payment's identity for replay protection. */
+  /**
+   * The payment's identity for replay protection: the payer's authorization nonce on its network
+   * and asset when the scheme has one (EVM `exact`), else the payload in canonical form, so the same
+   * signed payment re-encoded (other spacing, key order) is still the same payment.
+   */
   hash: Buffer;
+}
+
+/** JSON with object keys sorted at every level. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function paymentIdentity(payload: PaymentPayload): Buffer {
+  const authorization = (payload.payload as { authorization?: { nonce?: unknown; from?: unknown } }).authorization;
+  const basis =
+    authorization && typeof authorization.nonce === 'string'
+      ? `nonce|${payload.accepted.network}|${payload.accepted.asset}|${String(authorization.from ?? '').toLowerCase()}|${authorization.nonce.toLowerCase()}`
+      : `payload|${payload.accepted.network}|${payload.accepted.asset}|${canonical(payload.payload)}`;
+  return createHash('sha256').update(basis).digest();
 }
 
 /** Decodes PAYMENT-SIGNATURE; a header that is not base64 JSON of a v2 payload is 400. */
@@ -80,7 +105,7 @@ export function decodePayment(header: string): PresentedPayment {
   if (typeof payload !== 'object' || payload === null || typeof payload.accepted !== 'object' || payload.accepted === null || typeof payload.payload !== 'object') {
     throw new PlatformError('validation_failed', 'PAYMENT-SIGNATURE lacks "accepted" or "payload"', { hint: 'Send an x402 version 2 payment payload.' });
   }
-  return { payload, hash: createHash('sha256').update(header).digest() };
+  return { payload, hash: paymentIdentity(payload) };
 }
 
 /** Why a payment does not match what we offered for this call, or null when it does. */

@@ -19,6 +19,9 @@ export class Mailer {
       host: url.hostname,
       port: url.port ? Number(url.port) : secure ? 465 : 587,
       secure,
+      // A plain smtp:// server must upgrade with STARTTLS (a stripped upgrade would expose the
+      // password and the invitation links), except on this machine (the development catcher).
+      requireTLS: !secure && !['127.0.0.1', 'localhost', '::1', '[::1]'].includes(url.hostname),
       ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
       // Timeouts short enough that a dead server fails the job quickly (the queue retries it)
       // instead of holding a worker slot for minutes.

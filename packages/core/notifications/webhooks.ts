@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { addJob, openSecret, sealSecret, type JobDeclaration } from '#core/platform';
 import { getEmailPreferences, recordWebhookEvent, type WebhookSecretsRow } from '#db/webhooks';
 import { addEmail, emailJob } from './email-job.js';
-import type { Db } from '#db/sql';
+import type { Sql } from '#db/sql';
 
 /**
  * Event types that may also be e-mailed to the account's owner (PUT /notifications/email). Human steps
@@ -113,7 +113,7 @@ export class WebhookEmitter {
   private emails: Queue | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: Sql,
     private readonly connection: Redis,
     private readonly prefix: string,
     private readonly settings: Pick<WebhookSettings, 'WEBHOOK_ATTEMPTS' | 'WEBHOOK_RETRY_BASE_MS'>,

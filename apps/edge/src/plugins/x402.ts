@@ -167,18 +167,28 @@ export default fp(
           cost: toDollars(payment.call.costMicros),
         });
       }
-      const chargeId = await recordX402Settlement(sql, {
-        hash: payment.hash,
-        accountId: payment.caller.accountId,
-        costMicros: payment.call.costMicros,
-        keyId: payment.caller.keyId,
-        apiId: payment.call.apiId ?? null,
-        item: payment.call.item,
-        description: payment.call.description ?? null,
-        transaction: settlement.transaction,
-        network: settlement.network,
-        payer: settlement.payer ?? payment.payer,
-      });
+      let chargeId: string;
+      try {
+        chargeId = await recordX402Settlement(sql, {
+          hash: payment.hash,
+          accountId: payment.caller.accountId,
+          costMicros: payment.call.costMicros,
+          keyId: payment.caller.keyId,
+          apiId: payment.call.apiId ?? null,
+          item: payment.call.item,
+          description: payment.call.description ?? null,
+          transaction: settlement.transaction,
+          network: settlement.network,
+          payer: settlement.payer ?? payment.payer,
+        });
+      } catch (error) {
+        // Paid at the facilitator but not written here: the payer still gets what they paid for, and
+        // the payment is kept as settled_unrecorded (with its transaction) for an operator to record.
+        request.log.error({ err: error, transaction: settlement.transaction, item: payment.call.item }, 'x402 payment settled but its ledger entries could not be written');
+        await markX402Payment(sql, payment.hash, { status: 'settled_unrecorded', reason: `ledger write failed; transaction ${settlement.transaction}` }).catch(() => {});
+        reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
+        return payload;
+      }
       payment.settled = true;
       payment.chargeId = chargeId;
       // The proxy records its own usage (status, bytes, latency); other priced items are recorded here.

@@ -220,7 +220,10 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   };
   if (upstream.statusCode === 204 || upstream.statusCode === 304) {
     await upstream.body.dump();
-    settle();
+    // Recorded once the answer is out: a call paid with x402 is settled on the way out (onSend), and
+    // its usage must name that charge.
+    reply.raw.once('finish', settle);
+    reply.raw.once('close', settle);
     return reply.send();
   }
   const meter = new Transform({

@@ -373,7 +373,11 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       const endpoint = await requireEndpoint(requireAuth(request).accountId, request.params.id);
       if (endpoint.status !== 'enabled') throw new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
       const delivery = await resetDelivery(sql, endpoint.id, request.params.deliveryId);
-      if (!delivery) throw notFound(`Delivery ${request.params.deliveryId}`, `List them with GET /api/v1/webhooks/${endpoint.id}/deliveries.`);
+      if (!delivery) {
+        throw new PlatformError('conflict', `Delivery ${request.params.deliveryId} is still being sent, or is not this endpoint's`, {
+          hint: `Its attempts show in GET /api/v1/webhooks/${endpoint.id}/deliveries; retry it once it has succeeded or failed.`,
+        });
+      }
       await enqueueDeliveries(queue, settings, [delivery.id], { manualRetry: true });
       return reply.code(202).send({ ok: true as const, delivery: deliveryView(delivery) });
     },
