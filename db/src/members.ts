@@ -154,3 +154,11 @@ export async function findHumanStepAudience(db: Db, sessionId: string, stepId: s
      where s.id = ${sessionId}`;
   return row ?? null;
 }
+
+/** Of these member ids, the ones removed (or gone): their open event streams must close. */
+export async function removedMembers(db: Db, memberIds: string[]): Promise<string[]> {
+  const rows = await db<{ id: string }[]>`
+    select id from unnest(${memberIds}::text[]) as ids(id)
+     where not exists (select 1 from account_members m where m.id = ids.id and m.removed_at is null)`;
+  return rows.map((row) => row.id);
+}

@@ -6,7 +6,8 @@ import { loadCookbooks } from '#db/cookbooks';
 import { emailJob } from '#core/notifications';
 import { createRedis } from '#core/platform';
 import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
-import { createTestApi, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
+import type { AddressInfo } from 'node:net';
+import { createTestApi, openSse, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { browserSessionFrom, loginUser, registerUser, TEST_PASSWORD, type BrowserSession, type RegisteredUser } from '../helpers/session.js';
 import { uniqueId } from '../helpers/settings.js';
@@ -31,11 +32,12 @@ describe('approvers', () => {
 
   beforeAll(async () => {
     mail = await startMailServer();
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, PUBLIC_URL: publicUrl });
+    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, PUBLIC_URL: publicUrl, SSE_KEY_RECHECK_MS: '300' });
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     emailWorker = startEmailWorker({ sql: app.deps.sql, redis: workerRedis, redisPrefix, smtpUrl: mail.url, publicUrl });
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
+    await app.listen({ host: '127.0.0.1', port: 0 });
     owner = await registerUser(app);
     ownerSession = await loginUser(app, owner);
   }, 60_000);
@@ -221,10 +223,17 @@ describe('approvers', () => {
     expectOk(await completeAs(second.session));
   });
 
-  it('removing an approver ends their session at once and voids an unused invitation; resending replaces the link', async () => {
+  it('removing an approver ends their session at once, closes the event stream they hold, and voids an unused invitation; resending replaces the link', async () => {
     const removed = await newApprover();
+    const id = await sessionAtApproval();
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const stream = await openSse(base, `/api/v1/cookbooks/sessions/${id}/events`, { cookie: removed.session.cookie });
+    expect(stream.response.statusCode).toBe(200);
+    await stream.waitFor(1);
     expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/members/${removed.id}`, headers: bearer(owner.fullKey) }));
     expectError(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: removed.session.cookie } }), 401, 'invalid_session');
+    await stream.ended;
+    expect(stream.events.at(-1)).toMatchObject({ event: 'stream.closed', data: { code: 'invalid_session' } });
     expectError(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: removed.email, password: TEST_PASSWORD } }), 401, 'invalid_credentials');
     expectError(await app.inject({ method: 'DELETE', url: `/api/v1/members/${removed.id}`, headers: bearer(owner.fullKey) }), 404, 'not_found');
 

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { unusableKeys } from '#db/keys';
+import { removedMembers } from '#db/members';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,7 +13,8 @@ declare module 'fastify' {
 }
 
 export interface StreamCloseReason {
-  code: 'key_revoked';
+  /** key_revoked: the key that opened the stream stopped working; invalid_session: the approver was removed. */
+  code: 'key_revoked' | 'invalid_session';
   error: string;
 }
 
@@ -26,7 +28,7 @@ export interface EventStreams {
    * Counts a new stream against its account's cap across every edge, or throws 429. `close` is
    * called if the key that opened it stops working (disabled, revoked, expired).
    */
-  open(accountId: string, keyId: string | null, close: (reason: StreamCloseReason) => void): Promise<OpenStream>;
+  open(accountId: string, keyId: string | null, close: (reason: StreamCloseReason) => void, memberId?: string | null): Promise<OpenStream>;
   /** Streams open on this edge. */
   readonly size: number;
 }
@@ -42,6 +44,8 @@ return 1`;
 interface Tracked {
   accountId: string;
   keyId: string | null;
+  /** An approver's dashboard session: closed when the approver is removed. */
+  memberId: string | null;
   close: (reason: StreamCloseReason) => void;
   counted: 'cluster' | 'local';
 }
@@ -95,11 +99,26 @@ export default fp(
       }
     };
 
+    // Approvers' streams: closed when the approver is removed (checked on the same period).
+    const recheckMembers = async () => {
+      const memberIds = [...new Set([...streams.values()].map((stream) => stream.memberId).filter((id): id is string => id !== null))];
+      if (memberIds.length === 0) return;
+      try {
+        const gone = new Set(await removedMembers(sql, memberIds));
+        for (const stream of [...streams.values()]) {
+          if (stream.memberId !== null && gone.has(stream.memberId)) stream.close({ code: 'invalid_session', error: 'This approver has been removed from the account' });
+        }
+      } catch (error) {
+        app.log.warn({ err: { message: (error as Error).message } }, 'could not re-check the approvers of open event streams');
+      }
+    };
+
     const unsubscribe = app.keyVerifier.onChange((keyId) => {
       if ([...streams.values()].some((stream) => stream.keyId === keyId)) void recheck([keyId]);
     });
     const recheckTimer = setInterval(() => {
       void recheck([...new Set([...streams.values()].map((stream) => stream.keyId).filter((id): id is string => id !== null))]);
+      void recheckMembers();
     }, settings.SSE_KEY_RECHECK_MS);
     recheckTimer.unref();
     // Leases are renewed at a third of their length, so a renewal may be missed twice.
@@ -125,13 +144,13 @@ export default fp(
       get size() {
         return streams.size;
       },
-      async open(accountId, keyId, close) {
+      async open(accountId, keyId, close, memberId = null) {
         const streamId = `${process.pid}-${randomBytes(8).toString('hex')}`;
         const inRedis = await admitInRedis(accountId, streamId);
         if (inRedis === false) throw refused();
         if (inRedis === null && (localCount.get(accountId) ?? 0) >= settings.SSE_MAX_STREAMS_PER_ACCOUNT) throw refused();
         const counted = inRedis ? 'cluster' : 'local';
-        streams.set(streamId, { accountId, keyId, close, counted });
+        streams.set(streamId, { accountId, keyId, memberId, close, counted });
         localCount.set(accountId, (localCount.get(accountId) ?? 0) + 1);
         let released = false;
         return {

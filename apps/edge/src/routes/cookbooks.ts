@@ -458,7 +458,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const caller = requireAuth(request);
       // Counted across every edge (SSE_MAX_STREAMS_PER_ACCOUNT), and closed if its key stops working.
       let closeFor: (reason: StreamCloseReason) => void = () => {};
-      const admitted = await app.eventStreams.open(caller.accountId, caller.keyId, (reason) => closeFor(reason));
+      const admitted = await app.eventStreams.open(caller.accountId, caller.keyId, (reason) => closeFor(reason), caller.memberId);
 
       reply.hijack();
       const raw = reply.raw;
