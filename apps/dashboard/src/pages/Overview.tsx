@@ -1,10 +1,22 @@
-import { useMemo, useState, type FormEvent } from 'react';
-import { api, ApiError } from '../api';
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import {
+  AutoTopupCard,
+  BalanceFigure,
+  clearStripeReturn,
+  LowBalanceAlertCard,
+  readStripeReturn,
+  rememberBillingMode,
+  rememberedBillingMode,
+  StripeReturnNotice,
+  TopUpForm,
+  type AutoTopup,
+  type BillingMode,
+} from '../billing';
 import { fillDays, UsageChart, type DayPoint } from '../chart';
 import { formatDollars, formatNumber, formatPercent } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
-import { Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
+import { Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
 
 interface Usage {
   days: number;
@@ -19,43 +31,6 @@ interface Stats {
 
 const PERIODS = [7, 30, 90];
 
-function TopUp({ onCredited }: { onCredited: () => void }) {
-  const [amount, setAmount] = useState('10');
-  const { busy, error, run } = useAction();
-  const [credited, setCredited] = useState<number | null>(null);
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
-    setCredited(null);
-    await run(async () => {
-      // One idempotency key per click: a retried request after a dropped connection credits once.
-      const body = await api<{ credited: number; balance: number }>('/balance', {
-        method: 'POST',
-        body: { amount: Number(amount) },
-        headers: { 'idempotency-key': crypto.randomUUID() },
-      });
-      setCredited(body.credited);
-      onCredited();
-    });
-  };
-  return (
-    <form className="inline-form" onSubmit={submit}>
-      <label className="field field-inline">
-        <span className="field-label">Amount in dollars</span>
-        <input type="number" min="0.01" step="0.01" required value={amount} onChange={(e) => setAmount(e.target.value)} />
-      </label>
-      <button type="submit" className="button button-primary" disabled={busy}>
-        {busy ? 'Adding…' : 'Add funds'}
-      </button>
-      {credited !== null && <Notice tone="success">{formatDollars(credited)} added to your balance.</Notice>}
-      {error instanceof ApiError && error.status === 403 ? (
-        <Notice tone="warning">{error.message}. {error.hint}</Notice>
-      ) : (
-        <ErrorMessage error={error} />
-      )}
-    </form>
-  );
-}
-
 export function OverviewPage() {
   const { expired, account } = useSession();
   const [days, setDays] = useState(30);
@@ -65,16 +40,33 @@ export function OverviewPage() {
   const series = useMemo(() => (usage.data ? fillDays(usage.data.days, usage.data.byDay) : []), [usage.data]);
   const topApis = stats.data?.stats.topApis ?? usage.data?.byApi ?? [];
   const hasCalls = (stats.data?.stats.totalCalls ?? 0) > 0;
+  const autoTopup = useApi<AutoTopup>('/balance/auto-topup', expired);
+  // Stripe sends people back here with ?topup=… or ?autotopup=…: read once, then taken off the address.
+  const [stripeReturn, setStripeReturn] = useState(() => readStripeReturn(window.location.search));
+  useEffect(clearStripeReturn, []);
+  // Only live billing sends people to Stripe and back; otherwise what this tab learnt before.
+  const [mode, setModeState] = useState<BillingMode | null>(() => (stripeReturn ? 'live' : rememberedBillingMode()));
+  const setMode = useCallback((next: BillingMode) => {
+    rememberBillingMode(next);
+    setModeState(next);
+  }, []);
+  useEffect(() => {
+    if (stripeReturn) rememberBillingMode('live');
+  }, [stripeReturn]);
+  // A saved card means Stripe is (or was) configured.
+  useEffect(() => {
+    if (mode === null && autoTopup.data?.cardSaved) setMode('live');
+  }, [mode, autoTopup.data, setMode]);
 
   return (
     <>
       <PageHeader title="Overview" description={`Signed in as ${account.email}.`} />
+      {stripeReturn && <StripeReturnNotice value={stripeReturn} balance={balance} autoTopup={autoTopup} onDismiss={() => setStripeReturn(null)} />}
       <div className="grid grid-3">
         <Card title="Balance" className="stat-card">
-          {balance.loading && !balance.data ? <Spinner /> : <p className="stat" data-testid="balance">{formatDollars(balance.data?.balance)}</p>}
+          {balance.loading && !balance.data ? <Spinner /> : <BalanceFigure balance={balance.data?.balance} />}
           <ErrorMessage error={balance.error} onRetry={balance.reload} />
-          <TopUp onCredited={balance.reload} />
-          <p className="muted small">In sandbox billing (the local default) you can top yourself up for testing, up to a cap.</p>
+          <TopUpForm balance={balance.data?.balance ?? null} mode={mode} onMode={setMode} onCredited={balance.reload} />
         </Card>
         <Card title={`Calls, last ${days} days`} className="stat-card">
           {usage.loading && !usage.data ? <Spinner /> : <p className="stat">{formatNumber(usage.data?.totals.calls)}</p>}
@@ -89,6 +81,10 @@ export function OverviewPage() {
           </p>
           <ErrorMessage error={stats.error} onRetry={stats.reload} />
         </Card>
+      </div>
+      <div className="grid grid-2">
+        <LowBalanceAlertCard onUnauthenticated={expired} />
+        <AutoTopupCard state={autoTopup} mode={mode} onMode={setMode} />
       </div>
       <Card
         title="Spend and calls per day"
