@@ -249,34 +249,6 @@ describe('approvers', () => {
     expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/members/${member.id}`, headers: bearer(owner.fullKey) }));
     expectError(await accept(secondLink.token), 400, 'validation_failed');
   });
-});
-
-describe('human-step news by e-mail', () => {
-  const taskQueue = uniqueId('approver-mail-');
-  const redisPrefix = uniqueId('aprm');
-  const publicUrl = 'http://127.0.0.1:3998';
-  let app: FastifyInstance;
-  let mail: MailServer;
-  let workerRedis: Redis;
-  let emailWorker: Worker;
-  let worker: RunningWorker;
-
-  beforeAll(async () => {
-    mail = await startMailServer();
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, PUBLIC_URL: publicUrl });
-    await loadCookbooks(app.deps.sql);
-    workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
-    emailWorker = startEmailWorker({ sql: app.deps.sql, redis: workerRedis, redisPrefix, smtpUrl: mail.url, publicUrl });
-    worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
-  }, 60_000);
-  afterAll(async () => {
-    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
-    await app?.close();
-    await emailWorker?.close();
-    await worker?.stop();
-    await workerRedis?.quit();
-    await mail?.close();
-  });
 
   it('a waiting step is announced to the owner and the approvers with a link to it; a rejection reaches the owner with the note and who decided', async () => {
     const owner = await registerUser(app);

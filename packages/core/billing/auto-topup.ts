@@ -7,9 +7,8 @@ import { addJob, PlatformError, type JobDeclaration } from '#core/platform';
 import { claimAutoTopup, finishAutoTopup, getAutoTopup, setStripeCustomer } from '#db/auto-topup';
 import type { Sql } from '#db/sql';
 import { creditPaidCheckout, failTopup, setTopupPaymentIntent } from '#db/topups';
-import type { StripeSettings } from './stripe-topups.js';
+import { MICROS_PER_MINOR, type StripeSettings } from './stripe-topups.js';
 
-const MICROS_PER_MINOR = 10_000n;
 const autoTopupPayload = z.object({ accountId: z.string().uuid() });
 
 /**

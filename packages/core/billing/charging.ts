@@ -52,6 +52,28 @@ export function parseMaxCost(value: string | undefined): bigint | undefined {
 }
 
 /**
+ * Every charge is usage. The proxy records its own (status, bytes, latency, and the refund of a
+ * failed call); any other priced item is served once paid (from the balance or with x402), so it is
+ * recorded here with the charge that paid for it.
+ */
+export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedCall, chargeId: string | null): void {
+  if (call.item === 'proxy') return;
+  usage.record({
+    accountId: caller.accountId,
+    keyId: caller.keyId,
+    apiId: call.apiId ?? PLATFORM_USAGE_API[call.item as keyof typeof PLATFORM_USAGE_API] ?? `platform.${call.item}`,
+    item: call.item,
+    status: 200,
+    latencyMs: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+    costMicros: call.costMicros.toString(),
+    chargeId,
+    at: new Date().toISOString(),
+  });
+}
+
+/**
  * What a priced call must pass before anything is charged, however it is paid (balance or x402):
  * a price above the caller's X-Max-Cost, and an API an agent key may not use, are refused.
  */
@@ -100,22 +122,6 @@ export async function chargeCall(charger: Charger, caller: Caller, call: PricedC
       details: { cost: toDollars(result.costMicros), spendLimit: toDollars(result.spendLimitMicros), spent: toDollars(result.spentMicros) },
     });
   }
-  // Every charge is usage. The proxy records its own (status, bytes, latency, and the refund of a
-  // failed call); any other priced item is served once charged, so it is recorded here.
-  if (usage && call.item !== 'proxy') {
-    usage.record({
-      accountId: caller.accountId,
-      keyId: caller.keyId,
-      apiId: call.apiId ?? PLATFORM_USAGE_API[call.item as keyof typeof PLATFORM_USAGE_API] ?? `platform.${call.item}`,
-      item: call.item,
-      status: 200,
-      latencyMs: 0,
-      bytesIn: 0,
-      bytesOut: 0,
-      costMicros: result.costMicros.toString(),
-      chargeId: result.chargeId,
-      at: new Date().toISOString(),
-    });
-  }
+  if (usage) recordPricedItem(usage, caller, call, result.chargeId);
   return { chargeId: result.chargeId, balanceMicros: result.balanceMicros, costMicros: result.costMicros };
 }

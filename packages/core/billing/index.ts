@@ -1,6 +1,6 @@
 export { billingMode, mintsMoneyInProduction, signupCreditMicros } from './billing-policy.js';
 export { ChargeBatcher } from './charge-batcher.js';
-export { PAYMENT_HINT, PLATFORM_USAGE_API, assertCallAllowed, chargeCall, parseMaxCost } from './charging.js';
+export { PAYMENT_HINT, PLATFORM_USAGE_API, assertCallAllowed, chargeCall, parseMaxCost, recordPricedItem } from './charging.js';
 export type { ChargeReceipt, PricedCall } from './charging.js';
 export { reconcileRefunds, reconcileRefundsJob, refundChargeJob, refundOrQueue } from './refunds.js';
 export { topUp } from './topups.js';

@@ -8,7 +8,7 @@ import { applyPaymentAdjustment, creditPaidCheckout, failTopup, findTopupByIdemp
 import { finishAutoTopup, saveAutoTopupPaymentMethod } from '#db/auto-topup';
 
 /** Micro-units per minor unit (cent) of a two-decimal currency. */
-const MICROS_PER_MINOR = 10_000n;
+export const MICROS_PER_MINOR = 10_000n;
 
 /** Stripe settings of the edge (live billing). Unset secrets leave live top-ups off (403 as before). */
 export const stripeSettings = z.object({
@@ -64,8 +64,8 @@ export async function startCheckout(
   }
   // A retried request with the same Idempotency-Key answers the same top-up and Checkout page.
   let topUpId = `top_${randomBytes(10).toString('hex')}`;
+  await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY, idempotencyKey: input.idempotencyKey });
   if (input.idempotencyKey) {
-    await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY, idempotencyKey: input.idempotencyKey });
     const existing = await findTopupByIdempotencyKey(sql, input.accountId, input.idempotencyKey);
     if (!existing) throw new Error('top-up with an idempotency key vanished');
     if (existing.requested_micros !== input.amountMicros) {
@@ -73,8 +73,6 @@ export async function startCheckout(
     }
     if (existing.checkout_url) return { checkoutUrl: existing.checkout_url, topUpId: existing.id };
     topUpId = existing.id;
-  } else {
-    await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY });
   }
   const origin = new URL(settings.PUBLIC_URL).origin;
   let session: Stripe.Checkout.Session;
@@ -129,7 +127,7 @@ const paymentIntentOf = (value: string | { id: string } | null | undefined) => (
  * as what it changes): a paid Checkout Session credits the account the amount the event carries; a
  * refund or a dispute takes back what it credited. Other types are acknowledged and ignored.
  */
-export async function applyStripeEvent(sql: Sql, settings: Pick<StripeSettings, 'BILLING_CURRENCY'>, event: Stripe.Event, stripe?: Stripe): Promise<string> {
+export async function applyStripeEvent(sql: Sql, event: Stripe.Event, stripe?: Stripe): Promise<string> {
   // A saved card for auto top-up: which method is read from Stripe before the transaction.
   let setupPaymentMethod: string | null = null;
   if (event.type === 'checkout.session.completed' && event.data.object.mode === 'setup' && stripe) {

@@ -8,7 +8,7 @@ import {
   decodePayment,
   mismatch,
   paymentRequiredHeader,
-  PLATFORM_USAGE_API,
+  recordPricedItem,
   requirementsFor,
   x402Enabled,
   type ChargeReceipt,
@@ -191,22 +191,7 @@ export default fp(
       }
       payment.settled = true;
       payment.chargeId = chargeId;
-      // The proxy records its own usage (status, bytes, latency); other priced items are recorded here.
-      if (payment.call.item !== 'proxy') {
-        request.server.usage.record({
-          accountId: payment.caller.accountId,
-          keyId: payment.caller.keyId,
-          apiId: payment.call.apiId ?? PLATFORM_USAGE_API[payment.call.item as keyof typeof PLATFORM_USAGE_API] ?? `platform.${payment.call.item}`,
-          item: payment.call.item,
-          status: 200,
-          latencyMs: 0,
-          bytesIn: 0,
-          bytesOut: 0,
-          costMicros: payment.call.costMicros.toString(),
-          chargeId,
-          at: new Date().toISOString(),
-        });
-      }
+      recordPricedItem(request.server.usage, payment.caller, payment.call, chargeId);
       reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
       reply.header('X-Service-Charge-Id', chargeId);
       return payload;

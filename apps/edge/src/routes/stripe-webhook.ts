@@ -33,7 +33,7 @@ const stripeWebhookRoutes: FastifyPluginAsync = async (app) => {
       if (!Buffer.isBuffer(raw)) throw new PlatformError('validation_failed', 'The body must be the JSON Stripe sent');
       const signature = request.headers['stripe-signature'];
       const event = verifyStripeEvent(stripe, raw, typeof signature === 'string' ? signature : undefined, settings.STRIPE_WEBHOOK_SECRET);
-      const outcome = await applyStripeEvent(sql, settings, event, stripe);
+      const outcome = await applyStripeEvent(sql, event, stripe);
       request.log.info({ stripeEventId: event.id, type: event.type, outcome }, 'stripe event');
       const object = event.data.object as { metadata?: Record<string, string> | null; amount_total?: number | null; amount_received?: number | null; last_payment_error?: { message?: string } | null };
       const accountId = object.metadata?.accountId;
