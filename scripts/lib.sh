@@ -65,6 +65,10 @@ ensure_node_modules() {
     # a registry mirror that lacks other platforms' optional binaries (which makes `npm ci` refuse).
     say deps "installing npm packages (npm install from package-lock.json)"
     npm install --no-audit --no-fund --loglevel=error
+  elif [ -n "$(find patches -newer node_modules/.package-lock.json -name '*.patch' 2>/dev/null)" ]; then
+    say deps "applying patches/ to node_modules (patch-package)"
+    npx --no-install patch-package
+    touch node_modules/.package-lock.json
   fi
 }
 
