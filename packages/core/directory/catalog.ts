@@ -11,6 +11,8 @@
  */
 import { PlatformError } from '#core/platform';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
+import { relatedWords, type Relation } from './wordnet.js';
+import { ENGLISH_STOPWORDS } from './scoring.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
@@ -76,14 +78,18 @@ export interface QueryPlan {
   words: string[];
   /** Spelling corrections applied: word -> catalog word. */
   corrections: Record<string, string>;
-  /** Capability terms added from the vocabulary (discovery). */
+  /** Capability terms added from the vocabulary and related words from WordNet (discovery). */
   expansions: string[];
+  /** The WordNet part of expansions: terms that count with a fraction of their weight. */
+  related: string[];
   /** Concept groups, each a to_tsquery OR-expression; coverage counts the groups an API matches. */
   groups: string[];
   /** Every term of every group (parallel arrays): its group index, text and IDF weight. */
   termGroups: number[];
   terms: string[];
   weights: number[];
+  /** Per term of `any`, in order: its weight factor in the text rank (1, or less for a related word). */
+  termFactors: number[];
   /** All terms, one to_tsquery OR-expression. */
   any: string;
   /** The terms that pick candidates (see planQuery). */
@@ -119,6 +125,32 @@ function wordExpansions(word: string): string[] {
   return terms;
 }
 
+/**
+ * How much a related word counts against the query's own word, by its WordNet relation (0: not
+ * used). Broader words and wholes cost more than they gave on the development sets.
+ */
+export const RELATED_WEIGHT: Record<Relation, number> = { synonym: 0.6, similar: 0.5, derived: 0.5, broader: 0, whole: 0 };
+/** At most this many related words per query word (the closest relations first). */
+const RELATED_PER_WORD = 8;
+/** Words used by more APIs than this are not expanded. */
+const RELATED_MAX_DOCS = 5;
+
+/** Catalog words related to a query word in WordNet, with their weight factor (discovery). */
+function relatedTerms(index: DirectoryIndex, word: string): { term: string; factor: number }[] {
+  if (word.length < 3 || !/^[a-z]+$/.test(word)) return [];
+  // Only words the catalog barely uses: there the everyday word and the trade word differ, while
+  // expanding a word the catalog knows well mostly adds noise (measured in docs/DISCOVERY.md).
+  if ((index.documentFrequency(word) ?? 0) > RELATED_MAX_DOCS) return [];
+  const out: { term: string; factor: number }[] = [];
+  for (const { word: related, relation } of relatedWords(word)) {
+    if (RELATED_WEIGHT[relation] === 0) continue;
+    if (DISCOVERY_STOPWORDS.has(related) || ENGLISH_STOPWORDS.has(related) || index.documentFrequency(related) === undefined) continue;
+    if (out.length >= RELATED_PER_WORD) break;
+    out.push({ term: related, factor: RELATED_WEIGHT[relation] });
+  }
+  return out;
+}
+
 /** Turns normalized query text into the plan ranking runs: words, corrections, expansions, concept groups, IDF weights. */
 export function planQuery(index: DirectoryIndex, normalized: string, discovery: boolean): QueryPlan {
   let words = [...new Set(normalized.split(' ').filter(Boolean))];
@@ -133,7 +165,8 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
   const corrections: Record<string, string> = {};
   const docFreq = new Map<string, number>();
   const totalApis = Math.max(1, index.size);
-  for (const word of new Set([...words, ...expansions])) {
+  const related = new Map(discovery ? words.map((w) => [w, relatedTerms(index, w)] as const) : []);
+  for (const word of new Set([...words, ...expansions, ...[...related.values()].flat().map((r) => r.term)])) {
     if (!/^[a-z]+$/.test(word)) continue;
     const ndoc = index.documentFrequency(word);
     if (ndoc !== undefined) {
@@ -149,25 +182,40 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
   }
   const idf = (term: string) => Math.log(1 + totalApis / (1 + (docFreq.get(term) ?? 0)));
   const expansionsFor = (word: string) => (discovery ? wordExpansions(word) : []);
-  const groups = words.map((w) => [...new Set([w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)])].join(' | '));
+  // Each concept group: the word, its correction and vocabulary expansions (full weight), then its
+  // WordNet relatives (a fraction of their weight).
+  // A relative never weighs more than the fraction of the word it stands for: "show" (common)
+  // must not make "demo" (rare) the measure of the group.
+  const groupTerms = words.map((w) => {
+    const terms = new Map<string, number>();
+    for (const t of [w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)]) terms.set(t, 1);
+    const own = Math.max(...[...terms.keys()].map(idf));
+    for (const r of related.get(w) ?? []) if (!terms.has(r.term)) terms.set(r.term, Math.min(r.factor, (r.factor * own) / idf(r.term)));
+    return terms;
+  });
   // Phrase expansions ("text message" -> sms) form one more concept group of their own.
-  const phraseTerms = expansions.filter((t) => !groups.some((g) => g.split(' | ').includes(t)));
-  if (phraseTerms.length) groups.push(phraseTerms.join(' | '));
-  const all = [...new Set([...words, ...Object.values(corrections), ...expansions])];
-  // Each term weighs its IDF ("sentiment" says more than "analyze"); a concept group counts with
-  // the weight of its best matched term, relative to its best possible one.
-  const terms = groups.flatMap((g, gi) => g.split(' | ').map((term) => ({ group: gi, term, weight: idf(term) })));
+  const phraseTerms = expansions.filter((t) => !groupTerms.some((g) => g.has(t)));
+  if (phraseTerms.length) groupTerms.push(new Map(phraseTerms.map((t) => [t, 1])));
+  const relatedAdded = [...new Set(groupTerms.flatMap((g) => [...g].filter(([t, f]) => f < 1 && !words.includes(t) && !expansions.includes(t)).map(([t]) => t)))];
+  const all = [...new Set([...words, ...Object.values(corrections), ...expansions, ...groupTerms.flatMap((g) => [...g.keys()])])];
+  // Each term weighs its IDF ("sentiment" says more than "analyze") times its factor; a concept
+  // group counts with the weight of its best matched term, relative to its best possible one.
+  const terms = groupTerms.flatMap((g, gi) => [...g].map(([term, factor]) => ({ group: gi, term, weight: idf(term) * factor, factor })));
+  const factors = new Map<string, number>();
+  for (const t of terms) factors.set(t.term, Math.max(factors.get(t.term) ?? 0, t.factor));
   // Candidates come from the selective terms only (a word in most APIs, like "add", would pull in
   // hundreds of rows to score); common terms still count in the score of every candidate.
   const selectiveTerms = all.filter((t) => (docFreq.get(t) ?? 0) <= totalApis * 0.06);
   return {
     words,
     corrections,
-    expansions,
-    groups,
+    expansions: [...expansions, ...relatedAdded.filter((t) => !expansions.includes(t))],
+    related: relatedAdded,
+    groups: groupTerms.map((g) => [...g.keys()].join(' | ')),
     termGroups: terms.map((t) => t.group),
     terms: terms.map((t) => t.term),
     weights: terms.map((t) => t.weight),
+    termFactors: all.map((t) => factors.get(t) ?? 1),
     any: all.join(' | '),
     selective: (selectiveTerms.length ? selectiveTerms : all).join(' | '),
     raw: words.join(' '),
@@ -191,10 +239,17 @@ const lexemesOf = (index: DirectoryIndex, terms: string[]) => [...new Set(terms.
 
 /** Ranks APIs for a plan in the in-process index; see DirectoryIndex.rank for the formula. */
 function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): RankedRow[] {
+  const lexemeWeights = new Map<string, number>();
+  plan.any.split(' | ').forEach((term, k) => {
+    const lexeme = index.lexeme(term);
+    if (lexeme !== null) lexemeWeights.set(lexeme, Math.max(lexemeWeights.get(lexeme) ?? 0, plan.termFactors[k] ?? 1));
+  });
+  const terms = plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), weight: plan.weights[i]! }));
   const hits = index.rank({
-    lexemes: lexemesOf(index, plan.any.split(' | ')),
+    lexemes: [...lexemeWeights.keys()],
+    lexemeWeights: [...lexemeWeights.values()],
     selective: lexemesOf(index, plan.selective.split(' | ')),
-    terms: plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), weight: plan.weights[i]! })),
+    terms,
     raw: plan.raw,
     category: options.category,
   }, options.offset + options.limit);
@@ -315,7 +370,7 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
-  const matchedTerms = [...plan.words, ...Object.values(plan.corrections), ...plan.expansions];
+  const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
   const results = rows.map((row) => {
     const api = index.api(row.id);
     const endpoints = api ? index.matchingEndpoints(api, stems) : [];

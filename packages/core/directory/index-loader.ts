@@ -2,7 +2,9 @@
 import type { Db, Sql } from '#db/sql';
 import { CAPABILITY_SYNONYMS } from './vocabulary.js';
 import { DirectoryIndex } from './search-index.js';
-import { parseTsvector, trigrams } from './scoring.js';
+import { parseTsvector, RANK_WEIGHTS, trigrams } from './scoring.js';
+import { stem } from 'porter2';
+import { isEnglishWord } from './wordnet.js';
 import type { ApiSummaryRow, IndexedEndpoint, IndexedApi } from './index-types.js';
 
 /** A row of the index's load query: the summary columns (votes come apart) and the ranking data. */
@@ -40,6 +42,20 @@ export async function loadDirectoryIndex(db: Db, extraWords: readonly string[] =
   };
   const { apis, words, votes } = 'begin' in db ? await (db as Sql).begin('isolation level repeatable read read only', read) : await read(db);
   const vectors = apis.map((row) => ({ head: parseTsvector(row.head), endpoint: [...parseTsvector(row.endpoint).keys()] }));
+  // Names written as one word ("GlobalWineScore", "hackathonwatch.com") name their words too.
+  const catalogWords = new Map(words.filter((w) => w.ndoc !== null).map((w) => [w.word, w.ndoc!]));
+  const addedWords = new Map<string, number>();
+  apis.forEach((row, i) => {
+    const head = vectors[i]!.head;
+    const pieces = new Set<string>();
+    for (const token of row.search_name.split(/[^a-z0-9]+/)) for (const piece of splitCompound(token, catalogWords)) pieces.add(piece);
+    for (const piece of pieces) {
+      const lexeme = stem(piece);
+      if (!head.has(lexeme)) head.set(lexeme, [RANK_WEIGHTS[3]!]);
+      if (!catalogWords.has(piece)) addedWords.set(piece, (addedWords.get(piece) ?? 0) + 1);
+    }
+  });
+  for (const [word, ndoc] of addedWords) words.push({ word, ndoc, lexeme: stem(word) });
   const indexed: IndexedApi[] = apis.map((row, i) => ({
     id: row.id,
     name: row.name,
@@ -187,4 +203,27 @@ export class LiveDirectoryIndex {
       if (this.again) this.schedule();
     }
   }
+}
+
+/**
+ * The words of a name written as one ("globalwinescore" -> global, wine, score): the split into the
+ * fewest words of at least three letters, each a catalog word or an English word (WordNet), and
+ * only for a token of at least seven letters that is neither itself. [] when there is no such split.
+ */
+export function splitCompound(token: string, catalogWords: ReadonlyMap<string, number>): string[] {
+  if (token.length < 7 || !/^[a-z]+$/.test(token) || isEnglishWord(token)) return [];
+  const known = (w: string) => w.length >= 3 && ((catalogWords.get(w) ?? 0) >= 2 || isEnglishWord(w));
+  // best[i]: the fewest pieces covering token[0, i), and where the last piece starts.
+  const best: { pieces: number; from: number }[] = [{ pieces: 0, from: -1 }];
+  for (let end = 1; end <= token.length; end++) {
+    best[end] = { pieces: Number.POSITIVE_INFINITY, from: -1 };
+    for (let start = Math.max(0, end - 20); start <= end - 3; start++) {
+      if (best[start]!.pieces === Number.POSITIVE_INFINITY || !known(token.slice(start, end))) continue;
+      if (best[start]!.pieces + 1 < best[end]!.pieces) best[end] = { pieces: best[start]!.pieces + 1, from: start };
+    }
+  }
+  if (best[token.length]!.pieces < 2 || best[token.length]!.pieces === Number.POSITIVE_INFINITY) return [];
+  const out: string[] = [];
+  for (let end = token.length; end > 0; end = best[end]!.from) out.unshift(token.slice(best[end]!.from, end));
+  return out;
 }

@@ -56,6 +56,8 @@ export interface IndexTerm {
 export interface RankRequest {
   /** Unique lexemes of every query term (ts_rank's query). */
   lexemes: string[];
+  /** Per lexeme, its weight in the text rank (1 for the query's words, less for related words). */
+  lexemeWeights?: number[];
   /** Lexemes that pick candidates. */
   selective: string[];
   /** Every term of every concept group with its IDF weight. */

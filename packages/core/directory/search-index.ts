@@ -295,6 +295,11 @@ export class DirectoryIndex {
       const endpoint = endpointPostings[k];
       if (endpoint) for (let j = 0; j < endpoint.length; j++) endpointMark[k * n + endpoint[j]!] = 1;
     }
+    // Each lexeme counts in the text ranks with its weight; with all weights 1 this is ts_rank's
+    // sum over the query's lexemes divided by their number.
+    const lexemeWeight = request.lexemeWeights ?? new Array<number>(L).fill(1);
+    let weightSum = 0;
+    for (let k = 0; k < L; k++) weightSum += lexemeWeight[k]!;
     const inHead = new Uint8Array(L);
     const inEndpoints = new Uint8Array(L);
     const category = request.category;
@@ -307,9 +312,9 @@ export class DirectoryIndex {
       for (let k = 0; k < L; k++) {
         const contribution = headMark[k * n + i]!;
         inHead[k] = contribution > 0 ? 1 : 0;
-        if (contribution > 0) headSum = F(headSum + contribution);
+        if (contribution > 0) headSum = F(headSum + contribution * lexemeWeight[k]!);
         inEndpoints[k] = endpointMark[k * n + i]!;
-        endpointMatches += inEndpoints[k]!;
+        endpointMatches += inEndpoints[k]! * lexemeWeight[k]!;
       }
       let covered = 0;
       let headCovered = 0;
@@ -324,8 +329,8 @@ export class DirectoryIndex {
         covered += any;
         headCovered += head;
       }
-      const textRank = L ? F(headSum / L) : 0;
-      const endpointRank = L && api.endpointLexemes ? F(F(F((endpointMatches * RANK_WEIGHTS[0]!) / 1.64493406685) / L) / F(Math.log2(api.endpointLexemes + 1))) : 0;
+      const textRank = L ? F(headSum / weightSum) : 0;
+      const endpointRank = L && api.endpointLexemes ? F(F(F((endpointMatches * RANK_WEIGHTS[0]!) / 1.64493406685) / weightSum) / F(Math.log2(api.endpointLexemes + 1))) : 0;
       const coverage = covered / total;
       const headCoverage = headCovered / total;
       const sim = nameSimilarity.get(i) ?? 0;

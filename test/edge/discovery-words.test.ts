@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { isEnglishWord, relatedWords, splitCompound } from '#core/directory';
+
+describe('discovery word knowledge', () => {
+  it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
+    const of = (word: string) => new Map(relatedWords(word).map((r) => [r.word, r.relation]));
+    expect(of('throwaway').get('disposable')).toBe('similar');
+    expect(of('naked').get('nude')).toBe('synonym');
+    expect(of('polluted').get('pollution')).toBe('derived');
+    // Inflected forms reach their lemma (morphy's detachment rules); the word itself is left out.
+    expect(of('pictures').get('image')).toBe('synonym');
+    expect(of('pictures').has('picture')).toBe(false);
+    expect(relatedWords('qzxqvjw')).toEqual([]);
+  });
+
+  it('splits names written as one word into catalog or English words, and leaves real words alone', () => {
+    const catalog = new Map([['iban', 3], ['api', 1842]]);
+    expect(splitCompound('globalwinescore', catalog)).toEqual(['global', 'wine', 'score']);
+    expect(splitCompound('ibanapi', catalog)).toEqual(['iban', 'api']);
+    expect(splitCompound('scrapewebsite', catalog)).toEqual(['scrape', 'website']);
+    expect(isEnglishWord('documentation')).toBe(true);
+    expect(splitCompound('documentation', catalog)).toEqual([]);
+    expect(splitCompound('stripe', catalog)).toEqual([]);
+    expect(splitCompound('xkcdqzv', catalog)).toEqual([]);
+  });
+});
