@@ -80,8 +80,6 @@ export interface QueryPlan {
   corrections: Record<string, string>;
   /** Capability terms added from the vocabulary and related words from WordNet (discovery). */
   expansions: string[];
-  /** The WordNet part of expansions: terms that count with a fraction of their weight. */
-  related: string[];
   /** Concept groups, each a to_tsquery OR-expression; coverage counts the groups an API matches. */
   groups: string[];
   /** Every term of every group (parallel arrays): its group index, text and IDF weight. */
@@ -183,9 +181,8 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
   const idf = (term: string) => Math.log(1 + totalApis / (1 + (docFreq.get(term) ?? 0)));
   const expansionsFor = (word: string) => (discovery ? wordExpansions(word) : []);
   // Each concept group: the word, its correction and vocabulary expansions (full weight), then its
-  // WordNet relatives (a fraction of their weight).
-  // A relative never weighs more than the fraction of the word it stands for: "show" (common)
-  // must not make "demo" (rare) the measure of the group.
+  // WordNet relatives, none weighing more than its factor times the word's own weight (a rare
+  // relative must not become the measure of the group it joined).
   const groupTerms = words.map((w) => {
     const terms = new Map<string, number>();
     for (const t of [w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)]) terms.set(t, 1);
@@ -210,7 +207,6 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
     words,
     corrections,
     expansions: [...expansions, ...relatedAdded.filter((t) => !expansions.includes(t))],
-    related: relatedAdded,
     groups: groupTerms.map((g) => [...g.keys()].join(' | ')),
     termGroups: terms.map((t) => t.group),
     terms: terms.map((t) => t.term),
