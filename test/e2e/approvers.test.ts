@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
-import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
+import { type RunningBrowser, docScreenshot, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser } from '../helpers/browser.js';
 import { createTestApi, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -118,14 +118,8 @@ describe('approvers in a browser', () => {
   });
 
   it('the owner invites an approver on the Approvers page; the invitation arrives by e-mail and can be sent again', async () => {
-    await page.goto(`${base}/signup`);
-    await page.getByLabel('Email', { exact: true }).fill(ownerEmail);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    ownerKey = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+    ownerKey = await signUpInBrowser(page, base, ownerEmail, password);
     expect(ownerKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
-    await page.getByRole('button', { name: /I have stored it/ }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
 
     await nav('Approvers').click();
     await page.getByRole('heading', { name: 'Approvers', exact: true }).waitFor();

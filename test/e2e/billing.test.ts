@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import pino from 'pino';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { autoTopupProcessor } from '#workers/queues/auto-topup';
 import { loadWorkerSettings } from '#workers/settings';
-import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
+import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser } from '../helpers/browser.js';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
 const WEBHOOK_SECRET = 'whsec_e2e_billing_secret';
@@ -93,20 +93,6 @@ describe('billing in a browser (live mode with Stripe)', () => {
   const onCheckoutPage = (url: URL) => url.origin === stripeUrl && url.pathname.startsWith('/pay/');
   const backOnDashboard = (url: URL) => url.origin === base;
   const autoTopupCard = () => page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Automatic top-up' }) });
-  /** Clicks the card's Refresh until `locator` shows (the auto top-up attempt finishes on the worker). */
-  async function refreshUntil(locator: Locator, timeoutMs = 15_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      await autoTopupCard().getByRole('button', { name: 'Refresh', exact: true }).click();
-      try {
-        await locator.waitFor({ timeout: 700 });
-        return;
-      } catch (error) {
-        if (Date.now() > until) throw error;
-      }
-    }
-  }
-
   beforeAll(async () => {
     stripeServer = createServer((req, res) => {
       let body = '';
@@ -224,14 +210,8 @@ describe('billing in a browser (live mode with Stripe)', () => {
   });
 
   it("adds $20: the browser goes to Stripe's page and back, and the balance updates when the webhook arrives, without a reload", async () => {
-    await page.goto(`${base}/signup`);
-    await page.getByLabel('Email', { exact: true }).fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    ownerKey = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+    ownerKey = await signUpInBrowser(page, base, email, password);
     expect(ownerKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
-    await page.getByRole('button', { name: /I have stored it/ }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.getByTestId('balance').filter({ hasText: '$0.00' }).waitFor();
     const [account] = await app.deps.sql<{ id: string }[]>`select id from accounts where email = ${email}`;
     accountId = account!.id;
@@ -438,7 +418,7 @@ describe('billing in a browser (live mode with Stripe)', () => {
     const bought = await call('/api/v1/apis/twilio.com-api/instructions');
     expectStatus(bought, 200);
     const failure = card.getByTestId('auto-topup-failure');
-    await refreshUntil(failure);
+    await refreshUntil(() => autoTopupCard().getByRole('button', { name: 'Refresh', exact: true }), failure);
     await expect(failure.textContent()).resolves.toContain('The last automatic top-up failed: card_declined: Your card was declined. ');
     await expect(failure.textContent()).resolves.toMatch(/The next attempt may happen in (1 hour|60 minutes)/);
     const state = await call('/api/v1/balance/auto-topup');
@@ -497,12 +477,7 @@ describe('billing in a browser (live mode without Stripe)', () => {
   });
 
   it('explains the live_billing refusals of Add funds and Save a card, and keeps auto top-up off', async () => {
-    await page.goto(`${base}/signup`);
-    await page.getByLabel('Email', { exact: true }).fill(`${uniqueId('nostripe')}@example.test`);
-    await page.getByLabel('Password', { exact: true }).fill('correct horse battery staple');
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await page.getByRole('button', { name: /I have stored it/ }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await signUpInBrowser(page, base, `${uniqueId('nostripe')}@example.test`, 'correct horse battery staple');
 
     const card = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Automatic top-up' }) });
     await card.getByTestId('auto-topup-state').getByText('No card saved').waitFor();

@@ -2,13 +2,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { WEBHOOK_EVENT_TYPES } from '#core/notifications';
-import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
+import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser } from '../helpers/browser.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { startWebhookWorker } from '../helpers/webhooks.js';
@@ -71,20 +71,6 @@ describe('webhooks in a browser', () => {
   const receivedCount = (count: number) => expect.poll(() => at(hookPath).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(count);
   const row = () => page.getByTestId('webhook-row').filter({ hasText: description });
   const deliveryRows = () => row().getByTestId('delivery-row');
-  /** Clicks the delivery log's Refresh until `locator` shows (deliveries finish in the background). */
-  async function refreshUntil(locator: Locator, timeoutMs = 15_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      await row().getByRole('button', { name: 'Refresh', exact: true }).click();
-      try {
-        await locator.waitFor({ timeout: 700 });
-        return;
-      } catch (error) {
-        if (Date.now() > until) throw error;
-      }
-    }
-  }
-
   beforeAll(async () => {
     receiver = await startUpstream((req, res, seen) => {
       const path = req.url ?? '/';
@@ -129,14 +115,8 @@ describe('webhooks in a browser', () => {
   });
 
   it('the owner adds an endpoint for chosen event types; its signing secret is shown once', async () => {
-    await page.goto(`${base}/signup`);
-    await page.getByLabel('Email', { exact: true }).fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await page.getByRole('button', { name: 'Create account' }).click();
-    ownerKey = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+    ownerKey = await signUpInBrowser(page, base, email, password);
     expect(ownerKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
-    await page.getByRole('button', { name: /I have stored it/ }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
 
     await nav('Webhooks').click();
     await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
@@ -212,7 +192,7 @@ describe('webhooks in a browser', () => {
     // The send opened the log; Refresh shows how the delivery went.
     const log = row().getByTestId('delivery-log');
     await log.waitFor();
-    await refreshUntil(deliveryRows().first().getByText('Succeeded', { exact: true }));
+    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), deliveryRows().first().getByText('Succeeded', { exact: true }));
     const delivered = deliveryRows().first();
     await expect(delivered.getByText('webhook.test', { exact: true }).isVisible()).resolves.toBe(true);
     await expect(delivered.getByTestId('delivery-attempts').textContent()).resolves.toBe('1');
@@ -225,7 +205,7 @@ describe('webhooks in a browser', () => {
     expectStatus(await call(`/api/v1/keys/${(key.body.key as { id: string }).id}`, { method: 'DELETE' }), 200);
     await receivedCount(2);
     expect(verify(secret, at(hookPath)[1]!)).toMatchObject({ type: 'key.revoked', data: { name: 'to revoke' } });
-    await refreshUntil(deliveryRows().filter({ hasText: 'key.revoked' }).getByText('Succeeded', { exact: true }));
+    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), deliveryRows().filter({ hasText: 'key.revoked' }).getByText('Succeeded', { exact: true }));
     await expect(deliveryRows().count()).resolves.toBe(2);
   }, 60_000);
 
@@ -238,7 +218,7 @@ describe('webhooks in a browser', () => {
     expect(failedIds.size).toBe(1);
 
     const failed = deliveryRows().first();
-    await refreshUntil(failed.getByText('Failed', { exact: true }));
+    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), failed.getByText('Failed', { exact: true }));
     await expect(failed.getByText('webhook.test', { exact: true }).isVisible()).resolves.toBe(true);
     await expect(failed.getByTestId('delivery-attempts').textContent()).resolves.toBe('3');
     await expect(failed.getByTestId('delivery-answer').textContent()).resolves.toContain('HTTP 500');
@@ -246,7 +226,7 @@ describe('webhooks in a browser', () => {
 
     // Nothing reached the endpoint since that delivery was created, so the server disabled it: the
     // page says why, and retrying waits until it is enabled again.
-    await refreshUntil(row().getByTestId('disabled-reason'));
+    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), row().getByTestId('disabled-reason'));
     await expect(row().getByTestId('disabled-reason').textContent()).resolves.toContain('HTTP 500');
     await expect(row().getByText('Disabled', { exact: true }).isVisible()).resolves.toBe(true);
     await expect(failed.getByRole('button', { name: /^Retry/ }).isDisabled()).resolves.toBe(true);
@@ -262,7 +242,7 @@ describe('webhooks in a browser', () => {
     const retried = at(hookPath)[before + 3]!;
     expect(failedIds.has(String(retried.headers['webhook-id']))).toBe(true);
     expect(verify(secret, retried)).toMatchObject({ type: 'webhook.test' });
-    await refreshUntil(failed.getByText('Succeeded', { exact: true }));
+    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), failed.getByText('Succeeded', { exact: true }));
     await expect(failed.getByTestId('delivery-answer').textContent()).resolves.toBe('HTTP 200');
     await expect(failed.getByTestId('delivery-attempts').textContent()).resolves.toBe('4');
 
@@ -293,7 +273,7 @@ describe('webhooks in a browser', () => {
 
     await reveal.getByRole('button', { name: /I have stored it/ }).click();
     await expect(page.getByTestId('webhook-secret').count()).resolves.toBe(0);
-    await refreshUntil(deliveryRows().first().getByText('Succeeded', { exact: true }));
+    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), deliveryRows().first().getByText('Succeeded', { exact: true }));
     await expect(deliveryRows().count()).resolves.toBe(4);
     // From the top, so the sticky top bar sits at the top of the full-page picture.
     await page.evaluate('window.scrollTo(0, 0)');

@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Where failed browser tests leave a screenshot (git-ignored). */
@@ -88,4 +88,33 @@ export async function docScreenshot(page: Page, name: string, options: { fullPag
     copyFileSync(path, join(DOC_SCREENSHOTS, `${name}.png`));
   }
   return path;
+}
+
+/**
+ * Signs up through the dashboard's sign-up page, acknowledges the one-time key and waits for the
+ * overview; answers the full key the page showed once.
+ */
+export async function signUpInBrowser(page: Page, base: string, email: string, password: string): Promise<string> {
+  await page.goto(`${base}/signup`);
+  await page.getByLabel('Email', { exact: true }).fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Create account' }).click();
+  const key = (await page.getByTestId('full-key').textContent())?.trim() ?? '';
+  await page.getByRole('button', { name: /I have stored it/ }).click();
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  return key;
+}
+
+/** Clicks `refresh` until `locator` shows (for state that changes in a worker, off the page). */
+export async function refreshUntil(refresh: () => Locator, locator: Locator, timeoutMs = 15_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    await refresh().click();
+    try {
+      await locator.waitFor({ timeout: 700 });
+      return;
+    } catch (error) {
+      if (Date.now() > until) throw error;
+    }
+  }
 }
