@@ -16,6 +16,12 @@ ensure_chromium
 # It is the template each test file clones its own database from (test/helpers/own-database.ts);
 # clones a killed run left behind are dropped first.
 TEST_DB=${TEST_DATABASE_NAME:-platform_test}
+# Two runs on one machine with the same database name would drop each other's databases: the second waits.
+exec 9>"${TMPDIR:-/tmp}/agent-api-platform-test-$TEST_DB.lock"
+if ! flock -n 9; then
+  say test "another test run uses database $TEST_DB; waiting for it (set TEST_DATABASE_NAME to run beside it)"
+  flock 9
+fi
 for stale in $(psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -tAc "select datname from pg_database where datname ~ '^${TEST_DB}_f[0-9a-f]{8}\$'"); do
   psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d postgres -qc "drop database if exists \"$stale\" with (force)" >/dev/null
 done
