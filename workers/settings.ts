@@ -18,6 +18,11 @@ export const workerSettings = sharedSettings.extend(directorySettings.shape).ext
   /** How often the refund reconciler runs. */
   REFUND_RECONCILE_EVERY_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
   /**
+   * An edge's credit hold expired longer ago than this is settled by the refund reconciler from the
+   * usage events of its calls (the grace lets the last of them arrive through the usage queue).
+   */
+  CREDIT_HOLD_GRACE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(30),
+  /**
    * Usage events older than this are deleted (usage_daily keeps their totals; the p95 latency of
    * GET /usage/stats covers at most this window). At least 7 days: the refund reconciler reads them.
    */

@@ -66,22 +66,32 @@ export async function charge(sql: Sql, req: ChargeRequest): Promise<ChargeResult
 }
 
 async function debitStatement(db: Db, req: ChargeRequest): Promise<ChargeResult> {
-  const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
+  // Money the edges hold (credit reservation, db/src/credit-holds.ts) is not spendable here.
+  const rows = await db<{ id: string; available_micros: bigint }[]>`
     with debit as (
       update accounts
          set balance_micros = balance_micros - ${req.costMicros}
-       where id = ${req.accountId} and balance_micros >= ${req.costMicros}
-      returning balance_micros
+       where id = ${req.accountId} and balance_micros - held_micros >= ${req.costMicros}
+      returning balance_micros, held_micros
+    ),
+    entry as (
+      insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
+      select ${req.accountId}, 'charge', ${-req.costMicros}, debit.balance_micros, ${req.keyId ?? null}, ${req.apiId ?? null}, ${req.item}, ${req.description ?? null}
+        from debit
+      returning id
     )
-    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
-    select ${req.accountId}, 'charge', ${-req.costMicros}, debit.balance_micros, ${req.keyId ?? null}, ${req.apiId ?? null}, ${req.item}, ${req.description ?? null}
-      from debit
-    returning id, balance_after_micros`;
+    select entry.id, debit.balance_micros - debit.held_micros as available_micros from entry, debit`;
   const row = rows[0];
-  if (row) return { ok: true, chargeId: row.id, balanceMicros: row.balance_after_micros, costMicros: req.costMicros };
-  const balance = await getBalance(db, req.accountId);
+  if (row) return { ok: true, chargeId: row.id, balanceMicros: row.available_micros, costMicros: req.costMicros };
+  const balance = await getSpendable(db, req.accountId);
   if (balance === null) throw new Error(`account ${req.accountId} does not exist`);
   return { ok: false, reason: 'insufficient_balance', balanceMicros: balance, costMicros: req.costMicros };
+}
+
+/** What the account can still spend: its balance less what edges hold for calls in flight. */
+export async function getSpendable(db: Db, accountId: string): Promise<bigint | null> {
+  const [row] = await db<{ available: bigint }[]>`select balance_micros - held_micros as available from accounts where id = ${accountId}`;
+  return row ? row.available : null;
 }
 
 /** Throws for a charge `chargeBatch()` does not take: a negative cost, or a spend-limited agent key. */
@@ -118,7 +128,7 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
       ) with ordinality as r(account_id, cost, key_id, api_id, item, description, ord)
     ),
     locked as (
-      select a.id, a.balance_micros from accounts a where a.id in (select account_id from req) order by a.id for update
+      select a.id, a.balance_micros, a.held_micros from accounts a where a.id in (select account_id from req) order by a.id for update
     ),
     -- The balance is taken from the locked row (its newest version, held until commit), not from the
     -- statement's snapshot: a top-up that committed while the batch waited for the lock counts.
@@ -126,8 +136,8 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
       update accounts a
          set balance_micros = l.balance_micros - r.cost
         from req r join locked l on l.id = r.account_id
-       where a.id = r.account_id and l.balance_micros >= r.cost
-      returning a.id, a.balance_micros
+       where a.id = r.account_id and l.balance_micros - l.held_micros >= r.cost
+      returning a.id, a.balance_micros, a.held_micros
     ),
     entry as (
       insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
@@ -136,7 +146,8 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
       order by r.ord
       returning id, account_id, balance_after_micros
     )
-    select r.ord, e.id, coalesce(e.balance_after_micros, l.balance_micros) as balance_micros
+    -- The balance each caller is told: what it can still spend (held money left out).
+    select r.ord, e.id, coalesce(e.balance_after_micros, l.balance_micros) - l.held_micros as balance_micros
       from req r
       left join entry e on e.account_id = r.account_id
       left join locked l on l.id = r.account_id

@@ -16,6 +16,8 @@ export const usageEventSchema = z.object({
   /** Net cost in micro-dollars as a decimal string (JSON has no bigint): charge minus refund. */
   costMicros: z.string().regex(/^\d{1,18}$/),
   chargeId: z.string().uuid().nullable(),
+  /** The credit hold the call was charged from (db/src/credit-holds.ts), if it was. */
+  holdId: z.string().uuid().nullable().optional(),
   /** ISO timestamp of the call. */
   at: z.string().datetime({ offset: true }),
 });
@@ -44,6 +46,7 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
     bytes_out: e.bytesOut,
     cost_micros: e.costMicros,
     charge_id: e.chargeId,
+    hold_id: e.holdId ?? null,
     at: e.at,
   }));
   return sql.begin(async (tx): Promise<number> => {
@@ -76,7 +79,7 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
   });
 }
 
-const EVENT_COLUMNS: string[] = ['id', 'account_id', 'key_id', 'api_id', 'item', 'status', 'latency_ms', 'bytes_in', 'bytes_out', 'cost_micros', 'charge_id', 'at'];
+const EVENT_COLUMNS: string[] = ['id', 'account_id', 'key_id', 'api_id', 'item', 'status', 'latency_ms', 'bytes_in', 'bytes_out', 'cost_micros', 'charge_id', 'hold_id', 'at'];
 
 export interface UsageTotals {
   calls: number;

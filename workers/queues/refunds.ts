@@ -1,5 +1,6 @@
 import { reconcileRefunds, reconcileRefundsJob, refundChargeJob } from '#core/billing';
 import { refund } from '#db/ledger';
+import { settleExpiredHolds } from '#db/credit-holds';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
 /**
@@ -13,11 +14,17 @@ export function refundProcessor({ sql }: Pick<QueueDeps, 'sql'>): QueueProcessor
   });
 }
 
-/** The reconciler (a repeatable job): settles charges whose outcome was never recorded. */
+/**
+ * The reconciler (a repeatable job): settles charges whose outcome was never recorded, and the
+ * credit holds of edges that stopped settling them (charging the calls their usage events name,
+ * returning the rest).
+ */
 export function reconcileProcessor({ sql, settings, log }: QueueDeps): QueueProcessor {
   return processorFor(reconcileRefundsJob, async () => {
+    const holds = await settleExpiredHolds(sql, settings.CREDIT_HOLD_GRACE_SECONDS);
+    if (holds.holds > 0) log.warn(holds, 'reconciler settled expired credit holds (their edge stopped settling them)');
     const settled = await reconcileRefunds(sql, settings.REFUND_RECONCILE_AFTER_SECONDS);
     if (settled > 0) log.warn({ settled }, 'refund reconciler settled charges whose refund had not been written');
-    return { settled };
+    return { settled, holds: holds.holds, heldCharges: holds.charges };
   });
 }

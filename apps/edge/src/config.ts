@@ -8,6 +8,19 @@ import { stripeSettings, x402Settings } from '#core/billing';
 const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000_000).default(fallback);
 /** An optional setting; empty (as docker-compose passes an unset `${VAR:-}`) means not set. */
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+/** A dollar amount (up to six decimals), as micro-dollars. */
+const dollars = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const micros = parseDollars(value);
+      if (micros === null || micros <= 0n) {
+        ctx.addIssue({ code: 'custom', message: 'expected a positive dollar amount such as 0.01' });
+        return z.NEVER;
+      }
+      return micros;
+    });
 const seconds = (fallback: number) => z.coerce.number().int().min(1).max(86_400 * 30).default(fallback);
 
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
@@ -76,6 +89,13 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   /** Per client address on POST /api/v1/register. */
   RATE_LIMIT_REGISTER_MAX: count(5),
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),
+  /**
+   * Local quotas: most of a subject's (key's, account's, address's) budget one edge claims from Redis
+   * ahead of its hits and spends without a round trip; also never more than a twentieth of the limit.
+   * Across N edges a subject may be refused up to (N-1) times this many calls early in a window, never
+   * admitted past its limit. 1 counts every hit in Redis before it goes on. Sign-in and sign-up always are.
+   */
+  RATE_LIMIT_LOCAL_BLOCK_MAX: count(100),
   /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
   DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /**
@@ -122,6 +142,26 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   CHARGE_BATCH_MAX: z.coerce.number().int().min(1).max(1_000).default(64),
   /** Charge statements one edge runs at once; charges arriving meanwhile join the next batch. */
   CHARGE_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  /**
+   * Credit reservation (core billing's CreditReservations): a busy account's calls are charged from a
+   * slice of its balance this edge holds, their ledger rows written in batches. false charges every call
+   * synchronously.
+   */
+  CREDIT_RESERVATION: envFlag.default(true),
+  /** Calls a second (on one edge) from which an account is served from a hold; quieter accounts are charged synchronously. */
+  CREDIT_HOLD_MIN_CALLS_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  /** A hold is sized to this many seconds of the account's recent spend on the edge ... */
+  CREDIT_HOLD_SLICE_SECONDS: z.coerce.number().min(0.1).max(60).default(1),
+  /** ... at least this many dollars ... */
+  CREDIT_HOLD_FLOOR_DOLLARS: dollars('0.01'),
+  /** ... and at most this many (also the most a crashed edge keeps out of reach until its hold expires). */
+  CREDIT_HOLD_CEILING_DOLLARS: dollars('5'),
+  /** How often calls charged from holds are written to the ledger (ms). */
+  CREDIT_HOLD_SETTLE_MS: z.coerce.number().int().min(10).max(10_000).default(200),
+  /** A hold its edge stopped settling for this long expires; the queue workers then settle it from its usage events. */
+  CREDIT_HOLD_TTL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(30),
+  /** A hold with no call for this long is settled and closed (ms). */
+  CREDIT_HOLD_IDLE_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /** Usage events are handed to BullMQ in batches of up to this many ... */
   USAGE_BATCH_SIZE: z.coerce.number().int().min(1).max(5_000).default(500),
   /** ... or after this many milliseconds, whichever comes first. */

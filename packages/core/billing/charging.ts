@@ -14,8 +14,11 @@ export interface PricedCall {
 
 export interface ChargeReceipt {
   chargeId: string | null;
+  /** What the caller can still spend after the charge (see CreditReservations for a call charged from a hold). */
   balanceMicros: bigint | null;
   costMicros: bigint;
+  /** The credit hold the call was charged from (its ledger row follows within a settlement), else null. */
+  holdId: string | null;
 }
 
 /** Anything that commits charges: the edge's ChargeBatcher, or a plain `charge()` against the pool. */
@@ -56,7 +59,7 @@ export function parseMaxCost(value: string | undefined): bigint | undefined {
  * failed call); any other priced item is served once paid (from the balance or with x402), so it is
  * recorded here with the charge that paid for it.
  */
-export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedCall, chargeId: string | null): void {
+export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedCall, chargeId: string | null, holdId: string | null = null): void {
   if (call.item === 'proxy') return;
   usage.record({
     accountId: caller.accountId,
@@ -69,6 +72,7 @@ export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedC
     bytesOut: 0,
     costMicros: call.costMicros.toString(),
     chargeId,
+    holdId,
     at: new Date().toISOString(),
   });
 }
@@ -99,7 +103,7 @@ export function assertCallAllowed(caller: Caller, call: PricedCall, maxCostMicro
  */
 export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint, usage?: UsageSink): Promise<ChargeReceipt> {
   assertCallAllowed(caller, call, maxCostMicros);
-  if (call.costMicros === 0n) return { chargeId: null, balanceMicros: null, costMicros: 0n };
+  if (call.costMicros === 0n) return { chargeId: null, balanceMicros: null, costMicros: 0n, holdId: null };
 
   const result = await charger.charge({
     accountId: caller.accountId,
@@ -122,6 +126,7 @@ export async function chargeCall(charger: Charger, caller: Caller, call: PricedC
       details: { cost: toDollars(result.costMicros), spendLimit: toDollars(result.spendLimitMicros), spent: toDollars(result.spentMicros) },
     });
   }
-  if (usage) recordPricedItem(usage, caller, call, result.chargeId);
-  return { chargeId: result.chargeId, balanceMicros: result.balanceMicros, costMicros: result.costMicros };
+  const holdId = 'holdId' in result && typeof result.holdId === 'string' ? result.holdId : null;
+  if (usage) recordPricedItem(usage, caller, call, result.chargeId, holdId);
+  return { chargeId: result.chargeId, balanceMicros: result.balanceMicros, costMicros: result.costMicros, holdId };
 }

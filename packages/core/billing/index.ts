@@ -1,5 +1,7 @@
 export { billingMode, mintsMoneyInProduction, signupCreditMicros } from './billing-policy.js';
 export { ChargeBatcher } from './charge-batcher.js';
+export { CreditReservations } from './credit-reservations.js';
+export type { CreditReservationOptions } from './credit-reservations.js';
 export { PAYMENT_HINT, PLATFORM_USAGE_API, assertCallAllowed, chargeCall, parseMaxCost, recordPricedItem } from './charging.js';
 export type { ChargeReceipt, PricedCall } from './charging.js';
 export { reconcileRefunds, reconcileRefundsJob, refundChargeJob, refundOrQueue } from './refunds.js';

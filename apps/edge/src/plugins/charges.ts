@@ -1,17 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { BalanceAlerts, ChargeBatcher, requestAutoTopup } from '#core/billing';
+import { BalanceAlerts, ChargeBatcher, CreditReservations, requestAutoTopup } from '#core/billing';
 import { toDollars } from '#contracts/money';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    charges: ChargeBatcher;
+    /** Where priced calls are charged: credit reservation for busy accounts, else the group commit. */
+    charges: CreditReservations;
+    chargeBatcher: ChargeBatcher;
     balanceAlerts: BalanceAlerts;
   }
 }
 
 /**
- * Group commit of the edge's charges (see ChargeBatcher), sized by CHARGE_BATCH_MAX and
+ * Credit reservation in front of the group commit (see CreditReservations and ChargeBatcher), sized by CHARGE_BATCH_MAX and
  * CHARGE_BATCH_CONCURRENCY, with balance alerts watching every settled charge: `balance.low` when
  * a charge takes the balance below the account's threshold, `balance.depleted` when it reaches zero
  * or a call is refused for want of funds, each once per crossing, as webhook events.
@@ -37,15 +39,28 @@ export default fp(
       (error) => app.log.error({ err: error }, 'balance alert could not be recorded'),
     );
     app.decorate('balanceAlerts', alerts);
-    app.decorate(
-      'charges',
-      new ChargeBatcher(sql, {
-        maxBatch: settings.CHARGE_BATCH_MAX,
-        maxInFlight: settings.CHARGE_BATCH_CONCURRENCY,
-        log: app.log,
-        observe: (req, result) => alerts.observe(req, result),
-      }),
-    );
+    const batcher = new ChargeBatcher(sql, {
+      maxBatch: settings.CHARGE_BATCH_MAX,
+      maxInFlight: settings.CHARGE_BATCH_CONCURRENCY,
+      log: app.log,
+      observe: (req, result) => alerts.observe(req, result),
+    });
+    const reservations = new CreditReservations(sql, batcher, {
+      enabled: settings.CREDIT_RESERVATION,
+      minCallsPerSecond: settings.CREDIT_HOLD_MIN_CALLS_PER_SECOND,
+      sliceSeconds: settings.CREDIT_HOLD_SLICE_SECONDS,
+      floorMicros: settings.CREDIT_HOLD_FLOOR_DOLLARS,
+      ceilingMicros: settings.CREDIT_HOLD_CEILING_DOLLARS,
+      settleEveryMs: settings.CREDIT_HOLD_SETTLE_MS,
+      holdTtlSeconds: settings.CREDIT_HOLD_TTL_SECONDS,
+      idleMs: settings.CREDIT_HOLD_IDLE_MS,
+      log: app.log,
+      observe: (req, result) => alerts.observe(req, result),
+    });
+    app.decorate('chargeBatcher', batcher);
+    app.decorate('charges', reservations);
+    // The holds are settled and what they kept returned before the database goes away.
+    app.addHook('onClose', async () => reservations.close());
   },
   { name: 'charges', dependencies: ['deps', 'webhook-emitter'] },
 );

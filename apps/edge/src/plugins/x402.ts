@@ -110,7 +110,7 @@ export default fp(
       request.x402Payment = { ...presented, requirements, call, caller, payer: verdict.payer ?? null, settled: false, chargeId: null };
       reply.header('X-Service-Cost', formatDollars(call.costMicros));
       reply.header('X-Service-Payment', 'x402');
-      return { chargeId: null, balanceMicros: null, costMicros: call.costMicros };
+      return { chargeId: null, balanceMicros: null, costMicros: call.costMicros, holdId: null };
     }
 
     app.decorate('x402', { enabled, authorize });

@@ -122,6 +122,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       // A call paid with x402 costs only once its payment settled (plugins/x402.ts, before the answer left).
       costMicros: (request.x402Payment && !request.x402Payment.settled ? 0n : netCostMicros).toString(),
       chargeId: receipt.chargeId ?? request.x402Payment?.chargeId ?? null,
+      holdId: receipt.holdId,
       at: new Date().toISOString(),
     });
 
@@ -212,7 +213,12 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     if (upstreamBroke && receipt.chargeId) {
       // The upstream closed mid-response: the caller got a cut-off answer; the charge is returned
       // (now, or through the refund queue when Postgres refuses it now).
-      void refundOrQueue(sql, request.server.refundQueue, receipt.chargeId, 'refund: upstream closed mid-response', request.log).then(() => recordUsage(502, 0n));
+      // A charge made from a credit hold gets its ledger row first (the next settlement, now).
+      const chargeId = receipt.chargeId;
+      void request.server.charges
+        .recorded(chargeId)
+        .then(() => refundOrQueue(sql, request.server.refundQueue, chargeId, 'refund: upstream closed mid-response', request.log))
+        .then(() => recordUsage(502, 0n));
       return;
     }
     // A caller who hangs up mid-download keeps the charge: the upstream did its work.
@@ -297,6 +303,8 @@ function forwardFailure(error: unknown, retryAfterSeconds: number, limit: number
  */
 async function refundInto(request: FastifyRequest, reply: FastifyReply, receipt: ChargeReceipt, failure: PlatformError): Promise<void> {
   if (!receipt.chargeId) return;
+  // A charge made from a credit hold gets its ledger row first (the next settlement, now).
+  await request.server.charges.recorded(receipt.chargeId);
   const outcome = await refundOrQueue(request.server.deps.sql, request.server.refundQueue, receipt.chargeId, `refund: ${failure.code}`, request.log);
   // Every failure built in this module carries a details object; the refund is reported in it.
   if (!outcome.refunded) {

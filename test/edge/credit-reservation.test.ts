@@ -1,0 +1,206 @@
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ChargeBatcher, CreditReservations, type CreditReservationOptions } from '#core/billing';
+import { settleExpiredHolds } from '#db/credit-holds';
+import { getBalance, getSpendable, type ChargeResult } from '#db/ledger';
+import { recordUsageEvents } from '#db/usage';
+import { createSql } from '#db/sql';
+import { createTestAccount, type TestAccount } from '../helpers/app.js';
+import { testDatabaseUrl } from '../helpers/settings.js';
+
+const sql = createSql(testDatabaseUrl(), { max: 20 });
+afterAll(async () => sql.end());
+const log = pino({ level: 'silent' });
+
+const options: CreditReservationOptions = {
+  enabled: true,
+  minCallsPerSecond: 1,
+  sliceSeconds: 1,
+  floorMicros: 10_000n,
+  ceilingMicros: 1_000_000n,
+  settleEveryMs: 50,
+  holdTtlSeconds: 30,
+  idleMs: 60_000,
+  log,
+};
+
+function edge(overrides: Partial<CreditReservationOptions> = {}) {
+  const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 2, log });
+  return new CreditReservations(sql, batcher, { ...options, ...overrides });
+}
+
+const call = (account: TestAccount, costMicros: bigint) => ({ accountId: account.accountId, keyId: account.keyId, costMicros, item: 'proxy', apiId: 'hold-test', description: 'GET /' });
+
+/** The account's ledger: sum of entries, charge rows, and what holds keep. */
+async function ledger(accountId: string) {
+  const [row] = await sql<{ sum: bigint; charges: number; balance: bigint; held: bigint; open: number }[]>`
+    select (select coalesce(sum(amount_micros), 0)::bigint from ledger_entries where account_id = a.id) as sum,
+           (select count(*)::int from ledger_entries where account_id = a.id and kind = 'charge') as charges,
+           a.balance_micros as balance, a.held_micros as held,
+           (select count(*)::int from credit_holds where account_id = a.id and closed_at is null) as open
+      from accounts a where a.id = ${accountId}`;
+  return row!;
+}
+
+const okIds = (results: ChargeResult[]) => results.flatMap((r) => (r.ok ? [r.chargeId] : []));
+
+describe('credit reservation', () => {
+  it('charges a busy account from a hold, writes every call to the ledger once, and returns what is left when closed', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
+    const reservations = edge();
+    const results: ChargeResult[] = [];
+    for (let i = 0; i < 200; i += 1) results.push(await reservations.charge(call(account, 100n)));
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(reservations.stats.held).toBeGreaterThan(150);
+    // Grants are few: one statement per slice, not per call.
+    expect(reservations.stats.grants).toBeLessThan(10);
+    // While held, the money is out of reach of anyone else but still in the balance.
+    const during = await ledger(account.accountId);
+    expect(during.held).toBeGreaterThan(0n);
+    expect(during.balance - during.held).toBeLessThanOrEqual(1_000_000n - 200n * 100n);
+
+    await reservations.close();
+    const after = await ledger(account.accountId);
+    expect(after).toEqual({ sum: 1_000_000n - 20_000n, charges: 200, balance: 1_000_000n - 20_000n, held: 0n, open: 0 });
+    // The ids the callers were given are the ledger rows' ids.
+    const ids = okIds(results);
+    const [rows] = await sql<{ n: number }[]>`select count(*)::int as n from ledger_entries where id = any(${ids}::uuid[]) and kind = 'charge'`;
+    expect(rows!.n).toBe(200);
+    expect(new Set(ids).size).toBe(200);
+  });
+
+  it('never overdraws: concurrent calls beyond the balance get 402 from the synchronous charge, with the real balance', async () => {
+    // 10,050 micro-dollars buys 100 calls of 100; the floor-sized hold (10,000) cannot cover them all.
+    const account = await createTestAccount(sql, { balanceMicros: 10_050n });
+    const reservations = edge();
+    const results = await Promise.all(Array.from({ length: 150 }, () => reservations.charge(call(account, 100n))));
+    const ok = results.filter((r) => r.ok);
+    expect(ok).toHaveLength(100);
+    const refused = results.filter((r) => !r.ok);
+    expect(refused.every((r) => !r.ok && r.reason === 'insufficient_balance' && r.balanceMicros === 50n)).toBe(true);
+    await reservations.close();
+    expect(await ledger(account.accountId)).toEqual({ sum: 50n, charges: 100, balance: 50n, held: 0n, open: 0 });
+  });
+
+  it('two edges on one account never spend more than it has, and a spent balance stops both within a second', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 50_000n });
+    const a = edge();
+    const b = edge();
+    let okCount = 0;
+    const refusedAt = { a: 0, b: 0 };
+    const started = Date.now();
+    // Both edges call as fast as they can until each is refused.
+    await Promise.all(
+      (['a', 'b'] as const).map(async (name) => {
+        const reservations = name === 'a' ? a : b;
+        for (;;) {
+          const result = await reservations.charge(call(account, 100n));
+          if (!result.ok) {
+            refusedAt[name] = Date.now() - started;
+            return;
+          }
+          okCount += 1;
+        }
+      }),
+    );
+    await Promise.all([a.close(), b.close()]);
+    const state = await ledger(account.accountId);
+    expect(state.balance).toBeGreaterThanOrEqual(0n);
+    expect(state).toEqual({ sum: 50_000n - BigInt(okCount) * 100n, charges: okCount, balance: 50_000n - BigInt(okCount) * 100n, held: 0n, open: 0 });
+    // All of it was spent (what one edge held went back and the other could use it), to the last call.
+    expect(state.balance).toBeLessThan(100n);
+    // Once the money was gone, neither edge went on for more than a second.
+    expect(Math.abs(refusedAt.a - refusedAt.b)).toBeLessThan(1_000);
+  });
+
+  it('settles calls whose refund comes later, so the refund finds its charge', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 100_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    const results: ChargeResult[] = [];
+    for (let i = 0; i < 5; i += 1) results.push(await reservations.charge(call(account, 1_000n)));
+    const last = results.at(-1)!;
+    expect(last.ok && 'holdId' in last).toBe(true);
+    const chargeId = last.ok ? last.chargeId : '';
+    await reservations.recorded(chargeId);
+    const [row] = await sql<{ amount_micros: bigint; hold_id: string | null }[]>`select amount_micros, hold_id from ledger_entries where id = ${chargeId}`;
+    expect(row).toEqual({ amount_micros: -1_000n, hold_id: (last as { holdId: string }).holdId });
+    await reservations.close();
+  });
+
+  it('keeps quiet accounts on the synchronous charge', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 100_000n });
+    const reservations = edge({ minCallsPerSecond: 50 });
+    for (let i = 0; i < 5; i += 1) expect((await reservations.charge(call(account, 1_000n))).ok).toBe(true);
+    expect(reservations.stats.held).toBe(0);
+    // Exact at every answer: the ledger already has all five.
+    expect(await ledger(account.accountId)).toMatchObject({ charges: 5, balance: 95_000n, held: 0n, open: 0 });
+    await reservations.close();
+  });
+
+  it('a crashed edge loses no money: its expired hold is charged for the calls its usage events name and the rest returned', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    const results: ChargeResult[] = [];
+    for (let i = 0; i < 10; i += 1) results.push(await reservations.charge(call(account, 500n)));
+    // The first 10 calls were settled before the crash; 20 more were answered, and the usage events
+    // of 15 of them reached the queue before the edge died (5 were lost with it).
+    await reservations.flush();
+    for (let i = 0; i < 20; i += 1) results.push(await reservations.charge(call(account, 500n)));
+    await reservations.grantsInFlight();
+    const held = results.filter((r): r is Extract<ChargeResult, { ok: true }> & { holdId: string } => r.ok && 'holdId' in r);
+    expect(held).toHaveLength(30);
+    const now = new Date().toISOString();
+    await recordUsageEvents(
+      sql,
+      held.slice(0, 25).map((r) => ({
+        id: crypto.randomUUID(),
+        accountId: account.accountId,
+        keyId: account.keyId,
+        apiId: 'hold-test',
+        item: 'proxy',
+        status: 200,
+        latencyMs: 1,
+        bytesIn: 0,
+        bytesOut: 10,
+        costMicros: '500',
+        chargeId: r.chargeId,
+        holdId: r.holdId,
+        at: now,
+      })),
+    );
+    const before = await ledger(account.accountId);
+    reservations.abandon();
+    expect(before.held).toBeGreaterThan(0n);
+
+    // Not yet expired: the recovery leaves a live edge's hold alone.
+    expect(await settleExpiredHolds(sql, 0)).toMatchObject({ holds: 0 });
+    await sql`update credit_holds set expires_at = now() - interval '1 minute' where account_id = ${account.accountId}`;
+    const recovered = await settleExpiredHolds(sql, 30);
+    expect(recovered.holds).toBeGreaterThanOrEqual(1);
+    // Run twice: nothing more happens.
+    await settleExpiredHolds(sql, 30);
+    // The 25 calls with usage events are charged (10 by the edge, 15 by the recovery); the 5 whose
+    // events died with the edge are the platform's loss, never the caller's.
+    expect(await ledger(account.accountId)).toEqual({ sum: 1_000_000n - 25n * 500n, charges: 25, balance: 1_000_000n - 25n * 500n, held: 0n, open: 0 });
+  });
+
+  it('an edge that stalled past its hold\'s expiry still pays for its calls from the balance', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 100_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    const results: ChargeResult[] = [];
+    for (let i = 0; i < 10; i += 1) results.push(await reservations.charge(call(account, 1_000n)));
+    await reservations.grantsInFlight();
+    // The recovery takes the edge for dead: nothing of its calls is in the usage events yet.
+    await sql`update credit_holds set expires_at = now() - interval '1 minute' where account_id = ${account.accountId}`;
+    await settleExpiredHolds(sql, 30);
+    expect((await ledger(account.accountId)).held).toBe(0n);
+    // The edge wakes up and settles: its calls are charged outside the hold, and it opens a new one.
+    await reservations.flush();
+    expect(await ledger(account.accountId)).toMatchObject({ sum: 90_000n, charges: 10, balance: 90_000n, held: 0n });
+    expect((await reservations.charge(call(account, 1_000n))).ok).toBe(true);
+    await reservations.close();
+    expect(await ledger(account.accountId)).toEqual({ sum: 89_000n, charges: 11, balance: 89_000n, held: 0n, open: 0 });
+    expect(await getBalance(sql, account.accountId)).toBe(89_000n);
+    expect(await getSpendable(sql, account.accountId)).toBe(89_000n);
+  });
+});
