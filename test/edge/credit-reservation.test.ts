@@ -5,8 +5,12 @@ import { settleExpiredHolds } from '#db/credit-holds';
 import { getBalance, getSpendable, type ChargeResult } from '#db/ledger';
 import { recordUsageEvents } from '#db/usage';
 import { createSql } from '#db/sql';
-import { createTestAccount, type TestAccount } from '../helpers/app.js';
-import { testDatabaseUrl } from '../helpers/settings.js';
+import { createTestAccount, createTestApp, type TestAccount } from '../helpers/app.js';
+import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+import { registerApi, startUpstream } from '../helpers/upstream.js';
+import { Worker } from 'bullmq';
+import { createRedis } from '#core/platform';
+import { usageProcessor } from '#workers/queues/usage';
 
 const sql = createSql(testDatabaseUrl(), { max: 20 });
 afterAll(async () => sql.end());
@@ -202,5 +206,64 @@ describe('credit reservation', () => {
     expect(await ledger(account.accountId)).toEqual({ sum: 89_000n, charges: 11, balance: 89_000n, held: 0n, open: 0 });
     expect(await getBalance(sql, account.accountId)).toBe(89_000n);
     expect(await getSpendable(sql, account.accountId)).toBe(89_000n);
+  });
+});
+
+describe('credit reservation in the edge', () => {
+  it('forwards no call unpaid, and every call is in the ledger and in usage once, also when the edge shuts down holding money', async () => {
+    const upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+    const prefix = uniqueId('holds');
+    const app = await createTestApp({
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: prefix,
+      CREDIT_HOLD_MIN_CALLS_PER_SECOND: '1',
+      CREDIT_HOLD_SETTLE_MS: '10000',
+      USAGE_FLUSH_MS: '50',
+    });
+    // The usage worker, as the queue workers run it.
+    const workerRedis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
+    const definition = usageProcessor({ sql: app.deps.sql });
+    const worker = new Worker(definition.job.queue, definition.process, { connection: workerRedis, prefix });
+    try {
+      const apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+      const answers = [];
+      for (let i = 0; i < 40; i += 1) {
+        const res = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/items/${i}`, headers: { 'x-api-key': account.fullKey } });
+        answers.push({ status: res.statusCode, chargeId: res.headers['x-service-charge-id'], balance: res.headers['x-service-balance'] });
+      }
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      expect(upstream.seen).toHaveLength(40);
+      // What the caller can still spend, to the micro-dollar: nothing else spends from this account.
+      expect(answers.at(-1)!.balance).toBe('0.96');
+      // Held, not yet written: settlements are 10 s apart here.
+      expect((await ledger(account.accountId)).held).toBeGreaterThan(0n);
+      await app.usage.flush();
+      await app.close();
+      // Closing settled the holds: every forwarded call has its ledger row, nothing is left held.
+      expect(await ledger(account.accountId)).toEqual({ sum: 960_000n, charges: 40, balance: 960_000n, held: 0n, open: 0 });
+      const ids = answers.map((a) => a.chargeId as string);
+      const [rows] = await sql<{ ledger: number }[]>`
+        select count(*)::int as ledger from ledger_entries where id = any(${ids}::uuid[]) and kind = 'charge' and hold_id is not null`;
+      expect(rows!.ledger).toBe(40);
+      // Each call's usage event names its charge and its hold, once.
+      await expect
+        .poll(async () => (await sql<{ n: number }[]>`select count(distinct charge_id)::int as n from usage_events where charge_id = any(${ids}::uuid[]) and hold_id is not null`)[0]!.n, {
+          timeout: 20_000,
+          interval: 100,
+        })
+        .toBe(40);
+      const [usage] = await sql<{ events: number; cost: bigint }[]>`
+        select count(*)::int as events, sum(cost_micros)::bigint as cost from usage_events where account_id = ${account.accountId}`;
+      expect(usage).toEqual({ events: 40, cost: 40_000n });
+    } finally {
+      await worker.close();
+      await workerRedis.quit();
+      await app.close().catch(() => {});
+      await upstream.close();
+    }
   });
 });

@@ -92,6 +92,14 @@ describe('the proxy under 2,000 concurrent charged calls', () => {
              (select count(*) from ledger_entries where account_id = ${account.accountId} and kind = 'charge')::bigint as charges,
              (select balance_micros from accounts where id = ${account.accountId}) as balance`;
     expect(ledger).toEqual({ sum: 0n, charges: BigInt(AFFORDABLE), balance: 0n });
+    // A busy account: most calls were charged from credit holds, each with its own ledger row, and
+    // once the money ran out the holds were closed with nothing left held.
+    const [held] = await sql<{ fromHolds: number; heldMicros: bigint; openHolds: number }[]>`
+      select (select count(*)::int from ledger_entries where account_id = ${account.accountId} and kind = 'charge' and hold_id is not null) as "fromHolds",
+             (select held_micros from accounts where id = ${account.accountId}) as "heldMicros",
+             (select count(*)::int from credit_holds where account_id = ${account.accountId} and closed_at is null) as "openHolds"`;
+    expect(held!.fromHolds).toBeGreaterThan(AFFORDABLE / 2);
+    expect(held).toMatchObject({ heldMicros: 0n, openHolds: 0 });
 
     await app.usage.flush();
     await expect
