@@ -74,6 +74,9 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
       // A completion waiting on a workflow that cannot record (Redis or Postgres away) answers 503
       // after this long, and the agent retries; 30 s in production.
       TEMPORAL_UPDATE_TIMEOUT_MS: '5000',
+      // The account is busy enough to be charged from credit holds; holds this small run dry within
+      // an outage, so both paths (held and synchronous) meet the failures.
+      CREDIT_HOLD_CEILING_DOLLARS: '0.05',
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -211,6 +214,14 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     // The ledger equals the usage: each served call has one usage event, with its cost.
     expect(BigInt(usage!.cost)).toBe(BigInt(ledger!.net));
     expect(usage!.events).toBeGreaterThanOrEqual(served);
+    // Credit holds were used under the outages, and once the edge closed none kept any money.
+    const [holds] = await sql<{ fromHolds: number; held: string; open: number }[]>`
+      select (select count(*)::int from ledger_entries where account_id = ${account.accountId} and kind = 'charge' and hold_id is not null) as "fromHolds",
+             (select held_micros::text from accounts where id = ${account.accountId}) as held,
+             (select count(*)::int from credit_holds where account_id = ${account.accountId} and closed_at is null) as open`;
+    note(`holds ${JSON.stringify(holds)}`);
+    expect(holds!.fromHolds).toBeGreaterThan(0);
+    expect(holds).toMatchObject({ held: '0', open: 0 });
 
     // The session's event stream: every event once, numbered without a gap, in the workflow's order.
     const events = (await redis.xrange(`${prefix}:session-events:${session}`, '-', '+')) as [string, string[]][];
