@@ -208,8 +208,9 @@ from run to run. The edge's own share on its path, self time in \`apps/edge\`, \
 (Fastify and its plugins, zod, postgres.js for the session rows, pino, jose), is at most ${fmt(edgeSelfMs)} ms per completion
 (${fmt(plainSelfMs)} ms in the same areas on the plain path, where only the worker's activities use \`db/src\` and postgres.js); Node's own
 HTTP parsing and socket writes (shared with the gRPC client in "node internals") come on top. The rest of the wall time is the
-Update's round trip through the dev server and the worker (idle time here), and on the edge path its Postgres round trips: the
-session row and the cookbook before the Update, the session row and its steps (together) after it. The edge path's profile:
+Update's round trip through the dev server and the worker (idle time here), and on the edge path its one Postgres round trip, before
+the Update: the session row with its cookbook's version (the cookbook itself is cached in process; the answer comes from the Update's
+result). The edge path's profile:
 
 ${profileMarkdown(edgeProfile.summary)}`,
   );

@@ -79,7 +79,9 @@ const complete = (
   actor: Actor = 'key',
   decided: { decision?: 'reject' | 'request_changes'; note?: string } = {},
 ) => {
-  const request = { stepId, resultData, actor, ...decided };
+  // Who completed it, as the edge names them: the account's key, or its owner signed in.
+  const completer = actor === 'key' ? { keyId: account.keyId } : { personId: account.accountId };
+  const request = { stepId, resultData, actor, completer, ...decided };
   return handle.executeUpdate(completeStepUpdate, { args: [request], updateId: completionUpdateId(sessionId, request) });
 };
 const sessionIdOf = (handle: WorkflowHandle) => handle.workflowId.replace(/^cookbook-session-/, '');

@@ -201,7 +201,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
    */
   const settle = async (): Promise<SessionSnapshot> => {
     const final = snapshot();
-    if (applied !== null && applied.result === null) applied.result = { session: final, nextStepId: null };
+    if (applied !== null && applied.result === null) applied.result = { session: final, nextStepId: null, nextStep: null };
     const waiting = accepted();
     if (waiting !== null && waiting !== applied && waiting.result === null) waiting.rejected = true;
     if (cancelRequested && cancelResult === null) cancelResult = final;
@@ -241,7 +241,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       await commit();
       // The completion that led here (if any) is answered once the next step is persisted too.
       if (applied !== null) {
-        applied.result = { session: snapshot(), nextStepId: step.stepId };
+        applied.result = { session: snapshot(), nextStepId: step.stepId, nextStep: { ...record } };
         applied = null;
         pending = null;
       }
@@ -276,6 +276,7 @@ export async function cookbookSession(input: CookbookSessionInput): Promise<Sess
       record.status = 'completed';
       record.resultData = completion.resultData;
       record.completedBy = completion.actor;
+      if (completion.completer) record.completer = completion.completer;
       record.completedAt = iso(Date.now());
       record.remindAt = null;
       dirtySteps.set(step.stepId, record);

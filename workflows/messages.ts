@@ -61,10 +61,18 @@ export interface SessionSnapshot {
 
 export type SessionOutcome = 'rejected';
 
+/**
+ * Who completed a step, by id (never an email or a key: workflow history is readable by every
+ * operator): the key that sent the completion, the account's owner or one of its approvers signed in.
+ */
+export type StepCompleter = { keyId: string } | { personId: string } | { memberId: string };
+
 export interface CompleteStepRequest {
   stepId: string;
   resultData: Record<string, unknown>;
   actor: Actor;
+  /** Recorded with the completed step (absent from edges that predate it: they record it themselves). */
+  completer?: StepCompleter;
   /** Human steps: approve (the default), reject, or request changes; the latter two only where offered. */
   decision?: Decision;
   /** The person's note; required to request changes. */
@@ -74,6 +82,11 @@ export interface CompleteStepRequest {
 export interface CompleteStepResult {
   session: SessionSnapshot;
   nextStepId: string | null;
+  /**
+   * The next step's history row as the transition recorded it, so the edge answers without reading
+   * the mirror back; null when the session ended. Absent from workers that predate it.
+   */
+  nextStep?: StepRecord | null;
 }
 
 /** Completes the current step. The validator rejects (before history) a stale step, an ended session and a key completing a human step. */
@@ -128,6 +141,8 @@ export interface StepRecord {
   status: 'pending' | 'completed' | 'expired' | 'cancelled';
   resultData: Record<string, unknown> | null;
   completedBy: Actor | null;
+  /** Completed steps: who it was, when the completion named them. */
+  completer?: StepCompleter;
   startedAt: string;
   remindAt: string | null;
   expiresAt: string;

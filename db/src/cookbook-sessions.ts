@@ -88,22 +88,30 @@ export async function applySessionChange(sql: Sql, change: SessionChange, workfl
       returning id`;
     if (applied.length === 0) return false;
     for (const step of change.steps) {
+      const by = step.completer;
+      const keyId = by && 'keyId' in by ? by.keyId : null;
+      const personId = by && 'personId' in by ? by.personId : null;
+      const memberId = by && 'memberId' in by ? by.memberId : null;
+      // The member is looked up rather than trusted: a foreign-key failure here would end the session as orphaned.
       await tx`
         insert into cookbook_session_steps (session_id, step_id, position, kind, status, result_data, completed_by,
-                                            started_at, remind_at, expires_at, reminders, completed_at, decision, note, feedback)
+                                            started_at, remind_at, expires_at, reminders, completed_at, decision, note, feedback,
+                                            completed_by_key_id, completed_by_person_id, completed_by_member_id)
         values (${input.sessionId}, ${step.stepId}, ${step.position}, ${step.kind}, ${step.status},
                 ${step.resultData === null ? null : tx.json(step.resultData as never)}, ${step.completedBy},
                 ${step.startedAt}, ${step.remindAt}, ${step.expiresAt}, ${step.reminders}, ${step.completedAt},
-                ${step.decision ?? null}, ${step.note ?? null}, ${step.feedback ? tx.json(step.feedback as never) : null})
+                ${step.decision ?? null}, ${step.note ?? null}, ${step.feedback ? tx.json(step.feedback as never) : null},
+                ${keyId}, ${personId}, (select id from account_members where id = ${memberId}::text))
         on conflict (session_id, step_id) do update set
           status = excluded.status, result_data = excluded.result_data, completed_by = excluded.completed_by,
           remind_at = excluded.remind_at, reminders = excluded.reminders, completed_at = excluded.completed_at,
           -- A step run again (a person requested changes) starts afresh.
           started_at = excluded.started_at, expires_at = excluded.expires_at,
           decision = excluded.decision, note = excluded.note, feedback = excluded.feedback,
-          completed_by_key_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_key_id end,
-          completed_by_person_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_person_id end,
-          completed_by_member_id = case when excluded.status = 'pending' then null else cookbook_session_steps.completed_by_member_id end`;
+          -- Who completed it: the first record stands (an edge that predates completers in the workflow writes its own afterwards).
+          completed_by_key_id = case when excluded.status = 'pending' then null else coalesce(cookbook_session_steps.completed_by_key_id, excluded.completed_by_key_id) end,
+          completed_by_person_id = case when excluded.status = 'pending' then null else coalesce(cookbook_session_steps.completed_by_person_id, excluded.completed_by_person_id) end,
+          completed_by_member_id = case when excluded.status = 'pending' then null else coalesce(cookbook_session_steps.completed_by_member_id, excluded.completed_by_member_id) end`;
     }
     return true;
   });
@@ -112,6 +120,18 @@ export async function applySessionChange(sql: Sql, change: SessionChange, workfl
 export async function findSession(db: Db, accountId: string, sessionId: string): Promise<SessionRow | null> {
   const [row] = await db<SessionRow[]>`
     select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions where id = ${sessionId} and account_id = ${accountId}`;
+  return row ?? null;
+}
+
+/**
+ * The session row with its cookbook's version (`updated_at` to the microsecond, as text), read in the
+ * same round trip, so the caller can use a cached cookbook definition only while it is current.
+ */
+export async function findSessionWithCookbookVersion(db: Db, accountId: string, sessionId: string): Promise<(SessionRow & { cookbook_version: string }) | null> {
+  const [row] = await db<(SessionRow & { cookbook_version: string })[]>`
+    select ${db.unsafe(SESSION_COLUMNS)},
+           (select c.updated_at::text from cookbooks c where c.id = cookbook_sessions.cookbook_id) as cookbook_version
+    from cookbook_sessions where id = ${sessionId} and account_id = ${accountId}`;
   return row ?? null;
 }
 
@@ -167,7 +187,8 @@ export async function listSessionSteps(db: Db, sessionId: string): Promise<StepR
 /**
  * Records who completed a step, once the workflow has applied the completion: the key that sent
  * it, or the person signed in to the dashboard. The first record stands (a retried completion
- * does not overwrite it).
+ * does not overwrite it). Only for a worker that predates completers in the completion itself
+ * (which `applySessionChange` records with the step).
  */
 export async function recordStepCompleter(
   db: Db,

@@ -222,6 +222,15 @@ export async function getCookbook(db: Db, id: string): Promise<Cookbook | null> 
   return row ?? null;
 }
 
+/** A cookbook with its version (`updated_at` to the microsecond, as text), read together. */
+export async function getCookbookWithVersion(db: Db, id: string): Promise<{ cookbook: Cookbook; version: string } | null> {
+  const [row] = await db<(Cookbook & { version: string })[]>`
+    select id, title, description, category, slots, steps, updated_at::text as version from cookbooks where id = ${id}`;
+  if (!row) return null;
+  const { version, ...cookbook } = row;
+  return { cookbook, version };
+}
+
 export interface CookbookListQuery {
   q?: string | undefined;
   category?: string | undefined;

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCookbooks } from '#db/cookbooks';
+import { loadCookbooks, readCookbookFiles, upsertCookbook } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
 import { completeStepUpdate, workflowIdFor } from '#workflows/messages';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk, type TestAccount } from '../helpers/app.js';
@@ -193,6 +193,68 @@ describe('cookbook sessions over REST, on Temporal', () => {
     );
     expect(detail.session.steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({ completedBy: 'human', resultData: payload.resultData });
     expect(expectOk<{ humanSteps: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } })).humanSteps).toEqual([]);
+  });
+
+  it('answers each completion with the session and next step that Postgres then holds, a request for changes and the end included', async () => {
+    // The answer comes from the Update's result, not from reading the mirror back: it must be what a read shows.
+    const user = await registerUser(app);
+    const browser = await loginUser(app, user);
+    const owner = { ...account, accountId: user.accountId, fullKey: user.fullKey };
+    const session = await startWeather(owner);
+    const url = `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`;
+    type Answer = { session: Record<string, unknown>; nextStep: { stepId: string } | null };
+    type Detail = { session: Record<string, unknown> & { steps: { stepId: string; completedByName: string | null }[] } };
+    const read = async () => expectOk<Detail>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, owner)).session;
+    const expectAsRead = async (answer: Answer) => {
+      const { cookbookTitle: _title, steps, ...mirrored } = await read();
+      expect(answer.session).toEqual(mirrored);
+      expect(answer.nextStep).toEqual(answer.nextStep === null ? null : steps.find((step) => step.stepId === answer.nextStep!.stepId));
+      return answer;
+    };
+    const byPerson = async (payload: Record<string, unknown>) => expectOk<Answer>(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload }));
+
+    await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'fetch-forecast', FORECAST, owner)));
+    expect(await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'draft-message', DRAFT, owner)))).toMatchObject({
+      session: { status: 'waiting_for_human', currentStep: 'approve-wording' },
+      nextStep: { stepId: 'approve-wording', status: 'pending', expiresAt: expect.any(String) },
+    });
+    // Sent back to the draft: the next step is the redraft, carrying the person's note.
+    const sentBack = await expectAsRead(await byPerson({ stepId: 'approve-wording', resultData: {}, decision: 'request_changes', note: 'Say when it starts.' }));
+    expect(sentBack).toMatchObject({ session: { currentStep: 'draft-message' }, nextStep: { stepId: 'draft-message', feedback: { fromStepId: 'approve-wording', note: 'Say when it starts.' } } });
+    const redraft = { ...DRAFT, message: 'Storm from 20:00 tonight. Stay indoors.' };
+    await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'draft-message', redraft, owner)));
+    await expectAsRead(await byPerson({ stepId: 'approve-wording', resultData: { approved: true } }));
+    const last = await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'send-sms', { messageIds: ['SM1'] }, owner)));
+    expect(last).toMatchObject({ session: { status: 'completed', currentStep: null, endedAt: expect.any(String) }, nextStep: null });
+    // Who completed each step, recorded with the step by the workflow's activity: the key, then the person.
+    expect((await read()).steps.map((step) => [step.stepId, step.completedByName])).toEqual([
+      ['fetch-forecast', 'default'],
+      ['draft-message', 'default'],
+      ['approve-wording', user.email],
+      ['send-sms', 'default'],
+    ]);
+  });
+
+  it("uses a session's cookbook cached in process only while it is current: a re-seeded cookbook counts on its next use", async () => {
+    const original = (await readCookbookFiles()).find((book) => book.id === 'weather-alert-sms')!;
+    const id = uniqueId('cache-check-');
+    await upsertCookbook(app.deps.sql, { ...original, id });
+    const session = expectOk<{ session: Session }>(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, {}, id), 201).session;
+    const current = async () => expectOk<{ step: Step & { title: string } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}/step`)).step;
+    expect((await current()).title).toBe(original.steps[0]!.title);
+
+    // The operator changes the first step's wording and schema (as `npm run seed` does after a file changed).
+    const [first, ...rest] = original.steps;
+    const schema = first!.inputSchema as { required: string[]; properties: Record<string, unknown> };
+    const revised = {
+      ...first!,
+      title: 'Fetch the forecast (revised)',
+      inputSchema: { ...schema, required: [...schema.required, 'checkedAt'], properties: { ...schema.properties, checkedAt: { type: 'string' } } },
+    };
+    await upsertCookbook(app.deps.sql, { ...original, id, steps: [revised, ...rest] });
+    expect((await current()).title).toBe('Fetch the forecast (revised)');
+    expect(expectError(await complete(session.sessionId, 'fetch-forecast', FORECAST), 400, 'validation_failed').error).toContain('checkedAt');
+    expectOk(await complete(session.sessionId, 'fetch-forecast', { ...FORECAST, checkedAt: '2026-11-25T06:00:00Z' }));
   });
 
   it('refuses bad starts: unknown cookbook 404, missing or unknown slots and unknown APIs 400 naming the slot', async () => {

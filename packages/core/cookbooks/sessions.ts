@@ -6,9 +6,11 @@ import type { ValidateFunction } from 'ajv';
 import {
   findSession,
   findSessionByIdempotencyKey,
+  findSessionWithCookbookVersion,
   insertStartedSession,
   listPendingHumanSteps,
   listSessionSteps,
+  recordStepCompleter,
   type PendingHumanStepRow,
   type SessionRow,
   type StepRow,
@@ -24,12 +26,17 @@ import {
   SEARCH_ATTRIBUTES,
   workflowIdFor,
   type Actor,
+  type CompleteStepRequest,
+  type CompleteStepResult,
   type Decision,
   type CookbookSessionInput,
+  type SessionSnapshot,
   type StepPlan,
+  type StepRecord,
 } from '#workflows/messages';
 import type { TemporalGateway } from '#core/platform';
 import type { HumanStepView, SessionView, StepView } from '#contracts/cookbooks';
+import type { CookbookCache } from './cookbook-cache.js';
 
 
 export function sessionView(row: SessionRow): SessionView {
@@ -122,6 +129,19 @@ export async function requireSession(db: Db, accountId: string, sessionId: strin
   const row = await findSession(db, accountId, sessionId);
   if (!row) throw notFound(`Session ${sessionId}`, 'List your active sessions with GET /api/v1/cookbooks/sessions.');
   return row;
+}
+
+/**
+ * The caller's session and its cookbook, in one Postgres round trip while the cookbook's cached
+ * definition is current (two when it is not).
+ */
+export async function requireSessionAndCookbook(db: Db, cookbooks: CookbookCache, accountId: string, sessionId: string): Promise<{ row: SessionRow; cookbook: Cookbook }> {
+  const found = await findSessionWithCookbookVersion(db, accountId, sessionId);
+  if (!found) throw notFound(`Session ${sessionId}`, 'List your active sessions with GET /api/v1/cookbooks/sessions.');
+  const { cookbook_version: version, ...row } = found;
+  const cookbook = await cookbooks.get(row.cookbook_id, version);
+  if (!cookbook) throw notFound(`Cookbook ${row.cookbook_id}`, 'List cookbooks with GET /api/v1/cookbooks.');
+  return { row, cookbook };
 }
 
 /** Checks `selectedApis` against the cookbook's slots and the directory; names the first bad slot. */
@@ -346,14 +366,22 @@ function updateError(error: unknown, sessionId: string): PlatformError | null {
   return null;
 }
 
+/**
+ * Completes the session's current step through the workflow's Update and answers the session and
+ * the next step from the Update's result (the state the transition persisted), with no read of the
+ * mirror afterwards; the completer is recorded by the workflow's activity with the step.
+ */
 export async function completeStep(
+  db: Db,
   temporal: TemporalGateway,
   timeoutMs: number,
   session: SessionRow,
-  request: { stepId: string; resultData: Record<string, unknown>; actor: Actor; decision?: Decision; note?: string },
-) {
+  cookbook: Cookbook,
+  request: CompleteStepRequest,
+): Promise<{ session: SessionView; nextStep: StepView | null }> {
+  let result: CompleteStepResult;
   try {
-    return await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+    result = await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
       // One Update id per session, step and completion: the same completion retried after a timeout
       // or a 503 while the first is still in flight joins it and gets its result; a different
       // completion of the same step races it and is refused as stale.
@@ -364,6 +392,61 @@ export async function completeStep(
   } catch (error) {
     throw updateError(error, session.id) ?? error;
   }
+  const { nextStepId } = result;
+  if (result.nextStep === undefined) {
+    // A worker from before the result carried the next step records no completer either: both go
+    // through the mirror, as they did then.
+    const [, fresh, history] = await Promise.all([
+      request.completer && recordStepCompleter(db, session.id, request.stepId, request.completer),
+      requireSession(db, session.account_id, session.id),
+      nextStepId === null ? [] : listSessionSteps(db, session.id),
+    ]);
+    const nextStep = nextStepId === null ? null : stepView(cookbook, fresh, nextStepId, history.find((h) => h.step_id === nextStepId));
+    return { session: sessionView(fresh), nextStep };
+  }
+  const after = sessionAfter(session, result.session);
+  const nextStep = nextStepId === null || result.nextStep === null ? null : stepView(cookbook, after, nextStepId, stepRowOf(session.id, result.nextStep));
+  return { session: sessionView(after), nextStep };
+}
+
+/** The session row as the mirror holds it after a transition: the row before it with the workflow's snapshot applied. */
+function sessionAfter(row: SessionRow, snapshot: SessionSnapshot): SessionRow {
+  const updatedAt = new Date(snapshot.updatedAt);
+  return {
+    ...row,
+    status: snapshot.status,
+    current_step_id: snapshot.currentStep,
+    completed_steps: snapshot.progress.completed,
+    total_steps: snapshot.progress.total,
+    version: snapshot.version,
+    updated_at: updatedAt,
+    ended_at: ENDED_STATUSES.includes(snapshot.status) ? updatedAt : null,
+    outcome: snapshot.outcome ?? null,
+  };
+}
+
+/** A step's history row as the mirror holds it, from the record the workflow wrote there. */
+function stepRowOf(sessionId: string, record: StepRecord): StepRow {
+  const date = (iso: string | null) => (iso === null ? null : new Date(iso));
+  return {
+    session_id: sessionId,
+    step_id: record.stepId,
+    position: record.position,
+    kind: record.kind,
+    status: record.status,
+    result_data: record.resultData,
+    completed_by: record.completedBy,
+    started_at: new Date(record.startedAt),
+    remind_at: date(record.remindAt),
+    expires_at: new Date(record.expiresAt),
+    reminders: record.reminders,
+    completed_at: date(record.completedAt),
+    // The next step has not been completed, so nobody is named yet.
+    completer_name: null,
+    decision: record.decision ?? null,
+    note: record.note ?? null,
+    feedback: record.feedback ?? null,
+  };
 }
 
 export function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor; decision?: Decision; note?: string }): string {

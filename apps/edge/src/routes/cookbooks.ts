@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listSessions, recordStepCompleter } from '#db/cookbook-sessions';
+import { listSessions } from '#db/cookbook-sessions';
 import { assignHumanStep, findAssignee, findMember } from '#db/members';
 import { getCookbook, listCookbooks, type Cookbook, type CookbookStep } from '#db/cookbooks';
 import { notFound, PlatformError } from '#core/platform';
@@ -11,12 +11,14 @@ import { chargeRequest } from '../http/charge.js';
 import {
   cancelSession,
   completeStep,
+  CookbookCache,
   priorCompletion,
   humanStepView,
   isEnded,
   listPendingHumanSteps,
   listSessionSteps,
   requireSession,
+  requireSessionAndCookbook,
   sessionView,
   startSession,
   stepView,
@@ -67,6 +69,10 @@ function sseFrame(event: StreamedEvent): string {
  */
 const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, temporal, settings } = app.deps;
+  // The cookbook of a session comes with its row (see CookbookCache): one round trip for both.
+  const cookbooks = new CookbookCache(sql);
+  const sessionAndCookbook = (request: FastifyRequest, sessionId: string) =>
+    requireSessionAndCookbook(sql, cookbooks, requireAuth(request).accountId, sessionId);
 
   /** An approver completes human steps only, and not one assigned to another approver. */
   async function assertApproverMayComplete(sessionId: string, step: CookbookStep, memberId: string | null): Promise<void> {
@@ -189,8 +195,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
-      const [cookbook, history] = await Promise.all([requireCookbook(request, row.cookbook_id), listSessionSteps(sql, row.id)]);
+      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
+      const history = await listSessionSteps(sql, row.id);
       const byId = new Map(history.map((step) => [step.step_id, step]));
       const steps = cookbook.steps.map((step) => stepView(cookbook, row, step.stepId, byId.get(step.stepId))!);
       return { ok: true as const, session: { ...sessionView(row), cookbookTitle: cookbook.title, steps } };
@@ -209,11 +215,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
       if (isEnded(row) || row.current_step_id === null) {
         throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
       }
-      const [cookbook, history] = await Promise.all([requireCookbook(request, row.cookbook_id), listSessionSteps(sql, row.id)]);
+      const history = await listSessionSteps(sql, row.id);
       const step = stepView(cookbook, row, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
       if (!step) throw new Error(`step ${row.current_step_id} is not in cookbook ${cookbook.id}`);
       return { ok: true as const, step };
@@ -245,10 +251,9 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
       const { stepId, resultData, decision = 'approve', note } = request.body;
       const actor = actorOf(request);
-      const cookbook = await requireCookbook(request, row.cookbook_id);
       const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
       if (auth.role === 'approver' && step) await assertApproverMayComplete(row.id, step, auth.memberId);
       if (isEnded(row) || !step || stepId !== row.current_step_id) {
@@ -282,17 +287,9 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       } else {
         validateResultData(cookbook.id, step, resultData);
       }
-      const completion = { stepId, resultData, actor, ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
-      const result = await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, completion);
-      // Who did it (the workflow only knows key or person), then the answer's two reads, together.
-      const [, fresh, history] = await Promise.all([
-        recordStepCompleter(sql, row.id, stepId, completerOf(auth)),
-        requireSession(sql, auth.accountId, row.id),
-        result.nextStepId === null ? Promise.resolve([]) : listSessionSteps(sql, row.id),
-      ]);
-      const nextStep =
-        result.nextStepId === null ? null : stepView(cookbook, fresh, result.nextStepId, history.find((h) => h.step_id === result.nextStepId));
-      return { ok: true as const, session: sessionView(fresh), nextStep };
+      const completion = { stepId, resultData, actor, completer: completerOf(auth), ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
+      // The Update answers the session and the next step: nothing is read back from Postgres.
+      return { ok: true as const, ...(await completeStep(sql, temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, cookbook, completion)) };
     },
   );
 
@@ -340,9 +337,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
       const { stepId } = request.params;
-      const cookbook = await requireCookbook(request, row.cookbook_id);
       const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
       if (!step || step.kind !== 'human' || row.status !== 'waiting_for_human' || row.current_step_id !== stepId) {
         throw new PlatformError('conflict', `Step "${stepId}" is not a human step this session is waiting on`, {
