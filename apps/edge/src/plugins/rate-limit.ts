@@ -1,9 +1,9 @@
 import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Redis } from 'ioredis';
 import { PlatformError } from '#core/platform';
 import type { EdgeSettings } from '../config.js';
+import { RateCounters, type Counted, type LimiterRedis, type LimiterStats, type QuotaLimit } from '../http/rate-limit-quotas.js';
 
 /**
  * Route-level rate-limit policy, declared in `config.rateLimit`: 'login' and 'register' are strict
@@ -18,7 +18,8 @@ export type RateLimitBucket = 'key' | 'account' | 'public' | 'login' | 'register
 export interface RateLimiter {
   /**
    * Counts one hit of `subject` under `policy`, sets the limit headers on the reply, and throws 429
-   * `rate_limited` when the window's budget is spent. Lets the request through when Redis is down.
+   * `rate_limited` when the window's budget is spent. When Redis is down it lets the request through,
+   * except under 'login' and 'register' (503).
    */
   consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string): Promise<void>;
   /**
@@ -26,8 +27,12 @@ export interface RateLimiter {
    * every limited route under /api/ does (used by routes outside /api/, such as /mcp).
    */
   consumeCaller(request: FastifyRequest, reply: FastifyReply): Promise<void>;
-  /** Redis script calls made and the hits they carried (many hits share a call on a busy edge). */
-  readonly stats: { calls: number; hits: number };
+  /**
+   * Hits counted, those answered without waiting on Redis (`local`), Redis script calls made and the
+   * counter increments they carried (`claims`: many hits share a call on a busy edge, and a claimed
+   * block of tokens is one increment).
+   */
+  readonly stats: Readonly<LimiterStats>;
 }
 
 declare module 'fastify' {
@@ -39,92 +44,29 @@ declare module 'fastify' {
   }
 }
 
-interface Window {
-  max: number;
-  windowMs: number;
+interface Limit extends QuotaLimit {
+  /** Every hit counted in Redis before it goes on, and refused when Redis cannot count it. */
+  exact: boolean;
 }
 
-function windows(settings: EdgeSettings): Record<RateLimitBucket, Window> {
+/** An edge holds at most this share of a limit unspent (and at most RATE_LIMIT_LOCAL_BLOCK_MAX). */
+const BLOCK_SHARE_OF_LIMIT = 1 / 20;
+
+function limitsOf(settings: EdgeSettings): Record<RateLimitBucket, Limit> {
+  const limit = (max: number, windowSeconds: number, exact = false): Limit => ({
+    max,
+    windowMs: windowSeconds * 1000,
+    exact,
+    blockMax: exact ? 1 : Math.max(1, Math.min(settings.RATE_LIMIT_LOCAL_BLOCK_MAX, Math.floor(max * BLOCK_SHARE_OF_LIMIT))),
+  });
   return {
-    key: { max: settings.RATE_LIMIT_KEY_MAX, windowMs: settings.RATE_LIMIT_KEY_WINDOW_SECONDS * 1000 },
-    account: { max: settings.RATE_LIMIT_ACCOUNT_MAX, windowMs: settings.RATE_LIMIT_ACCOUNT_WINDOW_SECONDS * 1000 },
-    public: { max: settings.RATE_LIMIT_PUBLIC_MAX, windowMs: settings.RATE_LIMIT_PUBLIC_WINDOW_SECONDS * 1000 },
-    login: { max: settings.RATE_LIMIT_LOGIN_MAX, windowMs: settings.RATE_LIMIT_LOGIN_WINDOW_SECONDS * 1000 },
-    register: { max: settings.RATE_LIMIT_REGISTER_MAX, windowMs: settings.RATE_LIMIT_REGISTER_WINDOW_SECONDS * 1000 },
+    key: limit(settings.RATE_LIMIT_KEY_MAX, settings.RATE_LIMIT_KEY_WINDOW_SECONDS),
+    account: limit(settings.RATE_LIMIT_ACCOUNT_MAX, settings.RATE_LIMIT_ACCOUNT_WINDOW_SECONDS),
+    public: limit(settings.RATE_LIMIT_PUBLIC_MAX, settings.RATE_LIMIT_PUBLIC_WINDOW_SECONDS),
+    // Sign-in and sign-up guard passwords and the sign-up credit: counted one by one, never ahead.
+    login: limit(settings.RATE_LIMIT_LOGIN_MAX, settings.RATE_LIMIT_LOGIN_WINDOW_SECONDS, true),
+    register: limit(settings.RATE_LIMIT_REGISTER_MAX, settings.RATE_LIMIT_REGISTER_WINDOW_SECONDS, true),
   };
-}
-
-// Fixed windows, many subjects in one call: the first hit of a window sets its expiry; every hit
-// returns its count and the time left. KEYS are the counters, ARGV[i] the window (ms) of KEYS[i].
-const HITS = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  local window = tonumber(ARGV[i])
-  local count = redis.call('INCR', key)
-  if count == 1 then redis.call('PEXPIRE', key, window) end
-  local ttl = redis.call('PTTL', key)
-  if ttl < 0 then
-    redis.call('PEXPIRE', key, window)
-    ttl = window
-  end
-  out[#out + 1] = count
-  out[#out + 1] = ttl
-end
-return out`;
-
-type LimiterRedis = Redis & { rateLimitHits(numberOfKeys: number, ...keysThenWindows: Array<string | number>): Promise<number[]> };
-
-/** Most counters one script call updates; a larger backlog goes out in several calls. */
-const MAX_HITS_PER_CALL = 512;
-
-interface PendingHit {
-  key: string;
-  windowMs: number;
-  resolve(hit: [count: number, ttlMs: number]): void;
-  reject(error: unknown): void;
-}
-
-/**
- * Counts hits in Redis, many per round trip: the hits made while the event loop is busy (every
- * request that arrived in the same turn) leave together in one script call on the next turn, so a
- * busy edge makes one Redis write for many requests instead of one each. Every hit is still counted
- * in Redis before its request goes on, so the limit holds exactly across edge instances.
- */
-export class HitBatcher {
-  private pending: PendingHit[] = [];
-  private scheduled = false;
-  /** Counters since start: script calls made and hits they carried. */
-  readonly stats = { calls: 0, hits: 0 };
-
-  constructor(private readonly redis: LimiterRedis) {
-    if (typeof redis.rateLimitHits !== 'function') redis.defineCommand('rateLimitHits', { lua: HITS });
-  }
-
-  hit(key: string, windowMs: number): Promise<[number, number]> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ key, windowMs, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, MAX_HITS_PER_CALL);
-      this.stats.calls += 1;
-      this.stats.hits += batch.length;
-      this.redis
-        .rateLimitHits(batch.length, ...batch.map((h) => h.key), ...batch.map((h) => h.windowMs))
-        .then((out) => {
-          if (!Array.isArray(out) || out.length !== 2 * batch.length) throw new Error('unexpected rate-limit script reply');
-          batch.forEach((h, i) => h.resolve([Number(out[2 * i]), Number(out[2 * i + 1])]));
-        })
-        .catch((error: unknown) => batch.forEach((h) => h.reject(error)));
-    }
-  }
 }
 
 /**
@@ -158,36 +100,46 @@ export function isLimited(request: FastifyRequest): boolean {
 }
 
 /**
- * Rate limits in Redis, shared by every edge instance (fixed windows; the hits of one event-loop turn
- * share one Lua call).
- * Every limited response carries X-RateLimit-Limit and X-RateLimit-Remaining; over the limit the
- * answer is 429 `rate_limited` with Retry-After. If Redis cannot be reached the request is let
- * through (fail open) and a warning is logged at most every 10 seconds: an outage of the limiter
- * must not take the whole gateway down. Runs after authentication, so it can count per key; a request
- * whose credential is refused is counted against its address's public budget by the auth plugin.
+ * Rate limits in Redis, shared by every edge instance (fixed windows). Sign-in and sign-up count each
+ * hit in Redis before it goes on; the other budgets (key, account, public) are spent from local
+ * quotas: an edge claims a block of a subject's budget at once and spends it without a round trip,
+ * claiming the next block ahead of time, so steady traffic never waits on Redis (see LocalQuota in
+ * http/rate-limit-quotas.ts; a subject's first hit on an edge, and a hit that finds no token left,
+ * wait for Redis). No edge ever admits past what Redis granted it, so a window's `max` holds across
+ * edges; tokens one edge holds unspent (at most the block ceiling, `blockMax`) are lost to the others
+ * for the rest of the window.
+ * Every limited response carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset;
+ * over the limit the answer is 429 `rate_limited` with Retry-After. If Redis cannot be reached the
+ * request is let through (fail open) and a warning is logged at most every 10 seconds: an outage of
+ * the limiter must not take the whole gateway down. Runs after authentication, so it can count per
+ * key; a request whose credential is refused is counted against its address's public budget by the
+ * auth plugin.
  */
 export default fp(
   async function rateLimitPlugin(app: FastifyInstance) {
     const { settings } = app.deps;
-    const hits = new HitBatcher(app.deps.redis as LimiterRedis);
-    const limits = windows(settings);
+    const counters = new RateCounters(app.deps.redis as LimiterRedis);
+    app.addHook('onClose', async () => counters.close());
+    const limits = limitsOf(settings);
     let lastWarning = 0;
 
-    async function consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string, options: { headers?: boolean } = {}): Promise<void> {
+    function count(policy: RateLimitBucket, subject: string): Counted | Promise<Counted> {
       const limit = limits[policy];
-      let count: number;
-      let ttlMs: number;
-      try {
-        [count, ttlMs] = await hits.hit(`${settings.REDIS_PREFIX}:ratelimit:${policy}:${subject}`, limit.windowMs);
-      } catch (error) {
+      const key = `${settings.REDIS_PREFIX}:ratelimit:${policy}:${subject}`;
+      return limit.exact ? counters.exact(key, limit) : counters.local(key, limit);
+    }
+
+    /** Sets the limit headers (always when `headers`, else only past the limit) and throws 429 past it. */
+    function settle(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, counted: Counted, headers: boolean): void {
+      const limit = limits[policy];
+      if (counted.outcome === 'unavailable') {
         // Sign-in and sign-up fail closed: unlimited password guessing, or unlimited accounts (each
         // with a sign-up credit), is worse than a minute of 503. Every other route fails open.
-        const closed = policy === 'login' || policy === 'register';
         if (Date.now() - lastWarning > 10_000) {
           lastWarning = Date.now();
-          request.log.warn({ err: error, policy }, closed ? 'rate limiter unavailable (Redis); refusing sign-in and sign-up' : 'rate limiter unavailable (Redis); letting requests through');
+          request.log.warn({ err: counted.error, policy }, limit.exact ? 'rate limiter unavailable (Redis); refusing sign-in and sign-up' : 'rate limiter unavailable (Redis); letting requests through');
         }
-        if (closed) {
+        if (limit.exact) {
           throw new PlatformError('service_unavailable', 'Sign-in and sign-up are paused: their rate limiter is unavailable', {
             hint: 'Retry after the number of seconds in Retry-After.',
             headers: { 'Retry-After': '30' },
@@ -195,14 +147,17 @@ export default fp(
         }
         return;
       }
-      const resetSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
-      const over = count > limit.max;
-      if (options.headers !== false || over) {
+      const resetSeconds = Math.max(1, Math.ceil(counted.resetMs / 1000));
+      const refused = counted.outcome === 'refused';
+      if (headers || refused) {
         reply.header('X-RateLimit-Limit', String(limit.max));
-        reply.header('X-RateLimit-Remaining', String(Math.max(0, limit.max - count)));
+        // Exact policies: the window's budget minus its count in Redis. Local quotas: what this edge
+        // knows is left (the budget no edge had claimed at its latest claim plus the tokens it holds),
+        // so another edge's unspent tokens count as used; alone, an edge counts down exactly.
+        reply.header('X-RateLimit-Remaining', String(refused ? 0 : counted.remaining));
         reply.header('X-RateLimit-Reset', String(resetSeconds));
       }
-      if (over) {
+      if (refused) {
         throw new PlatformError('rate_limited', `Too many requests: the limit is ${limit.max} per ${limit.windowMs / 1000} seconds`, {
           hint: `Wait ${resetSeconds} seconds (Retry-After) before retrying.`,
           headers: { 'Retry-After': String(resetSeconds) },
@@ -210,23 +165,38 @@ export default fp(
         });
       }
     }
-    async function consumeLimits(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+
+    async function consume(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, subject: string): Promise<void> {
+      settle(request, reply, policy, await count(policy, subject), true);
+    }
+
+    /** Counts a limited request; answers at once (no promise) when every budget had a local token. */
+    function consumeLimits(request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
       const { policy, subject } = bucket(request);
       const accountId = request.auth?.accountId;
-      if (policy === 'key' && accountId) {
-        // Beside each key's own limit, the account's: more keys do not buy more calls. Both hits go
-        // to Redis in the same script call; the headers describe the key's limit unless the
-        // account's is the one exceeded.
-        await Promise.all([consume(request, reply, policy, subject), consume(request, reply, 'account', `account:${accountId}`, { headers: false })]);
-        return;
-      }
-      await consume(request, reply, policy, subject);
+      // Beside each key's own limit, the account's: more keys do not buy more calls. Both are counted
+      // before either is settled; the headers describe the key's limit unless the account's is the
+      // one exceeded.
+      const own = count(policy, subject);
+      const account = policy === 'key' && accountId ? count('account', `account:${accountId}`) : undefined;
+      const settleBoth = (ownCounted: Counted, accountCounted: Counted | undefined) => {
+        settle(request, reply, policy, ownCounted, true);
+        if (accountCounted) settle(request, reply, 'account', accountCounted, false);
+      };
+      if (own instanceof Promise || account instanceof Promise) return Promise.all([own, account]).then(([o, a]) => settleBoth(o, a));
+      settleBoth(own, account);
     }
-    app.decorate('rateLimiter', { consume, consumeCaller: consumeLimits, stats: hits.stats } satisfies RateLimiter);
+
+    app.decorate('rateLimiter', {
+      consume,
+      consumeCaller: async (request, reply) => consumeLimits(request, reply),
+      stats: counters.stats,
+    } satisfies RateLimiter);
 
     app.addHook('onRequest', async (request, reply) => {
       if (!isLimited(request)) return;
-      await consumeLimits(request, reply);
+      const pending = consumeLimits(request, reply);
+      if (pending) await pending;
     });
   },
   { name: 'rate-limit', dependencies: ['deps', 'auth'] },
