@@ -123,11 +123,10 @@ describe('credit reservation', () => {
     const results: ChargeResult[] = [];
     for (let i = 0; i < 5; i += 1) results.push(await reservations.charge(call(account, 1_000n)));
     const last = results.at(-1)!;
-    expect(last.ok && 'holdId' in last).toBe(true);
-    const chargeId = last.ok ? last.chargeId : '';
-    await reservations.recorded(chargeId);
-    const [row] = await sql<{ amount_micros: bigint; hold_id: string | null }[]>`select amount_micros, hold_id from ledger_entries where id = ${chargeId}`;
-    expect(row).toEqual({ amount_micros: -1_000n, hold_id: (last as { holdId: string }).holdId });
+    if (!last.ok || !('holdId' in last)) throw new Error(`expected a charge from a hold, got ${JSON.stringify(last, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+    await reservations.recorded(last.chargeId);
+    const [row] = await sql<{ amount_micros: bigint; hold_id: string | null }[]>`select amount_micros, hold_id from ledger_entries where id = ${last.chargeId}`;
+    expect(row).toEqual({ amount_micros: -1_000n, hold_id: last.holdId });
     await reservations.close();
   });
 
