@@ -179,12 +179,13 @@ export default fp(
       // one exceeded.
       const own = count(policy, subject);
       const account = policy === 'key' && accountId ? count('account', `account:${accountId}`) : undefined;
-      const settleBoth = (ownCounted: Counted, accountCounted: Counted | undefined) => {
-        settle(request, reply, policy, ownCounted, true);
-        if (accountCounted) settle(request, reply, 'account', accountCounted, false);
-      };
-      if (own instanceof Promise || account instanceof Promise) return Promise.all([own, account]).then(([o, a]) => settleBoth(o, a));
-      settleBoth(own, account);
+      if (own instanceof Promise || account instanceof Promise) return Promise.all([own, account]).then(([o, a]) => settleCaller(request, reply, policy, o, a));
+      settleCaller(request, reply, policy, own, account);
+    }
+
+    function settleCaller(request: FastifyRequest, reply: FastifyReply, policy: RateLimitBucket, own: Counted, account: Counted | undefined): void {
+      settle(request, reply, policy, own, true);
+      if (account) settle(request, reply, 'account', account, false);
     }
 
     app.decorate('rateLimiter', {
