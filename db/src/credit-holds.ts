@@ -39,7 +39,7 @@ export async function reserveCredit(
   if (req.needMicros <= 0n || req.wantMicros < req.needMicros) throw new RangeError('a reservation needs 0 < need <= want');
   return sql.begin(async (tx) => {
     const [account] = await tx<{ available: bigint }[]>`
-      select balance_micros - held_micros as available from accounts where id = ${req.accountId} for update`;
+      select balance_micros - held_micros as available from accounts where id = ${req.accountId} for no key update`;
     if (!account) throw new Error(`account ${req.accountId} does not exist`);
     if (account.available < req.needMicros) return { ok: false, availableMicros: account.available };
     const granted = account.available < req.wantMicros ? account.available : req.wantMicros;
@@ -105,11 +105,11 @@ async function settleInTransaction(sql: Sql, edgeId: string, items: HoldSettleme
     const accountIds = [...new Set(items.map((i) => i.accountId))].sort();
     // Accounts first, in id order (as every charge statement locks them), then the holds.
     const accounts = await tx<{ id: string; balance_micros: bigint; held_micros: bigint }[]>`
-      select id, balance_micros, held_micros from accounts where id = any(${accountIds}::uuid[]) order by id for update`;
+      select id, balance_micros, held_micros from accounts where id = any(${accountIds}::uuid[]) order by id for no key update`;
     const holds = await tx<{ id: string; reserved_micros: bigint; charged_micros: bigint; released_micros: bigint }[]>`
       select id, reserved_micros, charged_micros, released_micros from credit_holds
        where id = any(${items.map((i) => i.holdId)}::uuid[]) and edge_id = ${edgeId} and closed_at is null
-       order by id for update`;
+       order by id for no key update`;
     const balances = new Map(accounts.map((a) => [a.id, { balance: a.balance_micros, held: a.held_micros }]));
     const open = new Map(holds.map((h) => [h.id, h]));
     const results: HoldSettled[] = [];
@@ -216,11 +216,11 @@ export async function settleExpiredHolds(sql: Sql, graceSeconds: number, limit =
   for (const candidate of expired) {
     const done = await sql.begin(async (tx) => {
       const [account] = await tx<{ balance_micros: bigint; held_micros: bigint }[]>`
-        select balance_micros, held_micros from accounts where id = ${candidate.account_id} for update`;
+        select balance_micros, held_micros from accounts where id = ${candidate.account_id} for no key update`;
       const [hold] = await tx<{ reserved_micros: bigint; charged_micros: bigint; released_micros: bigint }[]>`
         select reserved_micros, charged_micros, released_micros from credit_holds
          where id = ${candidate.id} and closed_at is null and expires_at < now() - make_interval(secs => ${graceSeconds})
-         for update`;
+         for no key update`;
       if (!account || !hold) return null;
       // The hold's paid calls whose row the edge did not write before it stopped.
       const paid = await tx<{ charge_id: string; cost_micros: bigint; key_id: string | null; api_id: string; item: string; at: Date }[]>`

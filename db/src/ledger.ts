@@ -128,7 +128,7 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
       ) with ordinality as r(account_id, cost, key_id, api_id, item, description, ord)
     ),
     locked as (
-      select a.id, a.balance_micros, a.held_micros from accounts a where a.id in (select account_id from req) order by a.id for update
+      select a.id, a.balance_micros, a.held_micros from accounts a where a.id in (select account_id from req) order by a.id for no key update
     ),
     -- The balance is taken from the locked row (its newest version, held until commit), not from the
     -- statement's snapshot: a top-up that committed while the batch waited for the lock counts.

@@ -39,7 +39,7 @@ export async function recordX402Settlement(
   },
 ): Promise<string> {
   return sql.begin(async (tx) => {
-    const [account] = await tx<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${settled.accountId} for update`;
+    const [account] = await tx<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${settled.accountId} for no key update`;
     if (!account) throw new Error(`account ${settled.accountId} does not exist`);
     const balance = account.balance_micros;
     await tx`
