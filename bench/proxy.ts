@@ -1,10 +1,17 @@
 // The metered proxy (auth + rate limit + charge + forward + usage event) beside three baselines in the
 // same run: the upstream hit directly, a bare Fastify proxy (undici, no metering) and nginx
 // `proxy_pass`. Every target, the upstream and the load generator run as separate processes (see
-// bench/lib/procs.ts for how they are pinned). Peak throughput with autocannon (closed loop), then
-// latency at a fixed rate of half the bare proxy's peak (open loop, wrk2-style). The ledger is
-// checked after every run against the platform. Finally the platform edge runs once more under
-// `node --cpu-prof` and the profile's top self-time functions are written out.
+// bench/lib/procs.ts for how they are pinned). The platform runs as a full stack: beside the edge, the
+// queue workers (usage aggregation as the calls happen, refunds, credit-hold recovery, ...) and the
+// Temporal worker, unpinned like Postgres and Redis (bench/lib/stack.ts), all at the same log level.
+// Peak throughput with autocannon (closed loop), then latency at a fixed rate of half the bare proxy's
+// peak (open loop, wrk2-style), in rounds that alternate the targets; medians. The ledger is checked
+// after every run against the platform (busy accounts are charged from credit holds, whose ledger rows
+// are written by a settlement shortly after the answer: the check waits for them), and once the edge
+// has stopped, that nothing is left held. Finally the platform edge runs once more under
+// `node --cpu-prof`: the profile's top self-time functions are written out, the whole profile as a
+// speedscope flame graph (docs/flamegraphs/proxy-edge.speedscope.json), and the usage pipeline is
+// watched until every charge has its usage event.
 // `npm run bench -- proxy`
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -19,7 +26,9 @@ import { credit } from '#db/ledger';
 import { createSql } from '#db/sql';
 import { profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
-import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
+import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
+import { writeSpeedscope } from './lib/speedscope.js';
+import { dropRedisPrefix, startWorkers, type StackEnv } from './lib/stack.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
 
 const scenario = 'proxy';
@@ -30,6 +39,18 @@ const repeats = settings.BENCH_REPEATS;
 const startLoad = loadAverage();
 /** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
 const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
+/** The whole stack's log level (edge and workers): production's default unless told otherwise. */
+const LOG_LEVEL = process.env.BENCH_EDGE_LOG_LEVEL ?? 'info';
+/** How long a ledger check waits for the settlements of calls charged from credit holds. */
+const LEDGER_WAIT_MS = 10_000;
+/** How long the usage pipeline may take, after the last platform run, to record every charged call. */
+const USAGE_WAIT_MS = 30_000;
+/** The flame graph of the profiled run, and the most it may weigh. */
+const FLAMEGRAPH = 'docs/flamegraphs/proxy-edge.speedscope.json';
+const FLAMEGRAPH_MAX_BYTES = 3_000_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** This run's Redis prefix and Temporal task queue: nothing another stack on this Redis or Temporal uses. */
+const RUN_ID = `bench-proxy-${process.pid}`;
 
 interface LoadResult {
   rps: number;
@@ -114,6 +135,24 @@ http {
   children.push(bare);
   await waitForHttp(`http://127.0.0.1:${barePort}/`, 60_000, bare);
 
+  // --- the rest of the stack: queue workers and Temporal worker, as `npm run up` runs them -----------
+  // One environment for the edge and the workers: the same database, Redis prefix (the edge's usage
+  // batches reach these workers' queues), Temporal task queue (its own, so no other stack's workflow
+  // tasks land here) and log level.
+  const stackEnv: StackEnv = {
+    NODE_ENV: 'development', // production settings refuse the loopback upstream
+    ALLOW_PRIVATE_UPSTREAMS: 'true',
+    LOG_LEVEL,
+    DATABASE_URL: settings.DATABASE_URL,
+    REDIS_URL: settings.REDIS_URL,
+    REDIS_PREFIX: RUN_ID,
+    TEMPORAL_ADDRESS: settings.TEMPORAL_ADDRESS,
+    TEMPORAL_NAMESPACE: settings.TEMPORAL_NAMESPACE,
+    TEMPORAL_TASK_QUEUE: RUN_ID,
+  };
+  const workers = await startWorkers(stackEnv, tmp, (child) => children.push(child));
+  log(scenario, `queue workers and Temporal worker ready in ${fmt(workers.readyMs / 1000, 1)} s (logs in ${tmp})`);
+
   // --- the platform edge: the real entry point, as `npm run start:edge` runs it ---------------------
   const edgeLog = join(tmp, 'edge.log');
   const startEdge = async (nodeFlags: string[] = []) => {
@@ -123,13 +162,9 @@ http {
       stdout: edgeLog,
       nodeFlags,
       env: {
-        NODE_ENV: 'development', // production settings refuse the loopback upstream
-        ALLOW_PRIVATE_UPSTREAMS: 'true',
-        LOG_LEVEL: process.env.BENCH_EDGE_LOG_LEVEL ?? 'info',
+        ...stackEnv,
         HOST: '127.0.0.1',
         PORT: String(port),
-        DATABASE_URL: settings.DATABASE_URL,
-        REDIS_PREFIX: `bench-proxy-${process.pid}`,
         // The limiter still runs on every call (one Redis script); only its budget is out of the way.
         RATE_LIMIT_KEY_MAX: '1000000000',
         RATE_LIMIT_ACCOUNT_MAX: '1000000000',
@@ -152,25 +187,106 @@ http {
 
   let okTotal = 0;
   let sentTotal = 0;
-  async function verifyLedger(): Promise<number> {
-    const [row] = await sql<{ charges: string; balance: bigint; sum: bigint }[]>`
+  /** When the last run against the platform ended (performance.now()). */
+  let platformRunEnded = 0;
+  interface LedgerState {
+    charges: number;
+    /** Charges made from credit holds. */
+    held: number;
+    balance: bigint;
+    sum: bigint;
+    heldMicros: bigint;
+    openHolds: number;
+  }
+  const ledgerState = async (): Promise<LedgerState> => {
+    const [row] = await sql<{ charges: string; held: string; balance: bigint; sum: bigint; held_micros: bigint; open_holds: string }[]>`
       select (select count(*) from ledger_entries where account_id = any(${accountIds}::uuid[]) and kind = 'charge')::text as charges,
+             (select count(*) from ledger_entries where account_id = any(${accountIds}::uuid[]) and kind = 'charge' and hold_id is not null)::text as held,
              (select sum(balance_micros) from accounts where id = any(${accountIds}::uuid[]))::bigint as balance,
-             (select sum(amount_micros) from ledger_entries where account_id = any(${accountIds}::uuid[]))::bigint as sum`;
-    const charges = Number(row?.charges ?? -1);
-    const opening = OPENING_MICROS * BigInt(accounts.length);
-    // Calls cut off when a run ends were sent and may be charged without their answer being counted.
-    if (!row || charges < okTotal || charges > sentTotal || row.balance !== row.sum || row.balance !== opening - BigInt(charges)) {
-      throw new Error(`ledger check failed: ${charges} charges for ${okTotal}..${sentTotal} calls, balance ${row?.balance}, ledger sum ${row?.sum}`);
+             (select sum(amount_micros) from ledger_entries where account_id = any(${accountIds}::uuid[]))::bigint as sum,
+             (select sum(held_micros) from accounts where id = any(${accountIds}::uuid[]))::bigint as held_micros,
+             (select count(*) from credit_holds where account_id = any(${accountIds}::uuid[]) and closed_at is null)::text as open_holds`;
+    if (!row) throw new Error('ledger check: no answer');
+    return { charges: Number(row.charges), held: Number(row.held), balance: row.balance, sum: row.sum, heldMicros: row.held_micros, openHolds: Number(row.open_holds) };
+  };
+  /**
+   * Calls charged from a credit hold get their ledger row from a settlement up to CREDIT_HOLD_SETTLE_MS
+   * after their answer: waits (up to LEDGER_WAIT_MS) until there is a charge for every answered call,
+   * then checks the ledger. `edgeStopped`: the edge closed its holds when it stopped, so nothing may be
+   * left held.
+   */
+  async function verifyLedger(edgeStopped = false): Promise<LedgerState> {
+    const deadline = Date.now() + LEDGER_WAIT_MS;
+    let state = await ledgerState();
+    while (state.charges < okTotal && Date.now() < deadline) {
+      await sleep(50);
+      state = await ledgerState();
     }
-    return charges;
+    const opening = OPENING_MICROS * BigInt(accounts.length);
+    const problems: string[] = [];
+    // Calls cut off when a run ends were sent and may be charged without their answer being counted.
+    if (state.charges < okTotal) problems.push(`${state.charges} charges for ${okTotal} answered calls after waiting ${LEDGER_WAIT_MS} ms`);
+    if (state.charges > sentTotal) problems.push(`${state.charges} charges for ${sentTotal} calls sent`);
+    if (state.balance !== state.sum) problems.push(`balance ${state.balance} but ledger sum ${state.sum}`);
+    if (state.balance !== opening - BigInt(state.charges)) problems.push(`balance ${state.balance}, expected ${opening - BigInt(state.charges)} (opening - charges)`);
+    if (edgeStopped && (state.heldMicros !== 0n || state.openHolds !== 0)) problems.push(`${state.heldMicros} µ$ still held in ${state.openHolds} open holds after the edge stopped`);
+    if (problems.length > 0) throw new Error(`ledger check failed: ${problems.join('; ')}`);
+    return state;
   }
 
-  async function load(target: Target, mode: 'peak' | 'rate', secs: number, rate?: number): Promise<LoadResult> {
+  /**
+   * Watches the usage pipeline after a run that started at `runStart` and ended at `from`
+   * (performance.now()) with `answered` calls answered: counts the bench accounts' usage events every
+   * 50 ms. `until(charges)` waits (at most USAGE_WAIT_MS after the run's end) until there is one
+   * event per charge, and says when every answered call of the run had its event (their events are
+   * recorded after the run started) and when the events matched the charges.
+   */
+  function watchUsage(from: number, runStart: Date, answered: number) {
+    const seen: Array<{ ms: number; events: number; run: number }> = [];
+    let target = Number.POSITIVE_INFINITY;
+    const done = (async () => {
+      for (;;) {
+        const [row] = await sql<{ events: string; run: string }[]>`
+          select count(*)::text as events, count(*) filter (where at >= ${runStart})::text as run
+            from usage_events where account_id = any(${accountIds}::uuid[])`;
+        const sample = { ms: performance.now() - from, events: Number(row?.events ?? 0), run: Number(row?.run ?? 0) };
+        seen.push(sample);
+        if ((sample.events >= target && sample.run >= answered) || sample.ms > USAGE_WAIT_MS) return;
+        await sleep(50);
+      }
+    })();
+    done.catch(() => {}); // awaited in until(); never an unhandled rejection meanwhile
+    return {
+      async until(charges: number) {
+        target = charges;
+        await done;
+        const last = seen.at(-1);
+        const [orphans] = await sql<{ n: string }[]>`
+          select count(*)::text as n from ledger_entries l
+           where l.account_id = any(${accountIds}::uuid[]) and l.kind = 'charge'
+             and not exists (select 1 from usage_events u where u.charge_id = l.id)`;
+        return {
+          events: last?.events ?? 0,
+          /** When every answered call of the run had its usage event (ms after the run's end), or null. */
+          answeredMs: seen.find((x) => x.run >= answered)?.ms ?? null,
+          /** When the usage events matched the charges (ms after the run's end), or null. */
+          matchedMs: seen.find((x) => x.events === charges)?.ms ?? null,
+          /** Charges with no usage event naming them, when the watch ended. */
+          chargesWithoutEvent: Number(orphans?.n ?? 0),
+        };
+      },
+    };
+  }
+
+  /** `afterRun`: called as soon as the load generator is done, before the ledger check. */
+  async function load(target: Target, mode: 'peak' | 'rate', secs: number, rate?: number, afterRun?: (result: LoadResult, started: Date) => void): Promise<LoadResult> {
     const t = targets[target];
+    const started = new Date();
     const result = await runJson<LoadResult>('bench/children/load.ts', { mode, origin: t.origin, path: t.path, connections: CONNECTIONS, seconds: secs, rate, headers: t.headers }, { cpu: CPU_LOAD });
     if (result.errors > 0 && mode === 'rate') throw new Error(`${t.label}: ${result.errors} failed requests at ${rate}/s`);
     if (target === 'platform') {
+      platformRunEnded = performance.now();
+      afterRun?.(result, started);
       okTotal += result.ok;
       sentTotal += result.sent;
       await verifyLedger();
@@ -181,21 +297,29 @@ http {
   log(scenario, `load average at start ${startLoad}; ${placement()}`);
   for (const target of order) await load(target, 'peak', 2); // warm-up (JIT, pools)
 
-  // CPU time (user + system) the process under test spent per answered call during a peak run, from
-  // /proc (taskset execs the node binary, so the child's pid is the proxy's own).
+  // CPU time (user + system, every thread of the process: the main thread, libuv's pool, V8's compiler
+  // and GC helpers) the process under test spent per answered call during a peak run, from /proc
+  // (taskset execs the node binary, so the child's pid is the proxy's own). For the platform that is
+  // everything the edge does for its calls within the run: auth, rate limit, charge (credit holds and
+  // their settlements, or the group commit), forwarding, usage batching and logging; not the work of
+  // Postgres, Redis or the workers, counted apart for the workers.
   const cpuMicros = (child: Child) => {
     const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
   };
   const measured: Partial<Record<Target, () => Child>> = { bare: () => bare, platform: () => edge.child };
   const cpuPerAnswer: Record<'bare' | 'platform', number[]> = { bare: [], platform: [] };
+  const workersCpu = () => cpuMicros(workers.queue) + cpuMicros(workers.temporal);
+  const workersCpuPerAnswer: number[] = [];
   const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [] };
   for (let run = 1; run <= repeats; run += 1) {
     for (const target of order) {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
+      const workersBefore = target === 'platform' ? workersCpu() : 0;
       const r = await load(target, 'peak', seconds);
       if (proc && (target === 'bare' || target === 'platform')) cpuPerAnswer[target].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
+      if (target === 'platform') workersCpuPerAnswer.push((workersCpu() - workersBefore) / Math.max(1, r.ok));
       peak[target].push(r);
       log(scenario, `peak run ${run} ${target}: ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, errors ${r.errors}`);
     }
@@ -257,15 +381,36 @@ http {
   }
   await chargeSql.end({ timeout: 5 });
 
-  const charges = await verifyLedger();
-  // Every charge of one statement carries that transaction's now(): distinct timestamps count the commits.
-  const [commitRow] = await sql<{ charges: string; commits: string }[]>`
-    select count(*)::text as charges, count(distinct created_at)::text as commits
-      from ledger_entries where account_id = any(${accountIds}::uuid[]) and kind = 'charge'`;
-  const chargesPerCommit = Number(commitRow?.charges ?? 0) / Math.max(1, Number(commitRow?.commits ?? 0));
-  const logLines = readFileSync(edgeLog, 'utf8').split('\n').filter((l) => l.trim()).length;
-  const edgeRequests = sentTotal + 1; // + the health probe
+  // The edge closes its credit holds when it stops: every charge is in the ledger then, nothing held.
+  const logLines = () => readFileSync(edgeLog, 'utf8').split('\n').filter((l) => l.trim()).length;
   await edge.child.stop();
+  await verifyLedger(true);
+  const edgeLines = logLines();
+  const edgeRequests = sentTotal + 1; // + the health probe
+  // All the rows one transaction inserts share its id (xmin): distinct ones count the commits, for the
+  // group commit's statements and for the settlements of calls charged from holds (whose rows carry
+  // the call's time, not the commit's).
+  const [commitRow] = await sql<{ charges: string; commits: string; held: string; held_commits: string }[]>`
+    select count(*)::text as charges, count(distinct xmin::text)::text as commits,
+           count(*) filter (where hold_id is not null)::text as held,
+           count(distinct xmin::text) filter (where hold_id is not null)::text as held_commits
+      from ledger_entries where account_id = any(${accountIds}::uuid[]) and kind = 'charge'`;
+  const commitStats = {
+    charges: Number(commitRow?.charges ?? 0),
+    commits: Number(commitRow?.commits ?? 0),
+    held: Number(commitRow?.held ?? 0),
+    heldCommits: Number(commitRow?.held_commits ?? 0),
+  };
+  const perCommit = (charges: number, commits: number) => (commits > 0 ? charges / commits : Number.NaN);
+  const chargesPerCommit = perCommit(commitStats.charges, commitStats.commits);
+  const heldPerCommit = perCommit(commitStats.held, commitStats.heldCommits);
+  const syncPerCommit = perCommit(commitStats.charges - commitStats.held, commitStats.commits - commitStats.heldCommits);
+  const heldShare = commitStats.held / Math.max(1, commitStats.charges);
+  log(
+    scenario,
+    `ledger after the measured runs: ${commitStats.charges} charges, ${fmt(heldShare * 100, 1)} % from credit holds; ${fmt(chargesPerCommit)} charges per commit ` +
+      `(settlements ${fmt(heldPerCommit)}, group commits ${fmt(syncPerCommit)}); nothing held after the edge stopped`,
+  );
 
   // --- the profile ----------------------------------------------------------------------------------
   const profDir = join(tmp, 'profile');
@@ -274,14 +419,38 @@ http {
   targets.platform.origin = edge.origin;
   await load('platform', 'peak', 2);
   const profileFromMs = Date.now() - spawned; // start-up and warm-up are left out of the summary
-  const profiled = await load('platform', 'peak', seconds);
+  // The usage pipeline, from the end of this (the last) platform run: every charged call's usage event
+  // goes through the edge's batches, BullMQ and the queue workers into usage_events.
+  const usageWatch: { current?: ReturnType<typeof watchUsage> } = {};
+  const profiled = await load('platform', 'peak', seconds, undefined, (result, started) => (usageWatch.current = watchUsage(platformRunEnded, started, result.ok)));
   await edge.child.stop();
+  const final = await verifyLedger(true);
+  const usage = await usageWatch.current!.until(final.charges);
+  const cutOff = sentTotal - okTotal; // calls sent whose answer the load generator never counted (cut off at the end of a run)
+  const usageLine =
+    (usage.answeredMs !== null
+      ? `every answered call of the last run had its usage event ${fmt(usage.answeredMs, 0)} ms after the run ended; `
+      : `the answered calls of the last run did not all have their usage event within ${USAGE_WAIT_MS / 1000} s; `) +
+    (usage.matchedMs !== null
+      ? `usage events matched the charges (${usage.events}) ${fmt(usage.matchedMs, 0)} ms after it ended`
+      : `usage events did not catch up with the charges within ${USAGE_WAIT_MS / 1000} s: ${usage.events} events for ${final.charges} charges, ` +
+        `${usage.chargesWithoutEvent} charges with no usage event (${cutOff} calls were sent without an answer being counted, cut off when a run ended)`);
+  log(scenario, `usage pipeline: ${usageLine}`);
+  const workersAlive = [workers.queue, workers.temporal].filter((c) => c.process.exitCode === null && c.process.signalCode === null).length === 2;
+  if (!workersAlive) log(scenario, 'WARNING: a worker process exited during the run (see its log above)');
   const profFile = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   const summary = profFile ? summarizeProfile(join(profDir, profFile), 15, profileFromMs) : null;
   const profile = summary ? profileMarkdown(summary) : '(no profile was written)';
   const cpuPerCall = summary ? summary.busyMs / Math.max(1, profiled.ok) : Number.NaN;
   const timePerCall = (CONNECTIONS / profiled.rps) * 1000;
-  await verifyLedger();
+  const flame = profFile
+    ? writeSpeedscope(join(profDir, profFile), join(ROOT, FLAMEGRAPH), {
+        name: `platform edge, one peak run at ${fmt(profiled.rps, 0)} req/s (${CONNECTIONS} connections)`,
+        fromMs: profileFromMs,
+        maxBytes: FLAMEGRAPH_MAX_BYTES,
+      })
+    : null;
+  if (flame) log(scenario, `flame graph ${FLAMEGRAPH}: ${fmt(flame.bytes / 1e6)} MB, ${flame.samples} stacks, ${flame.frames} frames${flame.aggregated ? ' (identical stacks summed to fit)' : ''}`);
 
   // --- the report ---------------------------------------------------------------------------------
   const s = (rs: LoadResult[], k: keyof LoadResult): Summary => summarize(rs.map((r) => r[k]));
@@ -305,14 +474,20 @@ Load average at the start: ${startLoad} (1 / 5 / 15 min; other engineers' tests 
 Command: \`npm run bench -- proxy\` (\`BENCH_DURATION_SECONDS=${seconds}\`, \`BENCH_REPEATS=${repeats}\`); median (min–max) over ${repeats} runs.
 
 Every call is \`GET …/items?x=1\` answered by a local node:http upstream with a ${bodyBytes}-byte JSON body. Through the platform each call
-is authenticated (API key, cached verification), rate limited (Redis: the hits of one event-loop turn share one script call),
-charged (Postgres, group commit: the charges waiting together share one statement and commit, each call waiting for its own), forwarded
-(undici, streamed) and leaves a usage event (batched to BullMQ); each of the ${CONNECTIONS} connections uses its own account and key. The edge is
-the real entry point (\`apps/edge/src/server.ts\`, \`LOG_LEVEL=${process.env.BENCH_EDGE_LOG_LEVEL ?? 'info'}\`, one line per request, written to a file
-in blocks of \`LOG_BUFFER_BYTES\`).
+is authenticated (API key, cached verification), rate limited (Redis: the edge claims blocks of each key's and account's budget ahead
+of its hits, so most hits are counted in memory), charged, forwarded (undici, streamed) and leaves a usage event (batched to BullMQ);
+each of the ${CONNECTIONS} connections uses its own account and key. Every account makes far more than \`CREDIT_HOLD_MIN_CALLS_PER_SECOND\`
+calls a second, so it is charged by **credit reservation**: the edge holds a slice of the account's balance (one statement), answers
+calls charged from it in memory, and writes their ledger rows in batches every \`CREDIT_HOLD_SETTLE_MS\` (a settlement); quiet accounts
+keep the synchronous group commit (the charges waiting together share one statement and commit, each call waiting for its own).
+The platform runs as a **full stack**: the edge is the real entry point (\`apps/edge/src/server.ts\`), and beside it the queue workers
+(\`workers/queues/main.ts\`: usage aggregation as the calls happen, refunds and their reconciler, recovery of expired credit holds,
+retention, webhooks) and the Temporal worker (\`workers/temporal/main.ts\`) run as in \`npm run up\`, on the same database, Redis
+prefix and a task queue of their own; all at \`LOG_LEVEL=${LOG_LEVEL}\` (production's default; the edge writes one line per request to
+a file, in blocks of \`LOG_BUFFER_BYTES\`).
 Baselines: the same upstream directly; a bare Fastify proxy (\`bench/children/bare-proxy.ts\`: undici Pool, no auth, metering or logging);
 Debian's nginx \`proxy_pass\` (1 worker, upstream keep-alive, access log off).
-Processes: ${placement()}.
+Processes: ${placement()} (the workers, too, are unpinned). Rounds alternate the targets (upstream, nginx, bare proxy, platform, then again).
 
 - **Peak**: autocannon, ${CONNECTIONS} keep-alive connections, closed loop, ${seconds} s per run.
 - **Fixed rate**: ${rate} requests/s (half the bare proxy's median peak), open loop, wrk2-style: an undici pool of ${CONNECTIONS}
@@ -329,6 +504,7 @@ ${rows}
 | added p50 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP50)} | ≤ +1.5: ${verdict(addedP50.median <= 1.5)} |
 | added p99 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
 | CPU per answered call at peak (µs), bare proxy / platform | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} | – |
+| CPU of the queue and Temporal workers per answered call during the platform's peak runs (µs) | ${fmtSummary(summarize(workersCpuPerAnswer), 0)} | – |
 | platform / nginx, peak throughput | ${fmtSummary(ratio(peak.platform, peak.nginx))} | – |
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |
 | added p50 / p99 at ${rate}/s vs the upstream directly (ms) | ${fmtSummary(added(fixed.platform, fixed.direct, 'p50'))} / ${fmtSummary(added(fixed.platform, fixed.direct, 'p99'))} | – |
@@ -336,24 +512,49 @@ ${rows}
 Informational, at ${ownRate} requests/s (half the platform's own median peak): bare proxy p50 ${fmtSummary(s(own.bare, 'p50'))} ms, p99 ${fmtSummary(s(own.bare, 'p99'))} ms;
 platform p50 ${fmtSummary(s(own.platform, 'p50'))} ms, p99 ${fmtSummary(s(own.platform, 'p99'))} ms.
 
-The platform's ceiling: charging alone, the way the edge charges (\`ChargeBatcher\` over \`chargeBatch()\`, ${CONNECTIONS} callers on their own
-accounts, a pool of 20 connections like the edge's \`DATABASE_POOL_MAX\`, synchronous commit) runs at ${fmtSummary(summarize(ceiling), 0)} charges/s on this machine.
+The synchronous path's ceiling: charging alone, the way the edge charges quiet accounts and calls no hold can cover (\`ChargeBatcher\`
+over \`chargeBatch()\`, ${CONNECTIONS} callers on their own accounts, a pool of 20 connections like the edge's \`DATABASE_POOL_MAX\`,
+synchronous commit) runs at ${fmtSummary(summarize(ceiling), 0)} charges/s on this machine; calls charged from holds do not wait for a commit.
 
-Ledger: checked after every platform run (one charge row per charged call, balances equal to the ledger's sum, no charge
-lost or doubled): ${charges} charges in total, in ${fmt(chargesPerCommit)} charges per commit on average (group commit; counted from the
-ledger rows' transaction timestamps). The edge wrote ${fmt(logLines / edgeRequests)} log lines per request at \`LOG_LEVEL=${process.env.BENCH_EDGE_LOG_LEVEL ?? 'info'}\`.
+CPU per answered call: the user + system time (\`/proc/<pid>/stat\`) of the proxy's process over a peak run, divided by the calls
+answered in it. It counts every thread of the process (the event loop, libuv's pool, V8's compiler and garbage collector) and, for the
+platform, everything the edge does for its calls within the run: auth, rate limit, charge (charges from holds and their settlements),
+forwarding, usage batching and logging. It does not count Postgres, Redis or the workers (their row above: the queue workers aggregating
+usage and the Temporal worker waiting for tasks, floating over both cores).
+
+Ledger: checked after every platform run: the check waits (up to ${LEDGER_WAIT_MS / 1000} s) for the settlements of calls charged from holds
+until there is a charge row for every answered call, then checks no more charges than calls sent, each account's balance equal to its
+ledger's sum and the total equal to the opening balance minus the charges (none lost or doubled); once the edge has stopped (it closes its
+holds on SIGTERM), also that nothing is left held (\`accounts.held_micros\` 0, no open hold). ${final.charges} charges in total; over
+the measured runs ${fmt(heldShare * 100, 1)} % of the ${commitStats.charges} charges were made from credit holds, and a commit wrote
+${fmt(chargesPerCommit)} charge rows on average (settlements ${fmt(heldPerCommit)}, group commits ${fmt(syncPerCommit)}; commits
+counted as the rows' distinct inserting transactions, \`xmin\`). The edge wrote ${fmt(edgeLines / edgeRequests)} log lines per request.
+
+Usage pipeline (polled every 50 ms from the end of the last platform run): ${usageLine}.${workersAlive ? '' : ' **A worker process exited during the run.**'}
 
 ### Where the edge's time goes
 
-One more peak run (${fmt(profiled.rps, 0)} req/s under the profiler) with the edge under \`node --cpu-prof\`; self time of the edge's main thread during that run (start-up and warm-up left out):
+One more peak run (${fmt(profiled.rps, 0)} req/s under the profiler) with the edge under \`node --cpu-prof\` (the workers running as before); self time of the edge's main thread during that run (start-up and warm-up left out):
 
 ${profile}
 
 Reading it: under the profiler each call cost the edge ${fmt(cpuPerCall, 3)} ms of CPU, while each of the ${CONNECTIONS} connections waited
-${fmt(timePerCall)} ms per call (${CONNECTIONS} / throughput). The rest is waiting: on the rate limiter's Redis round trip, on the charge's
-Postgres commit and on the upstream, with Postgres, Redis and the machine's other load competing for both cores.`,
+${fmt(timePerCall)} ms per call (${CONNECTIONS} / throughput). The rest is waiting: on the upstream, and now and then on Redis (a rate-limit
+quota claim) or Postgres (a hold's grant or settlement, a group commit), with Postgres, Redis, the workers and the machine's other load
+competing for both cores.
+
+${
+    flame
+      ? `Flame graph of the same run: [\`${FLAMEGRAPH}\`](flamegraphs/${FLAMEGRAPH.split('/').pop()}) (${fmt(flame.bytes / 1e6, 1)} MB; open it at https://www.speedscope.app).
+The edge's main thread, start-up, warm-up and idle time left out, ${flame.aggregated ? 'identical stacks summed to keep the file small (no time order: use "Left Heavy" or "Sandwich")' : 'in time order, consecutive identical stacks merged'};
+paths relative to the repository or from the package name. Positions are those of the code that ran: tsx compiles each TypeScript
+module to a single line, so the project's own frames read \`file:1:column\` (go by the function's name); JavaScript dependencies keep their lines.`
+      : '(no flame graph: the profile was not written)'
+  }`,
   );
 } finally {
   await stopAll();
   await sql.end({ timeout: 5 });
+  // The run's queues (with their completed jobs and schedules) and counters are of no use to anyone after it.
+  await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch((error: unknown) => log(scenario, `could not drop the Redis keys under ${RUN_ID}: ${String(error)}`));
 }

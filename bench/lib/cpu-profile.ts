@@ -3,6 +3,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 interface ProfileNode {
   id: number;
@@ -24,20 +25,28 @@ export interface ProfileSummary {
   allAreas: Array<{ name: string; ms: number; share: number }>;
 }
 
+/** The repository's root (with its trailing slash): left out of the paths shown. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * A script URL as shown in reports and flame graphs: a dependency from its package name
+ * (`undici/lib/...`), the project's own files relative to the repository (`apps/edge/src/...`),
+ * Node's internals as they are (`node:internal/...`).
+ */
+export function shortPath(url: string): string {
+  const path = url.startsWith('file://') ? decodeURIComponent(url.slice('file://'.length)) : url;
+  const inModules = path.lastIndexOf('node_modules/');
+  if (inModules >= 0) return path.slice(inModules + 'node_modules/'.length);
+  if (path.startsWith(ROOT)) return path.slice(ROOT.length);
+  return path;
+}
+
 function area(url: string, fn: string): string {
   if (!url) return fn.startsWith('(') ? fn : '(native / V8)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg?.[1]) return pkg[1];
   if (url.startsWith('node:')) return 'node internals';
-  const own = /\/((?:apps|db|workers|workflows|bench)\/.*)$/.exec(url);
-  return own?.[1] ?? url;
-}
-
-function shortUrl(url: string): string {
-  const pkg = /node_modules\/(.*)$/.exec(url);
-  if (pkg?.[1]) return pkg[1];
-  const own = /\/((?:apps|db|workers|workflows|bench)\/.*)$/.exec(url);
-  return own?.[1] ?? url;
+  return shortPath(url);
 }
 
 /** `fromMs`: samples before this many milliseconds after the profile started (start-up, warm-up) are left out. */
@@ -65,7 +74,7 @@ export function summarizeProfile(path: string, top = 15, fromMs = 0): ProfileSum
       continue;
     }
     busy += us;
-    const name = url ? `${functionName || '(anonymous)'} (${shortUrl(url)}:${lineNumber + 1})` : functionName || '(anonymous)';
+    const name = url ? `${functionName || '(anonymous)'} (${shortPath(url)}:${lineNumber + 1})` : functionName || '(anonymous)';
     fns.set(name, (fns.get(name) ?? 0) + us);
     const a = area(url, functionName);
     areas.set(a, (areas.get(a) ?? 0) + us);

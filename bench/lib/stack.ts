@@ -1,0 +1,106 @@
+// The platform's worker processes, started as a benchmark's children beside the edge, the way
+// `npm run up` starts them (scripts/up.sh): the BullMQ queue workers (`workers/queues/main.ts`: usage
+// aggregation, refunds and their reconciler, credit-hold recovery, retention, webhooks, ...) and the
+// Temporal worker (`workers/temporal/main.ts`). They are not pinned: like Postgres and Redis they float
+// over every CPU. Each writes its log to a file of its own.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { usageBatchJob } from '#core/billing';
+import { createRedis, TemporalGateway } from '#core/platform';
+import { startChild, type Child } from './procs.js';
+
+export interface StackEnv extends NodeJS.ProcessEnv {
+  DATABASE_URL: string;
+  REDIS_PREFIX: string;
+  REDIS_URL: string;
+  TEMPORAL_ADDRESS: string;
+  TEMPORAL_NAMESPACE: string;
+  TEMPORAL_TASK_QUEUE: string;
+}
+
+export interface Workers {
+  queue: Child;
+  temporal: Child;
+  /** Milliseconds until both were ready. */
+  readyMs: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function tail(path: string, lines = 20): string {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Polls `ready` until it answers true; fails when `child` exits first or after `timeoutMs`. */
+async function waitUntil(what: string, child: Child, logFile: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.process.exitCode !== null || child.process.signalCode !== null) throw new Error(`${child.name} exited before ${what}; its log:\n${tail(logFile)}`);
+    if (await ready().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs} ms; ${child.name}'s log:\n${tail(logFile)}`);
+    await sleep(200);
+  }
+}
+
+/**
+ * Starts the queue workers and the Temporal worker with `env` (the edge's own: same database, Redis
+ * prefix, Temporal task queue and log level) and waits until they are ready: a BullMQ worker is
+ * registered on the usage queue under the prefix, and the task queue has a workflow poller.
+ * `onStart` sees each child as soon as it is spawned (to stop it on failure).
+ */
+export async function startWorkers(env: StackEnv, logDir: string, onStart: (child: Child) => void, timeoutMs = 120_000): Promise<Workers> {
+  const t0 = Date.now();
+  const queueLog = join(logDir, 'queue-workers.log');
+  const temporalLog = join(logDir, 'temporal-worker.log');
+  const queue = startChild('queue-workers', 'workers/queues/main.ts', [], { env, stdout: queueLog });
+  onStart(queue);
+  const temporal = startChild('temporal-worker', 'workers/temporal/main.ts', [], { env, stdout: temporalLog });
+  onStart(temporal);
+
+  const redis = createRedis(env.REDIS_URL, 'queue', { connectionName: 'bench-readiness' });
+  const usageQueue = new Queue(usageBatchJob.queue, { connection: redis, prefix: env.REDIS_PREFIX });
+  const gateway = new TemporalGateway(env.TEMPORAL_ADDRESS, env.TEMPORAL_NAMESPACE, env.TEMPORAL_TASK_QUEUE);
+  try {
+    await Promise.all([
+      waitUntil('a usage-queue worker was registered', queue, queueLog, timeoutMs, async () => (await usageQueue.getWorkersCount()) > 0),
+      waitUntil(`task queue ${env.TEMPORAL_TASK_QUEUE} had a workflow poller`, temporal, temporalLog, timeoutMs, async () => {
+        const answer = await gateway.connection.workflowService.describeTaskQueue({
+          namespace: env.TEMPORAL_NAMESPACE,
+          taskQueue: { name: env.TEMPORAL_TASK_QUEUE },
+          taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
+        });
+        return (answer.pollers?.length ?? 0) > 0;
+      }),
+    ]);
+  } finally {
+    await usageQueue.close().catch(() => {});
+    redis.disconnect();
+    await gateway.close();
+  }
+  return { queue, temporal, readyMs: Date.now() - t0 };
+}
+
+/**
+ * Deletes every Redis key under `prefix` (the run's queues, job schedulers, rate-limit counters) once
+ * the processes using it have stopped; returns how many. Each run has a prefix of its own.
+ */
+export async function dropRedisPrefix(url: string, prefix: string): Promise<number> {
+  const redis = createRedis(url, 'queue', { connectionName: 'bench-cleanup' });
+  let dropped = 0;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) dropped += await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return dropped;
+}
