@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   downstreamResponseHeaders,
+  droppedRequestHeaders,
   guardedLookup,
   isPrivateAddress,
   PrivateUpstreamError,
@@ -28,9 +29,20 @@ describe('proxy upstream rules', () => {
   it('keeps the path remainder and query as sent, and stays under the base URL', () => {
     expect(proxyTarget('/api/v1/proxy/x/a/b%20c?q=%41&r', 4)).toEqual({ path: '/a/b%20c', query: 'q=%41&r' });
     expect(proxyTarget('/api/v1/proxy/x/', 4)).toEqual({ path: '/', query: null });
+    expect(proxyTarget('/api/v1/proxy/x', 4)).toEqual({ path: '', query: null });
+    expect(proxyTarget('/api/v1/proxy/x?a=/b', 4)).toEqual({ path: '', query: 'a=/b' });
+    expect(proxyTarget('/api/v1/proxy/x/.well-known/a.b/..c', 4).path).toBe('/.well-known/a.b/..c');
+    expect(proxyTarget('http://edge.example/api/v1/proxy/x/a?q', 4)).toEqual({ path: '/a', query: 'q' });
     expect(upstreamUrl('https://api.example.com/v1/', { path: '/items', query: 'a=1' })).toMatchObject({ origin: 'https://api.example.com', path: '/v1/items?a=1' });
     expect(upstreamUrl('https://api.example.com', { path: '', query: null }).path).toBe('/');
-    for (const bad of ['/api/v1/proxy/x/..', '/api/v1/proxy/x/a/%2e%2E', '/api/v1/proxy/x/a%2fb', '/api/v1/proxy/x/a\\b', '/api/v1/proxy/x//host', '/api/v1/proxy/x/a%00']) {
+    expect(upstreamUrl('https://api.example.com/v1', { path: "/a;b=c/d@e:f/!$&'()*+,~%20", query: 'x=/../..' }).path).toBe("/v1/a;b=c/d@e:f/!$&'()*+,~%20?x=/../..");
+    // Anything but plain path characters is parsed as the upstream would, and must stay under the base path.
+    expect(upstreamUrl('https://api.example.com/v1', { path: '/a b', query: null }).path).toBe('/v1/a b');
+    for (const escape of ['/.\t./x', '/.\n./x', '/x/.\t./..\r/y', '/../x', '/%2e%2e/x', 'x']) {
+      expect(() => upstreamUrl('https://api.example.com/v1', { path: escape, query: null }), JSON.stringify(escape)).toThrow(/leaves the API base URL/);
+    }
+    expect(() => upstreamUrl('https://api.example.com', { path: '//evil.example/x', query: null })).toThrow(/leaves the API base URL/);
+    for (const bad of ['/api/v1/proxy/x/..', '/api/v1/proxy/x/a/./b', '/api/v1/proxy/x/.', '/api/v1/proxy/x/a/%2E', '/api/v1/proxy/x/a/%zz', '/api/v1/proxy/x/a/%2e%2E', '/api/v1/proxy/x/a%2fb', '/api/v1/proxy/x/a\\b', '/api/v1/proxy/x//host', '/api/v1/proxy/x/a%00']) {
       expect(() => proxyTarget(bad, 4), bad).toThrow(/Invalid proxy path/);
     }
   });
@@ -43,6 +55,23 @@ describe('proxy upstream rules', () => {
     expect(out).toEqual(['X-Keep', 'yes']);
     expect(downstreamResponseHeaders({ 'content-type': 'a', 'set-cookie': ['x'], connection: 'x-h', 'x-h': '1', 'transfer-encoding': 'chunked', 'x-service-cost': '0', 'x-ok': '1' })).toEqual({ 'content-type': 'a', 'x-ok': '1' });
     expect(withAuthQuery('a=1&key=mine&b', 'key', 's e')).toBe('a=1&b&key=s%20e');
+  });
+});
+
+describe('planned request headers', () => {
+  it('are one set per API and case, which the caller\'s Connection header never changes', () => {
+    const api = { id: 'x', baseUrl: 'https://api.example.com' };
+    const plan = (authHeader: [string, string] | null, platformKey: boolean) => ({ api, authHeader, platformKey }) as unknown as Parameters<typeof droppedRequestHeaders>[0];
+    const noBody = droppedRequestHeaders(plan(['X-Key', 'k'], true), false);
+    expect([...noBody].sort()).toEqual(['accept-encoding', 'content-length', 'x-key']);
+    expect(droppedRequestHeaders(plan(['X-Key', 'other'], true), false)).toBe(noBody);
+    expect([...droppedRequestHeaders(plan(['X-Key', 'k'], false), true)]).toEqual(['x-key']);
+    expect([...droppedRequestHeaders(plan(null, false), true)]).toEqual([]);
+    const raw = ['X-Key', 'mine', 'Connection', 'X-Hop', 'X-Hop', '1', 'Content-Length', '3', 'Accept-Encoding', 'gzip', 'X-Keep', 'yes'];
+    expect(upstreamRequestHeaders(raw, noBody)).toEqual(['X-Keep', 'yes']);
+    expect(noBody.has('x-hop')).toBe(false);
+    expect(upstreamRequestHeaders(raw, ['X-KEY'])).toEqual(['Content-Length', '3', 'Accept-Encoding', 'gzip', 'X-Keep', 'yes']);
+    expect(downstreamResponseHeaders({ connection: ['close', 'x-a'], 'x-a': '1', 'x-b': '2', 'proxy-x': '3', 'x-ratelimit-limit': '4', 'x-request-id': '5' })).toEqual({ 'x-b': '2' });
   });
 });
 

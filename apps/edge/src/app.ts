@@ -23,6 +23,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     deps: EdgeDeps;
   }
+  interface FastifyContextConfig {
+    /** Set on the metered proxy's routes: their 2xx `request completed` lines are sampled (LOG_REQUEST_SAMPLE). */
+    sampledRequestLog?: boolean;
+  }
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -43,8 +47,13 @@ export function loggedUrl(url: string): string {
   return q !== -1 && url.startsWith(PROXY_PATH) ? `${url.slice(0, q)}?[redacted]` : url;
 }
 
-/** The pino options of the edge: secrets in headers (and proxied query strings) never reach a log line. */
-export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions & { redact: { paths: string[]; censor: string } } {
+/**
+ * The pino options of the edge: secrets in headers (and proxied query strings) never reach a log line.
+ * A logged request or reply (the `req` and `res` keys) is reduced to the fields named here, so their
+ * headers (keys, cookies) are never written. (pino's path redaction of those headers, which could find
+ * nothing after these serializers, cost about 2 µs a line.)
+ */
+export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions {
   return {
     level: settings.LOG_LEVEL,
     serializers: {
@@ -55,10 +64,7 @@ export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions & { red
         remoteAddress: request.ip,
         remotePort: request.socket?.remotePort,
       }),
-    },
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'],
-      censor: '[redacted]',
+      res: (reply: { statusCode?: number }) => ({ statusCode: reply.statusCode }),
     },
   };
 }
@@ -104,42 +110,64 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(fp(async () => {}, { name: 'deps' }));
   if (ownsDeps) app.addHook('onClose', async () => closeEdgeDeps(deps));
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks run on every request are written with `done` rather than as async functions: no promise
+  // and no extra microtask per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
-    if (!(request.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info')) return;
-    request.log.info(
-      { req: { method: request.method, url: request.url, remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
-      'request completed',
-    );
+  const sample = settings.LOG_REQUEST_SAMPLE;
+  app.addHook('onResponse', (request, reply, done) => {
+    if ((request.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info')) {
+      const status = reply.statusCode;
+      // A successful proxied call (recorded anyway as a usage event) is logged with probability
+      // LOG_REQUEST_SAMPLE, its line saying so; every other line is written.
+      const sampled = sample < 1 && status >= 200 && status < 300 && request.routeOptions.config.sampledRequestLog === true;
+      if (!sampled || Math.random() < sample) {
+        request.log.info(
+          {
+            req: { method: request.method, url: request.url, remoteAddress: request.ip },
+            res: { statusCode: status },
+            responseTime: reply.elapsedTime,
+            // (An undefined field is left out of the line.)
+            sample: sampled ? sample : undefined,
+          },
+          'request completed',
+        );
+      }
+    }
+    done();
   });
   // Postgres text cannot hold the NUL character (a 500 deep in a query otherwise): refused up front,
   // in parsed JSON bodies, query strings and path parameters alike. The proxy's raw body is not parsed.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     // The proxy passes query and body through to the upstream untouched.
-    if (request.routeOptions.url?.startsWith('/api/v1/proxy/')) return;
+    if (request.routeOptions.url?.startsWith('/api/v1/proxy/')) return done();
     for (const [where, value] of [['body', request.body], ['query', request.query], ['path', request.params]] as const) {
       if (containsNul(value)) {
-        throw new PlatformError('validation_failed', `Invalid request ${where}: text may not contain the NUL character (\\u0000)`, {
-          hint: 'Remove \\u0000 from the strings you send.',
-        });
+        return done(
+          new PlatformError('validation_failed', `Invalid request ${where}: text may not contain the NUL character (\\u0000)`, {
+            hint: 'Remove \\u0000 from the strings you send.',
+          }),
+        );
       }
     }
+    done();
   });
   // The specification's 400s for a POST without a body or with a body that is not a JSON object,
   // before zod would report them as a less helpful type mismatch.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const bodySchema = request.routeOptions.schema?.body as { safeParse?: (value: unknown) => { success: boolean } } | undefined;
-    if (!BODY_METHODS.has(request.method) || !bodySchema) return;
+    if (!BODY_METHODS.has(request.method) || !bodySchema) return done();
     if (request.body === undefined || request.body === null) {
       // A route whose body is optional (its schema accepts no body) goes on without one.
-      if (bodySchema.safeParse?.(undefined).success) return;
-      throw new PlatformError('body_missing', 'Request body is missing', { hint: 'Send a JSON object with Content-Type: application/json.' });
+      if (bodySchema.safeParse?.(undefined).success) return done();
+      return done(new PlatformError('body_missing', 'Request body is missing', { hint: 'Send a JSON object with Content-Type: application/json.' }));
     }
     if (typeof request.body !== 'object' || Array.isArray(request.body)) {
-      throw new PlatformError('validation_failed', 'Request body must be a JSON object', { hint: 'Wrap the fields in {...}.' });
+      return done(new PlatformError('validation_failed', 'Request body must be a JSON object', { hint: 'Wrap the fields in {...}.' }));
     }
+    done();
   });
 
   await app.register(openapiPlugin);

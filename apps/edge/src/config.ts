@@ -104,6 +104,13 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
    * every line at once (synchronously), which also keeps the last lines before a hard kill (SIGKILL, out of memory).
    */
   LOG_BUFFER_BYTES: z.coerce.number().int().min(0).max(16_000).default(4096),
+  /**
+   * Share (0 to 1) of successful (2xx) metered proxy calls whose `request completed` line is written at
+   * LOG_LEVEL=info; each such line carries `"sample"` with this value. Every other line (other routes,
+   * any other status, warnings and errors) is always written; each proxied call is recorded as a usage
+   * event regardless. 1 writes every line.
+   */
+  LOG_REQUEST_SAMPLE: z.coerce.number().min(0).max(1).default(1),
   /** Operator credentials for the queue board (`user:password`); unset disables the board. */
   OPERATOR_BASIC_AUTH: optional(z.string().regex(/^[^:]+:.+$/, 'must be user:password')),
 

@@ -3,7 +3,7 @@ import type { Db } from '#db/sql';
 import { openSecret, PlatformError, platformKeyContext } from '#core/platform';
 import { connectionKey } from './connections.js';
 import { canonicalPath, priceOf } from './pricing.js';
-import { assertPublicHost, upstreamAuth, upstreamUrl, withAuthQuery, type UpstreamAuth } from './upstream.js';
+import { assertPublicHost, knownPublicHost, upstreamAuth, upstreamBase, upstreamUrl, withAuthQuery, type UpstreamAuth, type UpstreamBase } from './upstream.js';
 
 export interface MeteredCallSettings {
   CONNECTIONS_MASTER_KEY: Buffer;
@@ -33,6 +33,36 @@ export interface MeteredCallPlan {
 }
 
 /**
+ * What a call plan needs of an API row that is the same for every call: the parsed base URL (or
+ * null when it does not parse), the opened platform key, and the sets of request headers not to
+ * forward. Kept per row object, which the edge's API cache hands out until the row is evicted or
+ * expires (a row read again is a new object, so a change is picked up with it).
+ */
+interface ApiProfile {
+  base: UpstreamBase | null;
+  /** The opened platform key; undefined until a call needs it. */
+  platformKey?: string;
+  /** Request headers not forwarded, one set per case (see droppedRequestHeaders). */
+  dropSets: Array<ReadonlySet<string> | undefined>;
+}
+const profiles = new WeakMap<MeteredApi, ApiProfile>();
+
+function apiProfile(api: MeteredApi): ApiProfile {
+  let profile = profiles.get(api);
+  if (profile === undefined) {
+    let base: UpstreamBase | null;
+    try {
+      base = upstreamBase(api.baseUrl);
+    } catch {
+      base = null;
+    }
+    profile = { base, dropSets: [] };
+    profiles.set(api, profile);
+  }
+  return profile;
+}
+
+/**
  * Plans one metered call, for the HTTP proxy and any other door (an MCP tool) alike: the base URL
  * and its address rules, the key (the caller's own before the platform's), the canonical path, the
  * upstream URL with the key where the API wants it, and the price. Charges nothing.
@@ -44,18 +74,19 @@ export async function planMeteredCall(
   accountId: string,
   request: { method: string; path: string; query: string | null },
 ): Promise<MeteredCallPlan> {
-  let base: URL;
-  try {
-    base = new URL(api.baseUrl);
-  } catch {
+  const profile = apiProfile(api);
+  const base = profile.base;
+  if (base === null) {
     throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, { hint: 'Nothing was charged.', headers: { 'Retry-After': '3600' } });
   }
-  if (!settings.ALLOW_PRIVATE_UPSTREAMS) await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
-  const { key, byok } = await upstreamKey(db, settings, api, accountId);
+  if (!settings.ALLOW_PRIVATE_UPSTREAMS && !knownPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS)) {
+    await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
+  }
+  const { key, byok } = api.authScheme.type === 'none' ? NO_KEY : await upstreamKey(db, settings, api, accountId, profile);
   const auth: UpstreamAuth = upstreamAuth(api.authScheme, key);
   const path = canonicalPath(request.path);
   const query = auth && 'query' in auth ? withAuthQuery(request.query, ...auth.query) : request.query;
-  const url = upstreamUrl(api.baseUrl, { path, query });
+  const url = upstreamUrl(base, { path, query });
   return {
     api,
     key,
@@ -70,13 +101,37 @@ export async function planMeteredCall(
   };
 }
 
+/**
+ * The request headers (lowercase) a planned call does not forward on top of the fixed rules of
+ * `upstreamRequestHeaders`: the header the upstream auth sets, Content-Length when no body is
+ * forwarded (it would promise bytes that never come), and Accept-Encoding on a platform-key call
+ * (its answer is redacted byte by byte, so it must come uncompressed). One set per API and case.
+ */
+export function droppedRequestHeaders(plan: MeteredCallPlan, hasBody: boolean): ReadonlySet<string> {
+  const sets = apiProfile(plan.api).dropSets;
+  const index = (plan.authHeader ? 1 : 0) + (hasBody ? 0 : 2) + (plan.platformKey ? 4 : 0);
+  let set = sets[index];
+  if (set === undefined) {
+    const names = new Set<string>();
+    if (plan.authHeader) names.add(plan.authHeader[0].toLowerCase());
+    if (!hasBody) names.add('content-length');
+    if (plan.platformKey) names.add('accept-encoding');
+    set = names;
+    sets[index] = set;
+  }
+  return set;
+}
+
+const NO_KEY = { key: null, byok: false } as const;
+
 /** The key the upstream gets: the caller's own (bring your own key) before the operator's platform key. */
-async function upstreamKey(db: Db, settings: MeteredCallSettings, api: MeteredApi, accountId: string): Promise<{ key: string | null; byok: boolean }> {
-  if (api.authScheme.type === 'none') return { key: null, byok: false };
+async function upstreamKey(db: Db, settings: MeteredCallSettings, api: MeteredApi, accountId: string, profile: ApiProfile): Promise<{ key: string | null; byok: boolean }> {
+  if (api.authScheme.type === 'none') return NO_KEY;
   const own = await connectionKey(db, settings.CONNECTIONS_MASTER_KEY, accountId, api.id);
   if (own !== null) return { key: own, byok: true };
   if (api.platformKeyEncrypted) {
-    return { key: openSecret(settings.CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted, platformKeyContext(api.id)), byok: false };
+    profile.platformKey ??= openSecret(settings.CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted, platformKeyContext(api.id));
+    return { key: profile.platformKey, byok: false };
   }
   throw new PlatformError('connection_required', `${api.id} needs a key and the platform has none for it`, {
     hint: `Nothing was charged. Connect your own key with POST /api/v1/connect/${api.id} {"apiKey": "..."}.`,

@@ -55,6 +55,11 @@ const privateRefusal = (host: string) =>
 /** Hosts whose every address was public at their last check, until when (see assertPublicHost). */
 const publicHosts = new Map<string, number>();
 
+/** True when `assertPublicHost(hostname, cacheMs)` would pass on its cache alone (no need to wait for it). */
+export function knownPublicHost(hostname: string, cacheMs: number): boolean {
+  return cacheMs > 0 && (publicHosts.get(hostname) ?? 0) > Date.now();
+}
+
 /**
  * Resolves the upstream host and refuses it when any address is private. Before anything is charged.
  * With `cacheMs`, a host found public is not resolved again for that long (refusals and failures are
@@ -117,62 +122,114 @@ const badPath = (why: string) =>
  */
 export function proxyTarget(rawUrl: string, segmentsBefore: number): { path: string; query: string | null } {
   const q = rawUrl.indexOf('?');
-  const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  let rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
   const query = q === -1 ? null : rawUrl.slice(q + 1);
-  const rest = rawPath.split('/').slice(segmentsBefore + 1);
-  const path = rest.length === 0 ? '' : `/${rest.join('/')}`;
+  // An absolute-form target (`GET http://host/api/v1/proxy/...`, routed like its path) loses its scheme and host.
+  if (!rawPath.startsWith('/')) rawPath = rawPath.replace(/^https?:\/\/[^/]*/i, '');
+  // The remainder starts at the slash after the first `segmentsBefore` segments.
+  let at = 0;
+  for (let n = 0; n < segmentsBefore && at !== -1; n += 1) at = rawPath.indexOf('/', at + 1);
+  const path = at === -1 ? '' : rawPath.slice(at);
   if (path.includes('\\')) throw badPath('backslash');
   if (/%(2f|5c|00)/i.test(path)) throw badPath('encoded slash, backslash or NUL');
   if (path.includes('//')) throw badPath('empty segment ("//")');
-  for (const segment of rest) {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(segment);
-    } catch {
-      throw badPath('malformed percent-encoding');
+  // A segment can only be (or decode to) a dot segment, or fail to decode, with a dot or a `%` in it.
+  if (path.includes('/.') || path.includes('%')) {
+    for (const segment of path.split('/')) {
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(segment);
+      } catch {
+        throw badPath('malformed percent-encoding');
+      }
+      if (decoded === '.' || decoded === '..') throw badPath('dot segment');
     }
-    if (decoded === '.' || decoded === '..') throw badPath('dot segment');
   }
   return { path, query };
 }
 
-/**
- * The upstream URL: the base URL's path plus the remainder, with the query unchanged. The result is
- * checked to stay on the base URL's origin and under its path.
- */
-export function upstreamUrl(baseUrl: string, target: { path: string; query: string | null }): { origin: string; path: string; url: URL } {
+/** An API's base URL, parsed once (see `planMeteredCall`, which keeps it per cached API row). */
+export interface UpstreamBase {
+  origin: string;
+  hostname: string;
+  /** The base URL's path without trailing slashes ('' for the root). */
+  basePath: string;
+}
+
+/** Parses a base URL; throws (TypeError) when it is not a URL. */
+export function upstreamBase(baseUrl: string): UpstreamBase {
   const base = new URL(baseUrl);
-  const basePath = base.pathname.replace(/\/+$/, '');
+  return { origin: base.origin, hostname: base.hostname, basePath: base.pathname.replace(/\/+$/, '') };
+}
+
+/**
+ * Path characters a URL parser takes as they are (RFC 3986 pchar and "/"): a path of only these,
+ * starting with "/", without "//" and without anything that could be a dot segment, is its own
+ * parsed pathname (`proxyTarget` refuses the rest but "/." in names such as "/.well-known").
+ */
+const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*$/;
+const isPlainPath = (path: string) =>
+  path === '' || (path.startsWith('/') && PLAIN_PATH.test(path) && !path.includes('//') && !path.includes('/.') && !/%2e/i.test(path));
+
+/**
+ * The upstream URL: the base URL's path plus the remainder (as `proxyTarget` returns it), with the
+ * query unchanged. The result is checked to stay on the base URL's origin and under its path; a
+ * remainder of plain path characters only cannot leave it, and is not parsed again.
+ */
+export function upstreamUrl(baseUrl: string | UpstreamBase, target: { path: string; query: string | null }): { origin: string; path: string } {
+  const { origin, basePath } = typeof baseUrl === 'string' ? upstreamBase(baseUrl) : baseUrl;
   const path = `${basePath}${target.path}` || '/';
   const withQuery = target.query === null ? path : `${path}?${target.query}`;
-  const url = new URL(withQuery, base.origin);
-  if (url.origin !== base.origin || (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))) {
-    throw badPath('it leaves the API base URL');
+  if (!isPlainPath(target.path)) {
+    const url = new URL(withQuery, origin);
+    if (url.origin !== origin || (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))) {
+      throw badPath('it leaves the API base URL');
+    }
   }
-  return { origin: base.origin, path: withQuery, url };
+  return { origin, path: withQuery };
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-connection', 'http2-settings']);
 /** Caller credentials and platform headers that never reach an upstream. */
 const CALLER_ONLY = new Set(['host', 'authorization', 'x-api-key', 'cookie', 'x-csrf-token', 'x-max-cost', 'forwarded', 'x-real-ip', 'expect']);
+/** Both, for the one look-up per header of the request path. */
+const NEVER_UPSTREAM = new Set([...HOP_BY_HOP, ...CALLER_ONLY]);
+const NOTHING: ReadonlySet<string> = new Set();
+
+/**
+ * `named` plus the names (lowercase) a Connection header lists, as a new set; `named` itself when it
+ * lists nothing new (`keep-alive`, a hop-by-hop name dropped anyway).
+ */
+function withConnectionTokens(value: string, named: ReadonlySet<string>): ReadonlySet<string> {
+  // The usual value names a header dropped anyway.
+  if (value === 'keep-alive' || value === 'Keep-Alive') return named;
+  let out: Set<string> | null = null;
+  for (const token of value.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+    out ??= new Set(named);
+    out.add(name);
+  }
+  return out ?? named;
+}
 
 /**
  * The headers sent upstream: the caller's, in order and with duplicates, minus hop-by-hop headers
  * (and those the caller's Connection header names), the caller's credentials and cookies, platform
  * headers (`X-Max-Cost`, `X-Service-*`, `X-Forwarded-*`) and any header the upstream auth sets.
+ * `drop` is a list of names, or a set of lowercase names (reused across calls, never changed here).
  */
-export function upstreamRequestHeaders(rawHeaders: string[], drop: string[] = []): string[] {
-  const named = new Set(drop.map((h) => h.toLowerCase()));
+export function upstreamRequestHeaders(rawHeaders: string[], drop: readonly string[] | ReadonlySet<string> = NOTHING): string[] {
+  let named: ReadonlySet<string> = drop instanceof Set ? drop : new Set((drop as readonly string[]).map((h) => h.toLowerCase()));
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]?.toLowerCase() === 'connection') {
-      for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
-    }
+    const name = rawHeaders[i]!;
+    if (name.length === 10 && name.toLowerCase() === 'connection') named = withConnectionTokens(rawHeaders[i + 1] ?? '', named);
   }
   const out: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] ?? '';
+    const name = rawHeaders[i]!;
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || CALLER_ONLY.has(lower) || named.has(lower)) continue;
+    if (NEVER_UPSTREAM.has(lower) || named.has(lower)) continue;
     if (lower.startsWith('proxy-') || lower.startsWith('x-service-') || lower.startsWith('x-forwarded-')) continue;
     out.push(name, rawHeaders[i + 1] ?? '');
   }
@@ -181,15 +238,14 @@ export function upstreamRequestHeaders(rawHeaders: string[], drop: string[] = []
 
 /** Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed platform headers. */
 export function downstreamResponseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
-  const named = new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((t) => t.trim().toLowerCase()),
-  );
+  const connection = headers.connection;
+  const named = connection === undefined ? NOTHING : withConnectionTokens(String(connection), NOTHING);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
     const lower = name.toLowerCase();
-    if (value === undefined || HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('proxy-')) continue;
+    if (HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('proxy-')) continue;
     if (lower === 'set-cookie' || lower === 'x-request-id' || lower.startsWith('x-service-') || lower.startsWith('x-ratelimit-')) continue;
     out[name] = value;
   }

@@ -1,7 +1,7 @@
 import { Transform } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { errorResponses } from './error-responses.js';
@@ -13,6 +13,7 @@ import { chargeRequest } from '../http/charge.js';
 import {
   bodyDecoder,
   downstreamResponseHeaders,
+  droppedRequestHeaders,
   guardedLookup,
   planMeteredCall,
   PrivateUpstreamError,
@@ -24,7 +25,7 @@ import {
   upstreamRequestHeaders,
 } from '#core/gateway';
 import { requireAuth } from '../plugins/auth.js';
-import { apiId as API_ID } from '#contracts/directory';
+import { apiId as API_ID, API_ID_PATTERN } from '#contracts/directory';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** `/api/v1/proxy/{api_id}`: segments of the raw URL before the path remainder. */
@@ -54,10 +55,12 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.addHook('onClose', async () => agent.close());
   // Proxied answers are third-party content on the dashboard's origin: the browser must treat every
   // one of them (errors too) as an opaque, script-less document that other sites cannot embed.
-  app.addHook('onSend', async (_request, reply) => {
+  // (Set last, over any the upstream sent; with `done`, so no promise per call.)
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('Content-Security-Policy', "sandbox; default-src 'none'");
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('Cross-Origin-Resource-Policy', 'same-site');
+    done(null, payload);
   });
 
   app.removeAllContentTypeParsers();
@@ -75,16 +78,18 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId/*',
-    config: { auth: 'apiKey', priced: true },
+    config: { auth: 'apiKey', priced: true, sampledRequestLog: true },
     schema: { ...schema, params: z.object({ apiId: API_ID, '*': z.string() }) },
+    validatorCompiler: paramsValidator(true),
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });
   // The API's base URL itself (`/proxy/{api_id}` or `/proxy/{api_id}/`, the router ignores the trailing slash).
   app.route({
     method: [...METHODS],
     url: '/proxy/:apiId',
-    config: { auth: 'apiKey', priced: true },
+    config: { auth: 'apiKey', priced: true, sampledRequestLog: true },
     schema: { ...schema, params: z.object({ apiId: API_ID }) },
+    validatorCompiler: paramsValidator(false),
     handler: async (request, reply) => proxyCall(request, reply, request.params.apiId, agent),
   });
 };
@@ -128,13 +133,9 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
   // Fastify hands the body of POST/PUT/PATCH/DELETE to the catch-all parser; a GET body stays on the raw request.
   const raw = (request.body as IncomingMessage | undefined) ?? (carriesBody(request.raw) ? request.raw : undefined);
-  const hasBody = raw !== undefined;
-  const dropped = plan.authHeader ? [plan.authHeader[0]] : [];
-  // Without a body to forward, a stray Content-Length would promise bytes that never come.
-  if (!hasBody) dropped.push('content-length');
-  // An answer made with the platform key is redacted byte by byte, so it must come uncompressed.
-  if (plan.platformKey) dropped.push('accept-encoding');
-  const headers = upstreamRequestHeaders(request.raw.rawHeaders, dropped);
+  // Not forwarded: the header the upstream auth sets; Content-Length without a body (it would promise
+  // bytes that never come); Accept-Encoding on a platform-key call (its answer is redacted byte by byte).
+  const headers = upstreamRequestHeaders(request.raw.rawHeaders, droppedRequestHeaders(plan, raw !== undefined));
   if (plan.authHeader) headers.push(...plan.authHeader);
   if (plan.platformKey) headers.push('accept-encoding', 'identity');
 
@@ -232,35 +233,51 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     reply.raw.once('close', settle);
     return reply.send();
   }
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      bytesOut += chunk.length;
-      callback(null, chunk);
-    },
-  });
+  // What the caller gets: the upstream body itself, else the decoder or the redaction at the end of
+  // the chain. Fastify pipes it into the reply, destroys the reply when it fails and destroys it when
+  // the caller hangs up. Its bytes are counted as they leave it, by a listener added while it is
+  // paused (so nothing flows before the reply is piped), with no stream in between.
+  const answer = redact ? (source.pipe(redact) as Transform) : source;
   // The source's own error comes first when the upstream breaks; when the caller hangs up, the
   // reply closes first and the upstream body is then torn down. (Piped by hand rather than with
   // stream.pipeline, which allocates an AbortController and a DOMException on every call.)
   source.on('error', (error: Error) => {
     if (!clientGone) upstreamBroke = true;
-    meter.destroy(error);
+    if (answer !== source) answer.destroy(error);
   });
-  meter.once('close', () => {
-    if (!upstream.body.readableEnded) upstream.body.destroy();
-    if (source !== upstream.body) source.destroy();
-    redact?.destroy();
+  // A chain's head (the upstream body) and middle (a decoder) go with its end.
+  if (answer !== upstream.body) answer.once('close', () => tearDown(upstream.body, source, answer));
+  answer.pause();
+  answer.on('data', (chunk: Buffer) => {
+    bytesOut += chunk.length;
   });
-  if (redact) {
-    redact.on('error', (error) => meter.destroy(error));
-    source.pipe(redact).pipe(meter);
-  } else {
-    source.pipe(meter);
-  }
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
     setImmediate(settle);
   });
-  return reply.send(meter);
+  return reply.send(answer);
+}
+
+/** Destroys what is left of an answer's chain once its end closed. */
+function tearDown(body: Dispatcher.ResponseData['body'], source: NodeJS.ReadableStream & { destroy(error?: Error): void }, end: NodeJS.ReadableStream) {
+  if (!body.readableEnded) body.destroy();
+  if (source !== body && source !== end) source.destroy();
+}
+
+/**
+ * The proxy routes' path parameters, checked by hand: an id that matches API_ID_PATTERN (nearly every
+ * call) is taken as it is; anything else goes to the zod schema, whose error the caller gets (400).
+ */
+function paramsValidator(wildcard: boolean) {
+  return ({ schema, httpPart }: { schema: unknown; httpPart?: string }) => {
+    const zod = validatorCompiler({ schema } as Parameters<typeof validatorCompiler>[0]);
+    if (httpPart !== 'params') return zod;
+    return (data: unknown) => {
+      const params = data as { apiId?: unknown; '*'?: unknown };
+      if (typeof params.apiId === 'string' && API_ID_PATTERN.test(params.apiId) && (typeof params['*'] === 'string') === wildcard) return { value: params };
+      return zod(data);
+    };
+  };
 }
 
 function carriesBody(raw: IncomingMessage): boolean {
