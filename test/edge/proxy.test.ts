@@ -40,6 +40,10 @@ async function upstreamHandler(req: IncomingMessage, res: ServerResponse, seen: 
     setTimeout(() => {
       if (!res.destroyed) res.end('late');
     }, 3_000).unref();
+  } else if (route === '/late') {
+    setTimeout(() => {
+      if (!res.destroyed) res.end('late but in time');
+    }, 300).unref();
   } else if (route === '/reset') {
     req.socket.destroy();
   } else if (route === '/midway') {
@@ -224,6 +228,29 @@ describe('the metered proxy', () => {
     await new Promise((r) => setTimeout(r, 300));
     const entries = await ledger(account.accountId);
     expect(entries.map((e) => e.kind)).toEqual(['adjustment', 'charge']);
+  });
+
+  it('keeps the charge and records the call when the caller hangs up before the upstream answers', async () => {
+    const account = await funded();
+    const { request } = await import('node:http');
+    const req = request(`${edge}/api/v1/proxy/${apiId}/late`, { headers: { 'x-api-key': account.fullKey }, agent: false });
+    req.on('error', () => {});
+    req.end();
+    await new Promise((r) => setTimeout(r, 100));
+    req.destroy();
+    // The upstream answers 200 after 300 ms, to a caller already gone.
+    await expect.poll(async () => (await ledger(account.accountId)).map((e) => e.kind), { timeout: 3_000, interval: 50 }).toEqual(['adjustment', 'charge']);
+    const chargeId = (await ledger(account.accountId))[1]!.id;
+    // Its usage event is handed over once the upstream answered, with the upstream's status and the
+    // charge (without one the reconciler would refund a call the upstream served).
+    const eventsOfCharge = async () => {
+      await app.usage.flush();
+      const jobs = await app.usage.queue.getJobs(['waiting', 'active', 'completed', 'delayed']);
+      return jobs.flatMap((job) => (job.data as { events: Array<{ chargeId: string | null; status: number; costMicros: string }> }).events).filter((e) => e.chargeId === chargeId);
+    };
+    await expect.poll(eventsOfCharge, { timeout: 3_000, interval: 100 }).toEqual([expect.objectContaining({ status: 200, costMicros: PRICE.toString() })]);
+    // And the edge goes on serving.
+    expect((await call(account, 'GET', '/hello')).status).toBe(200);
   });
 
   it('forwards a GET body as well', async () => {

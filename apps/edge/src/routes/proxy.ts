@@ -225,6 +225,16 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     // A caller who hangs up mid-download keeps the charge: the upstream did its work.
     recordUsage(upstream.statusCode, receipt.costMicros);
   };
+  // A caller who hung up while the upstream was still answering: its reply closed before any
+  // listener below could hear it. The upstream did its work, so the call keeps its charge and is
+  // recorded now (else it would have no usage event, and the reconciler would refund it).
+  if (reply.raw.closed) {
+    clientGone = true;
+    upstream.body.on('error', () => {}).destroy();
+    if (source !== upstream.body) source.destroy();
+    settle();
+    return reply;
+  }
   if (upstream.statusCode === 204 || upstream.statusCode === 304) {
     await upstream.body.dump();
     // Recorded once the answer is out: a call paid with x402 is settled on the way out (onSend), and
