@@ -235,6 +235,25 @@ describe('cookbook sessions over REST, on Temporal', () => {
     ]);
   });
 
+  it('applies a redraft that repeats the first draft word for word after a request for changes', async () => {
+    // The same completion of the same step in a later round is a new completion, not a retry of the first.
+    const user = await registerUser(app);
+    const browser = await loginUser(app, user);
+    const owner = { ...account, accountId: user.accountId, fullKey: user.fullKey };
+    const session = await startWeather(owner);
+    const url = `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`;
+    expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, owner));
+    expectOk(await complete(session.sessionId, 'draft-message', DRAFT, owner));
+    expectOk(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload: { stepId: 'approve-wording', resultData: {}, decision: 'request_changes', note: 'Check it once more.' } }));
+    const again = expectOk<{ session: { currentStep: string }; nextStep: { stepId: string } | null }>(await complete(session.sessionId, 'draft-message', DRAFT, owner));
+    expect(again).toMatchObject({ session: { currentStep: 'approve-wording' }, nextStep: { stepId: 'approve-wording', status: 'pending' } });
+    // What a read shows agrees: the draft went to the person again.
+    expect(expectOk<{ session: { currentStep: string } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, owner)).session.currentStep).toBe('approve-wording');
+    // And a retry of that second completion (its answer lost) still gets the same answer, once.
+    const retried = expectOk<{ session: { currentStep: string } }>(await complete(session.sessionId, 'draft-message', DRAFT, owner));
+    expect(retried.session.currentStep).toBe('approve-wording');
+  });
+
   it("uses a session's cookbook cached in process only while it is current: a re-seeded cookbook counts on its next use", async () => {
     const original = (await readCookbookFiles()).find((book) => book.id === 'weather-alert-sms')!;
     const id = uniqueId('cache-check-');

@@ -387,7 +387,7 @@ export async function completeStep(
       // completion of the same step races it and is refused as stale.
       temporal.client.workflow
         .getHandle(session.workflow_id)
-        .executeUpdate(completeStepUpdate, { args: [request], updateId: completionUpdateId(session.id, request) }),
+        .executeUpdate(completeStepUpdate, { args: [request], updateId: completionUpdateId(session.id, request, session.version) }),
     );
   } catch (error) {
     throw updateError(error, session.id) ?? error;
@@ -449,11 +449,22 @@ function stepRowOf(sessionId: string, record: StepRecord): StepRow {
   };
 }
 
-export function completionUpdateId(sessionId: string, request: { stepId: string; resultData: Record<string, unknown>; actor: Actor; decision?: Decision; note?: string }): string {
+/**
+ * The Update id of a completion. `version` is the session's version the caller saw (the mirror row):
+ * a step sent back by a request for changes is completed again in a later version, so the same data
+ * sent then is a new completion, not a retry that Temporal would answer with the first one's result.
+ * A retry of a completion still in flight sees the same version and joins it; one that already
+ * landed finds the step done and is answered from the history (priorCompletion).
+ */
+export function completionUpdateId(
+  sessionId: string,
+  request: { stepId: string; resultData: Record<string, unknown>; actor: Actor; decision?: Decision; note?: string },
+  version?: number,
+): string {
   // A decision other than approving is part of the completion (the same data rejected is another completion).
   const decided = request.decision && request.decision !== 'approve' ? `\n${request.decision}\n${request.note ?? ''}` : '';
   const digest = createHash('sha256').update(`${request.actor}\n${JSON.stringify(request.resultData)}${decided}`).digest('hex').slice(0, 16);
-  return `complete-step:${sessionId}:${request.stepId}:${digest}`;
+  return `complete-step:${sessionId}:${request.stepId}:${version === undefined ? '' : `v${version}:`}${digest}`;
 }
 
 /**
