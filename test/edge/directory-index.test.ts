@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listApis } from '#core/directory';
 import { similarity, wordSimilarityOf } from '#core/directory';
+import { fileURLToPath } from 'node:url';
+import { loadDevset } from '#core/directory';
 import { bearer, createTestAccount, createTestApp, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 
@@ -62,5 +64,79 @@ describe('the in-process directory index', () => {
       expect(similarity(a!, b!), `similarity(${a}, ${b})`).toBeCloseTo(row!.sim, 5);
       expect(wordSimilarityOf(a!, b!), `word_similarity(${a}, ${b})`).toBeCloseTo(row!.word, 5);
     }
+  });
+});
+
+describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
+  // Without the shared Redis answer cache: both apps rank every request themselves.
+  let inline: FastifyInstance;
+  let pooled: FastifyInstance;
+  beforeAll(async () => {
+    inline = await createTestApp({ DIRECTORY_CACHE_SECONDS: '0', DIRECTORY_RANK_WORKERS: '0' });
+    pooled = await createTestApp({ DIRECTORY_CACHE_SECONDS: '0', DIRECTORY_RANK_WORKERS: '2' });
+  });
+  afterAll(async () => {
+    await Promise.all([inline?.close(), pooled?.close()]);
+  });
+
+  it('answers search and discovery byte for byte as the event loop does, errors included', { timeout: 60_000 }, async () => {
+    const tasks = await loadDevset(fileURLToPath(new URL('../../docs/discovery-devset.json', import.meta.url)));
+    const cursor = Buffer.from(JSON.stringify({ o: 5 })).toString('base64url');
+    const urls = [
+      ...['stripe', 'twillio', 'geocoding', 'amazon web services', 'weather forecast', 'qzxqvjw', 'münchen transit'].flatMap((q) => [
+        `/api/v1/apis?q=${encodeURIComponent(q)}`,
+        `/api/v1/apis?q=${encodeURIComponent(q)}&limit=5&cursor=${cursor}`,
+        `/api/v1/apis?q=${encodeURIComponent(q)}&category=financial&limit=3`,
+      ]),
+      ...tasks.slice(0, 20).flatMap((t) => [`/api/v1/discover?q=${encodeURIComponent(t.q)}`, `/api/v1/discover?query=${encodeURIComponent(t.q)}&limit=50`]),
+      '/api/v1/discover?q=qzxqvjw%20vvbnqq',
+      '/api/v1/discover?q=',
+      '/api/v1/discover?q=%3F%3F%21',
+      `/api/v1/discover?q=${'weather%20'.repeat(80)}`,
+      '/api/v1/apis?q=',
+      '/api/v1/apis?q=weather&cursor=not-a-cursor',
+      '/api/v1/apis?limit=3',
+    ];
+    for (const url of urls) {
+      const [a, b] = await Promise.all([inline.inject({ method: 'GET', url }), pooled.inject({ method: 'GET', url })]);
+      expect({ status: b.statusCode, type: b.headers['content-type'] }, url).toEqual({ status: a.statusCode, type: a.headers['content-type'] });
+      const strip = (body: string) => body.replace(/"requestId":"[^"]*"/, '');
+      expect(strip(b.body), url).toBe(strip(a.body));
+    }
+  });
+
+  it('answers many concurrent requests, each with its own answer', async () => {
+    const queries = ['send a text message', 'translate text to french', 'weather forecast for a city', 'convert currency', 'shorten a url', 'stock prices'];
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => pooled.inject({ method: 'GET', url: `/api/v1/discover?q=${encodeURIComponent(queries[i % queries.length]!)}&limit=3` })),
+    );
+    answers.forEach((res, i) => expect(expectOk<{ query: string }>(res).query).toBe(queries[i % queries.length]));
+  });
+
+  it('follows catalog changes in every worker (LISTEN on directory_changed)', async () => {
+    const word = uniqueId('quuxwid').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]!);
+    const id = uniqueId('worker-api-');
+    const ids = async () => {
+      // As many requests as workers at once, so that every worker answers one.
+      const pages = await Promise.all([0, 1].map(() => pooled.inject({ method: 'GET', url: `/api/v1/apis?q=${word}&limit=5` })));
+      return pages.map((res) => expectOk<{ apis: { id: string }[] }>(res).apis.map((a) => a.id));
+    };
+    const until = async (check: (seen: string[][]) => boolean) => {
+      const deadline = Date.now() + 15_000;
+      let seen: string[][] = [];
+      while (Date.now() < deadline) {
+        seen = await ids();
+        if (check(seen)) return;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(`the workers never showed the change: ${JSON.stringify(seen)}`);
+    };
+    await until((seen) => seen.every((page) => page.length === 0));
+    await pooled.deps.sql`insert into apis (id, name, provider, base_url, source, description)
+                          values (${id}, ${`The ${word} API`}, 'worker.example', 'https://worker.example', 'operator', 'Written after the workers loaded.')`;
+    // Five rounds in a row, all seeing it: both workers have reloaded.
+    for (let round = 0; round < 5; round++) await until((seen) => seen.every((page) => page[0] === id));
+    await pooled.deps.sql`delete from apis where id = ${id}`;
+    await until((seen) => seen.every((page) => page.length === 0));
   });
 });

@@ -23,6 +23,9 @@ export function testEdgeSettings(overrides: Record<string, string> = {}): EdgeSe
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     DATABASE_URL: testDatabaseUrl(),
     DATABASE_POOL_MAX: '10',
+    // Ranking on the event loop: each test app would otherwise start two worker threads with their own
+    // copy of the index. The worker path is tested on its own (test/edge/directory-index.test.ts).
+    DIRECTORY_RANK_WORKERS: '0',
     ...overrides,
   });
 }

@@ -99,6 +99,13 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
   DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /**
+   * Worker threads that rank and render search and discovery answers beside the event loop (started
+   * with the first search), each with its own copy of the directory index: about 300 MB of memory at
+   * rest and up to 500 MB more under sustained load, and two database connections. 0 ranks on the
+   * event loop, which uses less memory and suits a single core.
+   */
+  DIRECTORY_RANK_WORKERS: z.coerce.number().int().min(0).max(32).default(2),
+  /**
    * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously; at the
    * latest a second later, and at shutdown): one write for many requests instead of one per request. 0 writes
    * every line at once (synchronously), which also keeps the last lines before a hard kill (SIGKILL, out of memory).

@@ -284,17 +284,21 @@ export interface ApiPage {
   plan: QueryPlan | null;
 }
 
+/** Search by relevance in the in-process index, optionally within a category. */
+export async function searchApis(index: LiveDirectoryIndex, options: ListOptions & { q: string }): Promise<ApiPage> {
+  const offset = decodeCursor(options.cursor);
+  const normalized = checkQueryText(options.q);
+  const ranked = await index.get();
+  const plan = planQuery(ranked, normalized, false);
+  const rows = rank(ranked, plan, { category: options.category, limit: options.limit + 1, offset });
+  const page = rows.slice(0, options.limit);
+  return { apis: page, nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan };
+}
+
 /** Browse (featured first, then by name) or search (by relevance), optionally within a category. */
 export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListOptions): Promise<ApiPage> {
+  if (options.q !== undefined) return searchApis(index, { ...options, q: options.q });
   const offset = decodeCursor(options.cursor);
-  if (options.q !== undefined) {
-    const normalized = checkQueryText(options.q);
-    const ranked = await index.get();
-    const plan = planQuery(ranked, normalized, false);
-    const rows = rank(ranked, plan, { category: options.category, limit: options.limit + 1, offset });
-    const page = rows.slice(0, options.limit);
-    return { apis: page, nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan };
-  }
   const rows = await db<ApiSummaryRow[]>`
     select ${SUMMARY_COLUMNS(db)}
       from apis a
@@ -355,6 +359,9 @@ export interface Discovery {
   plan: QueryPlan;
 }
 
+/** The lower-cased text a reason looks for the query's words in (once per API and index load). */
+const reasonText = (api: ApiSummaryRow) => `${api.name} ${api.provider} ${api.service ?? ''} ${api.categories.join(' ')} ${api.description}`.toLowerCase();
+
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
 export async function discover(live: LiveDirectoryIndex, q: string, limit = 10): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
@@ -368,10 +375,10 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
   const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
   const results = rows.map((row) => {
-    const api = index.api(row.id);
+    const api = row.indexed ?? index.api(row.id);
     const endpoints = api ? index.matchingEndpoints(api, stems) : [];
     const parts: string[] = [];
-    const hay = `${row.name} ${row.provider} ${row.service ?? ''} ${row.categories.join(' ')} ${row.description}`.toLowerCase();
+    const hay = api ? (api.reasonText ??= reasonText(api)) : reasonText(row);
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);
     if (inDescription.length) parts.push(`matches ${inDescription.map((t) => `"${t}"`).join(', ')} in its name, categories or description`);
     if (endpoints.length) parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);

@@ -29,6 +29,8 @@ export interface IndexedApi extends ApiSummaryRow {
   nameTrigrams: string[];
   /** Lower-cased words of each endpoint's summary and path, built on first use (discovery reasons). */
   endpointWords?: { words: string[]; endpoints: number[][] };
+  /** Lower-cased name, provider, service, categories and description, built on first use (discovery reasons). */
+  reasonText?: string;
   /** Number of lexemes of the (position-stripped) endpoint vector: ts_rank's length normalization. */
   endpointLexemes: number;
 }

@@ -1,10 +1,14 @@
 export { ApiCache } from './api-cache.js';
-export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories } from './catalog.js';
+export { apiPageAnswer, discoverAnswer, searchAnswer, toApiSummary } from './answers.js';
+export type { DiscoverRequest, SearchRequest } from './answers.js';
+export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories, searchApis } from './catalog.js';
 export type { RankedRow } from './catalog.js';
 export { evaluateDiscovery, loadDevset } from './eval.js';
 export { apiIdFor, directoryRoot, importDirectory, loadCuration, normalizeSpec, reindexApi, sourceCategories, specFiles } from './import.js';
 export type { ImportOptions } from './import.js';
 export { LiveDirectoryIndex, splitCompound } from './index-loader.js';
+export { inProcessRanking, RankPool } from './rank-pool.js';
+export type { DirectoryRanking } from './rank-pool.js';
 export type { ApiSummaryRow } from './index-types.js';
 export { directoryIndexingJob, enqueueDirectoryJob } from './indexing-job.js';
 export { similarity, wordSimilarityOf } from './scoring.js';

@@ -78,7 +78,12 @@ export function wordSimilarity(found: Uint8Array, querySize: number, text: Int32
       const tid = text[tmpLower]!;
       if (lastPos[tid] === tmpLower) {
         tmpSize--;
-        if (found[tid]) tmpCount--;
+        if (found[tid]) {
+          tmpCount--;
+          // No later extent can beat the current one: each shares at most tmpCount trigrams, so its
+          // similarity is at most tmpCount / querySize (pg_trgm tries them all; the answer is the same).
+          if (F(tmpCount / querySize) <= current) break;
+        }
       }
     }
     best = Math.max(best, current);

@@ -27,12 +27,16 @@ export class DirectoryIndex {
   readonly apis: IndexedApi[];
   readonly loadedAt = Date.now();
   private readonly byId = new Map<string, number>();
+  /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
+  private readonly endpointNorm: Float64Array;
   private readonly head = new Map<string, HeadPostings>();
   private readonly endpoint = new Map<string, number[]>();
   /** Name trigrams as ids: per API its sequence, per trigram the APIs using it. */
   private readonly nameTrigramIds = new Map<string, number>();
   private readonly nameTrigramSequences: Int32Array[] = [];
   private readonly nameTrigramPostings: number[][] = [];
+  /** Per API, its distinct name trigram ids. */
+  private readonly nameTrigramSets: Int32Array[] = [];
   private nameTrigramScratch: { found: Uint8Array; lastPos: Int32Array } | null = null;
   private readonly vocabulary = new Map<string, VocabularyWord>();
   private readonly vocabularyList: VocabularyWord[] = [];
@@ -42,6 +46,8 @@ export class DirectoryIndex {
   private scratch: { candidate: Uint8Array; shared: Int32Array } | null = null;
   private marks: { head: Float32Array; endpoint: Uint8Array } | null = null;
   private vocabularyShared: Int32Array | null = null;
+  private endpointHits: Int32Array | null = null;
+  private wordMarks: Uint8Array | null = null;
   private readonly corrections = new Map<string, { word: string; ndoc: number } | null>();
 
   constructor(
@@ -50,6 +56,7 @@ export class DirectoryIndex {
     words: { word: string; ndoc: number; lexeme: string | null }[],
   ) {
     this.apis = apis;
+    this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
     apis.forEach((api, i) => {
       this.byId.set(api.id, i);
       const { head, endpoint } = vectors[i]!;
@@ -77,6 +84,7 @@ export class DirectoryIndex {
         if (postings[postings.length - 1] !== i) postings.push(i);
       });
       this.nameTrigramSequences.push(sequence);
+      this.nameTrigramSets.push(Int32Array.from(new Set(sequence)));
     });
     for (const w of words) {
       const grams = new Set(trigrams(w.word));
@@ -105,24 +113,46 @@ export class DirectoryIndex {
   matchingEndpoints(api: IndexedApi, stems: readonly string[]): IndexedEndpoint[] {
     if (stems.length === 0) return [];
     const index = (api.endpointWords ??= endpointWords(api.endpoints));
+    const words = index.words;
+    // Per endpoint, its number of matched words (scratch of the index: reasons are built synchronously).
+    if (!this.endpointHits || this.endpointHits.length < api.endpoints.length) this.endpointHits = new Int32Array(Math.max(api.endpoints.length, 256));
+    if (!this.wordMarks || this.wordMarks.length < words.length) this.wordMarks = new Uint8Array(Math.max(words.length, 1024));
+    const hits = this.endpointHits;
+    const marks = this.wordMarks;
+    const matched: number[] = [];
+    const touched: number[] = [];
     // The words are sorted: the words starting with a stem are one range, found by binary search.
-    const matched = new Set<number>();
     for (const stem of stems) {
       let lo = 0;
-      let hi = index.words.length;
+      let hi = words.length;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
-        if (index.words[mid]! < stem) lo = mid + 1;
+        if (words[mid]! < stem) lo = mid + 1;
         else hi = mid;
       }
-      for (let k = lo; k < index.words.length && index.words[k]!.startsWith(stem); k++) matched.add(k);
+      for (let k = lo; k < words.length && words[k]!.startsWith(stem); k++) {
+        if (marks[k]) continue;
+        marks[k] = 1;
+        matched.push(k);
+        for (const at of index.endpoints[k]!) {
+          if (hits[at] === 0) touched.push(at);
+          hits[at] = hits[at]! + 1;
+        }
+      }
     }
-    const hits = new Map<number, number>();
-    for (const k of matched) for (const at of index.endpoints[k]!) hits.set(at, (hits.get(at) ?? 0) + 1);
-    return [...hits]
-      .sort((a, b) => b[1] - a[1] || a[0] - b[0])
-      .slice(0, 3)
-      .map(([at]) => api.endpoints[at]!);
+    for (const k of matched) marks[k] = 0;
+    // The three with the most hits, the first in the description on a tie.
+    const best: number[] = [];
+    for (const at of touched) {
+      let place = best.length;
+      while (place > 0 && (hits[at]! > hits[best[place - 1]!]! || (hits[at] === hits[best[place - 1]!] && at < best[place - 1]!))) place--;
+      if (place < 3) {
+        best.splice(place, 0, at);
+        if (best.length > 3) best.pop();
+      }
+    }
+    for (const at of touched) hits[at] = 0;
+    return best.map((at) => api.endpoints[at]!);
   }
 
   get size(): number {
@@ -224,8 +254,13 @@ export class DirectoryIndex {
       const endpoint = this.endpoint.get(lexeme);
       if (endpoint) for (let k = 0; k < endpoint.length; k++) touch(endpoint[k]!);
     }
-    // ...and the APIs whose name resembles the query (typos in names): only those sharing enough
-    // trigrams with it can reach a word similarity of 0.6.
+    // ...and the APIs whose name resembles the query (typos in names): only those sharing at least
+    // `needed` of its trigrams can reach a word similarity of 0.6 (similarity = shared / (query +
+    // extent - shared) <= shared / query). Such a name shares at least one of the m - needed + 1
+    // rarest of the query's m catalog trigrams (else it shares at most needed - 1 of the others), so
+    // only those trigrams' postings are walked (prefix filtering; common trigrams such as "  a" list
+    // most APIs), and a name found there counts its shared trigrams in its own distinct trigrams.
+    // This stage, word_similarity included, was about half of a search's ranking time.
     const queryTrigrams = new Set(trigrams(request.raw));
     const nameSimilarity = new Map<number, number>();
     if (queryTrigrams.size > 0) {
@@ -236,26 +271,37 @@ export class DirectoryIndex {
         const id = this.nameTrigramIds.get(t);
         if (id !== undefined) queryIds.push(id);
       }
-      const sharedTouched: number[] = [];
-      for (const id of queryIds) {
-        names.found[id] = 1;
-        const postings = this.nameTrigramPostings[id]!;
-        for (let k = 0; k < postings.length; k++) {
-          const i = postings[k]!;
-          if (shared[i] === 0) sharedTouched.push(i);
-          shared[i] = shared[i]! + 1;
+      const needed = Math.ceil(0.6 * queryTrigrams.size);
+      const prefix = queryIds.length - needed + 1;
+      if (prefix > 0) {
+        for (const id of queryIds) names.found[id] = 1;
+        queryIds.sort((a, b) => this.nameTrigramPostings[a]!.length - this.nameTrigramPostings[b]!.length);
+        const sharing: number[] = [];
+        for (let q = 0; q < prefix; q++) {
+          const postings = this.nameTrigramPostings[queryIds[q]!]!;
+          for (let k = 0; k < postings.length; k++) {
+            const i = postings[k]!;
+            if (shared[i] === 0) {
+              shared[i] = 1;
+              sharing.push(i);
+            }
+          }
         }
-      }
-      const needed = 0.6 * queryTrigrams.size;
-      for (const i of sharedTouched) {
-        if (shared[i]! >= needed) {
-          const sim = wordSimilarity(names.found, queryTrigrams.size, this.nameTrigramSequences[i]!, names.lastPos);
+        const found = names.found;
+        for (const i of sharing) {
+          shared[i] = 0;
+          // Its distinct trigrams the query has, stopping as soon as the answer is known.
+          const distinct = this.nameTrigramSets[i]!;
+          let count = 0;
+          for (let k = 0; k < distinct.length && count < needed && count + distinct.length - k >= needed; k++) count += found[distinct[k]!]!;
+          if (count < needed) continue;
+          const sequence = this.nameTrigramSequences[i]!;
+          const sim = wordSimilarity(found, queryTrigrams.size, sequence, names.lastPos);
           nameSimilarity.set(i, sim);
           if (sim >= 0.6) touch(i);
         }
-        shared[i] = 0;
+        for (const id of queryIds) found[id] = 0;
       }
-      for (const id of queryIds) names.found[id] = 0;
     }
     for (const i of candidates) candidate[i] = 0;
 
@@ -284,6 +330,19 @@ export class DirectoryIndex {
     let total = 0;
     for (const g of groups) total += g.best;
     total = Math.max(total, 0.001);
+    // The groups' terms as flat arrays, each group's heaviest first: a group counts with its first
+    // matched term. Terms outside the ts_rank query (at -1) never match.
+    const groupEnd = new Int32Array(groups.length);
+    const termAt: number[] = [];
+    const termWeight: number[] = [];
+    groups.forEach((g, gi) => {
+      for (const t of [...g.terms].sort((a, b) => b.weight - a.weight)) {
+        if (t.at < 0) continue;
+        termAt.push(t.at);
+        termWeight.push(t.weight);
+      }
+      groupEnd[gi] = termAt.length;
+    });
     // Dense per-query marks, lexeme-major: headMark[k * n + i] is lexeme k's ts_rank contribution in
     // API i (0 when absent; contributions are positive), endpointMark[k * n + i] 1 when its
     // endpoints use it. Walking the posting lists once beats a look-up per candidate and lexeme.
@@ -303,6 +362,7 @@ export class DirectoryIndex {
     const inHead = new Uint8Array(L);
     const inEndpoints = new Uint8Array(L);
     const category = request.category;
+    const endpointNorm = this.endpointNorm;
     const top = new TopHits(limit);
     for (const i of candidates) {
       const api = this.apis[i]!;
@@ -311,26 +371,34 @@ export class DirectoryIndex {
       let endpointMatches = 0;
       for (let k = 0; k < L; k++) {
         const contribution = headMark[k * n + i]!;
+        const inEndpoint = endpointMark[k * n + i]!;
         inHead[k] = contribution > 0 ? 1 : 0;
+        inEndpoints[k] = inEndpoint;
         if (contribution > 0) headSum = F(headSum + contribution * lexemeWeight[k]!);
-        inEndpoints[k] = endpointMark[k * n + i]!;
-        endpointMatches += inEndpoints[k]! * lexemeWeight[k]!;
+        if (inEndpoint) endpointMatches += lexemeWeight[k]!;
       }
       let covered = 0;
       let headCovered = 0;
-      for (const g of groups) {
+      let t = 0;
+      for (let g = 0; g < groupEnd.length; g++) {
+        const end = groupEnd[g]!;
         let any = 0;
         let head = 0;
-        for (const t of g.terms) {
-          if (t.at < 0) continue;
-          if (inHead[t.at] || inEndpoints[t.at]) any = Math.max(any, t.weight);
-          if (inHead[t.at]) head = Math.max(head, t.weight);
+        for (; t < end; t++) {
+          const at = termAt[t]!;
+          if (inHead[at]) {
+            if (any === 0) any = termWeight[t]!;
+            head = termWeight[t]!;
+            break;
+          }
+          if (any === 0 && inEndpoints[at]) any = termWeight[t]!;
         }
+        t = end;
         covered += any;
         headCovered += head;
       }
       const textRank = L ? F(headSum / weightSum) : 0;
-      const endpointRank = L && api.endpointLexemes ? F(F(F((endpointMatches * RANK_WEIGHTS[0]!) / 1.64493406685) / weightSum) / F(Math.log2(api.endpointLexemes + 1))) : 0;
+      const endpointRank = L && api.endpointLexemes ? F(F(F((endpointMatches * RANK_WEIGHTS[0]!) / 1.64493406685) / weightSum) / endpointNorm[i]!) : 0;
       const coverage = covered / total;
       const headCoverage = headCovered / total;
       const sim = nameSimilarity.get(i) ?? 0;

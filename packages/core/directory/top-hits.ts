@@ -22,9 +22,10 @@ export class TopHits {
       }
       return;
     }
-    const hit = { api, score, coverage };
-    if (!better(hit, heap[0]!)) return;
-    heap[0] = hit;
+    // Most candidates lose to the worst kept hit: compared before a hit is made for them.
+    const worst = heap[0]!;
+    if (!(score > worst.score || (score === worst.score && api.id < worst.api.id))) return;
+    heap[0] = { api, score, coverage };
     let at = 0;
     for (;;) {
       const left = 2 * at + 1;

@@ -215,13 +215,29 @@ export const DISCOVERY_STOPWORDS = new Set(
 
 /** Longest-first phrase list, so "text message" wins over "message". */
 const PHRASES = [...CAPABILITY_SYNONYMS].sort((a, b) => b[0].length - a[0].length);
+/** Each phrase's expansion terms, and the phrases (their places in PHRASES) by their first word. */
+const EXPANSION_TERMS = PHRASES.map(([, expansion]) => expansion.split(' '));
+const PHRASES_BY_FIRST_WORD = new Map<string, number[]>();
+PHRASES.forEach(([phrase], at) => {
+  const first = phrase.split(' ')[0]!;
+  PHRASES_BY_FIRST_WORD.set(first, [...(PHRASES_BY_FIRST_WORD.get(first) ?? []), at]);
+});
 
-/** Capability terms implied by a normalized (lower-case, space-separated) query. */
+/**
+ * Capability terms implied by a normalized (lower-case, space-separated) query. Only the phrases
+ * whose first word is a word of the query can match, and they are tried in the list's order.
+ */
 export function expandCapabilities(normalized: string): string[] {
   const padded = ` ${normalized} `;
+  const candidates: number[] = [];
+  for (const word of new Set(padded.split(' '))) {
+    const phrases = PHRASES_BY_FIRST_WORD.get(word);
+    if (phrases) candidates.push(...phrases);
+  }
+  candidates.sort((a, b) => a - b);
   const terms: string[] = [];
-  for (const [phrase, expansion] of PHRASES) {
-    if (padded.includes(` ${phrase} `)) terms.push(...expansion.split(' '));
+  for (const at of candidates) {
+    if (padded.includes(` ${PHRASES[at]![0]} `)) terms.push(...EXPANSION_TERMS[at]!);
   }
   return [...new Set(terms)];
 }

@@ -1,19 +1,32 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { LiveDirectoryIndex } from '#core/directory';
+import { inProcessRanking, LiveDirectoryIndex, RankPool, type DirectoryRanking } from '#core/directory';
 
 declare module 'fastify' {
   interface FastifyInstance {
     directoryIndex: LiveDirectoryIndex;
+    /** Search and discovery answers: ranked on this event loop, or in worker threads (DIRECTORY_RANK_WORKERS). */
+    directoryRanking: DirectoryRanking;
   }
 }
 
-/** The edge's in-process ranking index of the catalog (see LiveDirectoryIndex), closed with the app. */
+/**
+ * The edge's in-process ranking index of the catalog (see LiveDirectoryIndex), and where search and
+ * discovery rank: on the event loop from that index (DIRECTORY_RANK_WORKERS=0), or in a pool of
+ * worker threads with an index each (RankPool), which leaves the index here unloaded unless
+ * something else asks it. Both are closed with the app.
+ */
 export default fp(
   async function directoryIndexPlugin(app: FastifyInstance) {
-    const index = new LiveDirectoryIndex(app.deps.sql, app.log);
+    const { sql, settings } = app.deps;
+    const index = new LiveDirectoryIndex(sql, app.log);
     app.decorate('directoryIndex', index);
-    app.addHook('onClose', async () => index.close());
+    const workers = settings.DIRECTORY_RANK_WORKERS;
+    const pool = workers > 0 ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, log: app.log }) : null;
+    app.decorate('directoryRanking', pool ?? inProcessRanking(index));
+    app.addHook('onClose', async () => {
+      await Promise.all([index.close(), pool?.close()]);
+    });
   },
   { name: 'directory-index', dependencies: ['deps'] },
 );

@@ -1,23 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import {
-  categoryExists,
-  categoryName,
-  discover,
-  getApi,
-  listApis,
-  listCategories,
-  UNCATEGORIZED,
-  type ApiSummaryRow,
-  type RankedRow,
-} from '#core/directory';
+import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, toApiSummary } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
 import { chargeRequest } from '../http/charge.js';
-import { cachedJson, cachedText } from '#core/platform';
+import { cachedJson } from '#core/platform';
 import { apiDetail, apiId, apiSummary } from '#contracts/directory';
 
 const page = z.object({ ok: z.literal(true), apis: z.array(apiSummary), nextCursor: z.string().nullable(), hint: z.string().optional() });
@@ -26,47 +17,33 @@ const paging = {
   cursor: z.string().max(200).optional(),
 };
 
-export function toApiSummary(row: ApiSummaryRow): z.output<typeof apiSummary> {
-  return {
-    id: row.id,
-    name: row.name,
-    provider: row.provider,
-    service: row.service,
-    category: row.categories[0] ?? UNCATEGORIZED,
-    categories: row.categories,
-    description: row.description,
-    pricePerCall: toDollars(row.price_micros),
-    featured: row.featured,
-    votes: row.votes_up - row.votes_down,
-  };
-}
-
 /**
- * The hot public read routes (search, discovery) build their answers from typed rows, so their zod
- * response schemas document them (OpenAPI) without re-checking every answer at run time: that
- * check cost about as much as the ranking itself under load (docs/BENCHMARKS.md).
+ * The hot public read routes (search, discovery) render their answers to JSON bytes themselves
+ * (#core/directory answers.ts, possibly in a ranking worker), so their zod response schemas document
+ * them (OpenAPI) without re-checking every answer at run time: that check cost about as much as the
+ * ranking itself under load (docs/BENCHMARKS.md).
  */
 const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JSON.stringify(data));
 
+/** Sends an answer already rendered to JSON bytes (matching the route's schema) as they are. */
+const sendJsonBytes = (reply: FastifyReply, body: Buffer) => reply.type('application/json; charset=utf-8').send(body);
+
 /**
- * An API summary as JSON text. A row from the in-process index renders once per index load (all
- * but the vote count, which is appended per answer): rendering 50 summaries per search answer was
- * a large share of its cost.
+ * cachedText (#core/platform) for answers rendered to bytes: the shared Redis cache of public
+ * answers, read and written as bytes. Redis trouble never fails a request.
  */
-const renderedSummaries = new WeakMap<object, string>();
-function summaryJson(row: ApiSummaryRow | RankedRow): string {
-  const indexed = 'indexed' in row ? row.indexed : undefined;
-  if (!indexed) return JSON.stringify(toApiSummary(row));
-  let head = renderedSummaries.get(indexed);
-  if (head === undefined) {
-    const { votes: _votes, ...rest } = toApiSummary(row);
-    head = JSON.stringify(rest).slice(0, -1);
-    renderedSummaries.set(indexed, head);
+async function cachedBytes(redis: Redis, key: string, ttlSeconds: number, compute: () => Promise<Buffer>): Promise<Buffer> {
+  if (ttlSeconds <= 0) return compute();
+  try {
+    const hit = await redis.getBuffer(key);
+    if (hit !== null) return hit;
+  } catch {
+    return compute();
   }
-  return `${head},"votes":${row.votes_up - row.votes_down}}`;
+  const value = await compute();
+  redis.set(key, value, 'EX', ttlSeconds).catch(() => {});
+  return value;
 }
-/** Sends an answer already rendered to JSON text (matching the route's schema) as it is. */
-const sendJsonText = (reply: FastifyReply, text: string) => reply.type('application/json; charset=utf-8').send(text);
 
 /**
  * The directory: browse and search (public), categories, natural-language discovery (public) and
@@ -91,13 +68,15 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const { q, category, limit, cursor } = request.query;
-      const text = await cachedText(redis, cacheKey('apis', q, category?.toLowerCase(), limit, cursor), ttl, async () => {
-        const result = await listApis(sql, app.directoryIndex, { q, category: category?.toLowerCase(), limit, cursor });
-        const hint = q !== undefined && result.apis.length === 0 && !cursor ? 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.' : undefined;
-        return `{"ok":true,"apis":[${result.apis.map(summaryJson).join(',')}],"nextCursor":${JSON.stringify(result.nextCursor)}${hint ? `,"hint":${JSON.stringify(hint)}` : ''}}`;
-      });
-      return sendJsonText(reply, text);
+      const { q, cursor } = request.query;
+      const category = request.query.category?.toLowerCase();
+      const limit = request.query.limit;
+      const body = await cachedBytes(redis, cacheKey('apis', q, category, limit, cursor), ttl, async () =>
+        q === undefined
+          ? apiPageAnswer(await listApis(sql, app.directoryIndex, { category, limit, cursor }), false, cursor)
+          : app.directoryRanking.search({ q, category, limit, cursor }),
+      );
+      return sendJsonBytes(reply, body);
     },
   );
 
@@ -237,17 +216,9 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       if (text === undefined) {
         throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
       }
-      const body = await cachedText(redis, cacheKey('discover', text, request.query.limit), ttl, async () => {
-        const { results, plan } = await discover(app.directoryIndex, text, request.query.limit);
-        const rendered = results.map((r) => `{"api":${summaryJson(r.api)},"score":${JSON.stringify(r.score)},"reason":${JSON.stringify(r.reason)}}`);
-        const interpreted = { words: plan.words, corrections: plan.corrections, expansions: plan.expansions };
-        const hint =
-          results.length === 0
-            ? `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.`
-            : undefined;
-        return `{"ok":true,"query":${JSON.stringify(text)},"results":[${rendered.join(',')}],"interpreted":${JSON.stringify(interpreted)}${hint ? `,"hint":${JSON.stringify(hint)}` : ''}}`;
-      });
-      return sendJsonText(reply, body);
+      const limit = request.query.limit;
+      const body = await cachedBytes(redis, cacheKey('discover', text, limit), ttl, () => app.directoryRanking.discover({ text, limit }));
+      return sendJsonBytes(reply, body);
     },
   );
 };
