@@ -5,7 +5,7 @@ export { addJob } from './jobs.js';
 export type { JobDeclaration } from './jobs.js';
 export { createRedis } from './redis.js';
 export type { RedisErrorLog } from './redis.js';
-export { cachedJson, cachedText } from './response-cache.js';
+export { cachedBytes, cachedJson, cachedText } from './response-cache.js';
 export { connectionContext, isDevMasterKey, keyHint, masterKeySetting, openSecret, platformKeyContext, sealSecret } from './secret-box.js';
 export { SettingsError, envFlag, loadSettingsOrExit, parseSettings, sharedSettings } from './settings.js';
 export { TemporalGateway, temporalTls, type TemporalTlsSettings } from './temporal.js';

@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, toApiSummary } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
 import { chargeRequest } from '../http/charge.js';
-import { cachedJson } from '#core/platform';
+import { cachedBytes, cachedJson } from '#core/platform';
 import { apiDetail, apiId, apiSummary } from '#contracts/directory';
 
 const page = z.object({ ok: z.literal(true), apis: z.array(apiSummary), nextCursor: z.string().nullable(), hint: z.string().optional() });
@@ -27,23 +26,6 @@ const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JS
 
 /** Sends an answer already rendered to JSON bytes (matching the route's schema) as they are. */
 const sendJsonBytes = (reply: FastifyReply, body: Buffer) => reply.type('application/json; charset=utf-8').send(body);
-
-/**
- * cachedText (#core/platform) for answers rendered to bytes: the shared Redis cache of public
- * answers, read and written as bytes. Redis trouble never fails a request.
- */
-async function cachedBytes(redis: Redis, key: string, ttlSeconds: number, compute: () => Promise<Buffer>): Promise<Buffer> {
-  if (ttlSeconds <= 0) return compute();
-  try {
-    const hit = await redis.getBuffer(key);
-    if (hit !== null) return hit;
-  } catch {
-    return compute();
-  }
-  const value = await compute();
-  redis.set(key, value, 'EX', ttlSeconds).catch(() => {});
-  return value;
-}
 
 /**
  * The directory: browse and search (public), categories, natural-language discovery (public) and
