@@ -261,9 +261,3 @@ export async function settleExpiredHolds(sql: Sql, graceSeconds: number, limit =
   }
   return { holds, charges };
 }
-
-/** What an account's holds keep, for the balance endpoint and for checks. */
-export async function heldBalance(db: Db, accountId: string): Promise<bigint | null> {
-  const [row] = await db<{ held_micros: bigint }[]>`select held_micros from accounts where id = ${accountId}`;
-  return row ? row.held_micros : null;
-}
