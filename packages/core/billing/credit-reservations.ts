@@ -4,7 +4,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { reserveCredit, settleHolds, type HeldCharge, type HoldSettlement } from '#db/credit-holds';
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
 import type { Sql } from '#db/sql';
+import type { Queue } from 'bullmq';
 import type { Charger } from './charging.js';
+import { refundOrQueue, type RefundOutcome } from './refunds.js';
 
 export interface CreditReservationOptions {
   /** Off: every charge goes to `fallback` (the synchronous group commit). */
@@ -109,6 +111,16 @@ export class CreditReservations implements Charger {
     const taken = this.take(state, req, now);
     if (taken) return Promise.resolve(taken);
     return this.chargeAfterRefill(state, req);
+  }
+
+  /**
+   * Returns a call's charge (refundOrQueue: now, or through `queue` when Postgres refuses it now).
+   * A charge made from a hold gets its ledger row first, since a refund returns a recorded charge:
+   * the edge refunds through here so that order holds everywhere.
+   */
+  async refund(chargeId: string, reason: string, queue: Queue, log: { error(object: Record<string, unknown>, message: string): void }): Promise<RefundOutcome> {
+    await this.recorded(chargeId);
+    return refundOrQueue(this.sql, queue, chargeId, reason, log);
   }
 
   /** Resolves once the call charged `chargeId` (if it was charged from a hold) has its ledger row. */

@@ -8,7 +8,7 @@ import { errorResponses } from './error-responses.js';
 import { notFound, PlatformError } from '#core/platform';
 import { getBalance } from '#db/ledger';
 import { formatDollars } from '#contracts/money';
-import { refundOrQueue, type ChargeReceipt } from '#core/billing';
+import type { ChargeReceipt } from '#core/billing';
 import { chargeRequest } from '../http/charge.js';
 import {
   bodyDecoder,
@@ -214,11 +214,8 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     if (upstreamBroke && receipt.chargeId) {
       // The upstream closed mid-response: the caller got a cut-off answer; the charge is returned
       // (now, or through the refund queue when Postgres refuses it now).
-      // A charge made from a credit hold gets its ledger row first (the next settlement, now).
-      const chargeId = receipt.chargeId;
       void request.server.charges
-        .recorded(chargeId)
-        .then(() => refundOrQueue(sql, request.server.refundQueue, chargeId, 'refund: upstream closed mid-response', request.log))
+        .refund(receipt.chargeId, 'refund: upstream closed mid-response', request.server.refundQueue, request.log)
         .then(() => recordUsage(502, 0n));
       return;
     }
@@ -330,9 +327,7 @@ function forwardFailure(error: unknown, retryAfterSeconds: number, limit: number
  */
 async function refundInto(request: FastifyRequest, reply: FastifyReply, receipt: ChargeReceipt, failure: PlatformError): Promise<void> {
   if (!receipt.chargeId) return;
-  // A charge made from a credit hold gets its ledger row first (the next settlement, now).
-  await request.server.charges.recorded(receipt.chargeId);
-  const outcome = await refundOrQueue(request.server.deps.sql, request.server.refundQueue, receipt.chargeId, `refund: ${failure.code}`, request.log);
+  const outcome = await request.server.charges.refund(receipt.chargeId, `refund: ${failure.code}`, request.server.refundQueue, request.log);
   // Every failure built in this module carries a details object; the refund is reported in it.
   if (!outcome.refunded) {
     if (failure.details) Object.assign(failure.details, { chargeId: receipt.chargeId, refund: 'pending' });
