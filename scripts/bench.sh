@@ -5,6 +5,7 @@
 trap stop_started EXIT
 
 ensure_node_modules
+ensure_embedding_model
 ensure_postgres
 ensure_redis
 ensure_temporal

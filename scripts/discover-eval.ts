@@ -5,13 +5,13 @@
 // never tune on it). Misses are printed for the tuning sets only (--show-heldout-misses for all);
 // --sets=devset,everyday runs only the named sets.
 import { fileURLToPath } from 'node:url';
-import { evaluateDiscovery, LiveDirectoryIndex, loadDevset } from '#core/directory';
+import { directorySettings, evaluateDiscovery, LiveDirectoryIndex, loadDevset, modelDirSetting } from '#core/directory';
 import { parseSettings, sharedSettings } from '#core/platform';
 import { createSql } from '#db/sql';
 
-const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true }));
+const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true }).extend(directorySettings.pick({ DISCOVERY_MODEL_DIR: true }).shape));
 const sql = createSql(settings.DATABASE_URL, { max: 2, appName: 'discover-eval' });
-const index = new LiveDirectoryIndex(sql, { warn: (object, message) => console.warn(message, object) });
+const index = new LiveDirectoryIndex(sql, { warn: (object, message) => console.warn(message, object) }, { modelDir: modelDirSetting(settings.DISCOVERY_MODEL_DIR) });
 try {
   const [{ n } = { n: 0 }] = await sql<{ n: number }[]>`select count(*)::int as n from apis`;
   console.log(`catalog: ${n} APIs`);

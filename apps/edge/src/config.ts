@@ -106,6 +106,11 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
    */
   DIRECTORY_RANK_WORKERS: z.coerce.number().int().min(0).max(32).default(2),
   /**
+   * Discovery's sentence-embedding model (docs/DISCOVERY.md): empty for the one the provisioning
+   * scripts build into .venv/models, 'off' to rank by words only. About 75 MB per ranking thread.
+   */
+  DISCOVERY_MODEL_DIR: z.string().default(''),
+  /**
    * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously; at the
    * latest a second later, and at shutdown): one write for many requests instead of one per request. 0 writes
    * every line at once (synchronously), which also keeps the last lines before a hard kill (SIGKILL, out of memory).

@@ -249,7 +249,11 @@ function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): Ran
     raw: plan.raw,
     category: options.category,
   }, options.offset + options.limit);
-  return hits.slice(options.offset, options.offset + options.limit).map(({ api, score, coverage }) => ({
+  return hits.slice(options.offset, options.offset + options.limit).map(({ api, score, coverage }) => rankedRow(api, score, coverage));
+}
+
+function rankedRow(api: IndexedApi, score: number, coverage: number): RankedRow {
+  return {
     id: api.id,
     name: api.name,
     provider: api.provider,
@@ -263,7 +267,7 @@ function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): Ran
     score,
     coverage,
     indexed: api,
-  }));
+  };
 }
 
 function categoryCondition(db: Db, category: string | undefined) {
@@ -362,19 +366,66 @@ export interface Discovery {
 /** The lower-cased text a reason looks for the query's words in (once per API and index load). */
 const reasonText = (api: ApiSummaryRow) => `${api.name} ${api.provider} ${api.service ?? ''} ${api.categories.join(' ')} ${api.description}`.toLowerCase();
 
+/**
+ * Dense retrieval in discovery (docs/DISCOVERY.md): the word ranking's list and the nearest APIs by
+ * sentence embedding, each to FUSION_DEPTH, fused by reciprocal rank (k = RRF_K, equal weights). An
+ * API counts as near from DENSE_MIN_SIMILARITY: below it the model relates everything a little
+ * (made-up words reach 0.34 with some API). When no word of the task matched, only an API at
+ * DENSE_ALONE_MIN_SIMILARITY or more is shown, so a task of unknown words still finds nothing.
+ */
+export const RRF_K = 60;
+const FUSION_DEPTH = 50;
+export const DENSE_MIN_SIMILARITY = 0.3;
+export const DENSE_ALONE_MIN_SIMILARITY = 0.4;
+
+interface FusedRow {
+  row: RankedRow;
+  /** Cosine similarity of the task and the API, when the API was among the nearest. */
+  similarity: number | null;
+}
+
+/**
+ * The two lists fused: each API scores 1 / (k + rank) per list it is in (rank from 1), divided by
+ * 2 / (k + 1) so that first in both lists is 1. Ties go to the word ranking's order.
+ */
+function fuse(index: DirectoryIndex, lexical: RankedRow[], nearest: { at: number; similarity: number }[], limit: number): FusedRow[] {
+  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number | null }>();
+  lexical.forEach((row, r) => fused.set(row.id, { row, score: 1 / (RRF_K + r + 1), lexical: r, similarity: null }));
+  nearest.forEach(({ at, similarity }, r) => {
+    const api = index.apis[at]!;
+    const entry = fused.get(api.id) ?? { row: rankedRow(api, 0, 0), score: 0, lexical: Number.POSITIVE_INFINITY, similarity: null };
+    entry.score += 1 / (RRF_K + r + 1);
+    entry.similarity = similarity;
+    fused.set(api.id, entry);
+  });
+  const best = 2 / (RRF_K + 1);
+  return [...fused.values()]
+    .sort((a, b) => b.score - a.score || a.lexical - b.lexical || (a.row.id < b.row.id ? -1 : 1))
+    .slice(0, limit)
+    .map((e) => ({ row: { ...e.row, score: e.score / best }, similarity: e.similarity }));
+}
+
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
 export async function discover(live: LiveDirectoryIndex, q: string, limit = 10): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
-  const rows = rank(index, plan, { limit, offset: 0 });
+  const vector = index.dense && live.embeddings ? await live.embeddings.vector(normalized) : null;
+  let rows: FusedRow[];
+  if (vector && index.dense) {
+    const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0 });
+    const nearest = index.dense.nearest(vector, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY);
+    rows = fuse(index, lexical, nearest, limit);
+  } else {
+    rows = rank(index, plan, { limit, offset: 0 }).map((row) => ({ row, similarity: null }));
+  }
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
   const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
-  const results = rows.map((row) => {
+  const results = rows.map(({ row, similarity }) => {
     const api = row.indexed ?? index.api(row.id);
     const endpoints = api ? index.matchingEndpoints(api, stems) : [];
     const parts: string[] = [];
@@ -382,6 +433,7 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);
     if (inDescription.length) parts.push(`matches ${inDescription.map((t) => `"${t}"`).join(', ')} in its name, categories or description`);
     if (endpoints.length) parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
+    if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
     if (parts.length === 0) parts.push('name resembles the query');
     return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; ') };
   });

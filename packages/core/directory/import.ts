@@ -15,6 +15,8 @@ import { generateInstructions, plainText, type AuthScheme, type EndpointParam, t
 import { parseDollars } from '#contracts/money';
 import { platformKeyContext, sealSecret } from '#core/platform';
 import type { Db } from '#db/sql';
+import { loadEmbedder, type Embedder } from './embedder.js';
+import { embedCatalog } from './semantic.js';
 
 /** Bump when normalization changes, so the next import re-processes every file. */
 export const IMPORTER_VERSION = 5;
@@ -238,6 +240,8 @@ export interface ImportOptions {
   progressEvery?: number;
   onProgress?: (progress: ImportProgress) => void | Promise<void>;
   log?: (line: string) => void;
+  /** The embedding model's directory (semantic.ts): stale API embeddings are computed after the import. Null or absent: none. */
+  modelDir?: string | null;
 }
 
 interface Pending {
@@ -370,9 +374,29 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
     const curated = await applyCuration(db, options.curation, { connectionsMasterKey: options.connectionsMasterKey, env: options.env ?? process.env, log });
     log(`curation applied to ${curated} APIs`);
   }
+  if (options.modelDir) await embedApis(db, options.modelDir, log);
   log(`done: ${progress.processed} processed, ${progress.inserted} inserted, ${progress.updated} updated, ${progress.unchanged} unchanged, ${progress.operatorOwned} operator-owned left alone, ${progress.failed} failed`);
   await options.onProgress?.({ ...progress });
   return progress;
+}
+
+/**
+ * Computes the embeddings discovery's dense retrieval needs (semantic.ts) for APIs whose stored one
+ * is missing or stale. Without the model the import still succeeds: discovery then ranks by words.
+ */
+async function embedApis(db: Db, modelDir: string, log: (line: string) => void): Promise<void> {
+  let embedder: Embedder;
+  try {
+    embedder = await loadEmbedder(modelDir, { threads: 2 });
+  } catch (error) {
+    log(`API embeddings not computed: ${error instanceof Error ? error.message : String(error)}`);
+    return;
+  }
+  try {
+    await embedCatalog(db, embedder, log);
+  } finally {
+    await embedder.close();
+  }
 }
 
 /** Rebuilds the word list behind spelling correction and IDF weights (concurrently: searches keep running). */

@@ -6,6 +6,7 @@ import { parseTsvector, RANK_WEIGHTS, trigrams } from './scoring.js';
 import { stem } from 'porter2';
 import { isEnglishWord } from './wordnet.js';
 import type { ApiSummaryRow, IndexedEndpoint, IndexedApi } from './index-types.js';
+import { loadDenseVectors, QueryEmbeddings } from './semantic.js';
 
 /** A row of the index's load query: the summary columns (votes come apart) and the ranking data. */
 interface ApiLoadRow extends Omit<ApiSummaryRow, 'votes_up' | 'votes_down'> {
@@ -14,6 +15,8 @@ interface ApiLoadRow extends Omit<ApiSummaryRow, 'votes_up' | 'votes_down'> {
   head: string;
   endpoint: string;
   endpoints: IndexedEndpoint[] | null;
+  /** The start of the description that API embeddings are computed from (semantic.ts). */
+  embed_description: string;
 }
 
 export async function loadVotes(db: Db): Promise<Map<string, { up: number; down: number }>> {
@@ -23,11 +26,19 @@ export async function loadVotes(db: Db): Promise<Map<string, { up: number; down:
   return new Map(rows.map((r) => [r.id, { up: r.up, down: r.down }]));
 }
 
-/** Reads the catalog's ranking data from Postgres (one snapshot) and builds the index. */
-export async function loadDirectoryIndex(db: Db, extraWords: readonly string[] = []): Promise<DirectoryIndex> {
+/**
+ * Reads the catalog's ranking data from Postgres (one snapshot) and builds the index; with
+ * `embeddings`, also the APIs' stored vectors for dense retrieval (see semantic.ts).
+ */
+export async function loadDirectoryIndex(
+  db: Db,
+  extraWords: readonly string[] = [],
+  embeddings?: { queries: QueryEmbeddings; warn: (message: string) => void },
+): Promise<DirectoryIndex> {
   const read = async (tx: Db) => {
     const apis = await tx<ApiLoadRow[]>`
-      select id, name, provider, service, categories, left(description, 300) as description, price_micros, featured, popularity,
+      select id, name, provider, service, categories, left(description, 300) as description, left(description, 400) as embed_description,
+             price_micros, featured, popularity,
              search_name, search_vector::text as head, endpoint_vector::text as endpoint,
              endpoints
         from apis order by id`;
@@ -75,6 +86,11 @@ export async function loadDirectoryIndex(db: Db, extraWords: readonly string[] =
   const known = words.filter((w) => w.ndoc !== null).map((w) => ({ word: w.word, ndoc: w.ndoc!, lexeme: w.lexeme }));
   const index = new DirectoryIndex(indexed, vectors, known);
   for (const w of words) if (w.ndoc === null) index.addLexeme(w.word, w.lexeme);
+  const embedder = embeddings ? await embeddings.queries.model() : null;
+  if (embedder) {
+    const sources = apis.map((row, i) => ({ id: row.id, name: row.name, description: row.embed_description, categories: row.categories, endpoints: indexed[i]!.endpoints }));
+    index.dense = await loadDenseVectors(db, sources, embedder, embeddings!.warn);
+  }
   return index;
 }
 
@@ -112,11 +128,22 @@ export class LiveDirectoryIndex {
 
   private unlisten: (() => Promise<void>) | null = null;
   private closed = false;
+  /** Task vectors for dense retrieval; null when DISCOVERY_MODEL_DIR is 'off'. */
+  readonly embeddings: QueryEmbeddings | null;
 
+  /** `modelDir`: the embedding model's directory (semantic.ts, modelDirSetting), null for word ranking only. */
   constructor(
     private readonly db: Db,
     private readonly log?: IndexLog,
-  ) {}
+    options: { modelDir?: string | null } = {},
+  ) {
+    this.embeddings = options.modelDir ? new QueryEmbeddings(options.modelDir, (message, error) => this.log?.warn({ err: error }, message)) : null;
+  }
+
+  private load(): Promise<DirectoryIndex> {
+    const embeddings = this.embeddings;
+    return loadDirectoryIndex(this.db, VOCABULARY_TERMS, embeddings ? { queries: embeddings, warn: (message) => this.log?.warn({}, message) } : undefined);
+  }
 
   get(): DirectoryIndex | Promise<DirectoryIndex> {
     if (this.ready) return this.ready;
@@ -145,7 +172,7 @@ export class LiveDirectoryIndex {
         this.log?.warn({ err: error }, 'directory index: LISTEN failed; the index will not follow catalog changes');
       }
     }
-    this.ready = await loadDirectoryIndex(this.db, VOCABULARY_TERMS);
+    this.ready = await this.load();
     return this.ready;
   }
 
@@ -167,6 +194,7 @@ export class LiveDirectoryIndex {
     this.timer = null;
     await this.unlisten?.().catch(() => {});
     this.unlisten = null;
+    await this.embeddings?.close().catch(() => {});
   }
 
   private schedule(): void {
@@ -194,7 +222,7 @@ export class LiveDirectoryIndex {
     this.loading = true;
     this.again = false;
     try {
-      this.ready = await loadDirectoryIndex(this.db, VOCABULARY_TERMS);
+      this.ready = await this.load();
     } catch (error) {
       // Keep answering from the previous index; the next change retries.
       this.log?.warn({ err: error }, 'directory index: reload failed; answering from the previous index');

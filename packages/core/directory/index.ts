@@ -13,5 +13,8 @@ export type { ApiSummaryRow } from './index-types.js';
 export { directoryIndexingJob, enqueueDirectoryJob } from './indexing-job.js';
 export { similarity, wordSimilarityOf } from './scoring.js';
 export { directorySettings } from './settings.js';
+export { DEFAULT_MODEL_DIR, embedCatalog, modelDirSetting } from './semantic.js';
+export { loadEmbedder } from './embedder.js';
+export type { Embedder } from './embedder.js';
 export { generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';
 export { isEnglishWord, relatedWords } from './wordnet.js';

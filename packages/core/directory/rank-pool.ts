@@ -30,6 +30,8 @@ export function inProcessRanking(index: LiveDirectoryIndex): DirectoryRanking {
 
 export interface RankWorkerData {
   databaseUrl: string;
+  /** Discovery's embedding model (semantic.ts), null for word ranking only. */
+  modelDir: string | null;
 }
 
 export type RankJob =
@@ -80,7 +82,7 @@ export class RankPool implements DirectoryRanking {
   private closed = false;
 
   constructor(
-    private readonly options: { size: number; databaseUrl: string; log?: RankPoolLog },
+    private readonly options: { size: number; databaseUrl: string; modelDir?: string | null; log?: RankPoolLog },
   ) {
     this.slots = Array.from({ length: options.size }, () => null);
   }
@@ -144,7 +146,7 @@ export class RankPool implements DirectoryRanking {
   private spawn(at: number): void {
     const startedAt = Date.now();
     const worker = new Worker(ENTRY, {
-      workerData: { databaseUrl: this.options.databaseUrl } satisfies RankWorkerData,
+      workerData: { databaseUrl: this.options.databaseUrl, modelDir: this.options.modelDir ?? null } satisfies RankWorkerData,
       execArgv: [],
       name: `directory-rank-${at}`,
     });

@@ -20,12 +20,15 @@ import { stem } from 'porter2';
 import { TopHits } from './top-hits.js';
 import { ENGLISH_STOPWORDS, RANK_WEIGHTS, F, rankContribution, trigrams, wordSimilarity } from './scoring.js';
 import type { IndexedEndpoint, IndexedApi, HeadPostings, VocabularyWord, RankRequest, IndexHit } from './index-types.js';
+import type { DenseVectors } from './semantic.js';
 
 export const UNCATEGORIZED = 'uncategorized';
 
 export class DirectoryIndex {
   readonly apis: IndexedApi[];
   readonly loadedAt = Date.now();
+  /** The APIs' sentence embeddings (row i is API i), when the model and stored vectors are there. */
+  dense: DenseVectors | null = null;
   private readonly byId = new Map<string, number>();
   /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
   private readonly endpointNorm: Float64Array;

@@ -10,6 +10,12 @@ export const directorySettings = z.object({
     .default('0.001'),
   /** The operator's curation file: featured APIs, prices, platform keys (by env var name). */
   DIRECTORY_CURATION_FILE: z.string().default('db/seed/curation.json'),
+  /**
+   * The sentence-embedding model of discovery's dense retrieval (packages/core/directory/semantic.ts):
+   * empty for the one the provisioning scripts build into .venv/models, 'off' to rank by words only.
+   * The importer stores every API's vector with it; the edge embeds tasks with it.
+   */
+  DISCOVERY_MODEL_DIR: z.string().default(''),
   /** Seals platform keys named in the curation file, exactly as the proxy opens them (packages/core/platform/secret-box.ts). */
   CONNECTIONS_MASTER_KEY: masterKeySetting,
 });

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { inProcessRanking, LiveDirectoryIndex, RankPool, type DirectoryRanking } from '#core/directory';
+import { inProcessRanking, LiveDirectoryIndex, modelDirSetting, RankPool, type DirectoryRanking } from '#core/directory';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,10 +19,11 @@ declare module 'fastify' {
 export default fp(
   async function directoryIndexPlugin(app: FastifyInstance) {
     const { sql, settings } = app.deps;
-    const index = new LiveDirectoryIndex(sql, app.log);
+    const modelDir = modelDirSetting(settings.DISCOVERY_MODEL_DIR);
+    const index = new LiveDirectoryIndex(sql, app.log, { modelDir });
     app.decorate('directoryIndex', index);
     const workers = settings.DIRECTORY_RANK_WORKERS;
-    const pool = workers > 0 ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, log: app.log }) : null;
+    const pool = workers > 0 ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, log: app.log }) : null;
     app.decorate('directoryRanking', pool ?? inProcessRanking(index));
     app.addHook('onClose', async () => {
       await Promise.all([index.close(), pool?.close()]);
