@@ -109,6 +109,8 @@ async function startEdge(cacheSeconds: number, prefix: string, nodeFlags: string
       LOG_LEVEL: 'warn',
       REDIS_PREFIX: prefix,
       DIRECTORY_CACHE_SECONDS: String(cacheSeconds),
+      // Without the answer cache, every discovery also embeds its task (no remembered task vectors).
+      DISCOVERY_TASK_VECTORS: cacheSeconds === 0 ? '0' : '5000',
       // Every request still goes through the limiter (one Redis call), with a budget the run cannot spend.
       RATE_LIMIT_PUBLIC_MAX: '1000000000',
     },
@@ -292,7 +294,7 @@ Queries: ${searchQueries.length} distinct searches (API names, one-letter typos 
 ${discoverQueries.length} distinct discovery queries (the development and held-out tasks, task-like phrases from
 descriptions, typos), deterministic samples of the catalog, sent round-robin. Each fresh edge process first
 answers every query once (JIT, per-API endpoint word lists built on first use). "No answer cache" sets
-\`DIRECTORY_CACHE_SECONDS=0\`: every request ranks. "Redis answer cache, warm" first asks every query once, so the
+\`DIRECTORY_CACHE_SECONDS=0\` and \`DISCOVERY_TASK_VECTORS=0\`: every request ranks, and every discovery embeds its task. "Redis answer cache, warm" first asks every query once, so the
 run measures cache hits. The baseline runs a bare full-text query over the same search words from the same 50
 callers straight to Postgres (no HTTP, no ranking features). Cells: median (min–max) of ${repeats} runs, ${duration} s each.
 

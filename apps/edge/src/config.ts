@@ -100,8 +100,8 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /**
    * Worker threads that rank and render search and discovery answers beside the event loop (started
-   * with the first search), each with its own copy of the directory index: about 300 MB of memory at
-   * rest and up to 500 MB more under sustained load, and two database connections. 0 ranks on the
+   * with the first search), each with its own copy of the directory index and of discovery's embedding
+   * model: about 380 MB of memory at rest and up to 500 MB more under sustained load, and two database connections. 0 ranks on the
    * event loop, which uses less memory and suits a single core.
    */
   DIRECTORY_RANK_WORKERS: z.coerce.number().int().min(0).max(32).default(2),
@@ -110,6 +110,8 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
    * scripts build into .venv/models, 'off' to rank by words only. About 75 MB per ranking thread.
    */
   DISCOVERY_MODEL_DIR: z.string().default(''),
+  /** Task vectors each ranking thread remembers (about 1.5 KB each), so a task asked again is not embedded again; 0 embeds every time. */
+  DISCOVERY_TASK_VECTORS: z.coerce.number().int().min(0).max(1_000_000).default(5000),
   /**
    * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously; at the
    * latest a second later, and at shutdown): one write for many requests instead of one per request. 0 writes

@@ -131,13 +131,18 @@ export class LiveDirectoryIndex {
   /** Task vectors for dense retrieval; null when DISCOVERY_MODEL_DIR is 'off'. */
   readonly embeddings: QueryEmbeddings | null;
 
-  /** `modelDir`: the embedding model's directory (semantic.ts, modelDirSetting), null for word ranking only. */
+  /**
+   * `modelDir`: the embedding model's directory (semantic.ts, modelDirSetting), null for word ranking
+   * only; `rememberTasks`: how many task vectors are kept (DISCOVERY_TASK_VECTORS).
+   */
   constructor(
     private readonly db: Db,
     private readonly log?: IndexLog,
-    options: { modelDir?: string | null } = {},
+    options: { modelDir?: string | null; rememberTasks?: number } = {},
   ) {
-    this.embeddings = options.modelDir ? new QueryEmbeddings(options.modelDir, (message, error) => this.log?.warn({ err: error }, message)) : null;
+    this.embeddings = options.modelDir
+      ? new QueryEmbeddings(options.modelDir, (message, error) => this.log?.warn({ err: error }, message), options.rememberTasks)
+      : null;
   }
 
   private load(): Promise<DirectoryIndex> {

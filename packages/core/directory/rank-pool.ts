@@ -6,8 +6,9 @@
  *
  * The workers start with the first job (as the in-process index loads with the first search), or
  * at start(). A job goes to the worker with the fewest jobs in flight. A worker that dies fails its
- * jobs in flight (500) and is replaced. Each worker costs its own copy of the index and of WordNet
- * (about 280 MB of memory with its modules) and two database connections (one for LISTEN).
+ * jobs in flight (500) and is replaced. Each worker costs its own copy of the index, of WordNet and of
+ * discovery's embedding model (about 280 MB of memory with its modules, plus 80 MB for the model) and
+ * two database connections (one for LISTEN).
  */
 import { Worker } from 'node:worker_threads';
 import { PlatformError, type ErrorCode } from '#core/platform';
@@ -32,6 +33,8 @@ export interface RankWorkerData {
   databaseUrl: string;
   /** Discovery's embedding model (semantic.ts), null for word ranking only. */
   modelDir: string | null;
+  /** Task vectors each worker keeps (DISCOVERY_TASK_VECTORS). */
+  rememberTasks: number | undefined;
 }
 
 export type RankJob =
@@ -82,7 +85,7 @@ export class RankPool implements DirectoryRanking {
   private closed = false;
 
   constructor(
-    private readonly options: { size: number; databaseUrl: string; modelDir?: string | null; log?: RankPoolLog },
+    private readonly options: { size: number; databaseUrl: string; modelDir?: string | null; rememberTasks?: number; log?: RankPoolLog },
   ) {
     this.slots = Array.from({ length: options.size }, () => null);
   }
@@ -146,7 +149,7 @@ export class RankPool implements DirectoryRanking {
   private spawn(at: number): void {
     const startedAt = Date.now();
     const worker = new Worker(ENTRY, {
-      workerData: { databaseUrl: this.options.databaseUrl, modelDir: this.options.modelDir ?? null } satisfies RankWorkerData,
+      workerData: { databaseUrl: this.options.databaseUrl, modelDir: this.options.modelDir ?? null, rememberTasks: this.options.rememberTasks } satisfies RankWorkerData,
       execArgv: [],
       name: `directory-rank-${at}`,
     });

@@ -8,14 +8,14 @@ import { LiveDirectoryIndex } from './index-loader.js';
 import type { RankJob, RankReply, RankWorkerData } from './rank-pool.js';
 
 const port = parentPort!;
-const { databaseUrl, modelDir } = workerData as RankWorkerData;
+const { databaseUrl, modelDir, rememberTasks } = workerData as RankWorkerData;
 const send = (reply: RankReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
 
 // One connection loads the index (one transaction), one more LISTENs (postgres.js opens it apart).
 const sql = createSql(databaseUrl, { max: 1, appName: 'edge-directory-rank' });
 const index = new LiveDirectoryIndex(sql, {
   warn: (object, message) => send({ log: message, error: object.err instanceof Error ? object.err.message : String(object.err ?? '') }),
-}, { modelDir });
+}, { modelDir, rememberTasks });
 // Loaded at once, so the first job does not wait for it; a failure here is retried by the first job.
 Promise.resolve(index.get()).then(
   () => send({ ready: true }),

@@ -185,9 +185,11 @@ export class QueryEmbeddings {
   private embedder: Promise<Embedder | null> | null = null;
   private readonly memo = new Map<string, Float32Array>();
 
+  /** `remember`: how many task vectors are kept (0: every discovery embeds its task). */
   constructor(
     private readonly modelDir: string,
     private readonly warn: (message: string, error?: unknown) => void,
+    private readonly remember = 5_000,
   ) {}
 
   model(): Promise<Embedder | null> {
@@ -198,14 +200,15 @@ export class QueryEmbeddings {
     return this.embedder;
   }
 
-  /** The unit vector of a task's text, from memory when it was asked before (at most 5,000 remembered). */
+  /** The unit vector of a task's text, from memory when it was asked before. */
   async vector(text: string): Promise<Float32Array | null> {
     const known = this.memo.get(text);
     if (known) return known;
     const embedder = await this.model();
     if (!embedder) return null;
     const [vector] = await embedder.embed([text]);
-    if (this.memo.size >= 5_000) this.memo.delete(this.memo.keys().next().value!);
+    if (this.remember === 0) return vector!;
+    if (this.memo.size >= this.remember) this.memo.delete(this.memo.keys().next().value!);
     this.memo.set(text, vector!);
     return vector!;
   }

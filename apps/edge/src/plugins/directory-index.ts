@@ -20,10 +20,11 @@ export default fp(
   async function directoryIndexPlugin(app: FastifyInstance) {
     const { sql, settings } = app.deps;
     const modelDir = modelDirSetting(settings.DISCOVERY_MODEL_DIR);
-    const index = new LiveDirectoryIndex(sql, app.log, { modelDir });
+    const rememberTasks = settings.DISCOVERY_TASK_VECTORS;
+    const index = new LiveDirectoryIndex(sql, app.log, { modelDir, rememberTasks });
     app.decorate('directoryIndex', index);
     const workers = settings.DIRECTORY_RANK_WORKERS;
-    const pool = workers > 0 ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, log: app.log }) : null;
+    const pool = workers > 0 ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, log: app.log }) : null;
     app.decorate('directoryRanking', pool ?? inProcessRanking(index));
     app.addHook('onClose', async () => {
       await Promise.all([index.close(), pool?.close()]);
