@@ -73,6 +73,16 @@ describe('the discovery embedding model', () => {
     expect(dot(sendText!, sms!)).toBeGreaterThan(dot(sendText!, weather!) + 0.2);
   });
 
+  it('scores a task against a catalog of vectors natively, as dot products', async () => {
+    const vectors = await embedder.embed(['URL reputation and malware scanning', 'weather forecast', 'SMS gateway', 'currency exchange rates']);
+    const catalog = new Float32Array(vectors.length * embedder.dimensions);
+    vectors.forEach((v, i) => catalog.set(v, i * embedder.dimensions));
+    const [task] = await embedder.embed(['is this link safe to open']);
+    const scores = await embedder.similarities(task!, catalog);
+    expect(scores.length).toBe(vectors.length);
+    vectors.forEach((v, i) => expect(scores[i]).toBeCloseTo(dot(task!, v), 5));
+  });
+
   it('names the directory and how to build it when the model is missing', async () => {
     const missing = join(modelDir, 'no-such-model');
     await expect(loadEmbedder(missing)).rejects.toThrow(new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}.*npm run up`));

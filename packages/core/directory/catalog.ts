@@ -414,7 +414,7 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
   let rows: FusedRow[];
   if (vector && index.dense) {
     const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0 });
-    const nearest = index.dense.nearest(vector, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY);
+    const nearest = await index.dense.nearest(vector, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY);
     rows = fuse(index, lexical, nearest, limit);
   } else {
     rows = rank(index, plan, { limit, offset: 0 }).map((row) => ({ row, similarity: null }));

@@ -17,6 +17,8 @@ export interface Embedder {
   tokenize(text: string): number[];
   /** One unit vector per text, in order. */
   embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /** Dot products of `query` with every row of `catalog` (rows x dimensions), computed natively. */
+  similarities(query: Float32Array, catalog: Float32Array): Promise<Float32Array>;
   close(): Promise<void>;
 }
 
@@ -57,6 +59,16 @@ export async function loadEmbedder(dir: string, options: { threads?: number; max
     graphOptimizationLevel: 'all',
   });
 
+  // query [1, d] x catalog [n, d]^T in onnxruntime (a Gemm, about 0.07 ms for the catalog; 0.8 ms in JavaScript).
+  const similarity = await ort.InferenceSession.create(join(dir, 'similarity.onnx'), {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+  }).catch((error: unknown) => {
+    throw new Error(`the embedding model in ${dir} has no usable similarity.onnx (built by an older script?): ${BUILD_HINT}`, { cause: error });
+  });
+  const d = manifest.dimensions;
+
   async function run(tokens: number[]): Promise<Float32Array> {
     const dims = [1, tokens.length];
     const ids = new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), dims);
@@ -77,6 +89,15 @@ export async function loadEmbedder(dir: string, options: { threads?: number; max
       for (const text of texts) vectors.push(await run(tokenizer.encode(text, maxTokens)));
       return vectors;
     },
-    close: () => session.release(),
+    async similarities(query, catalog) {
+      const output = await similarity.run({
+        query: new ort.Tensor('float32', query, [1, d]),
+        catalog: new ort.Tensor('float32', catalog, [catalog.length / d, d]),
+      });
+      return output.scores!.data as Float32Array;
+    },
+    close: async () => {
+      await Promise.all([session.release(), similarity.release()]);
+    },
   };
 }

@@ -110,28 +110,25 @@ export async function embedCatalog(db: Db, embedder: Embedder, log: (line: strin
 /** The catalog's vectors as the in-process index holds them: row `at` of the matrix is API `at`. */
 export class DenseVectors {
   constructor(
-    readonly model: string,
-    readonly dimensions: number,
+    private readonly embedder: Embedder,
     /** apis × dimensions, unit rows; a row of zeros for an API without a vector. */
     private readonly matrix: Float32Array,
   ) {}
 
-  /**
-   * The `k` APIs most similar to a unit query vector with a similarity of at least `min`, best
-   * first (brute force: 2,600 × 384 multiply-adds take about a millisecond).
-   */
-  nearest(query: Float32Array, k: number, min: number): { at: number; similarity: number }[] {
-    const d = this.dimensions;
-    const n = this.matrix.length / d;
+  get model(): string {
+    return this.embedder.model;
+  }
+
+  /** The `k` APIs most similar to a unit query vector with a similarity of at least `min`, best first. */
+  async nearest(query: Float32Array, k: number, min: number): Promise<{ at: number; similarity: number }[]> {
+    const scores = await this.embedder.similarities(query, this.matrix);
     const best: { at: number; similarity: number }[] = [];
-    for (let i = 0; i < n; i++) {
-      let dot = 0;
-      const base = i * d;
-      for (let j = 0; j < d; j++) dot += this.matrix[base + j]! * query[j]!;
-      if (dot < min || (best.length === k && dot <= best[k - 1]!.similarity)) continue;
+    for (let i = 0; i < scores.length; i++) {
+      const s = scores[i]!;
+      if (s < min || (best.length === k && s <= best[k - 1]!.similarity)) continue;
       let place = best.length;
-      while (place > 0 && dot > best[place - 1]!.similarity) place--;
-      best.splice(place, 0, { at: i, similarity: dot });
+      while (place > 0 && s > best[place - 1]!.similarity) place--;
+      best.splice(place, 0, { at: i, similarity: s });
       if (best.length > k) best.pop();
     }
     return best;
@@ -174,7 +171,7 @@ export async function loadDenseVectors(
     const vectors = await embedder.embed(missing.map((m) => m.text));
     missing.forEach((m, k) => matrix.set(vectors[k]!, m.at * d));
   }
-  return new DenseVectors(embedder.model, d, matrix);
+  return new DenseVectors(embedder, matrix);
 }
 
 /**
