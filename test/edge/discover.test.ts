@@ -101,6 +101,28 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
     }
   });
 
+  it('ranks by words, and keeps answering, when the embedding model fails', async () => {
+    const failing = await createTestApp({ DIRECTORY_CACHE_SECONDS: '0' });
+    const warnings: string[] = [];
+    try {
+      const q = `/api/v1/discover?q=${encodeURIComponent('turn an address into coordinates')}`;
+      expect(expectOk<Discovery>(await failing.inject({ method: 'GET', url: q })).results.some((r) => /close in meaning/.test(r.reason))).toBe(true);
+      const warn = failing.log.warn.bind(failing.log);
+      failing.log.warn = ((object: unknown, message?: string) => {
+        warnings.push(String(message));
+        warn(object as object, message);
+      }) as typeof failing.log.warn;
+      // The model's session is released under the index: every embedding now throws.
+      await (await failing.directoryIndex.embeddings!.model())!.close();
+      const body = expectOk<Discovery>(await failing.inject({ method: 'GET', url: `${q}%20please` }));
+      expect(body.results.length).toBeGreaterThan(0);
+      expect(body.results.every((r) => !/close in meaning/.test(r.reason))).toBe(true);
+      expect(warnings).toContain('discovery: the embedding model failed; ranking by words only');
+    } finally {
+      await failing.close();
+    }
+  });
+
   it('keeps every stored vector current: the import embeds only what changed, and an index load embeds an API that has none', async () => {
     const { sql } = app.deps;
     const [api] = await sql<{ id: string; description: string }[]>`select id, description from apis where id = 'globalwinescore.com'`;

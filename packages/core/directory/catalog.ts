@@ -410,12 +410,11 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
   const normalized = checkQueryText(q, 'q');
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
-  const vector = index.dense && live.embeddings ? await live.embeddings.vector(normalized) : null;
   let rows: FusedRow[];
-  if (vector && index.dense) {
+  if (index.dense && live.embeddings) {
     const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0 });
-    const nearest = await index.dense.nearest(vector, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY);
-    rows = fuse(index, lexical, nearest, limit);
+    const nearest = await live.embeddings.nearest(index.dense, normalized, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY);
+    rows = nearest ? fuse(index, lexical, nearest, limit) : lexical.slice(0, limit).map((row) => ({ row, similarity: null }));
   } else {
     rows = rank(index, plan, { limit, offset: 0 }).map((row) => ({ row, similarity: null }));
   }

@@ -197,6 +197,25 @@ export class QueryEmbeddings {
     return this.embedder;
   }
 
+  /**
+   * The APIs nearest to a task (DenseVectors.nearest), or null when the model cannot answer: discovery
+   * then ranks by words, and the failure is logged (at most once a minute).
+   */
+  async nearest(vectors: DenseVectors, text: string, k: number, min: number): Promise<{ at: number; similarity: number }[] | null> {
+    try {
+      const vector = await this.vector(text);
+      return vector ? await vectors.nearest(vector, k, min) : null;
+    } catch (error) {
+      if (Date.now() - this.warnedAt >= 60_000) {
+        this.warnedAt = Date.now();
+        this.warn('discovery: the embedding model failed; ranking by words only', error);
+      }
+      return null;
+    }
+  }
+
+  private warnedAt = 0;
+
   /** The unit vector of a task's text, from memory when it was asked before. */
   async vector(text: string): Promise<Float32Array | null> {
     const known = this.memo.get(text);
