@@ -3,10 +3,11 @@
  * onnxruntime in process; see embedder.ts and docs/DISCOVERY.md) and of the task, compared by
  * cosine similarity. Discovery fuses this list with the word ranking by reciprocal rank (catalog.ts).
  *
- * The catalog's vectors are computed by the importer and stored in `api_embeddings` (30 s of CPU
- * for the whole catalog, too slow for every start); an index load reads them and embeds in memory
- * the few APIs whose stored vector is missing or stale (an API an operator registered since the last
- * import). A task's vector is computed once per process and remembered.
+ * The catalog's vectors are computed by the importer and stored in `api_embeddings` (about 20 s on
+ * two threads for the whole catalog, too slow for every start); an index load reads them and embeds
+ * in memory the few APIs whose stored vector is missing or stale (an API an operator registered
+ * since the last import). A task's vector is computed once per ranking thread and remembered
+ * (DISCOVERY_TASK_VECTORS).
  */
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +41,8 @@ const ENDPOINT_SUMMARIES = 5;
  * evaluation sets; six variants scored within one or two tasks of it.
  */
 export function embeddingText(api: EmbeddableApi): string {
-  const summaries = api.endpoints.map((e) => e.summary.trim()).filter(Boolean).slice(0, ENDPOINT_SUMMARIES);
+  // An operator's API may list endpoints without a summary.
+  const summaries = api.endpoints.map((e) => (typeof e.summary === 'string' ? e.summary.trim() : '')).filter(Boolean).slice(0, ENDPOINT_SUMMARIES);
   return [api.name, api.description.slice(0, DESCRIPTION_CHARS), api.categories.map((c) => c.replace(/_/g, ' ')).join(', '), summaries.join('. ')]
     .map((part) => part.trim())
     .filter(Boolean)
