@@ -91,7 +91,8 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
     expect(body.results[0]!.score).toBeLessThanOrEqual(1);
     expect(body.results.map((r) => r.score)).toEqual([...body.results.map((r) => r.score)].sort((a, b) => b - a));
 
-    const wordsOnly = await createTestApp({ DISCOVERY_MODEL_DIR: 'off', DIRECTORY_CACHE_SECONDS: '0' });
+    // With the answer cache on: the first app's answer (same Redis, same database) must not be served here.
+    const wordsOnly = await createTestApp({ DISCOVERY_MODEL_DIR: 'off' });
     try {
       const plain = expectOk<Discovery>(await wordsOnly.inject({ method: 'GET', url: `/api/v1/discover?${q}` }));
       expect(plain.results.every((r) => !/close in meaning/.test(r.reason))).toBe(true);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, toApiSummary } from '#core/directory';
+import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, modelDirSetting, toApiSummary } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
@@ -37,6 +37,8 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   // The database is part of the key: deployments (and test runs) sharing one Redis never mix answers.
   const database = createHash('sha256').update(settings.DATABASE_URL).digest('hex').slice(0, 12);
   const cacheKey = (...parts: (string | number | undefined)[]) => `${settings.REDIS_PREFIX}:directory-cache:${database}:${JSON.stringify(parts)}`;
+  // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
+  const discoveryMode = modelDirSetting(settings.DISCOVERY_MODEL_DIR) ?? 'words';
 
   app.get(
     '/apis',
@@ -199,7 +201,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
       }
       const limit = request.query.limit;
-      const body = await cachedBytes(redis, cacheKey('discover', text, limit), ttl, () => app.directoryRanking.discover({ text, limit }));
+      const body = await cachedBytes(redis, cacheKey('discover', discoveryMode, text, limit), ttl, () => app.directoryRanking.discover({ text, limit }));
       return sendJsonBytes(reply, body);
     },
   );
