@@ -5368,7 +5368,9 @@ export interface paths {
                                     service: string | null;
                                     votes: number;
                                 };
+                                /** @description Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way. */
                                 reason: string;
+                                /** @description Relevance, best first. With dense retrieval on: the reciprocal-rank fusion of the word ranking and the meaning ranking, 1 = first in both. */
                                 score: number;
                             }[];
                         };

@@ -188,7 +188,13 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
           200: z.object({
             ok: z.literal(true),
             query: z.string(),
-            results: z.array(z.object({ api: apiSummary, score: z.number(), reason: z.string() })),
+            results: z.array(
+              z.object({
+                api: apiSummary,
+                score: z.number().describe('Relevance, best first. With dense retrieval on: the reciprocal-rank fusion of the word ranking and the meaning ranking, 1 = first in both.'),
+                reason: z.string().describe('Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way.'),
+              }),
+            ),
             interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),
             hint: z.string().optional(),
           }),
