@@ -11,14 +11,15 @@ const url = process.env.DATABASE_URL;
 const sql = postgres(url, { max: 2, onnotice: () => {} });
 const killer = postgres(url, { max: 1 });
 let pid = null;
-const tx = sql.begin(async (t) => {
+// The outcome is attached at once: the transaction may fail before the killer's own query returns.
+const outcome = sql.begin(async (t) => {
   const [row] = await t\`select pg_backend_pid() as pid\`;
   pid = row.pid;
   await t\`select pg_sleep(5)\`;
-});
+}).then(() => 'committed', (err) => err.code ?? String(err));
 while (pid === null) await new Promise((r) => setTimeout(r, 20));
 await killer\`select pg_terminate_backend(\${pid})\`;
-const code = await tx.then(() => 'committed', (err) => err.code ?? String(err));
+const code = await outcome;
 await new Promise((r) => setTimeout(r, 200));
 const [again] = await sql\`select 1 as one\`;
 console.log(JSON.stringify({ code, again: again.one }));
@@ -34,7 +35,7 @@ describe('the Postgres driver', () => {
       timeout: 20_000,
     });
     expect(run.stderr).not.toMatch(/TypeError/);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     const outcome = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as { code: string; again: number };
     expect(outcome.code).toMatch(/^(57P01|CONNECTION_CLOSED)$/);
     expect(outcome.again).toBe(1);
