@@ -12,8 +12,12 @@ interface Reference {
   sentences: { text: string; ids: number[]; embedding: number[] }[];
 }
 
-// Measured: 0.983 for "?" (3 tokens), 0.990-0.995 for the others.
-const INT8_COSINE_FLOOR = 0.98;
+// int8 products are computed by whatever the CPU offers, so the cosines depend on the host: on an AMD
+// EPYC host 0.983 for "?" (3 tokens) and 0.990-0.995 for the others; on an Intel host with AVX2 only
+// (no VNNI) 0.976 for "?" and 0.989-0.995 for the others, mean 0.990. A broken quantization (per-tensor
+// scales) gave 0.86-0.98, so these floors still catch one.
+const INT8_COSINE_FLOOR = 0.97;
+const INT8_COSINE_MEAN_FLOOR = 0.985;
 
 const dot = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let sum = 0;
@@ -47,6 +51,8 @@ describe('the discovery embedding model', () => {
       expect(Math.abs(Math.sqrt(dot(vector, vector)) - 1), reference.sentences[k]!.text).toBeLessThan(1e-5);
     }
     expect(Math.min(...cosines.map((c) => c.cosine)), JSON.stringify(cosines)).toBeGreaterThanOrEqual(INT8_COSINE_FLOOR);
+    const mean = cosines.reduce((sum, c) => sum + c.cosine, 0) / cosines.length;
+    expect(mean, JSON.stringify(cosines)).toBeGreaterThanOrEqual(INT8_COSINE_MEAN_FLOOR);
   });
 
   it('gives a text the same vector alone as among others', async () => {
