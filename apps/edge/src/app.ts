@@ -57,11 +57,13 @@ export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions {
   return {
     level: settings.LOG_LEVEL,
     serializers: {
-      req: (request: FastifyRequest) => ({
+      // A Fastify request, or the plain summary the request-completed line passes (which names its
+      // client as `remoteAddress`: a plain object has no `ip`).
+      req: (request: Partial<FastifyRequest> & { remoteAddress?: string }) => ({
         method: request.method,
-        url: loggedUrl(request.url),
+        url: typeof request.url === 'string' ? loggedUrl(request.url) : undefined,
         host: request.host,
-        remoteAddress: request.ip,
+        remoteAddress: request.ip ?? request.remoteAddress,
         remotePort: request.socket?.remotePort,
       }),
       res: (reply: { statusCode?: number }) => ({ statusCode: reply.statusCode }),
