@@ -242,6 +242,8 @@ export interface ImportOptions {
   log?: (line: string) => void;
   /** The embedding model's directory (semantic.ts): stale API embeddings are computed after the import. Null or absent: none. */
   modelDir?: string | null;
+  /** Only these APIs' embeddings are checked after the import (a re-index of one API); absent: the whole catalog's. */
+  embedOnly?: readonly string[];
 }
 
 interface Pending {
@@ -374,7 +376,7 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
     const curated = await applyCuration(db, options.curation, { connectionsMasterKey: options.connectionsMasterKey, env: options.env ?? process.env, log });
     log(`curation applied to ${curated} APIs`);
   }
-  if (options.modelDir) await embedApis(db, options.modelDir, log);
+  if (options.modelDir) await embedApis(db, options.modelDir, log, options.embedOnly);
   log(`done: ${progress.processed} processed, ${progress.inserted} inserted, ${progress.updated} updated, ${progress.unchanged} unchanged, ${progress.operatorOwned} operator-owned left alone, ${progress.failed} failed`);
   await options.onProgress?.({ ...progress });
   return progress;
@@ -384,7 +386,7 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
  * Computes the embeddings discovery's dense retrieval needs (semantic.ts) for APIs whose stored one
  * is missing or stale. Without the model the import still succeeds: discovery then ranks by words.
  */
-async function embedApis(db: Db, modelDir: string, log: (line: string) => void): Promise<void> {
+async function embedApis(db: Db, modelDir: string, log: (line: string) => void, only: readonly string[] | undefined): Promise<void> {
   let embedder: Embedder;
   try {
     embedder = await loadEmbedder(modelDir, { threads: 2 });
@@ -393,7 +395,7 @@ async function embedApis(db: Db, modelDir: string, log: (line: string) => void):
     return;
   }
   try {
-    await embedCatalog(db, embedder, log);
+    await embedCatalog(db, embedder, log, only);
   } finally {
     await embedder.close();
   }
@@ -410,11 +412,11 @@ export async function refreshSearchWords(db: Db): Promise<void> {
 }
 
 /** Re-indexes one imported API from its description file. Returns false for unknown or operator APIs. */
-export async function reindexApi(db: Db, apiId: string, options: Omit<ImportOptions, 'filter' | 'force'>): Promise<boolean> {
+export async function reindexApi(db: Db, apiId: string, options: Omit<ImportOptions, 'filter' | 'force' | 'embedOnly'>): Promise<boolean> {
   const [row] = await db<{ source_path: string | null; source: string }[]>`select source_path, source from apis where id = ${apiId}`;
   if (!row || row.source !== 'apis.guru' || !row.source_path) return false;
   const target = row.source_path;
-  const progress = await importDirectory(db, { ...options, filter: (path) => path === target, force: true });
+  const progress = await importDirectory(db, { ...options, filter: (path) => path === target, force: true, embedOnly: [apiId] });
   return progress.inserted + progress.updated === 1;
 }
 

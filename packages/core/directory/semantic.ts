@@ -77,11 +77,13 @@ const BATCH = 32;
 /**
  * Computes and stores the embedding of every API whose stored one is missing or stale (another
  * model, or its text changed), in batches, with progress lines. Returns how many it computed.
+ * `only` limits the check to those APIs (a re-index of one API reads one row, not the catalog).
  */
-export async function embedCatalog(db: Db, embedder: Embedder, log: (line: string) => void = () => {}): Promise<number> {
+export async function embedCatalog(db: Db, embedder: Embedder, log: (line: string) => void = () => {}, only?: readonly string[]): Promise<number> {
   const rows = await db<EmbeddingSourceRow[]>`
     select a.id, a.name, left(a.description, 400) as description, a.categories, a.endpoints, v.text_hash
       from apis a left join api_embeddings v on v.api_id = a.id and v.model = ${embedder.model}
+     where ${only === undefined} or a.id = any(${only ?? []}::text[])
      order by a.id`;
   const todo = rows
     .map((row) => {
@@ -90,7 +92,7 @@ export async function embedCatalog(db: Db, embedder: Embedder, log: (line: strin
     })
     .filter((row) => row.hash !== row.stored);
   if (todo.length === 0) return 0;
-  log(`embedding ${todo.length} of ${rows.length} APIs for discovery (${embedder.model})`);
+  log(`embedding ${todo.length} of ${rows.length} ${only === undefined ? '' : 'named '}APIs for discovery (${embedder.model})`);
   const started = Date.now();
   let reported = started;
   for (let at = 0; at < todo.length; at += BATCH) {
