@@ -12,10 +12,10 @@ interface Reference {
   sentences: { text: string; ids: number[]; embedding: number[] }[];
 }
 
-// int8 products are computed by whatever the CPU offers, so the cosines depend on the host: on an AMD
-// EPYC host 0.983 for "?" (3 tokens) and 0.990-0.995 for the others; on an Intel host with AVX2 only
-// (no VNNI) 0.976 for "?" and 0.989-0.995 for the others, mean 0.990. A broken quantization (per-tensor
-// scales) gave 0.86-0.98, so these floors still catch one.
+// int8 products are computed with whatever instructions the CPU offers, so the cosines depend on the
+// host: where the model was first built, 0.983 for "?" (3 tokens) and 0.990-0.995 for the others; on
+// an AMD EPYC host with AVX2 but no AVX-512 VNNI, 0.976 for "?" and 0.989-0.995 for the others, mean
+// 0.990. A broken quantization (one scale per matrix) gave 0.86-0.98, so these floors still catch one.
 const INT8_COSINE_FLOOR = 0.97;
 const INT8_COSINE_MEAN_FLOOR = 0.985;
 
