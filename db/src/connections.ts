@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { Db } from './sql.js';
 
 /** A bring-your-own-key connection as lists show it: never the key, only its hint. */
@@ -48,4 +49,15 @@ export async function findSealedConnectionKey(db: Db, accountId: string, apiId: 
   const [row] = await db<{ key_encrypted: Buffer }[]>`
     select key_encrypted from connections where account_id = ${accountId} and api_id = ${apiId}`;
   return row?.key_encrypted ?? null;
+}
+
+/** Channel on which a connection change is announced to every edge (which caches the sealed keys its proxy uses). */
+export const connectionChangesChannel = (redisPrefix: string) => `${redisPrefix}:connection-changes`;
+
+/** The message naming one account's connection to one API ('*' names all). */
+export const connectionChangeMessage = (accountId: string, apiId: string) => `${accountId} ${apiId}`;
+
+/** Tells every edge instance to drop its cached copy of a connection. Call after changing the row. */
+export async function publishConnectionChange(redis: Redis, redisPrefix: string, accountId: string, apiId: string): Promise<void> {
+  await redis.publish(connectionChangesChannel(redisPrefix), connectionChangeMessage(accountId, apiId));
 }

@@ -5,15 +5,8 @@ import { assertPublicHost } from '#core/gateway';
 import { runApiCli } from '#cli/api-cli';
 import { createTestAccount, createTestApp } from '../helpers/app.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+import { until } from '../helpers/until.js';
 import { rawRequest, startUpstream, type RawResponse, type TestUpstream } from '../helpers/upstream.js';
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 3_000): Promise<void> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('the proxy caches API rows in-process, evicted by operator changes', () => {
   const prefix = uniqueId('apicache');

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSecret, connectionContext, sealSecret } from '#core/platform';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
+import { until } from '../helpers/until.js';
 import { rawRequest, registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
 
 describe('connections (bring your own key)', () => {
@@ -12,10 +13,11 @@ describe('connections (bring your own key)', () => {
   let edge: string;
   let apiId: string;
   const BYO = 'byo-secret-key-abcdef-9876';
+  const prefix = uniqueId('conn');
 
   beforeAll(async () => {
     upstream = await startUpstream();
-    app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: uniqueId('conn') });
+    app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix });
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     apiId = await registerApi({ baseUrl: upstream.url, price: '0.01', byokPrice: '0.001', auth: 'header:X-Upstream-Key', platformKey: 'platform-key-000000' });
@@ -70,6 +72,40 @@ describe('connections (bring your own key)', () => {
     expectOk(await connect(a.fullKey, apiId, { apiKey: 'a-key-123456789' }), 201);
     expect(expectOk<{ connections: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(b.fullKey) })).connections).toEqual([]);
     expectError(await app.inject({ method: 'DELETE', url: `/api/v1/connect/${apiId}`, headers: bearer(b.fullKey) }), 404);
+  });
+
+  it('remembers a caller\'s connection in each edge without a query per call, and every edge forgets it within a second when it changes', async () => {
+    const other = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix });
+    try {
+      await other.listen({ host: '127.0.0.1', port: 0 });
+      const otherEdge = `http://127.0.0.1:${(other.server.address() as AddressInfo).port}`;
+      await until('both edges hear connection changes', () => app.connectionCache.live && other.connectionCache.live);
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 10_000_000n });
+      const keySentBy = async (url: string) => {
+        const answer = await rawRequest(url, { method: 'GET', path: `/api/v1/proxy/${apiId}/x`, headers: { 'x-api-key': account.fullKey } });
+        expect(answer.status).toBe(200);
+        return upstream.seen.at(-1)!.headers['x-upstream-key'];
+      };
+      // The other edge learns "no connection" and keeps it...
+      expect(await keySentBy(otherEdge)).toBe('platform-key-000000');
+      // ...until a connection made through the first edge is announced.
+      expectOk(await connect(account.fullKey, apiId, { apiKey: BYO }), 201);
+      await until('the other edge sends the new key', async () => (await keySentBy(otherEdge)) === BYO, 1_000);
+      expect(await keySentBy(edge)).toBe(BYO);
+
+      // A change nobody announces (SQL by hand) is not seen while the entry lives: the row is not read per call.
+      const sealed = sealSecret(app.deps.settings.CONNECTIONS_MASTER_KEY, 'changed-by-hand-000', connectionContext(account.accountId, apiId));
+      await app.deps.sql`update connections set key_encrypted = ${sealed} where account_id = ${account.accountId} and api_id = ${apiId}`;
+      expect(await keySentBy(otherEdge)).toBe(BYO);
+      expect(await keySentBy(edge)).toBe(BYO);
+
+      // Disconnecting through the other edge: that edge falls back at once, the first within a second.
+      expectOk(await other.inject({ method: 'DELETE', url: `/api/v1/connect/${apiId}`, headers: bearer(account.fullKey) }));
+      expect(await keySentBy(otherEdge)).toBe('platform-key-000000');
+      await until('the first edge falls back to the platform key', async () => (await keySentBy(edge)) === 'platform-key-000000', 1_000);
+    } finally {
+      await other.close();
+    }
   });
 
   it('answers 404 for an unknown API, 400 for bad input and odd ids, 403 for agent keys, 401 without a key', async () => {

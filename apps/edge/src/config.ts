@@ -150,6 +150,8 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   PROXY_BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
   /** How long the proxy keeps an API row (URL, auth, prices) in memory; operator CLI changes evict it at once through Redis. 0 disables the cache. */
   API_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
+  /** How long the proxy keeps a caller's bring-your-own-key connection (or the absence of one) in memory; connecting and disconnecting evict it on every edge at once through Redis. 0 disables the cache. */
+  CONNECTION_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
   /** How long the proxy trusts a public upstream host's DNS check; connections are still checked address by address when opened. */
   UPSTREAM_DNS_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   /** Retry-After (seconds) on 503 upstream_unavailable when the upstream gave none. */

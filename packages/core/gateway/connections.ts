@@ -1,6 +1,7 @@
-import { findSealedConnectionKey, upsertConnection, type Connection } from '#db/connections';
+import { upsertConnection, type Connection } from '#db/connections';
 import type { Db } from '#db/sql';
 import { connectionContext, keyHint, openSecret, sealSecret } from '#core/platform';
+import type { SealedConnectionKeys } from './connection-cache.js';
 
 /**
  * Bring-your-own-key connections: the caller's key for a third-party API, sealed (AES-256-GCM) under
@@ -13,7 +14,7 @@ export async function saveConnection(db: Db, masterKey: Buffer, input: { account
 }
 
 /** The caller's decrypted key for an API, or null when they have not connected one. */
-export async function connectionKey(db: Db, masterKey: Buffer, accountId: string, apiId: string): Promise<string | null> {
-  const sealed = await findSealedConnectionKey(db, accountId, apiId);
+export async function connectionKey(keys: SealedConnectionKeys, masterKey: Buffer, accountId: string, apiId: string): Promise<string | null> {
+  const sealed = await keys.sealedKey(accountId, apiId);
   return sealed ? openSecret(masterKey, sealed, connectionContext(accountId, apiId)) : null;
 }

@@ -1,3 +1,4 @@
+export { ConnectionCache, type SealedConnectionKeys } from './connection-cache.js';
 export { saveConnection } from './connections.js';
 export { droppedRequestHeaders, planMeteredCall, upstreamFailure } from './metered-call.js';
 export { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';

@@ -1,6 +1,6 @@
 import type { MeteredApi } from '#db/metered-apis';
-import type { Db } from '#db/sql';
 import { openSecret, PlatformError, platformKeyContext } from '#core/platform';
+import type { SealedConnectionKeys } from './connection-cache.js';
 import { connectionKey } from './connections.js';
 import { canonicalPath, priceOf } from './pricing.js';
 import { assertPublicHost, knownPublicHost, upstreamAuth, upstreamBase, upstreamUrl, withAuthQuery, type UpstreamAuth, type UpstreamBase } from './upstream.js';
@@ -68,7 +68,7 @@ function apiProfile(api: MeteredApi): ApiProfile {
  * upstream URL with the key where the API wants it, and the price. Charges nothing.
  */
 export async function planMeteredCall(
-  db: Db,
+  connections: SealedConnectionKeys,
   settings: MeteredCallSettings,
   api: MeteredApi,
   accountId: string,
@@ -82,7 +82,7 @@ export async function planMeteredCall(
   if (!settings.ALLOW_PRIVATE_UPSTREAMS && !knownPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS)) {
     await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
   }
-  const { key, byok } = api.authScheme.type === 'none' ? NO_KEY : await upstreamKey(db, settings, api, accountId, profile);
+  const { key, byok } = api.authScheme.type === 'none' ? NO_KEY : await upstreamKey(connections, settings, api, accountId, profile);
   const auth: UpstreamAuth = upstreamAuth(api.authScheme, key);
   const path = canonicalPath(request.path);
   const query = auth && 'query' in auth ? withAuthQuery(request.query, ...auth.query) : request.query;
@@ -125,9 +125,15 @@ export function droppedRequestHeaders(plan: MeteredCallPlan, hasBody: boolean): 
 const NO_KEY = { key: null, byok: false } as const;
 
 /** The key the upstream gets: the caller's own (bring your own key) before the operator's platform key. */
-async function upstreamKey(db: Db, settings: MeteredCallSettings, api: MeteredApi, accountId: string, profile: ApiProfile): Promise<{ key: string | null; byok: boolean }> {
+async function upstreamKey(
+  connections: SealedConnectionKeys,
+  settings: MeteredCallSettings,
+  api: MeteredApi,
+  accountId: string,
+  profile: ApiProfile,
+): Promise<{ key: string | null; byok: boolean }> {
   if (api.authScheme.type === 'none') return NO_KEY;
-  const own = await connectionKey(db, settings.CONNECTIONS_MASTER_KEY, accountId, api.id);
+  const own = await connectionKey(connections, settings.CONNECTIONS_MASTER_KEY, accountId, api.id);
   if (own !== null) return { key: own, byok: true };
   if (api.platformKeyEncrypted) {
     profile.platformKey ??= openSecret(settings.CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted, platformKeyContext(api.id));

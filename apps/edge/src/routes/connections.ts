@@ -31,6 +31,8 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
       const api = await getMeteredApi(sql, request.params.apiId);
       if (!api) throw notFound(`API ${request.params.apiId}`, 'List APIs with GET /api/v1/apis.');
       const connection = await saveConnection(sql, settings.CONNECTIONS_MASTER_KEY, { accountId: auth.accountId, apiId: api.id, apiKey: request.body.apiKey });
+      // Every edge's proxy drops what it remembered of this connection (none, or the replaced key).
+      await request.server.connectionCache.changed(request.server.deps.redis, auth.accountId, api.id);
       return reply.code(201).send({ ok: true as const, connection: present(connection) });
     },
   );
@@ -49,6 +51,7 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const auth = requireAuth(request);
       const removed = await deleteConnection(request.server.deps.sql, auth.accountId, request.params.apiId);
+      if (removed) await request.server.connectionCache.changed(request.server.deps.redis, auth.accountId, removed.apiId);
       if (!removed) throw notFound(`Connection to ${request.params.apiId}`, 'GET /api/v1/me/apis lists your connections.');
       return { ok: true as const, connection: present(removed) };
     },

@@ -105,7 +105,8 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   const target = proxyTarget(request.raw.url ?? '/', SEGMENTS_BEFORE_REMAINDER);
   const declaredLength = Number(request.headers['content-length'] ?? 0);
   if (declaredLength > settings.PROXY_BODY_LIMIT_BYTES) throw bodyTooLarge(settings.PROXY_BODY_LIMIT_BYTES);
-  const plan = await planMeteredCall(sql, settings, api, auth.accountId, { method: request.method, path: target.path, query: target.query });
+  // The caller's own key, if any, from the in-process connection cache (evicted on every edge when it changes).
+  const plan = await planMeteredCall(request.server.connectionCache, settings, api, auth.accountId, { method: request.method, path: target.path, query: target.query });
 
   // Nothing is forwarded before the charge (and X-Max-Cost, allow-list and spend limit) passed.
   const receipt = await chargeRequest(request, reply, { costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
