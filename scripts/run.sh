@@ -13,6 +13,9 @@ case "${1:-}" in
   api)
     shift
     exec npx tsx apps/cli/api.ts "$@" ;;
+  payments)
+    shift
+    exec npx tsx apps/cli/payments.ts "$@" ;;
   rotate-master-key)
     shift
     exec npx tsx apps/cli/rotate-master-key.ts "$@" ;;

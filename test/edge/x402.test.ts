@@ -6,8 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestAccount, type TestAccount } from '#fixtures/accounts';
 import { chargesOwedARefund } from '#db/ledger';
+import { runPaymentsCli } from '#cli/payments-cli';
 import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
-import { uniqueId } from '../helpers/settings.js';
+import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
 
 const PAY_TO = '0x00000000000000000000000000000000000a11ce';
@@ -17,7 +18,8 @@ const NETWORK = 'eip155:84532';
  * x402 version 2 (issue 16), against a local facilitator this test runs and controls (the
  * specification's /verify, /settle and /supported): the 402's PAYMENT-REQUIRED header, a valid
  * payment served and settled with PAYMENT-RESPONSE and a ledger pair, replays, refusals, mismatches,
- * a malformed header, a settlement that fails after serving, and the metered proxy.
+ * a malformed header, a settlement that fails after serving, a settled payment the ledger could not
+ * take (recorded later by the operator command), and the metered proxy.
  */
 describe('x402 per-call payments', () => {
   let app: FastifyInstance;
@@ -185,6 +187,54 @@ describe('x402 per-call payments', () => {
     expect(await ledger(account)).toHaveLength(0);
     const [payment] = await app.deps.sql<{ status: string }[]>`select status from x402_payments where account_id = ${account.accountId}`;
     expect(payment?.status).toBe('settle_failed');
+  });
+
+  it('serves a settled payment whose ledger write fails, keeps it as settled_unrecorded with its call, and an operator records it once', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const required = await offered(account);
+    // The ledger refuses this account's x402 credit, as a database failing at that moment would.
+    const refuse = `refuse_x402_${account.accountId.replace(/-/g, '')}`;
+    await app.deps.sql.unsafe(`
+      create function ${refuse}() returns trigger language plpgsql as $$
+      begin
+        if new.account_id = '${account.accountId}' and new.kind = 'x402_credit' then raise exception 'ledger unavailable (test)'; end if;
+        return new;
+      end $$;
+      create trigger ${refuse} before insert on ledger_entries for each row execute function ${refuse}();`);
+    let hash: string;
+    try {
+      const res = await instructions(account, { 'payment-signature': paymentFor(required.accepts[0]!) });
+      // Paid on chain: the caller gets the answer and the settlement.
+      expectOk(res);
+      const settled = decodePaymentResponseHeader(String(res.headers['payment-response']));
+      expect(await ledger(account)).toEqual([]);
+      const [kept] = await app.deps.sql<{ payload_hash: Buffer; status: string; transaction: string; network: string; call: unknown }[]>`
+        select payload_hash, status, transaction, network, call from x402_payments where account_id = ${account.accountId}`;
+      expect(kept).toMatchObject({ status: 'settled_unrecorded', transaction: settled.transaction, network: NETWORK });
+      expect(kept!.call).toMatchObject({ keyId: account.keyId, item: expect.any(String) });
+      hash = kept!.payload_hash.toString('hex');
+    } finally {
+      await app.deps.sql.unsafe(`drop trigger ${refuse} on ledger_entries; drop function ${refuse}();`);
+    }
+
+    const cli = (argv: string[]) => runPaymentsCli(argv, { ...process.env, DATABASE_URL: testDatabaseUrl() });
+    const listed = await cli(['x402-unrecorded']);
+    expect(listed).toContain(`hash ${hash}`);
+    expect(listed).toContain('$0.01');
+    expect(await cli(['x402-record', '--hash', hash])).toMatch(/^recorded: charge /);
+    const entries = await ledger(account);
+    expect(entries.map((e) => [e.kind, e.amount_micros, e.balance_after_micros])).toEqual([
+      ['x402_credit', 10_000n, 10_000n],
+      ['charge', -10_000n, 0n],
+    ]);
+    const [payment] = await app.deps.sql<{ status: string; charge_id: string }[]>`select status, charge_id from x402_payments where account_id = ${account.accountId}`;
+    expect(payment).toEqual({ status: 'settled', charge_id: entries[1]!.id });
+    // Twice records once; bad input is refused with a hint.
+    await expect(cli(['x402-record', '--hash', hash])).rejects.toThrow(/no payment .* is waiting to be recorded/);
+    await expect(cli(['x402-record', '--hash', 'zz'])).rejects.toThrow(/--hash is required/);
+    await expect(cli(['x402-recrod'])).rejects.toThrow(/unknown command/);
+    expect(await ledger(account)).toHaveLength(2);
+    expect(await cli(['x402-unrecorded'])).not.toContain(hash);
   });
 
   it('pays for a metered proxy call; a failed upstream call is not settled', async () => {

@@ -19,7 +19,7 @@ import type { Caller } from '#core/identity';
 import { PlatformError } from '#core/platform';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { getBalance } from '#db/ledger';
-import { claimX402Payment, markX402Payment, recordX402Settlement } from '#db/x402';
+import { claimX402Payment, markX402Payment, markX402Unrecorded, recordX402Settlement } from '#db/x402';
 
 /** A verified x402 payment for the call in flight, settled in onSend once the answer is ready. */
 interface PendingPayment extends PresentedPayment {
@@ -185,7 +185,13 @@ export default fp(
         // Paid at the facilitator but not written here: the payer still gets what they paid for, and
         // the payment is kept as settled_unrecorded (with its transaction) for an operator to record.
         request.log.error({ err: error, transaction: settlement.transaction, item: payment.call.item }, 'x402 payment settled but its ledger entries could not be written');
-        await markX402Payment(sql, payment.hash, { status: 'settled_unrecorded', reason: `ledger write failed; transaction ${settlement.transaction}` }).catch(() => {});
+        await markX402Unrecorded(
+          sql,
+          payment.hash,
+          { transaction: settlement.transaction, network: settlement.network, payer: settlement.payer ?? payment.payer },
+          { keyId: payment.caller.keyId, apiId: payment.call.apiId ?? null, item: payment.call.item, description: payment.call.description ?? null },
+          `ledger write failed (${error instanceof Error ? error.message : String(error)}); record it with npm run payments -- x402-record`,
+        ).catch(() => {});
         reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
         return payload;
       }
