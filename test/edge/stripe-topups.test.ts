@@ -8,6 +8,7 @@ import { createTestAccount, type TestAccount } from '#fixtures/accounts';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
+import { reconcileAutoTopups } from '#core/billing';
 import { createRedis } from '#core/platform';
 import { autoTopupProcessor } from '#workers/queues/auto-topup';
 import { loadWorkerSettings } from '#workers/settings';
@@ -28,6 +29,9 @@ describe('live top-ups through Stripe Checkout', () => {
   const sessionsByIdempotencyKey = new Map<string, Record<string, unknown>>();
   let sessionCount = 0;
   let declinePayments = false;
+  /** Payments answered as still processing (a delayed method); GET /v1/payment_intents/:id then answers them succeeded. */
+  let processingPayments = false;
+  const intentsMade = new Map<string, Record<string, unknown>>();
   /** Checkout Session id by top-up id, as the local server made them. */
   const sessionsCreated = new Map<string, string>();
   const signer = new Stripe('sk_test_signer_only');
@@ -55,7 +59,7 @@ describe('live top-ups through Stripe Checkout', () => {
           if (declinePayments) {
             return json(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card was declined.' } });
           }
-          return json(200, {
+          const intent = {
             id: `pi_test_${seen.length}`,
             object: 'payment_intent',
             status: 'succeeded',
@@ -64,7 +68,13 @@ describe('live top-ups through Stripe Checkout', () => {
             currency: form.get('currency'),
             customer: form.get('customer'),
             metadata: { accountId: form.get('metadata[accountId]'), topUpId: form.get('metadata[topUpId]'), purpose: form.get('metadata[purpose]') },
-          });
+          };
+          intentsMade.set(intent.id, intent);
+          return json(200, processingPayments ? { ...intent, status: 'processing', amount_received: 0 } : intent);
+        }
+        if (req.method === 'GET' && req.url?.startsWith('/v1/payment_intents/')) {
+          const intent = intentsMade.get(req.url.slice('/v1/payment_intents/'.length));
+          if (intent) return json(200, intent);
         }
         if (req.method === 'POST' && req.url === '/v1/checkout/sessions' && form.get('mode') === 'setup') {
           sessionCount += 1;
@@ -387,6 +397,37 @@ describe('live top-ups through Stripe Checkout', () => {
       expect(intentsFor(account)).toHaveLength(1);
       expect(await balanceOf(account)).toBe(24.975);
       await ledgerMatches(account);
+    });
+
+    it('a payment Stripe took whose webhook never came is credited by the reconciler, once, and auto top-up goes on', async () => {
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 5_005_000n });
+      await app.deps.sql`update accounts set stripe_customer_id = ${`cus_late_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_delayed',
+                                             auto_topup_enabled = true, auto_topup_threshold_micros = 5000000, auto_topup_amount_micros = 10000000
+                          where id = ${account.accountId}`;
+      processingPayments = true;
+      try {
+        expectOk(await buy(account)); // below $5: the job charges, Stripe answers "processing"
+        await waitFor('the pending payment', async () => {
+          const [row] = await app.deps.sql<{ stripe_payment_intent_id: string | null }[]>`
+            select stripe_payment_intent_id from topups where account_id = ${account.accountId} and kind = 'auto' and status = 'pending'`;
+          return row?.stripe_payment_intent_id ?? undefined;
+        });
+      } finally {
+        processingPayments = false;
+      }
+      // No webhook comes. A payment younger than the reconciler's age limit is left alone...
+      const stripe = new Stripe('sk_test_local_server', { host: '127.0.0.1', port: (stripeServer.address() as AddressInfo).port, protocol: 'http' });
+      await reconcileAutoTopups(app.deps.sql, stripe, 3_600);
+      expect(await balanceOf(account)).toBe(4.995);
+      // ...an older one is asked about, credited as the webhook would have, and the attempt ends.
+      expect(await reconcileAutoTopups(app.deps.sql, stripe, 0)).toMatchObject({ checked: 1, credited: 1, failed: 0 });
+      expect(await balanceOf(account)).toBe(14.995);
+      expect(await state(account)).toMatchObject({ inFlight: false, failures: 0 });
+      // Once: the next run finds nothing pending, and a late webhook finds it credited.
+      expect(await reconcileAutoTopups(app.deps.sql, stripe, 0)).toMatchObject({ checked: 0, credited: 0 });
+      const [topup] = await app.deps.sql<{ status: string; credited_micros: bigint }[]>`select status, credited_micros from topups where account_id = ${account.accountId} and kind = 'auto'`;
+      expect(topup).toEqual({ status: 'completed', credited_micros: 10_000_000n });
+      expect(await balanceOf(account)).toBe(14.995);
     });
 
     it('a declined card ends the attempt, records why, backs off, and the account is not charged twice', async () => {

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { autoTopupJob, chargeAutoTopup, createStripe } from '#core/billing';
+import { autoTopupJob, chargeAutoTopup, createStripe, reconcileAutoTopups, reconcileAutoTopupsJob } from '#core/billing';
 import { enqueueEmail, WebhookEmitter } from '#core/notifications';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
@@ -23,5 +23,20 @@ export function autoTopupProcessor({ sql, redis, settings, log }: QueueDeps): Qu
       log.info({ accountId, topUpId: outcome.topUpId }, 'auto top-up charged; the webhook credits it');
     }
     return outcome;
+  });
+}
+
+/**
+ * The auto top-up reconciler (repeatable, every 10 minutes): settles auto top-ups whose payment has
+ * been pending for half an hour by asking Stripe, for a webhook that never came (see
+ * reconcileAutoTopups). Without Stripe settings it has nothing to do.
+ */
+export function reconcileAutoTopupsProcessor({ sql, settings, log }: QueueDeps): QueueProcessor {
+  const stripe = createStripe(settings);
+  return processorFor(reconcileAutoTopupsJob, async ({ olderThanSeconds }) => {
+    if (!stripe) return { checked: 0, credited: 0, failed: 0 };
+    const report = await reconcileAutoTopups(sql, stripe, olderThanSeconds);
+    if (report.credited + report.failed > 0) log.warn(report, 'auto top-ups settled by the reconciler: their Stripe webhook never arrived');
+    return report;
   });
 }

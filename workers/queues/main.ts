@@ -1,9 +1,9 @@
 // The BullMQ worker process: one Worker per queue (usage aggregation, directory indexing, refunds),
-// each job handed to the processor of its declared name; the refund reconciler and retention are
-// repeatable jobs.
+// each job handed to the processor of its declared name; the refund and auto top-up reconcilers,
+// retention and the webhook sweep are repeatable jobs.
 import { Queue, Worker } from 'bullmq';
 import pino from 'pino';
-import { reconcileRefundsJob } from '#core/billing';
+import { reconcileAutoTopupsJob, reconcileRefundsJob } from '#core/billing';
 import { createRedis, loadSettingsOrExit } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
@@ -41,13 +41,21 @@ await refunds.upsertJobScheduler(
 const maintenance = new Queue(retentionJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await scheduleRetention(maintenance, settings.RETENTION_EVERY_SECONDS);
 
+// Auto top-ups whose Stripe webhook never came are asked about (payments pending for half an hour).
+const billing = new Queue(reconcileAutoTopupsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+await billing.upsertJobScheduler(
+  reconcileAutoTopupsJob.name,
+  { every: 600_000 },
+  { name: reconcileAutoTopupsJob.name, data: { olderThanSeconds: 1_800 }, opts: reconcileAutoTopupsJob.options },
+);
+
 // Deliveries whose job was lost (a process died between recording and queueing) are re-queued.
 const webhooks = new Queue(webhookSweepJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await webhooks.upsertJobScheduler(webhookSweepJob.name, { every: 60_000 }, { name: webhookSweepJob.name, data: {}, opts: webhookSweepJob.options });
 
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
-  await Promise.all([refunds.close(), maintenance.close(), webhooks.close()]);
+  await Promise.all([refunds.close(), maintenance.close(), webhooks.close(), billing.close()]);
   await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
 });
 log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

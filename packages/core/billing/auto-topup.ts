@@ -5,7 +5,7 @@ import Stripe from 'stripe';
 import { z } from 'zod';
 import { addJob, PlatformError, type JobDeclaration } from '#core/platform';
 import { claimAutoTopup, finishAutoTopup, getAutoTopup, setStripeCustomer } from '#db/auto-topup';
-import type { Sql } from '#db/sql';
+import type { Db, Sql } from '#db/sql';
 import { creditPaidCheckout, failTopup, setTopupPaymentIntent } from '#db/topups';
 import { MICROS_PER_MINOR, type StripeSettings } from './stripe-topups.js';
 
@@ -142,3 +142,71 @@ export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: Stripe
   return { status: 'failed', topUpId, reason };
 }
 
+
+/**
+ * Applies a PaymentIntent's final outcome to its auto top-up, for Stripe's webhook and the
+ * reconciler alike: paid credits it once (creditPaidCheckout is idempotent per top-up) and ends the
+ * attempt; failed marks it failed once and backs off. Says what it did.
+ */
+export async function applyAutoTopupIntent(tx: Db, intent: Stripe.PaymentIntent, outcome: 'succeeded' | 'failed'): Promise<string> {
+  if (intent.metadata?.purpose !== 'auto-topup') return 'ignored';
+  const { accountId, topUpId } = intent.metadata;
+  if (!accountId || !topUpId) return 'not a top-up';
+  if (outcome === 'failed') {
+    if (!(await failTopup(tx, topUpId))) return 'already settled';
+    await finishAutoTopup(tx, accountId, { ok: false, error: intent.last_payment_error?.message ?? 'payment failed' });
+    return 'auto top-up failed';
+  }
+  const result = await creditPaidCheckout(tx, {
+    sessionId: null,
+    topUpId,
+    accountId,
+    amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
+    currency: intent.currency,
+    paymentIntentId: intent.id,
+  });
+  if (result === null) return 'unknown top-up';
+  await finishAutoTopup(tx, accountId, { ok: true });
+  return result.credited > 0n ? 'credited' : 'already credited';
+}
+
+const reconcilePayload = z.object({ olderThanSeconds: z.number().int().min(0).default(1_800) }).strict();
+
+/**
+ * The auto top-up reconciler, a repeatable job: a payment that Stripe took but whose webhook never
+ * arrived would otherwise leave its top-up pending for ever, the card charged, the balance not
+ * credited, and no later attempt made (claimAutoTopup waits for it).
+ */
+export const reconcileAutoTopupsJob: JobDeclaration<typeof reconcilePayload> = {
+  queue: 'billing',
+  name: 'reconcile-auto-topups',
+  payload: reconcilePayload,
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 }, removeOnComplete: 50, removeOnFail: 50 },
+};
+
+/** At most this many pending payments are asked about per run (the oldest first). */
+const RECONCILE_BATCH = 100;
+
+/**
+ * Asks Stripe about every auto top-up whose payment has been pending for longer than
+ * `olderThanSeconds` and applies what it finds, as the webhook would have: succeeded is credited,
+ * canceled or requires_payment_method (declined after all) fails the attempt; a payment still
+ * processing is left for the next run.
+ */
+export async function reconcileAutoTopups(sql: Sql, stripe: Stripe, olderThanSeconds: number): Promise<{ checked: number; credited: number; failed: number }> {
+  const pending = await sql<{ id: string; stripe_payment_intent_id: string }[]>`
+    select id, stripe_payment_intent_id from topups
+     where kind = 'auto' and status = 'pending' and stripe_payment_intent_id is not null
+       and created_at < now() - make_interval(secs => ${olderThanSeconds})
+     order by created_at limit ${RECONCILE_BATCH}`;
+  const report = { checked: pending.length, credited: 0, failed: 0 };
+  for (const row of pending) {
+    const intent = await stripe.paymentIntents.retrieve(row.stripe_payment_intent_id);
+    const outcome = intent.status === 'succeeded' ? 'succeeded' : intent.status === 'canceled' || intent.status === 'requires_payment_method' ? 'failed' : null;
+    if (outcome === null) continue;
+    const done = await sql.begin((tx) => applyAutoTopupIntent(tx, intent, outcome));
+    if (done === 'credited') report.credited += 1;
+    if (done === 'auto top-up failed') report.failed += 1;
+  }
+  return report;
+}

@@ -14,5 +14,5 @@ export { applyStripeEvent, createStripe, startCheckout, stripeSettings, verifySt
 export type { StripeSettings } from './stripe-topups.js';
 export { atomicAmount, createFacilitator, decodePayment, mismatch, paymentRequiredHeader, requirementsFor, x402Enabled, x402Settings } from './x402.js';
 export type { PresentedPayment, X402Settings } from './x402.js';
-export { autoTopupJob, chargeAutoTopup, requestAutoTopup, startAutoTopupSetup } from './auto-topup.js';
+export { autoTopupJob, chargeAutoTopup, reconcileAutoTopups, reconcileAutoTopupsJob, requestAutoTopup, startAutoTopupSetup } from './auto-topup.js';
 export type { AutoTopupOutcome } from './auto-topup.js';

@@ -4,8 +4,9 @@ import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { formatDollars } from '#contracts/money';
 import type { Sql } from '#db/sql';
-import { applyPaymentAdjustment, creditPaidCheckout, failTopup, findTopupByIdempotencyKey, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
-import { finishAutoTopup, saveAutoTopupPaymentMethod } from '#db/auto-topup';
+import { applyPaymentAdjustment, creditPaidCheckout, findTopupByIdempotencyKey, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
+import { saveAutoTopupPaymentMethod } from '#db/auto-topup';
+import { applyAutoTopupIntent } from './auto-topup.js';
 
 /** Micro-units per minor unit (cent) of a two-decimal currency. */
 export const MICROS_PER_MINOR = 10_000n;
@@ -165,30 +166,10 @@ export async function applyStripeEvent(sql: Sql, event: Stripe.Event, stripe?: S
         });
         return result === null ? 'unknown top-up' : result.credited > 0n ? 'credited' : 'already credited';
       }
-      case 'payment_intent.succeeded': {
-        const intent = event.data.object;
-        if (intent.metadata?.purpose !== 'auto-topup') return 'ignored';
-        const { accountId, topUpId } = intent.metadata;
-        if (!accountId || !topUpId) return 'not a top-up';
-        const result = await creditPaidCheckout(tx, {
-          sessionId: null,
-          topUpId,
-          accountId,
-          amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
-          currency: intent.currency,
-          paymentIntentId: intent.id,
-        });
-        if (result === null) return 'unknown top-up';
-        await finishAutoTopup(tx, accountId, { ok: true });
-        return result.credited > 0n ? 'credited' : 'already credited';
-      }
-      case 'payment_intent.payment_failed': {
-        const intent = event.data.object;
-        if (intent.metadata?.purpose !== 'auto-topup' || !intent.metadata.accountId || !intent.metadata.topUpId) return 'ignored';
-        if (!(await failTopup(tx, intent.metadata.topUpId))) return 'already settled';
-        await finishAutoTopup(tx, intent.metadata.accountId, { ok: false, error: intent.last_payment_error?.message ?? 'payment failed' });
-        return 'auto top-up failed';
-      }
+      case 'payment_intent.succeeded':
+        return applyAutoTopupIntent(tx, event.data.object, 'succeeded');
+      case 'payment_intent.payment_failed':
+        return applyAutoTopupIntent(tx, event.data.object, 'failed');
       case 'charge.refunded': {
         const charge = event.data.object;
         const paymentIntentId = paymentIntentOf(charge.payment_intent);
