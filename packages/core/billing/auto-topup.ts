@@ -120,17 +120,7 @@ export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: Stripe
   if (intent.status === 'succeeded') {
     // Paid now: credit it here (the webhook that follows finds it credited), so a lost webhook cannot
     // leave the account below its threshold with the card charged.
-    await sql.begin(async (tx) => {
-      await creditPaidCheckout(tx, {
-        sessionId: null,
-        topUpId,
-        accountId,
-        amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
-        currency: intent.currency,
-        paymentIntentId: intent.id,
-      });
-      await finishAutoTopup(tx, accountId, { ok: true });
-    });
+    await sql.begin((tx) => applyAutoTopupIntent(tx, intent, 'succeeded'));
     return { status: 'charged', topUpId, paymentIntentId: intent.id };
   }
   // A delayed method: Stripe's payment_intent.succeeded (or payment_failed) settles it; until then no
