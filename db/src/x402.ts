@@ -58,22 +58,22 @@ export async function recordX402Settlement(
 }
 
 async function writeX402Settlement(tx: Db, settled: { hash: Buffer; accountId: string; costMicros: bigint } & X402Call & X402Settlement): Promise<string> {
-    const [account] = await tx<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${settled.accountId} for no key update`;
-    if (!account) throw new Error(`account ${settled.accountId} does not exist`);
-    const balance = account.balance_micros;
-    await tx`
-      insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
-      values (${settled.accountId}, 'x402_credit', ${settled.costMicros}, ${balance + settled.costMicros}, ${settled.keyId}, ${settled.apiId}, ${settled.item},
-              ${`x402 payment ${settled.transaction} on ${settled.network}`})`;
-    const [charge] = await tx<{ id: string }[]>`
-      insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
-      values (${settled.accountId}, 'charge', ${-settled.costMicros}, ${balance}, ${settled.keyId}, ${settled.apiId}, ${settled.item}, ${settled.description})
-      returning id`;
-    await tx`
-      update x402_payments set status = 'settled', transaction = ${settled.transaction}, network = ${settled.network},
-             payer = coalesce(${settled.payer}, payer), charge_id = ${charge!.id}, updated_at = now()
-       where payload_hash = ${settled.hash}`;
-    return charge!.id;
+  const [account] = await tx<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${settled.accountId} for no key update`;
+  if (!account) throw new Error(`account ${settled.accountId} does not exist`);
+  const balance = account.balance_micros;
+  await tx`
+    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
+    values (${settled.accountId}, 'x402_credit', ${settled.costMicros}, ${balance + settled.costMicros}, ${settled.keyId}, ${settled.apiId}, ${settled.item},
+            ${`x402 payment ${settled.transaction} on ${settled.network}`})`;
+  const [charge] = await tx<{ id: string }[]>`
+    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description)
+    values (${settled.accountId}, 'charge', ${-settled.costMicros}, ${balance}, ${settled.keyId}, ${settled.apiId}, ${settled.item}, ${settled.description})
+    returning id`;
+  await tx`
+    update x402_payments set status = 'settled', transaction = ${settled.transaction}, network = ${settled.network},
+           payer = coalesce(${settled.payer}, payer), charge_id = ${charge!.id}, updated_at = now()
+     where payload_hash = ${settled.hash}`;
+  return charge!.id;
 }
 
 /** A payment kept as settled_unrecorded, as the operator command lists it. */

@@ -5,9 +5,9 @@ import Stripe from 'stripe';
 import { z } from 'zod';
 import { addJob, PlatformError, type JobDeclaration } from '#core/platform';
 import { claimAutoTopup, finishAutoTopup, getAutoTopup, setStripeCustomer } from '#db/auto-topup';
-import type { Db, Sql } from '#db/sql';
-import { creditPaidCheckout, failTopup, setTopupPaymentIntent } from '#db/topups';
-import { MICROS_PER_MINOR, type StripeSettings } from './stripe-topups.js';
+import type { Sql } from '#db/sql';
+import { failTopup, setTopupPaymentIntent } from '#db/topups';
+import { applyAutoTopupIntent, MICROS_PER_MINOR, type StripeSettings } from './stripe-topups.js';
 
 const autoTopupPayload = z.object({ accountId: z.string().uuid() });
 
@@ -132,33 +132,6 @@ export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: Stripe
   return { status: 'failed', topUpId, reason };
 }
 
-
-/**
- * Applies a PaymentIntent's final outcome to its auto top-up, for Stripe's webhook and the
- * reconciler alike: paid credits it once (creditPaidCheckout is idempotent per top-up) and ends the
- * attempt; failed marks it failed once and backs off. Says what it did.
- */
-export async function applyAutoTopupIntent(tx: Db, intent: Stripe.PaymentIntent, outcome: 'succeeded' | 'failed'): Promise<string> {
-  if (intent.metadata?.purpose !== 'auto-topup') return 'ignored';
-  const { accountId, topUpId } = intent.metadata;
-  if (!accountId || !topUpId) return 'not a top-up';
-  if (outcome === 'failed') {
-    if (!(await failTopup(tx, topUpId))) return 'already settled';
-    await finishAutoTopup(tx, accountId, { ok: false, error: intent.last_payment_error?.message ?? 'payment failed' });
-    return 'auto top-up failed';
-  }
-  const result = await creditPaidCheckout(tx, {
-    sessionId: null,
-    topUpId,
-    accountId,
-    amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
-    currency: intent.currency,
-    paymentIntentId: intent.id,
-  });
-  if (result === null) return 'unknown top-up';
-  await finishAutoTopup(tx, accountId, { ok: true });
-  return result.credited > 0n ? 'credited' : 'already credited';
-}
 
 const reconcilePayload = z.object({ olderThanSeconds: z.number().int().min(0).default(1_800) }).strict();
 

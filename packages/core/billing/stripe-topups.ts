@@ -3,10 +3,9 @@ import Stripe from 'stripe';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { formatDollars } from '#contracts/money';
-import type { Sql } from '#db/sql';
-import { applyPaymentAdjustment, creditPaidCheckout, findTopupByIdempotencyKey, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
-import { saveAutoTopupPaymentMethod } from '#db/auto-topup';
-import { applyAutoTopupIntent } from './auto-topup.js';
+import type { Db, Sql } from '#db/sql';
+import { applyPaymentAdjustment, creditPaidCheckout, failTopup, findTopupByIdempotencyKey, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
+import { finishAutoTopup, saveAutoTopupPaymentMethod } from '#db/auto-topup';
 
 /** Micro-units per minor unit (cent) of a two-decimal currency. */
 export const MICROS_PER_MINOR = 10_000n;
@@ -207,3 +206,29 @@ export async function applyStripeEvent(sql: Sql, event: Stripe.Event, stripe?: S
   }) as Promise<string>;
 }
 
+/**
+ * Applies a PaymentIntent's final outcome to its auto top-up, for Stripe's webhook and the
+ * reconciler alike: paid credits it once (creditPaidCheckout is idempotent per top-up) and ends the
+ * attempt; failed marks it failed once and backs off. Says what it did.
+ */
+export async function applyAutoTopupIntent(tx: Db, intent: Stripe.PaymentIntent, outcome: 'succeeded' | 'failed'): Promise<string> {
+  if (intent.metadata?.purpose !== 'auto-topup') return 'ignored';
+  const { accountId, topUpId } = intent.metadata;
+  if (!accountId || !topUpId) return 'not a top-up';
+  if (outcome === 'failed') {
+    if (!(await failTopup(tx, topUpId))) return 'already settled';
+    await finishAutoTopup(tx, accountId, { ok: false, error: intent.last_payment_error?.message ?? 'payment failed' });
+    return 'auto top-up failed';
+  }
+  const result = await creditPaidCheckout(tx, {
+    sessionId: null,
+    topUpId,
+    accountId,
+    amountMicros: BigInt(intent.amount_received) * MICROS_PER_MINOR,
+    currency: intent.currency,
+    paymentIntentId: intent.id,
+  });
+  if (result === null) return 'unknown top-up';
+  await finishAutoTopup(tx, accountId, { ok: true });
+  return result.credited > 0n ? 'credited' : 'already credited';
+}

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { deleteConnection, listConnections, type Connection } from '#db/connections';
@@ -12,6 +13,19 @@ const connectionSchema = z.object({ apiId: z.string(), keyHint: z.string(), crea
 const present = (c: Connection) => ({ apiId: c.apiId, keyHint: c.keyHint, createdAt: c.createdAt.toISOString(), updatedAt: c.updatedAt.toISOString() });
 
 /** Bring your own key: the caller stores their own upstream key; the proxy then uses it. */
+/**
+ * Every edge's proxy drops what it remembered of a connection (none, or the replaced key): this edge
+ * at once, the others through Redis. The row is already written, so a failed announcement does not
+ * fail the request; the other edges then see the change within CONNECTION_CACHE_TTL_MS.
+ */
+async function announceChange(request: FastifyRequest, accountId: string, apiId: string): Promise<void> {
+  try {
+    await request.server.connectionCache.changed(request.server.deps.redis, accountId, apiId);
+  } catch (error) {
+    request.log.warn({ err: error, apiId }, 'connection change not announced to the other edges; they see it within CONNECTION_CACHE_TTL_MS');
+  }
+}
+
 const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/connect/:apiId',
@@ -31,8 +45,7 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
       const api = await getMeteredApi(sql, request.params.apiId);
       if (!api) throw notFound(`API ${request.params.apiId}`, 'List APIs with GET /api/v1/apis.');
       const connection = await saveConnection(sql, settings.CONNECTIONS_MASTER_KEY, { accountId: auth.accountId, apiId: api.id, apiKey: request.body.apiKey });
-      // Every edge's proxy drops what it remembered of this connection (none, or the replaced key).
-      await request.server.connectionCache.changed(request.server.deps.redis, auth.accountId, api.id);
+      await announceChange(request, auth.accountId, api.id);
       return reply.code(201).send({ ok: true as const, connection: present(connection) });
     },
   );
@@ -51,7 +64,7 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const auth = requireAuth(request);
       const removed = await deleteConnection(request.server.deps.sql, auth.accountId, request.params.apiId);
-      if (removed) await request.server.connectionCache.changed(request.server.deps.redis, auth.accountId, removed.apiId);
+      if (removed) await announceChange(request, auth.accountId, removed.apiId);
       if (!removed) throw notFound(`Connection to ${request.params.apiId}`, 'GET /api/v1/me/apis lists your connections.');
       return { ok: true as const, connection: present(removed) };
     },
