@@ -1,10 +1,10 @@
 // The BullMQ worker process: one Worker per queue (usage aggregation, directory indexing, refunds),
 // each job handed to the processor of its declared name; the refund and auto top-up reconcilers,
 // retention and the webhook sweep are repeatable jobs.
-import { Queue, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
 import pino from 'pino';
 import { reconcileAutoTopupsJob, reconcileRefundsJob } from '#core/billing';
-import { createRedis, loadSettingsOrExit } from '#core/platform';
+import { createRedis, loadSettingsOrExit, createQueue } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
@@ -31,18 +31,18 @@ const workers = [...byQueue(processors)].map(([queue, list]) => {
 });
 
 // One schedule however many worker processes run (an upsert by id).
-const refunds = new Queue(reconcileRefundsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+const refunds = createQueue(reconcileRefundsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await refunds.upsertJobScheduler(
   reconcileRefundsJob.name,
   { every: settings.REFUND_RECONCILE_EVERY_SECONDS * 1000 },
   { name: reconcileRefundsJob.name, data: {}, opts: reconcileRefundsJob.options },
 );
 
-const maintenance = new Queue(retentionJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+const maintenance = createQueue(retentionJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await scheduleRetention(maintenance, settings.RETENTION_EVERY_SECONDS);
 
 // Auto top-ups whose Stripe webhook never came are asked about (payments pending for half an hour).
-const billing = new Queue(reconcileAutoTopupsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+const billing = createQueue(reconcileAutoTopupsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await billing.upsertJobScheduler(
   reconcileAutoTopupsJob.name,
   { every: 600_000 },
@@ -50,7 +50,7 @@ await billing.upsertJobScheduler(
 );
 
 // Deliveries whose job was lost (a process died between recording and queueing) are re-queued.
-const webhooks = new Queue(webhookSweepJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+const webhooks = createQueue(webhookSweepJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await webhooks.upsertJobScheduler(webhookSweepJob.name, { every: 60_000 }, { name: webhookSweepJob.name, data: {}, opts: webhookSweepJob.options });
 
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {

@@ -1,7 +1,7 @@
-import { Queue, UnrecoverableError } from 'bullmq';
+import { UnrecoverableError } from 'bullmq';
 import { Agent, request } from 'undici';
 import { assertPublicHost, guardedLookup, PrivateUpstreamError } from '#core/gateway';
-import { PlatformError } from '#core/platform';
+import { PlatformError, createQueue } from '#core/platform';
 import { enqueueEmail, enqueueDeliveries, signWebhook, webhookDeliveryJob } from '#core/notifications';
 import { disableFailingEndpoint, listStalePendingDeliveries, loadDelivery, recordDeliveryAttempt } from '#db/webhooks';
 import { z } from 'zod';
@@ -97,7 +97,7 @@ export function webhookSweepProcessor({ sql, redis, settings }: QueueDeps): Queu
   return processorFor(webhookSweepJob, async () => {
     const stale = await listStalePendingDeliveries(sql, new Date(Date.now() - 60_000), 500);
     if (stale.length === 0) return { requeued: 0 };
-    const queue = new Queue(webhookDeliveryJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
+    const queue = createQueue(webhookDeliveryJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
     try {
       await enqueueDeliveries(queue, settings, stale);
     } finally {

@@ -1,11 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { addEmail, EMAILED_SESSION_EVENTS, emailJob, WebhookEmitter, webhookSettings, type EmailedSessionEvent, type WebhookEventType, type WebhookSettings } from '#core/notifications';
 import { applySessionChange } from '#db/cookbook-sessions';
 import { appendSessionEvents } from '#core/cookbooks';
 import type { Sql } from '#db/sql';
 import { workflowIdFor, type SessionActivities, type SessionChange } from '#workflows/messages';
+import { createQueue } from '#core/platform';
 
 /** What activities need from the outside world; injected by the worker (and by tests). */
 export interface ActivityDeps {
@@ -50,7 +51,7 @@ export function createActivities(deps: ActivityDeps): SessionActivities {
       if (!(EMAILED_SESSION_EVENTS as readonly string[]).includes(event.name)) continue;
       const stepId = event.data.stepId;
       if (typeof stepId !== 'string') continue;
-      emails ??= new Queue(emailJob.queue, { connection: deps.redis, prefix: deps.redisPrefix });
+      emails ??= createQueue(emailJob.queue, { connection: deps.redis, prefix: deps.redisPrefix });
       await addEmail(emails, { kind: 'human-step', sessionId, stepId, event: event.name as EmailedSessionEvent, seq: event.seq });
     }
   }

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import Stripe from 'stripe';
 import { z } from 'zod';
-import { addJob, PlatformError, type JobDeclaration } from '#core/platform';
+import { addJob, PlatformError, type JobDeclaration, createQueue } from '#core/platform';
 import { claimAutoTopup, finishAutoTopup, getAutoTopup, setStripeCustomer } from '#db/auto-topup';
 import type { Sql } from '#db/sql';
 import { failTopup, setTopupPaymentIntent } from '#db/topups';
@@ -27,7 +26,7 @@ export const autoTopupJob: JobDeclaration<typeof autoTopupPayload> = {
 export async function requestAutoTopup(sql: Sql, connection: Redis, prefix: string, accountId: string): Promise<boolean> {
   const claimed = await claimAutoTopup(sql, accountId);
   if (!claimed) return false;
-  const queue = new Queue(autoTopupJob.queue, { connection, prefix });
+  const queue = createQueue(autoTopupJob.queue, { connection, prefix });
   try {
     await addJob(queue, autoTopupJob, { accountId }, { jobId: `auto-topup-${accountId}-${Date.now()}` });
   } catch (error) {

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '#db/sql';
 import { recordUsageEvents, type UsageEvent } from '#db/usage';
-import { addJob } from '#core/platform';
+import { addJob, createQueue } from '#core/platform';
 import { usageBatchJob } from './usage-job.js';
 
 export interface UsageRecorderOptions {
@@ -35,7 +35,7 @@ export class UsageRecorder {
   readonly queue: Queue;
 
   constructor(private readonly options: UsageRecorderOptions) {
-    this.queue = new Queue(usageBatchJob.queue, { connection: options.redis, prefix: options.prefix });
+    this.queue = createQueue(usageBatchJob.queue, { connection: options.redis, prefix: options.prefix });
     // The connection's errors are reported where it was created (createRedis); the queue's own
     // errors are the failed hand-offs, which flush() logs and falls back from.
     this.queue.on('error', (error) => options.log.debug({ err: error }, 'usage queue error'));

@@ -1,8 +1,7 @@
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { apiId } from '#contracts/directory';
-import { addJob, type JobDeclaration } from '#core/platform';
+import { addJob, type JobDeclaration, createQueue } from '#core/platform';
 
 const directoryJobPayload = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('import-all'), force: z.boolean().default(false) }),
@@ -27,7 +26,7 @@ export const directoryIndexingJob: JobDeclaration<typeof directoryJobPayload> = 
  * or running adds nothing.
  */
 export async function enqueueDirectoryJob(connection: Redis, prefix: string, job: z.input<typeof directoryJobPayload>): Promise<string | undefined> {
-  const queue = new Queue(directoryIndexingJob.queue, { connection, prefix });
+  const queue = createQueue(directoryIndexingJob.queue, { connection, prefix });
   try {
     const jobId = job.kind === 'import-all' ? 'import-all' : `reindex-${job.apiId}-${Date.now()}`;
     return await addJob(queue, directoryIndexingJob, job, { jobId });

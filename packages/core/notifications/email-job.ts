@@ -1,7 +1,7 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { addJob, type JobDeclaration } from '#core/platform';
+import { addJob, type JobDeclaration, createQueue } from '#core/platform';
 
 /**
  * What an e-mail job carries: which message to build, by reference only. Secrets (an invitation's
@@ -47,7 +47,7 @@ export const emailJob: JobDeclaration<typeof emailPayload> = {
 };
 
 export async function enqueueEmail(connection: Redis, prefix: string, payload: z.input<typeof emailPayload>): Promise<string | undefined> {
-  const queue = new Queue(emailJob.queue, { connection, prefix });
+  const queue = createQueue(emailJob.queue, { connection, prefix });
   try {
     return await addEmail(queue, payload);
   } finally {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
-import { addJob, openSecret, sealSecret, type JobDeclaration } from '#core/platform';
+import { addJob, openSecret, sealSecret, type JobDeclaration, createQueue } from '#core/platform';
 import { getEmailPreferences, recordWebhookEvent, type WebhookSecretsRow } from '#db/webhooks';
 import { addEmail, emailJob } from './email-job.js';
 import type { Sql } from '#db/sql';
@@ -118,7 +118,7 @@ export class WebhookEmitter {
     private readonly prefix: string,
     private readonly settings: Pick<WebhookSettings, 'WEBHOOK_ATTEMPTS' | 'WEBHOOK_RETRY_BASE_MS'>,
   ) {
-    this.queue = new Queue(webhookDeliveryJob.queue, { connection, prefix });
+    this.queue = createQueue(webhookDeliveryJob.queue, { connection, prefix });
   }
 
   async emit(accountId: string, type: WebhookEventType, data: Record<string, unknown>, id = `msg_${randomBytes(12).toString('hex')}`): Promise<number> {
@@ -129,7 +129,7 @@ export class WebhookEmitter {
     if ((EMAILABLE_EVENT_TYPES as readonly string[]).includes(type)) {
       const preferences = await getEmailPreferences(this.db, accountId);
       if (preferences?.eventTypes.includes(type)) {
-        this.emails ??= new Queue(emailJob.queue, { connection: this.connection, prefix: this.prefix });
+        this.emails ??= createQueue(emailJob.queue, { connection: this.connection, prefix: this.prefix });
         await addEmail(this.emails, { kind: 'account-event', accountId, eventId: id, type, data });
       }
     }

@@ -1,4 +1,5 @@
-import type { JobsOptions, Queue } from 'bullmq';
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 
 /**
@@ -28,4 +29,28 @@ export async function addJob<P extends z.ZodType>(
 ): Promise<string | undefined> {
   const job = await queue.add(declaration.name, payload, { ...declaration.options, ...extra });
   return job.id;
+}
+
+/** Connection failures a queue repeats from its Redis client, which reports them itself (reportRedisErrors). */
+const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * A BullMQ queue for adding jobs, on a shared Redis connection. BullMQ prints every error event of
+ * a queue without a listener to stderr: while Redis is away, one unstructured trace per reconnect
+ * attempt, repeating what the connection's own rate-limited log line (reportRedisErrors) already
+ * says. Here connection failures are left to that line, and any other error goes to `log` (or, with
+ * none, to stderr as before).
+ */
+export function createQueue(
+  name: string,
+  options: { connection: Redis; prefix: string },
+  log?: { warn(object: Record<string, unknown>, message: string): void },
+): Queue {
+  const queue = new Queue(name, options);
+  queue.on('error', (error: Error & { code?: string }) => {
+    if ((error.code !== undefined && CONNECTION_ERRORS.has(error.code)) || error.message === 'Connection is closed.') return;
+    if (log) log.warn({ err: error, queue: name }, 'queue error');
+    else console.error(error);
+  });
+  return queue;
 }

@@ -1,11 +1,11 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { PlatformError } from '#core/platform';
-import { createRedis } from '#core/platform';
+import { createRedis, createQueue } from '#core/platform';
 import { sendError } from '../errors.js';
 import { assertSameOrigin } from '../http/dashboard-session.js';
 import { requireOperator } from '../http/operator-auth.js';
@@ -39,7 +39,7 @@ export default fp(
         for (const key of keys) names.add(key.slice(settings.REDIS_PREFIX.length + 1, -':meta'.length));
       } while (cursor !== '0');
       for (const name of names) {
-        if (!queues.has(name)) queues.set(name, new Queue(name, { connection, prefix: settings.REDIS_PREFIX }));
+        if (!queues.has(name)) queues.set(name, createQueue(name, { connection, prefix: settings.REDIS_PREFIX }));
       }
       board.replaceQueues([...queues.values()].map((queue) => new BullMQAdapter(queue, { readOnlyMode: false })));
     };

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { createRedis } from '#core/platform';
-import { Queue } from 'bullmq';
+import { createRedis, createQueue } from '#core/platform';
+import type { Queue } from 'bullmq';
 import { refundChargeJob, UsageRecorder } from '#core/billing';
 
 declare module 'fastify' {
@@ -29,7 +29,7 @@ export default fp(
       log: app.log,
     });
     app.decorate('usage', recorder);
-    const refundQueue = new Queue(refundChargeJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
+    const refundQueue = createQueue(refundChargeJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
     refundQueue.on('error', (error) => app.log.debug({ err: error }, 'refund queue error'));
     app.decorate('refundQueue', refundQueue);
     app.addHook('onClose', async () => {

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { Queue } from 'bullmq';
 import { z } from 'zod';
 import { assertPublicHost } from '#core/gateway';
 import {
@@ -14,7 +13,7 @@ import {
   WebhookEmitter,
   type WebhookEventType,
 } from '#core/notifications';
-import { notFound, PlatformError } from '#core/platform';
+import { notFound, PlatformError, createQueue } from '#core/platform';
 import {
   countWebhookEndpoints,
   deleteWebhookEndpoint,
@@ -124,7 +123,7 @@ export async function emitAfterChange(app: FastifyInstance, accountId: string, t
  */
 const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, redis, settings } = app.deps;
-  const queue = new Queue(webhookDeliveryJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
+  const queue = createQueue(webhookDeliveryJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
   app.addHook('onClose', async () => queue.close());
 
   /** An endpoint URL must be http(s) without credentials and, outside tests, https on a public host. */
