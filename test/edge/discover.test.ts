@@ -48,10 +48,12 @@ describe('GET /api/v1/discover', () => {
 
   // Floors a little under the figures measured in docs/DISCOVERY.md, so a change that makes
   // discovery worse on any set fails the suite. The held-out sets are measured, never tuned on:
-  // a floor there catches a regression, it is not a target.
+  // a floor there catches a regression, it is not a target. The int8 embedding gives slightly other
+  // vectors on other CPUs, so the figures move by a task or two between hosts: `measured` names the
+  // lower of the two hosts measured so far, and each floor sits under both.
   const floors = [
-    { set: 'devset', measured: '0.979 / 0.909', recallAt5: 0.95, mrr: 0.88 },
-    { set: 'everyday', measured: '0.738 / 0.633', recallAt5: 0.7, mrr: 0.6 },
+    { set: 'devset', measured: '0.979 / 0.897', recallAt5: 0.95, mrr: 0.86 },
+    { set: 'everyday', measured: '0.738 / 0.613', recallAt5: 0.7, mrr: 0.58 },
     { set: 'heldout', measured: '0.917 / 0.813', recallAt5: 0.83, mrr: 0.78 },
     { set: 'fresh', measured: '0.750 / 0.574', recallAt5: 0.72, mrr: 0.54 },
   ];
