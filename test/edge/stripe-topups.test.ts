@@ -420,11 +420,16 @@ describe('live top-ups through Stripe Checkout', () => {
       await reconcileAutoTopups(app.deps.sql, stripe, 3_600);
       expect(await balanceOf(account)).toBe(4.995);
       // ...an older one is asked about, credited as the webhook would have, and the attempt ends.
-      expect(await reconcileAutoTopups(app.deps.sql, stripe, 0)).toMatchObject({ checked: 1, credited: 1, failed: 0 });
+      // A pending payment Stripe has never heard of (another account's) is reported and does not hold this one up.
+      const stranger = await createTestAccount(app.deps.sql);
+      await app.deps.sql`insert into topups (id, account_id, requested_micros, currency, kind, stripe_payment_intent_id, created_at)
+                         values (${`top_unknown_${stranger.accountId.slice(0, 8)}`}, ${stranger.accountId}, 1000000, 'usd', 'auto', 'pi_nobody_made', now() - interval '1 day')`;
+      const report = await reconcileAutoTopups(app.deps.sql, stripe, 0);
+      expect(report).toMatchObject({ credited: 1, failed: 0, errors: [{ topUpId: `top_unknown_${stranger.accountId.slice(0, 8)}` }] });
       expect(await balanceOf(account)).toBe(14.995);
       expect(await state(account)).toMatchObject({ inFlight: false, failures: 0 });
       // Once: the next run finds nothing pending, and a late webhook finds it credited.
-      expect(await reconcileAutoTopups(app.deps.sql, stripe, 0)).toMatchObject({ checked: 0, credited: 0 });
+      expect(await reconcileAutoTopups(app.deps.sql, stripe, 0)).toMatchObject({ checked: 1, credited: 0, failed: 0 });
       const [topup] = await app.deps.sql<{ status: string; credited_micros: bigint }[]>`select status, credited_micros from topups where account_id = ${account.accountId} and kind = 'auto'`;
       expect(topup).toEqual({ status: 'completed', credited_micros: 10_000_000n });
       expect(await balanceOf(account)).toBe(14.995);

@@ -34,9 +34,10 @@ export function autoTopupProcessor({ sql, redis, settings, log }: QueueDeps): Qu
 export function reconcileAutoTopupsProcessor({ sql, settings, log }: QueueDeps): QueueProcessor {
   const stripe = createStripe(settings);
   return processorFor(reconcileAutoTopupsJob, async ({ olderThanSeconds }) => {
-    if (!stripe) return { checked: 0, credited: 0, failed: 0 };
+    if (!stripe) return { checked: 0, credited: 0, failed: 0, errors: [] };
     const report = await reconcileAutoTopups(sql, stripe, olderThanSeconds);
     if (report.credited + report.failed > 0) log.warn(report, 'auto top-ups settled by the reconciler: their Stripe webhook never arrived');
+    if (report.errors.length > 0) log.error({ errors: report.errors }, 'auto top-up reconciler: Stripe could not say what became of these payments; the next run asks again');
     return report;
   });
 }

@@ -131,7 +131,6 @@ export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: Stripe
   return { status: 'failed', topUpId, reason };
 }
 
-
 const reconcilePayload = z.object({ olderThanSeconds: z.number().int().min(0).default(1_800) }).strict();
 
 /**
@@ -155,20 +154,29 @@ const RECONCILE_BATCH = 100;
  * canceled or requires_payment_method (declined after all) fails the attempt; a payment still
  * processing is left for the next run.
  */
-export async function reconcileAutoTopups(sql: Sql, stripe: Stripe, olderThanSeconds: number): Promise<{ checked: number; credited: number; failed: number }> {
+export async function reconcileAutoTopups(
+  sql: Sql,
+  stripe: Stripe,
+  olderThanSeconds: number,
+): Promise<{ checked: number; credited: number; failed: number; errors: { topUpId: string; message: string }[] }> {
   const pending = await sql<{ id: string; stripe_payment_intent_id: string }[]>`
     select id, stripe_payment_intent_id from topups
      where kind = 'auto' and status = 'pending' and stripe_payment_intent_id is not null
        and created_at < now() - make_interval(secs => ${olderThanSeconds})
      order by created_at limit ${RECONCILE_BATCH}`;
-  const report = { checked: pending.length, credited: 0, failed: 0 };
+  const report = { checked: pending.length, credited: 0, failed: 0, errors: [] as { topUpId: string; message: string }[] };
   for (const row of pending) {
-    const intent = await stripe.paymentIntents.retrieve(row.stripe_payment_intent_id);
-    const outcome = intent.status === 'succeeded' ? 'succeeded' : intent.status === 'canceled' || intent.status === 'requires_payment_method' ? 'failed' : null;
-    if (outcome === null) continue;
-    const done = await sql.begin((tx) => applyAutoTopupIntent(tx, intent, outcome));
-    if (done === 'credited') report.credited += 1;
-    if (done === 'auto top-up failed') report.failed += 1;
+    // One payment Stripe cannot answer for is reported and skipped; it does not hold up the rest.
+    try {
+      const intent = await stripe.paymentIntents.retrieve(row.stripe_payment_intent_id);
+      const outcome = intent.status === 'succeeded' ? 'succeeded' : intent.status === 'canceled' || intent.status === 'requires_payment_method' ? 'failed' : null;
+      if (outcome === null) continue;
+      const done = await sql.begin((tx) => applyAutoTopupIntent(tx, intent, outcome));
+      if (done === 'credited') report.credited += 1;
+      if (done === 'auto top-up failed') report.failed += 1;
+    } catch (error) {
+      report.errors.push({ topUpId: row.id, message: error instanceof Error ? error.message : String(error) });
+    }
   }
   return report;
 }
