@@ -6,6 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
+import { WebhookEmitter } from '#core/notifications';
 import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { createTestApi, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
@@ -97,6 +98,26 @@ describe('outgoing webhooks', () => {
     expectOk<{ deliveries: { id: string; eventId: string; eventType: string; status: string; attempts: number; lastStatusCode: number | null; lastError: string | null }[] }>(
       await app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}/deliveries`, headers: bearer(owner.fullKey) }),
     ).deliveries;
+
+  it('does not wait for Redis for ever when emitting: the event and its delivery are recorded, and the call gives up within seconds', async () => {
+    const who = await registerUser(app);
+    const { webhook } = await register('/while-redis-away', ['key.revoked'], who);
+    // As an edge whose Redis is away: a BullMQ queue would wait for it as long as it is gone.
+    const away = createRedis('redis://127.0.0.1:1', 'request-path');
+    const emitter = new WebhookEmitter(app.deps.sql, away, redisPrefix, app.deps.settings);
+    try {
+      const started = Date.now();
+      await expect(emitter.emit(who.accountId, 'key.revoked', { keyId: 'key_test', kind: 'api' })).rejects.toThrow(/the sweeper queues them\) timed out after 3000 ms/);
+      expect(Date.now() - started).toBeLessThan(6_000);
+      const recorded = expectOk<{ deliveries: { eventType: string; status: string }[] }>(
+        await app.inject({ method: 'GET', url: `/api/v1/webhooks/${webhook.id}/deliveries`, headers: bearer(who.fullKey) }),
+      ).deliveries;
+      expect(recorded).toEqual([expect.objectContaining({ eventType: 'key.revoked', status: 'pending' })]);
+    } finally {
+      away.disconnect();
+      void emitter.close().catch(() => {});
+    }
+  });
 
   it('registers endpoints with a secret shown once, lists them without it, and refuses bad URLs and agent keys', async () => {
     const created = await register('/crud', ['key.revoked']);

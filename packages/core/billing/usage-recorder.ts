@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '#db/sql';
 import { recordUsageEvents, type UsageEvent } from '#db/usage';
-import { addJob, createQueue } from '#core/platform';
+import { addJob, createQueue, withTimeout } from '#core/platform';
 import { usageBatchJob } from './usage-job.js';
 
 export interface UsageRecorderOptions {
@@ -89,7 +89,7 @@ export class UsageRecorder {
 
   private async handOff(batch: UsageEvent[]): Promise<boolean> {
     try {
-      await withTimeout(addJob(this.queue, usageBatchJob, { events: batch }), this.options.addTimeoutMs ?? 3_000);
+      await withTimeout(addJob(this.queue, usageBatchJob, { events: batch }), this.options.addTimeoutMs ?? 3_000, 'queueing usage events');
       return true;
     } catch (error) {
       this.options.log.warn({ err: error, events: batch.length }, 'usage queue unavailable; writing usage events to Postgres directly');
@@ -109,20 +109,4 @@ export class UsageRecorder {
     if (this.timer) clearTimeout(this.timer);
     await this.queue.close().catch(() => {});
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }

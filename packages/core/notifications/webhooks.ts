@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { z } from 'zod';
-import { addJob, openSecret, sealSecret, type JobDeclaration, createQueue } from '#core/platform';
+import { addJob, openSecret, sealSecret, type JobDeclaration, createQueue, withTimeout } from '#core/platform';
 import { getEmailPreferences, recordWebhookEvent, type WebhookSecretsRow } from '#db/webhooks';
 import { addEmail, emailJob } from './email-job.js';
 import type { Sql } from '#db/sql';
@@ -108,6 +108,9 @@ export async function enqueueDeliveries(
  * per endpoint. A delivery whose job was lost is picked up by the sweeper. `id` makes emission
  * idempotent (a retried activity passes the same id).
  */
+/** How long an emit waits for Redis to take its jobs. */
+const ENQUEUE_TIMEOUT_MS = 3_000;
+
 export class WebhookEmitter {
   private readonly queue: Queue;
   private emails: Queue | null = null;
@@ -124,13 +127,15 @@ export class WebhookEmitter {
   async emit(accountId: string, type: WebhookEventType, data: Record<string, unknown>, id = `msg_${randomBytes(12).toString('hex')}`): Promise<number> {
     const at = new Date().toISOString();
     const deliveries = await recordWebhookEvent(this.db, { id, accountId, type, payload: { type, timestamp: at, data } });
-    await enqueueDeliveries(this.queue, this.settings, deliveries);
+    // A queue waits for Redis as long as Redis is away, and an edge emits from inside a request (a
+    // revoked key): the wait is bounded. The deliveries are recorded, so the sweeper queues them.
+    await withTimeout(enqueueDeliveries(this.queue, this.settings, deliveries), ENQUEUE_TIMEOUT_MS, 'queueing webhook deliveries (recorded: the sweeper queues them)');
     // The same event by e-mail, when the account asked for this type (the job id is the event id).
     if ((EMAILABLE_EVENT_TYPES as readonly string[]).includes(type)) {
       const preferences = await getEmailPreferences(this.db, accountId);
       if (preferences?.eventTypes.includes(type)) {
         this.emails ??= createQueue(emailJob.queue, { connection: this.connection, prefix: this.prefix });
-        await addEmail(this.emails, { kind: 'account-event', accountId, eventId: id, type, data });
+        await withTimeout(addEmail(this.emails, { kind: 'account-event', accountId, eventId: id, type, data }), ENQUEUE_TIMEOUT_MS, 'queueing the event e-mail');
       }
     }
     return deliveries.length;

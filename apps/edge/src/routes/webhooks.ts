@@ -113,7 +113,7 @@ export async function emitAfterChange(app: FastifyInstance, accountId: string, t
   try {
     await app.webhooks.emit(accountId, type, data);
   } catch (error) {
-    app.log.error({ err: error, type }, 'webhook event could not be recorded');
+    app.log.error({ err: error, type }, 'webhook event not recorded, or its deliveries not queued yet (recorded ones are queued by the sweeper)');
   }
 }
 
