@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconcileRefunds, refundChargeJob } from '#core/billing';
-import { createRedis } from '#core/platform';
+import { reconcileRefunds, refundChargeJob, refundOrQueue } from '#core/billing';
+import { createQueue, createRedis } from '#core/platform';
 import { charge } from '#db/ledger';
 import { recordUsageEvents } from '#db/usage';
 import { createSql, type Sql } from '#db/sql';
@@ -92,6 +93,24 @@ describe('refunds survive Postgres failing at the moment they are owed', () => {
     // Nothing is refunded twice, however often the reconciler runs.
     await reconcileRefunds(sql, 0);
     expect(await refundsOf(body.chargeId)).toHaveLength(1);
+  });
+
+  it('answers without waiting for Redis when neither Postgres nor Redis takes the refund: the reconciler settles it later', async () => {
+    const postgresAway = createSql('postgres://postgres@127.0.0.1:1/none', { max: 1 });
+    const redisAway = createRedis('redis://127.0.0.1:1', 'request-path');
+    const queue = createQueue(refundChargeJob.queue, { connection: redisAway, prefix });
+    const errors: string[] = [];
+    try {
+      const started = Date.now();
+      const outcome = await refundOrQueue(postgresAway, queue, randomUUID(), 'refund: test', { error: (_object, message) => errors.push(message) });
+      expect(outcome).toEqual({ refunded: false, queued: false });
+      expect(Date.now() - started).toBeLessThan(6_000);
+      expect(errors).toEqual(['refund could not be written or queued; the reconciler will settle it']);
+    } finally {
+      redisAway.disconnect();
+      void queue.close().catch(() => {});
+      await postgresAway.end({ timeout: 1 });
+    }
   });
 
   it('reconciles a charge with no recorded outcome, and leaves charged calls alone', async () => {

@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { chargesOwedARefund, refund } from '#db/ledger';
 import type { Db } from '#db/sql';
-import { addJob, type JobDeclaration } from '#core/platform';
+import { addJob, withTimeout, type JobDeclaration } from '#core/platform';
 
 /**
  * No refund is ever lost. A refund owed on a failed proxied call is written at once; when Postgres
@@ -45,7 +45,8 @@ export async function refundOrQueue(
     return { refunded: true, refundId: done.refundId, balanceMicros: done.balanceMicros };
   } catch (error) {
     try {
-      await addJob(queue, refundChargeJob, { chargeId, reason }, { jobId: `refund-${chargeId}` });
+      // Bounded: a queue waits for Redis as long as Redis is away, and the caller's answer waits for this.
+      await withTimeout(addJob(queue, refundChargeJob, { chargeId, reason }, { jobId: `refund-${chargeId}` }), 3_000, 'queueing the refund');
       log.error({ err: error, chargeId }, 'refund could not be written now; queued (job refund-<chargeId>)');
       return { refunded: false, queued: true };
     } catch (queueError) {
