@@ -46,7 +46,7 @@ const billing = createQueue(reconcileAutoTopupsJob.queue, { connection, prefix: 
 await billing.upsertJobScheduler(
   reconcileAutoTopupsJob.name,
   { every: 600_000 },
-  { name: reconcileAutoTopupsJob.name, data: { olderThanSeconds: 1_800 }, opts: reconcileAutoTopupsJob.options },
+  { name: reconcileAutoTopupsJob.name, data: {}, opts: reconcileAutoTopupsJob.options },
 );
 
 // Deliveries whose job was lost (a process died between recording and queueing) are re-queued.

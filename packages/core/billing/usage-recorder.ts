@@ -35,10 +35,8 @@ export class UsageRecorder {
   readonly queue: Queue;
 
   constructor(private readonly options: UsageRecorderOptions) {
-    this.queue = createQueue(usageBatchJob.queue, { connection: options.redis, prefix: options.prefix });
-    // The connection's errors are reported where it was created (createRedis); the queue's own
-    // errors are the failed hand-offs, which flush() logs and falls back from.
-    this.queue.on('error', (error) => options.log.debug({ err: error }, 'usage queue error'));
+    // Failed hand-offs are logged by flush(), which falls back from them (createQueue: other queue errors).
+    this.queue = createQueue(usageBatchJob.queue, { connection: options.redis, prefix: options.prefix }, options.log);
   }
 
   record(event: Omit<UsageEvent, 'id'> & { id?: string }): void {

@@ -29,8 +29,7 @@ export default fp(
       log: app.log,
     });
     app.decorate('usage', recorder);
-    const refundQueue = createQueue(refundChargeJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX });
-    refundQueue.on('error', (error) => app.log.debug({ err: error }, 'refund queue error'));
+    const refundQueue = createQueue(refundChargeJob.queue, { connection: redis, prefix: settings.REDIS_PREFIX }, app.log);
     app.decorate('refundQueue', refundQueue);
     app.addHook('onClose', async () => {
       await recorder.close();
