@@ -19,7 +19,7 @@ export default fp(
   async function apiCachePlugin(app: FastifyInstance) {
     const { settings, sql } = app.deps;
     const cache = new ApiCache(sql, { redisUrl: settings.REDIS_URL, redisPrefix: settings.REDIS_PREFIX, ttlMs: settings.API_CACHE_TTL_MS });
-    await cache.start();
+    cache.start();
     app.decorate('apiCache', cache);
     app.addHook('onClose', async () => cache.stop());
     const connections = new ConnectionCache(sql, { redisUrl: settings.REDIS_URL, redisPrefix: settings.REDIS_PREFIX, ttlMs: settings.CONNECTION_CACHE_TTL_MS });
