@@ -8,11 +8,12 @@ import { createTestAccount, type TestAccount } from '#fixtures/accounts';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { reconcileAutoTopups } from '#core/billing';
+import { chargeAutoTopup, reconcileAutoTopups, requestAutoTopup } from '#core/billing';
 import { createRedis } from '#core/platform';
 import { autoTopupProcessor } from '#workers/queues/auto-topup';
 import { loadWorkerSettings } from '#workers/settings';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+import { eventually } from '../helpers/until.js';
 
 const WEBHOOK_SECRET = 'whsec_test_local_secret';
 
@@ -323,15 +324,7 @@ describe('live top-ups through Stripe Checkout', () => {
       expectOk<{ enabled: boolean; cardSaved: boolean; inFlight: boolean; failures: number; retryAfter: string | null; lastError: string | null }>(
         await app.inject({ method: 'GET', url: '/api/v1/balance/auto-topup', headers: bearer(account.fullKey) }),
       );
-    const waitFor = async <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> => {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const found = await probe();
-        if (found !== undefined) return found;
-        if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    };
+    const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>): Promise<T> => eventually(what, probe, { timeoutMs: 15_000 });
     const intentsFor = (account: TestAccount) => seen.filter((r) => r.path === '/v1/payment_intents' && r.form.get('metadata[accountId]') === account.accountId);
 
     it('saves a card through Checkout in setup mode, then charges it off-session from a queue job when a charge leaves the balance below the threshold; the webhook credits it', async () => {
@@ -433,6 +426,35 @@ describe('live top-ups through Stripe Checkout', () => {
       const [topup] = await app.deps.sql<{ status: string; credited_micros: bigint }[]>`select status, credited_micros from topups where account_id = ${account.accountId} and kind = 'auto'`;
       expect(topup).toEqual({ status: 'completed', credited_micros: 10_000_000n });
       expect(await balanceOf(account)).toBe(14.995);
+    });
+
+    it('an attempt that cannot be queued (Redis away) ends within seconds and backs off; its job, landing late, charges nothing', async () => {
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 4_000_000n });
+      await app.deps.sql`update accounts set stripe_customer_id = ${`cus_late_job_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_late_job',
+                                             auto_topup_enabled = true, auto_topup_threshold_micros = 5000000, auto_topup_amount_micros = 10000000
+                          where id = ${account.accountId}`;
+      // Nothing listens on port 1: the add waits for a Redis that never comes.
+      const away = createRedis('redis://127.0.0.1:1', 'request-path', { connectionName: 'auto-topup-test' });
+      const started = Date.now();
+      try {
+        await expect(requestAutoTopup(app.deps.sql, away, app.deps.settings.REDIS_PREFIX, account.accountId, 500)).rejects.toThrow(/timed out after 500 ms/);
+      } finally {
+        away.disconnect();
+      }
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(await state(account)).toMatchObject({ inFlight: false, failures: 1, lastError: 'could not be queued' });
+      // Redis comes back and the old job lands after a new attempt was claimed: it is not that attempt's job.
+      await app.deps.sql`update accounts set auto_topup_retry_after = null where id = ${account.accountId}`;
+      const [claim] = await app.deps.sql<{ since: Date }[]>`
+        update accounts set auto_topup_in_flight_since = now() where id = ${account.accountId} returning auto_topup_in_flight_since as since`;
+      const stripe = new Stripe('sk_test_local_server', { host: '127.0.0.1', port: (stripeServer.address() as AddressInfo).port, protocol: 'http' });
+      const late = await chargeAutoTopup(app.deps.sql, stripe, app.deps.settings, account.accountId, 'auto-topup-late', claim!.since.getTime() - 60_000);
+      expect(late).toEqual({ status: 'skipped' });
+      expect(intentsFor(account)).toHaveLength(0);
+      // The current attempt's own job does charge.
+      const current = await chargeAutoTopup(app.deps.sql, stripe, app.deps.settings, account.accountId, 'auto-topup-current', claim!.since.getTime());
+      expect(current).toMatchObject({ status: 'charged' });
+      expect(intentsFor(account)).toHaveLength(1);
     });
 
     it('a declined card ends the attempt, records why, backs off, and the account is not charged twice', async () => {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createQueue, createRedis } from '#core/platform';
+import { z } from 'zod';
+import { addJob, createQueue, createRedis } from '#core/platform';
 
 describe('createQueue', () => {
   afterEach(() => vi.restoreAllMocks());
@@ -16,6 +17,20 @@ describe('createQueue', () => {
       expect(warnings).toEqual([]);
       queue.emit('error', new Error('an unexpected queue error'));
       expect(warnings).toEqual(['queue error']);
+    } finally {
+      redis.disconnect();
+      await queue.close().catch(() => {});
+    }
+  });
+
+  it('addJob gives up after its timeout while Redis is away, instead of waiting as long as Redis is (a plain BullMQ add does)', async () => {
+    const redis = createRedis('redis://127.0.0.1:1', 'request-path', { connectionName: 'queue-test' });
+    const queue = createQueue('queue-test', { connection: redis, prefix: 'queue-test' });
+    const declaration = { queue: 'queue-test', name: 'probe', payload: z.object({}), options: { attempts: 1, backoff: { type: 'fixed' as const, delay: 1 } } };
+    try {
+      const started = Date.now();
+      await expect(addJob(queue, declaration, {}, {}, 300)).rejects.toThrow('queueing a probe job (is Redis reachable?) timed out after 300 ms');
+      expect(Date.now() - started).toBeLessThan(2_000);
     } finally {
       redis.disconnect();
       await queue.close().catch(() => {});

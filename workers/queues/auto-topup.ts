@@ -11,9 +11,9 @@ import { processorFor, type QueueDeps, type QueueProcessor } from './definitions
 export function autoTopupProcessor({ sql, redis, settings, log }: QueueDeps): QueueProcessor {
   const stripe = createStripe(settings);
   let webhooks: WebhookEmitter | null = null;
-  return processorFor(autoTopupJob, async ({ accountId }, job) => {
+  return processorFor(autoTopupJob, async ({ accountId, claimedAt }, job) => {
     if (!stripe) throw new UnrecoverableError('STRIPE_SECRET_KEY is not set on the workers: auto top-up cannot charge');
-    const outcome = await chargeAutoTopup(sql, stripe, settings, accountId, String(job.id));
+    const outcome = await chargeAutoTopup(sql, stripe, settings, accountId, String(job.id), claimedAt);
     if (outcome.status === 'failed') {
       log.warn({ accountId, topUpId: outcome.topUpId }, 'auto top-up declined');
       webhooks ??= new WebhookEmitter(sql, redis, settings.REDIS_PREFIX, settings);

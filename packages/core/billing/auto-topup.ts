@@ -8,7 +8,12 @@ import type { Sql } from '#db/sql';
 import { failTopup, setTopupPaymentIntent } from '#db/topups';
 import { applyAutoTopupIntent, MICROS_PER_MINOR, type StripeSettings } from './stripe-topups.js';
 
-const autoTopupPayload = z.object({ accountId: z.string().uuid() });
+/**
+ * `claimedAt`: when the attempt was claimed (ms since the epoch). A job whose claim is not the
+ * account's current one is skipped: it was queued late (the add gave up while Redis was away and
+ * landed when Redis came back) for an attempt already ended. Jobs queued before it existed lack it.
+ */
+const autoTopupPayload = z.object({ accountId: z.string().uuid(), claimedAt: z.number().int().optional() });
 
 /**
  * One auto top-up attempt: an off-session PaymentIntent for the account's saved payment method.
@@ -22,13 +27,18 @@ export const autoTopupJob: JobDeclaration<typeof autoTopupPayload> = {
   options: { attempts: 3, backoff: { type: 'exponential', delay: 30_000 }, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 7 * 86_400 } },
 };
 
-/** Claims the account's one attempt (see claimAutoTopup) and queues it; false when none is due. */
-export async function requestAutoTopup(sql: Sql, connection: Redis, prefix: string, accountId: string): Promise<boolean> {
+/**
+ * Claims the account's one attempt (see claimAutoTopup) and queues it; false when none is due. If it
+ * cannot be queued (Redis away: addJob gives up after 5 s) the attempt ends as failed and backs off;
+ * its job, should it land later, finds its claim gone and charges nothing.
+ */
+export async function requestAutoTopup(sql: Sql, connection: Redis, prefix: string, accountId: string, timeoutMs?: number): Promise<boolean> {
   const claimed = await claimAutoTopup(sql, accountId);
   if (!claimed) return false;
+  const claimedAt = claimed.auto_topup_in_flight_since!.getTime();
   const queue = createQueue(autoTopupJob.queue, { connection, prefix });
   try {
-    await addJob(queue, autoTopupJob, { accountId }, { jobId: `auto-topup-${accountId}-${Date.now()}` });
+    await addJob(queue, autoTopupJob, { accountId, claimedAt }, { jobId: `auto-topup-${accountId}-${claimedAt}` }, timeoutMs);
   } catch (error) {
     await finishAutoTopup(sql, accountId, { ok: false, error: 'could not be queued' });
     throw error;
@@ -81,9 +91,10 @@ export type AutoTopupOutcome = { status: 'charged'; topUpId: string; paymentInte
  * stays in flight. A decline (or a card that needs its holder) ends the attempt as failed, backs
  * off, and is reported to the caller so the account can be told.
  */
-export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: StripeSettings, accountId: string, attemptKey: string): Promise<AutoTopupOutcome> {
+export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: StripeSettings, accountId: string, attemptKey: string, claimedAt?: number): Promise<AutoTopupOutcome> {
   const row = await getAutoTopup(sql, accountId);
   if (!row || !row.auto_topup_in_flight_since) return { status: 'skipped' };
+  if (claimedAt !== undefined && row.auto_topup_in_flight_since.getTime() !== claimedAt) return { status: 'skipped' };
   if (!row.auto_topup_enabled || !row.auto_topup_payment_method || !row.stripe_customer_id || !row.auto_topup_amount_micros) {
     await finishAutoTopup(sql, accountId, { ok: false, error: 'auto top-up is no longer set up' });
     return { status: 'skipped' };

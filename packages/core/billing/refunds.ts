@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { chargesOwedARefund, refund } from '#db/ledger';
 import type { Db } from '#db/sql';
-import { addJob, withTimeout, type JobDeclaration } from '#core/platform';
+import { addJob, type JobDeclaration } from '#core/platform';
 
 /**
  * No refund is ever lost. A refund owed on a failed proxied call is written at once; when Postgres
@@ -46,7 +46,7 @@ export async function refundOrQueue(
   } catch (error) {
     try {
       // Bounded: a queue waits for Redis as long as Redis is away, and the caller's answer waits for this.
-      await withTimeout(addJob(queue, refundChargeJob, { chargeId, reason }, { jobId: `refund-${chargeId}` }), 3_000, 'queueing the refund');
+      await addJob(queue, refundChargeJob, { chargeId, reason }, { jobId: `refund-${chargeId}` }, 3_000);
       log.error({ err: error, chargeId }, 'refund could not be written now; queued (job refund-<chargeId>)');
       return { refunded: false, queued: true };
     } catch (queueError) {

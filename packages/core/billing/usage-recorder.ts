@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '#db/sql';
 import { recordUsageEvents, type UsageEvent } from '#db/usage';
-import { addJob, createQueue, withTimeout } from '#core/platform';
+import { addJob, createQueue } from '#core/platform';
 import { usageBatchJob } from './usage-job.js';
 
 export interface UsageRecorderOptions {
@@ -87,7 +87,7 @@ export class UsageRecorder {
 
   private async handOff(batch: UsageEvent[]): Promise<boolean> {
     try {
-      await withTimeout(addJob(this.queue, usageBatchJob, { events: batch }), this.options.addTimeoutMs ?? 3_000, 'queueing usage events');
+      await addJob(this.queue, usageBatchJob, { events: batch }, {}, this.options.addTimeoutMs ?? 3_000);
       return true;
     } catch (error) {
       this.options.log.warn({ err: error, events: batch.length }, 'usage queue unavailable; writing usage events to Postgres directly');

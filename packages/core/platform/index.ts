@@ -2,7 +2,7 @@ export { ChangeFeed } from './change-feed.js';
 export { FeedCache, type FeedCacheOptions } from './feed-cache.js';
 export { ERROR_STATUS, PlatformError, notFound } from './errors.js';
 export type { ErrorCode } from './errors.js';
-export { addJob, createQueue } from './jobs.js';
+export { ADD_JOB_TIMEOUT_MS, addJob, createQueue } from './jobs.js';
 export { withTimeout } from './timeout.js';
 export type { JobDeclaration } from './jobs.js';
 export { createRedis } from './redis.js';

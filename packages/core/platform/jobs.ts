@@ -1,6 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
+import { withTimeout } from './timeout.js';
 
 /**
  * One BullMQ job, declared once: its queue, name, payload schema and retry policy. The producer adds
@@ -16,18 +17,27 @@ export interface JobDeclaration<P extends z.ZodType = z.ZodType> {
   options: JobsOptions & { attempts: number; backoff: { type: 'exponential' | 'fixed'; delay: number } };
 }
 
+/** How long adding a job waits for Redis by default (see addJob). */
+export const ADD_JOB_TIMEOUT_MS = 5_000;
+
 /**
  * Adds one job of a declaration with the declared options (an explicit jobId on top). The payload is
  * typed here and validated by the worker before it is processed, so the producer's path (the edge
  * handing over usage batches) spends no CPU on validation.
+ *
+ * A BullMQ `add` waits for Redis for as long as Redis is away, whatever the connection's own
+ * timeouts; this one gives up after `timeoutMs` (the add itself goes on, and lands if Redis comes
+ * back). A caller that gives up must therefore be safe against the job arriving late: a fixed job
+ * id, or a job that checks it is still wanted (auto top-up), or a record another process settles.
  */
 export async function addJob<P extends z.ZodType>(
   queue: Queue,
   declaration: JobDeclaration<P>,
   payload: z.input<P>,
   extra: Pick<JobsOptions, 'jobId' | 'delay'> = {},
+  timeoutMs = ADD_JOB_TIMEOUT_MS,
 ): Promise<string | undefined> {
-  const job = await queue.add(declaration.name, payload, { ...declaration.options, ...extra });
+  const job = await withTimeout(queue.add(declaration.name, payload, { ...declaration.options, ...extra }), timeoutMs, `queueing a ${declaration.name} job (is Redis reachable?)`);
   return job.id;
 }
 
