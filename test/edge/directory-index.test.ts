@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { loadDevset } from '#core/directory';
 import { bearer, createTestAccount, createTestApp, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
+import { eventually } from '../helpers/until.js';
 
 let app: FastifyInstance;
 beforeAll(async () => {
@@ -16,16 +17,17 @@ afterAll(async () => {
 });
 
 /** Polls the in-process index (the one the routes use) until `check` holds; answers the last page. */
-async function eventually(q: string, check: (ids: { id: string; votes: number }[]) => boolean) {
-  const deadline = Date.now() + 10_000;
+function indexShows(q: string, check: (ids: { id: string; votes: number }[]) => boolean) {
   let seen: { id: string; votes: number }[] = [];
-  while (Date.now() < deadline) {
-    const page = await listApis(app.deps.sql, app.directoryIndex, { q, limit: 5 });
-    seen = page.apis.map((a) => ({ id: a.id, votes: a.votes_up - a.votes_down }));
-    if (check(seen)) return seen;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`index never showed the change for ${q}: ${JSON.stringify(seen)}`);
+  return eventually(
+    `the index to show the change for ${q}`,
+    async () => {
+      const page = await listApis(app.deps.sql, app.directoryIndex, { q, limit: 5 });
+      seen = page.apis.map((a) => ({ id: a.id, votes: a.votes_up - a.votes_down }));
+      return check(seen) ? seen : undefined;
+    },
+    { timeoutMs: 10_000, context: () => `it answered ${JSON.stringify(seen)}` },
+  );
 }
 
 describe('the in-process directory index', () => {
@@ -36,15 +38,15 @@ describe('the in-process directory index', () => {
     const id = uniqueId('index-api-');
     await app.deps.sql`insert into apis (id, name, provider, base_url, source, description)
                        values (${id}, ${`The ${word} API`}, 'index.example', 'https://index.example', 'operator', 'Written after the index loaded.')`;
-    expect((await eventually(word, (apis) => apis.some((a) => a.id === id)))[0]?.id).toBe(id);
+    expect((await indexShows(word, (apis) => apis.some((a) => a.id === id)))[0]?.id).toBe(id);
 
     const account = await createTestAccount(app.deps.sql);
     expectOk(await app.inject({ method: 'POST', url: '/api/v1/vote', headers: bearer(account.fullKey), payload: { targetType: 'api', targetId: id, value: 1 } }));
-    await eventually(word, (apis) => apis.find((a) => a.id === id)?.votes === 1);
+    await indexShows(word, (apis) => apis.find((a) => a.id === id)?.votes === 1);
 
     await app.deps.sql`delete from votes where target_id = ${id}`;
     await app.deps.sql`delete from apis where id = ${id}`;
-    await eventually(word, (apis) => !apis.some((a) => a.id === id));
+    await indexShows(word, (apis) => !apis.some((a) => a.id === id));
   });
 
   it('computes pg_trgm similarity and word_similarity exactly as Postgres does', async () => {
@@ -121,16 +123,16 @@ describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
       const pages = await Promise.all([0, 1].map(() => pooled.inject({ method: 'GET', url: `/api/v1/apis?q=${word}&limit=5` })));
       return pages.map((res) => expectOk<{ apis: { id: string }[] }>(res).apis.map((a) => a.id));
     };
-    const until = async (check: (seen: string[][]) => boolean) => {
-      const deadline = Date.now() + 15_000;
-      let seen: string[][] = [];
-      while (Date.now() < deadline) {
-        seen = await ids();
-        if (check(seen)) return;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      throw new Error(`the workers never showed the change: ${JSON.stringify(seen)}`);
-    };
+    let seen: string[][] = [];
+    const until = (check: (seen: string[][]) => boolean) =>
+      eventually(
+        'the workers to show the change',
+        async () => {
+          seen = await ids();
+          return check(seen) ? true : undefined;
+        },
+        { timeoutMs: 15_000, context: () => `they answered ${JSON.stringify(seen)}` },
+      );
     await until((seen) => seen.every((page) => page.length === 0));
     await pooled.deps.sql`insert into apis (id, name, provider, base_url, source, description)
                           values (${id}, ${`The ${word} API`}, 'worker.example', 'https://worker.example', 'operator', 'Written after the workers loaded.')`;

@@ -13,6 +13,7 @@ import { recipientOf, startEmailWorker, startMailServer, type MailServer } from 
 import { registerUser, type RegisteredUser } from '../helpers/session.js';
 import { createTestAccount } from '#fixtures/accounts';
 import { uniqueId } from '../helpers/settings.js';
+import { eventually } from '../helpers/until.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { startWebhookWorker } from '../helpers/webhooks.js';
 
@@ -78,15 +79,8 @@ describe('outgoing webhooks', () => {
       await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: bearer(who.fullKey), payload: { url: `${receiver.url}${path}`, eventTypes } }),
       201,
     );
-  const waitFor = async <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> => {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const found = await probe();
-      if (found !== undefined) return found;
-      if (Date.now() > until) throw new Error(`timed out waiting for ${what}; received: ${received.map((r) => r.path).join(', ')}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
+  const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> =>
+    eventually(what, probe, { timeoutMs, context: () => `received: ${received.map((r) => r.path).join(', ')}` });
   const at = (path: string) => received.filter((r) => r.path === path);
   const verify = (secret: string, request: Received) =>
     new Webhook(secret).verify(request.body, {
