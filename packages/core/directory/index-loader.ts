@@ -84,14 +84,11 @@ export async function loadDirectoryIndex(
     endpointLexemes: vectors[i]!.endpoint.length,
   }));
   const known = words.filter((w) => w.ndoc !== null).map((w) => ({ word: w.word, ndoc: w.ndoc!, lexeme: w.lexeme }));
-  const index = new DirectoryIndex(indexed, vectors, known);
-  for (const w of words) if (w.ndoc === null) index.addLexeme(w.word, w.lexeme);
+  const extraLexemes = new Map(words.filter((w) => w.ndoc === null).map((w) => [w.word, w.lexeme] as const));
   const embedder = embeddings ? await embeddings.queries.model() : null;
-  if (embedder) {
-    const sources = apis.map((row, i) => ({ id: row.id, name: row.name, description: row.embed_description, categories: row.categories, endpoints: indexed[i]!.endpoints }));
-    index.dense = await loadDenseVectors(db, sources, embedder, embeddings!.warn);
-  }
-  return index;
+  const sources = () => apis.map((row, i) => ({ id: row.id, name: row.name, description: row.embed_description, categories: row.categories, endpoints: indexed[i]!.endpoints }));
+  const dense = embedder ? await loadDenseVectors(db, sources(), embedder, embeddings!.warn) : null;
+  return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense });
 }
 
 /** The channel the statement triggers of migration 00007 notify: payload 'apis', 'votes' or 'words'. */

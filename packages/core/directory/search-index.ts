@@ -28,7 +28,7 @@ export class DirectoryIndex {
   readonly apis: IndexedApi[];
   readonly loadedAt = Date.now();
   /** The APIs' sentence embeddings (row i is API i), when the model and stored vectors are there. */
-  dense: DenseVectors | null = null;
+  readonly dense: DenseVectors | null;
   private readonly byId = new Map<string, number>();
   /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
   private readonly endpointNorm: Float64Array;
@@ -45,7 +45,7 @@ export class DirectoryIndex {
   private readonly vocabularyList: VocabularyWord[] = [];
   private readonly vocabularyTrigrams = new Map<string, number[]>();
   /** Lexemes of the vocabulary's terms that are not catalog words. */
-  private readonly extraLexemes = new Map<string, string | null>();
+  private readonly extraLexemes: ReadonlyMap<string, string | null>;
   private scratch: { candidate: Uint8Array; shared: Int32Array } | null = null;
   private marks: { head: Float32Array; endpoint: Uint8Array } | null = null;
   private vocabularyShared: Int32Array | null = null;
@@ -53,12 +53,19 @@ export class DirectoryIndex {
   private wordMarks: Uint8Array | null = null;
   private readonly corrections = new Map<string, { word: string; ndoc: number } | null>();
 
+  /**
+   * `words`: the catalog's words; `extraLexemes`: the lexemes of terms the vocabulary adds that no API
+   * uses (word -> lexeme, null for a stop word); `dense`: the APIs' embeddings, row i for API i.
+   */
   constructor(
     apis: IndexedApi[],
     vectors: { head: Map<string, number[]>; endpoint: string[] }[],
     words: { word: string; ndoc: number; lexeme: string | null }[],
+    extra: { extraLexemes?: ReadonlyMap<string, string | null>; dense?: DenseVectors | null } = {},
   ) {
     this.apis = apis;
+    this.extraLexemes = extra.extraLexemes ?? new Map();
+    this.dense = extra.dense ?? null;
     this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
     apis.forEach((api, i) => {
       this.byId.set(api.id, i);
@@ -165,10 +172,6 @@ export class DirectoryIndex {
   /** Number of APIs using a catalog word (directory_words.ndoc), undefined for a word the catalog never uses. */
   documentFrequency(word: string): number | undefined {
     return this.vocabulary.get(word)?.ndoc;
-  }
-
-  addLexeme(word: string, lexeme: string | null): void {
-    this.extraLexemes.set(word, lexeme);
   }
 
   /** The english lexeme of a term as to_tsquery('english', term) makes it; null for a stop word. */
