@@ -16,6 +16,7 @@ import { ENGLISH_STOPWORDS } from './scoring.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
+import { nearestOf } from './semantic.js';
 import type { AuthScheme } from './text.js';
 import type { Db } from '#db/sql';
 
@@ -367,42 +368,42 @@ export interface Discovery {
 const reasonText = (api: ApiSummaryRow) => `${api.name} ${api.provider} ${api.service ?? ''} ${api.categories.join(' ')} ${api.description}`.toLowerCase();
 
 /**
- * Dense retrieval in discovery (docs/DISCOVERY.md): the word ranking's list and the nearest APIs by
- * sentence embedding, each to FUSION_DEPTH, fused by reciprocal rank (k = RRF_K, equal weights). An
- * API counts as near from DENSE_MIN_SIMILARITY: below it the model relates everything a little
- * (made-up words reach 0.34 with some API). When no word of the task matched, only an API at
+ * Dense retrieval in discovery (docs/DISCOVERY.md): the word ranking's top FUSION_DEPTH and the
+ * FUSION_DEPTH APIs nearest to the task by sentence embedding, scored together as the word score plus
+ * DENSE_WEIGHT times the cosine similarity (a linear fusion; an API only the model found has no word
+ * score). An API counts as near from DENSE_MIN_SIMILARITY: below it the model relates everything a
+ * little (made-up words reach 0.34 with some API). When no word of the task matched, only an API at
  * DENSE_ALONE_MIN_SIMILARITY or more is shown, so a task of unknown words still finds nothing.
  */
-export const RRF_K = 60;
+export const DENSE_WEIGHT = 5;
 const FUSION_DEPTH = 50;
 export const DENSE_MIN_SIMILARITY = 0.3;
 export const DENSE_ALONE_MIN_SIMILARITY = 0.4;
 
 interface FusedRow {
   row: RankedRow;
-  /** Cosine similarity of the task and the API, when the API was among the nearest. */
+  /** Cosine similarity of the task and the API, when it is at least DENSE_MIN_SIMILARITY. */
   similarity: number | null;
 }
 
 /**
- * The two lists fused: each API scores 1 / (k + rank) per list it is in (rank from 1), divided by
- * 2 / (k + 1) so that first in both lists is 1. Ties go to the word ranking's order.
+ * The two lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0), divided
+ * by the best such score so that the first result is 1. Ties go to the word ranking's order.
  */
-function fuse(index: DirectoryIndex, lexical: RankedRow[], nearest: { at: number; similarity: number }[], limit: number): FusedRow[] {
-  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number | null }>();
-  lexical.forEach((row, r) => fused.set(row.id, { row, score: 1 / (RRF_K + r + 1), lexical: r, similarity: null }));
-  nearest.forEach(({ at, similarity }, r) => {
-    const api = index.apis[at]!;
-    const entry = fused.get(api.id) ?? { row: rankedRow(api, 0, 0), score: 0, lexical: Number.POSITIVE_INFINITY, similarity: null };
-    entry.score += 1 / (RRF_K + r + 1);
-    entry.similarity = similarity;
-    fused.set(api.id, entry);
+function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32Array, limit: number): FusedRow[] {
+  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
+  lexical.forEach((row, r) => {
+    const at = index.position(row.id);
+    const similarity = at === undefined ? 0 : similarities[at]!;
+    fused.set(row.id, { row, score: row.score + DENSE_WEIGHT * Math.max(similarity, 0), lexical: r, similarity });
   });
-  const best = 2 / (RRF_K + 1);
-  return [...fused.values()]
-    .sort((a, b) => b.score - a.score || a.lexical - b.lexical || (a.row.id < b.row.id ? -1 : 1))
-    .slice(0, limit)
-    .map((e) => ({ row: { ...e.row, score: e.score / best }, similarity: e.similarity }));
+  for (const { at, similarity } of nearestOf(similarities, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY)) {
+    const api = index.apis[at]!;
+    if (!fused.has(api.id)) fused.set(api.id, { row: rankedRow(api, 0, 0), score: DENSE_WEIGHT * similarity, lexical: Number.POSITIVE_INFINITY, similarity });
+  }
+  const ranked = [...fused.values()].sort((a, b) => b.score - a.score || a.lexical - b.lexical || (a.row.id < b.row.id ? -1 : 1)).slice(0, limit);
+  const best = ranked[0]?.score || 1;
+  return ranked.map((e) => ({ row: { ...e.row, score: e.score / best }, similarity: e.similarity >= DENSE_MIN_SIMILARITY ? e.similarity : null }));
 }
 
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
@@ -413,8 +414,8 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
   let rows: FusedRow[];
   if (index.dense && live.embeddings) {
     const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0 });
-    const nearest = await live.embeddings.nearest(index.dense, normalized, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY);
-    rows = nearest ? fuse(index, lexical, nearest, limit) : lexical.slice(0, limit).map((row) => ({ row, similarity: null }));
+    const similarities = await live.embeddings.similarities(index.dense, normalized);
+    rows = similarities ? fuse(index, lexical, similarities, limit) : lexical.slice(0, limit).map((row) => ({ row, similarity: null }));
   } else {
     rows = rank(index, plan, { limit, offset: 0 }).map((row) => ({ row, similarity: null }));
   }

@@ -115,6 +115,11 @@ export class DirectoryIndex {
     return at === undefined ? undefined : this.apis[at];
   }
 
+  /** An API's position in `apis` (and in `dense`'s rows). */
+  position(id: string): number | undefined {
+    return this.byId.get(id);
+  }
+
   /**
    * The three endpoints of an API whose summary and path have the most words starting with one of
    * `stems` (a word-prefix match, like Postgres' \m(stem|...) counted with regexp_count), first in

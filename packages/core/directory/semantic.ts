@@ -123,20 +123,24 @@ export class DenseVectors {
     return this.embedder.model;
   }
 
-  /** The `k` APIs most similar to a unit query vector with a similarity of at least `min`, best first. */
-  async nearest(query: Float32Array, k: number, min: number): Promise<{ at: number; similarity: number }[]> {
-    const scores = await this.embedder.similarities(query, this.matrix);
-    const best: { at: number; similarity: number }[] = [];
-    for (let i = 0; i < scores.length; i++) {
-      const s = scores[i]!;
-      if (s < min || (best.length === k && s <= best[k - 1]!.similarity)) continue;
-      let place = best.length;
-      while (place > 0 && s > best[place - 1]!.similarity) place--;
-      best.splice(place, 0, { at: i, similarity: s });
-      if (best.length > k) best.pop();
-    }
-    return best;
+  /** The similarity of a unit query vector to every API (index order). */
+  similarities(query: Float32Array): Promise<Float32Array> {
+    return this.embedder.similarities(query, this.matrix);
   }
+}
+
+/** The `k` highest of `scores` that are at least `min`, best first, with their positions. */
+export function nearestOf(scores: Float32Array, k: number, min: number): { at: number; similarity: number }[] {
+  const best: { at: number; similarity: number }[] = [];
+  for (let i = 0; i < scores.length; i++) {
+    const s = scores[i]!;
+    if (s < min || (best.length === k && s <= best[k - 1]!.similarity)) continue;
+    let place = best.length;
+    while (place > 0 && s > best[place - 1]!.similarity) place--;
+    best.splice(place, 0, { at: i, similarity: s });
+    if (best.length > k) best.pop();
+  }
+  return best;
 }
 
 /** At most this many APIs are embedded at an index load; more means the importer has not run. */
@@ -202,13 +206,13 @@ export class QueryEmbeddings {
   }
 
   /**
-   * The APIs nearest to a task (DenseVectors.nearest), or null when the model cannot answer: discovery
-   * then ranks by words, and the failure is logged (at most once a minute).
+   * The similarity of a task to every API (DenseVectors.similarities), or null when the model cannot
+   * answer: discovery then ranks by words, and the failure is logged (at most once a minute).
    */
-  async nearest(vectors: DenseVectors, text: string, k: number, min: number): Promise<{ at: number; similarity: number }[] | null> {
+  async similarities(vectors: DenseVectors, text: string): Promise<Float32Array | null> {
     try {
       const vector = await this.vector(text);
-      return vector ? await vectors.nearest(vector, k, min) : null;
+      return vector ? await vectors.similarities(vector) : null;
     } catch (error) {
       if (Date.now() - this.warnedAt >= 60_000) {
         this.warnedAt = Date.now();
