@@ -5370,7 +5370,7 @@ export interface paths {
                                 };
                                 /** @description Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way. */
                                 reason: string;
-                                /** @description Relevance, best first. With dense retrieval on: the reciprocal-rank fusion of the word ranking and the meaning ranking, 1 = first in both. */
+                                /** @description Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score. */
                                 score: number;
                             }[];
                         };

@@ -1,7 +1,7 @@
 /**
  * Dense retrieval for discovery: a sentence embedding of every API (all-MiniLM-L6-v2, int8, run by
  * onnxruntime in process; see embedder.ts and docs/DISCOVERY.md) and of the task, compared by
- * cosine similarity. Discovery fuses this list with the word ranking by reciprocal rank (catalog.ts).
+ * cosine similarity. Discovery adds the similarity, weighted, to the word ranking's score (catalog.ts).
  *
  * The catalog's vectors are computed by the importer and stored in `api_embeddings` (about 20 s on
  * two threads for the whole catalog, too slow for every start); an index load reads them and embeds
