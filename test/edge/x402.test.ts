@@ -7,8 +7,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestAccount, type TestAccount } from '#fixtures/accounts';
 import { chargesOwedARefund } from '#db/ledger';
 import { runPaymentsCli } from '#cli/payments-cli';
+import { createRedis } from '#core/platform';
+import { usageProcessor } from '#workers/queues/usage';
+import { Worker } from 'bullmq';
 import { bearer, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+import { eventually } from '../helpers/until.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
 
 const PAY_TO = '0x00000000000000000000000000000000000a11ce';
@@ -235,6 +239,25 @@ describe('x402 per-call payments', () => {
     await expect(cli(['x402-recrod'])).rejects.toThrow(/unknown command/);
     expect(await ledger(account)).toHaveLength(2);
     expect(await cli(['x402-unrecorded'])).not.toContain(hash);
+    // The call's usage shows what was paid on chain, once: the usage worker stores what the edge handed over.
+    const workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
+    const processor = usageProcessor({ sql: app.deps.sql });
+    const worker = new Worker(processor.job.queue, processor.process, { connection: workerRedis, prefix: app.deps.settings.REDIS_PREFIX });
+    try {
+      await app.usage.flush();
+      const usage = await eventually(
+        'the paid call in the usage',
+        async () => {
+          const body = expectOk<{ totals: { calls: number; cost: number } }>(await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(account.fullKey) }));
+          return body.totals.calls > 0 ? body.totals : undefined;
+        },
+        { timeoutMs: 10_000 },
+      );
+      expect(usage).toMatchObject({ calls: 1, cost: 0.01 });
+    } finally {
+      await worker.close();
+      await workerRedis.quit();
+    }
   });
 
   it('pays for a metered proxy call; a failed upstream call is not settled', async () => {

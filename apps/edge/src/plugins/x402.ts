@@ -192,6 +192,10 @@ export default fp(
           { keyId: payment.caller.keyId, apiId: payment.call.apiId ?? null, item: payment.call.item, description: payment.call.description ?? null },
           `ledger write failed (${error instanceof Error ? error.message : String(error)}); record it with npm run payments -- x402-record`,
         ).catch(() => {});
+        // It was paid on chain: the call's usage shows its cost now (a proxied call's own usage event
+        // reads `settled`); its ledger pair waits for the operator.
+        payment.settled = true;
+        recordPricedItem(request.server.usage, payment.caller, payment.call, null);
         reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
         return payload;
       }
