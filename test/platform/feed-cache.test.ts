@@ -147,6 +147,35 @@ describe('FeedCache: an in-process cache evicted through Redis pub/sub', () => {
     expect(cache.reads, 'an expired entry is read again').toBe(5);
   });
 
+  it('evicts a value cached under one key and announced by another id (announcedAs)', async () => {
+    const channel = uniqueId('feed-cache');
+    // Cached by key "a", announced by the id inside the value ("row-1:A1" -> "row-1").
+    const cache = make({ channel, announcedAs: (value) => String(value).split(':')[0]! });
+    cache.table.set('a', 'row-1:A1');
+    await until('the feed is live', () => cache.live);
+    expect(await cache.get('a')).toBe('row-1:A1');
+    cache.table.set('a', 'row-1:A2');
+    expect(await cache.get('a')).toBe('row-1:A1');
+    await announce(cache, channel, 'row-1');
+    expect(await cache.get('a')).toBe('row-1:A2');
+    // A change made here, by id, too.
+    cache.table.set('a', 'row-1:A3');
+    cache.changedHereForTest('row-1');
+    expect(await cache.get('a')).toBe('row-1:A3');
+  });
+
+  it('tells onChange of every announcement, and keeps listening with ttlMs 0 (nothing cached)', async () => {
+    const channel = uniqueId('feed-cache');
+    const heard: string[] = [];
+    const cache = make({ channel, ttlMs: 0, onChange: (id) => heard.push(id) });
+    await until('the feed is live', () => cache.live);
+    await publisher.publish(channel, 'k1');
+    await until('k1 is heard', () => heard.includes('k1'));
+    await cache.get('a');
+    await cache.get('a');
+    expect(cache.reads).toBe(2);
+  });
+
   it('reads every time while the feed is not live (Redis unreachable), and with ttlMs 0', async () => {
     // Nothing listens on port 1: the subscription never comes up.
     const down = new TableCache(new Map([['a', 'A1']]), { redisUrl: 'redis://127.0.0.1:1', channel: uniqueId('feed-cache'), ttlMs: 600_000 });

@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
-import { ChangeFeed } from '#core/platform';
-import { PlatformError } from '#core/platform';
+import { FeedCache, PlatformError, type FeedCacheOptions } from '#core/platform';
 import { hashKey, keyShapeProblem } from '#contracts/key-format';
 import { findKeyByHash, touchKeys, type KeyRow } from '#db/keys';
 import type { Sql } from '#db/sql';
@@ -21,25 +20,37 @@ export interface KeyVerifierLog {
   info(fields: Record<string, unknown>, message: string): void;
 }
 
-interface CacheEntry {
-  key: KeyRow;
-  expiresAt: number;
-}
-
 const MAX_CACHE_ENTRIES = 50_000;
 const TOUCH_FLUSH_MS = 5_000;
 
+/** Key rows by the SHA-256 of the key (hex), announced by key id. */
+class KeyRows extends FeedCache<KeyRow | null> {
+  constructor(
+    private readonly sql: Sql,
+    options: Omit<FeedCacheOptions<KeyRow | null>, 'maxEntries' | 'keep' | 'announcedAs'>,
+  ) {
+    // Unknown keys are not kept (a key created later is found at once); a row is announced by its id.
+    super({ ...options, maxEntries: MAX_CACHE_ENTRIES, keep: (key) => key !== null, announcedAs: (key) => key!.id });
+  }
+
+  byHash(hash: Buffer): Promise<KeyRow | null> {
+    return this.read(hash.toString('hex'), () => findKeyByHash(this.sql, hash));
+  }
+
+  evict(keyId: string): void {
+    this.changedHere(keyId);
+  }
+}
+
 /**
  * Verifies presented API keys. Shape and checksum are checked before any I/O; known keys are cached
- * in-process by SHA-256 for `ttlMs`. Changes are pushed to every instance through Redis pub/sub, and
- * while that subscription is not live the cache is bypassed, so a revocation is never missed for
- * longer than a round trip. `lastUsedAt` is recorded in batches, off the request path.
+ * in-process by SHA-256 for `ttlMs` (a FeedCache). Changes are pushed to every instance through Redis
+ * pub/sub, and while that subscription is not live the cache is bypassed, so a revocation is never
+ * missed for longer than a round trip. `lastUsedAt` is recorded in batches, off the request path.
  */
 export class KeyVerifier {
-  private readonly cache = new Map<string, CacheEntry>();
-  private readonly hashById = new Map<string, string>();
+  private readonly rows: KeyRows;
   private readonly touched = new Set<string>();
-  private feed: ChangeFeed | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
 
   private readonly listeners = new Set<(keyId: string) => void>();
@@ -56,32 +67,28 @@ export class KeyVerifier {
       publisher?: Redis;
       log?: KeyVerifierLog;
     },
-  ) {}
-
-  async start(): Promise<void> {
-    const { publisher, log } = this.options;
-    this.feed = new ChangeFeed(
-      this.options.redisUrl,
-      keyChangesChannel(this.options.redisPrefix),
-      {
-        changed: (keyId) => {
-          this.forget(keyId);
-          for (const listener of this.listeners) listener(keyId);
-        },
-        lost: () => {
-          this.cache.clear();
-          this.hashById.clear();
-        },
+  ) {
+    const { publisher, log } = options;
+    this.rows = new KeyRows(sql, {
+      redisUrl: options.redisUrl,
+      channel: keyChangesChannel(options.redisPrefix),
+      ttlMs: options.ttlMs,
+      // Other instances' changes reach the event streams too, whatever the cache's TTL.
+      onChange: (keyId) => {
+        for (const listener of this.listeners) listener(keyId);
       },
-      publisher && {
+      heartbeat: publisher && {
         publisher,
         onStateChange: (state, silentForMs) => {
           if (state === 'silent') log?.warn({ silentForMs }, 'key change feed is silent: keys are read from Postgres on every call until it is heard again');
           else log?.info({ silentForMs }, 'key change feed heard again: key cache back in use');
         },
       },
-    );
-    this.feed.start();
+    });
+  }
+
+  async start(): Promise<void> {
+    this.rows.start();
     this.flushTimer = setInterval(() => void this.flushTouched(), TOUCH_FLUSH_MS);
     this.flushTimer.unref();
   }
@@ -92,7 +99,7 @@ export class KeyVerifier {
     this.retries.clear();
     if (this.flushTimer) clearInterval(this.flushTimer);
     await this.flushTouched();
-    this.feed?.stop();
+    this.rows.stop();
   }
 
   /** Returns the key row for a presented key, or throws 401/403 as the specification's auth table says. */
@@ -108,8 +115,7 @@ export class KeyVerifier {
         hint: 'A key is service_sk_ followed by 48 lowercase hex digits; check it was copied whole.',
       });
     }
-    const hash = hashKey(presented);
-    const key = await this.lookup(hash);
+    const key = await this.rows.byHash(hashKey(presented));
     if (!key) throw new PlatformError('invalid_key', 'API key not found', { hint: 'The key may have been mistyped; create a new one in the dashboard.' });
     if (key.status === 'revoked') throw new PlatformError('key_revoked', 'API key has been revoked', { hint: 'Revocation is permanent; create a new key.' });
     if (key.status === 'disabled') {
@@ -119,28 +125,6 @@ export class KeyVerifier {
       throw new PlatformError('key_expired', 'Agent key has expired', { hint: 'Create a new agent key.' });
     }
     this.touched.add(key.id);
-    return key;
-  }
-
-  private async lookup(hash: Buffer): Promise<KeyRow | null> {
-    const cacheKey = hash.toString('hex');
-    const now = Date.now();
-    const feed = this.feed;
-    if (feed?.live) {
-      const hit = this.cache.get(cacheKey);
-      if (hit && hit.expiresAt > now) return hit.key;
-    }
-    const generation = feed?.generation;
-    const key = await findKeyByHash(this.sql, hash);
-    // A change published while the row was being read may not be in it: serve it, but don't cache it.
-    if (key && feed?.live && this.options.ttlMs > 0 && generation === feed.generation) {
-      if (this.cache.size >= MAX_CACHE_ENTRIES) {
-        this.cache.clear();
-        this.hashById.clear();
-      }
-      this.cache.set(cacheKey, { key, expiresAt: now + this.options.ttlMs });
-      this.hashById.set(key.id, cacheKey);
-    }
     return key;
   }
 
@@ -180,14 +164,7 @@ export class KeyVerifier {
 
   /** Drops a key this instance just changed, before the change is announced to the others. */
   evict(keyId: string): void {
-    this.feed?.invalidate();
-    this.forget(keyId);
-  }
-
-  private forget(keyId: string): void {
-    const cacheKey = this.hashById.get(keyId);
-    if (cacheKey) this.cache.delete(cacheKey);
-    this.hashById.delete(keyId);
+    this.rows.evict(keyId);
   }
 
   private async flushTouched(): Promise<void> {

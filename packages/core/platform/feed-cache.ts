@@ -1,4 +1,4 @@
-import { ChangeFeed } from './change-feed.js';
+import { ChangeFeed, type ChangeFeedHeartbeat } from './change-feed.js';
 
 export interface FeedCacheOptions<V> {
   redisUrl: string;
@@ -10,6 +10,15 @@ export interface FeedCacheOptions<V> {
   maxEntries: number;
   /** Whether a value read is kept (default: every value, "none" included). */
   keep?: (value: V) => boolean;
+  /**
+   * The id a kept value's changes are announced by, when the cache key is another (API keys are
+   * looked up by hash and announced by id). Default: the cache key itself.
+   */
+  announcedAs?: (value: V) => string;
+  /** Told of every change announced on the channel, after its entry was evicted (the feed runs even with ttlMs 0). */
+  onChange?: (id: string) => void;
+  /** Heartbeats on the channel, so a silent subscription stops the cache being trusted (see ChangeFeed). */
+  heartbeat?: ChangeFeedHeartbeat;
 }
 
 /**
@@ -18,27 +27,37 @@ export interface FeedCacheOptions<V> {
  * bypassed. A value read while a change was announced (the feed's generation moved) is served but not
  * stored, so a stale read never outlives the change it raced with.
  *
- * Subclasses give `read` the loader of their rows (ApiCache, ConnectionCache). KeyVerifier keeps its
- * own map: keys are announced by id but looked up by hash, and it tells listeners of each change.
+ * Subclasses give `read` the loader of their rows (ApiCache, ConnectionCache, the key verifier's KeyRows).
  */
 export class FeedCache<V> {
   private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+  /** Announced id -> cache key, for values whose `announcedAs` differs from their key. */
+  private readonly aliases = new Map<string, string>();
   private feed: ChangeFeed | null = null;
 
   constructor(private readonly feedOptions: FeedCacheOptions<V>) {}
 
   start(): void {
-    if (this.feedOptions.ttlMs <= 0) return;
-    this.feed = new ChangeFeed(this.feedOptions.redisUrl, this.feedOptions.channel, {
-      changed: (key) => this.forget(key),
-      lost: () => this.entries.clear(),
-    });
+    const { ttlMs, onChange } = this.feedOptions;
+    if (ttlMs <= 0 && !onChange) return;
+    this.feed = new ChangeFeed(
+      this.feedOptions.redisUrl,
+      this.feedOptions.channel,
+      {
+        changed: (id) => {
+          this.forget(id);
+          onChange?.(id);
+        },
+        lost: () => this.clear(),
+      },
+      this.feedOptions.heartbeat,
+    );
     this.feed.start();
   }
 
   stop(): void {
     this.feed?.stop();
-    this.entries.clear();
+    this.clear();
   }
 
   /** True while changes are being received, i.e. while cached entries are used. */
@@ -55,9 +74,12 @@ export class FeedCache<V> {
     }
     const generation = feed?.generation;
     const value = await load();
-    if (feed?.live && generation === feed.generation && (this.feedOptions.keep?.(value) ?? true)) {
-      if (this.entries.size >= this.feedOptions.maxEntries) this.entries.clear();
-      this.entries.set(key, { value, expiresAt: now + this.feedOptions.ttlMs });
+    const { ttlMs, maxEntries, keep, announcedAs } = this.feedOptions;
+    if (feed?.live && ttlMs > 0 && generation === feed.generation && (keep?.(value) ?? true)) {
+      if (this.entries.size >= maxEntries) this.clear();
+      this.entries.set(key, { value, expiresAt: now + ttlMs });
+      const id = announcedAs?.(value);
+      if (id !== undefined && id !== key) this.aliases.set(id, key);
     }
     return value;
   }
@@ -71,8 +93,19 @@ export class FeedCache<V> {
     this.forget(key);
   }
 
-  private forget(key: string): void {
-    if (key === '*') this.entries.clear();
-    else this.entries.delete(key);
+  /** Evicts what an announcement of `id` names: the entry cached under it, or under the key it aliases. */
+  private forget(id: string): void {
+    if (id === '*') return this.clear();
+    this.entries.delete(id);
+    const key = this.aliases.get(id);
+    if (key !== undefined) {
+      this.entries.delete(key);
+      this.aliases.delete(id);
+    }
+  }
+
+  private clear(): void {
+    this.entries.clear();
+    this.aliases.clear();
   }
 }
