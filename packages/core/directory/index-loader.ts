@@ -86,8 +86,9 @@ export async function loadDirectoryIndex(
   const known = words.filter((w) => w.ndoc !== null).map((w) => ({ word: w.word, ndoc: w.ndoc!, lexeme: w.lexeme }));
   const extraLexemes = new Map(words.filter((w) => w.ndoc === null).map((w) => [w.word, w.lexeme] as const));
   const embedder = embeddings ? await embeddings.queries.model() : null;
-  const sources = () => apis.map((row, i) => ({ id: row.id, name: row.name, description: row.embed_description, categories: row.categories, endpoints: indexed[i]!.endpoints }));
-  const dense = embedder ? await loadDenseVectors(db, sources(), embedder, embeddings!.warn) : null;
+  const dense = embedder
+    ? await loadDenseVectors(db, apis.map((row, i) => ({ id: row.id, name: row.name, description: row.embed_description, categories: row.categories, endpoints: indexed[i]!.endpoints })), embedder, embeddings!.warn)
+    : null;
   return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense });
 }
 

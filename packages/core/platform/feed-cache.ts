@@ -2,7 +2,7 @@ import { ChangeFeed, type ChangeFeedHeartbeat } from './change-feed.js';
 
 export interface FeedCacheOptions<V> {
   redisUrl: string;
-  /** The ChangeFeed channel on which any instance announces a changed entry by its key ('*': all). */
+  /** The ChangeFeed channel on which any instance announces a changed entry by its key, or its `announcedAs` id ('*': all). */
   channel: string;
   /** How long an entry is trusted; bounds how long a change nobody announced takes to show. 0: no cache. */
   ttlMs: number;
