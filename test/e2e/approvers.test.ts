@@ -42,7 +42,6 @@ describe('approvers in a browser', () => {
   let inviteLink = '';
   let sessionId = '';
   /** Uncaught exceptions in either page's scripts; the last test expects none. */
-  const pageErrors: string[] = [];
 
   const call = async (path: string, init: { method?: string; key?: string; cookie?: string; body?: unknown } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -91,17 +90,11 @@ describe('approvers in a browser', () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-    approverContext = await browser.browser.newContext({ viewport: { width: 1280, height: 860 }, locale: 'en-US', timezoneId: 'UTC' });
-    approverPage = await approverContext.newPage();
-    for (const each of [page, approverPage]) {
-      each.on('pageerror', (error) => pageErrors.push(error.message));
-      each.setDefaultTimeout(15_000);
-    }
+    ({ context: approverContext, page: approverPage } = await browser.newPerson());
   }, 90_000);
 
   afterAll(async () => {
     if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue);
-    await approverContext?.close().catch(() => undefined);
     await browser?.close();
     await app?.close();
     await emailWorker?.close();
@@ -305,6 +298,6 @@ describe('approvers in a browser', () => {
   }, 60_000);
 
   it('ran without a script error in either page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });

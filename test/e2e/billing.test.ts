@@ -69,7 +69,6 @@ describe('billing in a browser (live mode with Stripe)', () => {
   let sessionCount = 0;
   const signer = new Stripe('sk_test_signer_only');
   let eventCount = 0;
-  const pageErrors: string[] = [];
 
   const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${ownerKey}` };
@@ -193,8 +192,6 @@ describe('billing in a browser (live mode with Stripe)', () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.setDefaultTimeout(15_000);
   }, 90_000);
 
   afterAll(async () => {
@@ -440,7 +437,7 @@ describe('billing in a browser (live mode with Stripe)', () => {
   }, 60_000);
 
   it('ran without a script error in the page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });
 
@@ -454,7 +451,6 @@ describe('billing in a browser (live mode without Stripe)', () => {
   let base: string;
   let browser: RunningBrowser;
   let page: Page;
-  const pageErrors: string[] = [];
 
   beforeAll(async () => {
     const port = await freePort();
@@ -463,8 +459,6 @@ describe('billing in a browser (live mode without Stripe)', () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.setDefaultTimeout(15_000);
   }, 90_000);
 
   afterAll(async () => {
@@ -501,6 +495,6 @@ describe('billing in a browser (live mode without Stripe)', () => {
     await page.reload();
     await card.getByTestId('auto-topup-unavailable').filter({ hasText: 'needs live billing with Stripe configured' }).waitFor();
     await expect(card.getByRole('button', { name: 'Save a card' }).isDisabled()).resolves.toBe(true);
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   }, 60_000);
 });

@@ -35,7 +35,6 @@ describe('dashboard in a browser', () => {
   let firstKey = '';
   let sessionId = '';
   /** Uncaught exceptions in the page's scripts; the last test expects none. */
-  const pageErrors: string[] = [];
 
   const call = async (path: string, init: { method?: string; key?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
@@ -80,8 +79,6 @@ describe('dashboard in a browser', () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.setDefaultTimeout(15_000);
   }, 90_000);
 
   afterAll(async () => {
@@ -495,6 +492,6 @@ describe('dashboard in a browser', () => {
   });
 
   it('ran without a script error in the page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });

@@ -49,7 +49,6 @@ describe('webhooks in a browser', () => {
   /** Per path: the status code the receiver answers (200 when unset). */
   const answers = new Map<string, number>();
   /** Uncaught exceptions in the page's scripts; the last test expects none. */
-  const pageErrors: string[] = [];
 
   const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${ownerKey}` };
@@ -98,8 +97,6 @@ describe('webhooks in a browser', () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.setDefaultTimeout(15_000);
   }, 90_000);
 
   afterAll(async () => {
@@ -324,6 +321,6 @@ describe('webhooks in a browser', () => {
   }, 60_000);
 
   it('ran without a script error in the page', () => {
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });

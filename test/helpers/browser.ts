@@ -14,8 +14,16 @@ export interface RunningBrowser {
   browser: Browser;
   context: BrowserContext;
   page: Page;
+  /** The uncaught errors of every page opened here: a browser test ends by expecting none. */
+  pageErrors: string[];
+  /** A page in a context of its own (its own cookies: another person on another computer), watched like the first. */
+  newPerson(): Promise<{ context: BrowserContext; page: Page }>;
+  /** Closes every context opened here, then the browser. */
   close(): Promise<void>;
 }
+
+/** How long a browser test waits for an element or a navigation before failing. */
+const ACTION_TIMEOUT_MS = 15_000;
 
 /**
  * Debian's Chromium (the `chromium` package; scripts/test.sh installs it when missing) driven by
@@ -37,14 +45,25 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
     ],
     timeout: 30_000,
   });
-  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 860 }, locale: 'en-US', timezoneId: 'UTC' });
-  const page = await context.newPage();
+  const pageErrors: string[] = [];
+  const contexts: BrowserContext[] = [];
+  async function newPerson() {
+    const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 860 }, locale: 'en-US', timezoneId: 'UTC' });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.setDefaultTimeout(ACTION_TIMEOUT_MS);
+    return { context, page };
+  }
+  const { context, page } = await newPerson();
   return {
     browser,
     context,
     page,
+    pageErrors,
+    newPerson,
     async close() {
-      await context.close().catch(() => undefined);
+      for (const each of contexts) await each.close().catch(() => undefined);
       await browser.close().catch(() => undefined);
     },
   };
