@@ -7,7 +7,8 @@ import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
 import { type RunningBrowser, docScreenshot, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser } from '../helpers/browser.js';
-import { createTestApi, startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
+import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
+import { startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
@@ -41,33 +42,14 @@ describe('approvers in a browser', () => {
   let ownerKey = '';
   let inviteLink = '';
   let sessionId = '';
-  /** Uncaught exceptions in either page's scripts; the last test expects none. */
 
-  const call = async (path: string, init: { method?: string; key?: string; cookie?: string; body?: unknown } = {}) => {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (init.key) headers.authorization = `Bearer ${init.key}`;
-    if (init.cookie) headers.cookie = init.cookie;
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-    const text = await res.text();
-    return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
-  };
-  const expectStatus = (res: { status: number; text: string }, status: number) => expect(res.status, `response was ${res.status}: ${res.text}`).toBe(status);
+  const call = edgeClient(() => base);
   const navOf = (on: Page) => on.getByRole('navigation', { name: 'Main' });
   const nav = (label: string) => navOf(page).getByRole('link', { name: label, exact: true });
   const invitationsTo = (email: string) => mail.messages.filter((message) => recipientOf(message).includes(email));
 
-  /** Starts a weather-alert session with the owner's key (as an agent would) and works it up to its human step. */
-  async function weatherSessionAtApproval(): Promise<string> {
-    const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
-    const started = await call('/api/v1/cookbooks/weather-alert-sms/start', { method: 'POST', key: ownerKey, body: { selectedApis } });
-    expectStatus(started, 201);
-    const id = (started.body.session as { sessionId: string }).sessionId;
-    const agent = (stepId: string, resultData: unknown) => call(`/api/v1/cookbooks/sessions/${id}/complete-step`, { method: 'POST', key: ownerKey, body: { stepId, resultData } });
-    expectStatus(await agent('fetch-forecast', { location: { name: 'Bergen', lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }), 200);
-    expectStatus(await agent('draft-message', { message: `Gale warning ${id}.`, recipients: ['+4712345678'] }), 200);
-    return id;
-  }
+  /** A weather-alert session started with the owner's key (as an agent would), at its human step. */
+  const weatherSessionAtApproval = () => weatherSessionAtApprovalOf(call, app.deps.sql, ownerKey);
 
   beforeAll(async () => {
     const port = await freePort();

@@ -12,6 +12,7 @@ import { createRedis } from '#core/platform';
 import { autoTopupProcessor } from '#workers/queues/auto-topup';
 import { loadWorkerSettings } from '#workers/settings';
 import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser } from '../helpers/browser.js';
+import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
 const WEBHOOK_SECRET = 'whsec_e2e_billing_secret';
@@ -70,14 +71,8 @@ describe('billing in a browser (live mode with Stripe)', () => {
   const signer = new Stripe('sk_test_signer_only');
   let eventCount = 0;
 
-  const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-    const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${ownerKey}` };
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-    const text = await res.text();
-    return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
-  };
-  const expectStatus = (res: { status: number; text: string }, status: number) => expect(res.status, `response was ${res.status}: ${res.text}`).toBe(status);
+  /** JSON calls with the owner's key. */
+  const call = edgeClient(() => base, () => ownerKey);
   /** Sends a Stripe event to the edge's webhook route, signed with the endpoint's secret. */
   const deliver = async (type: string, object: Record<string, unknown>) => {
     eventCount += 1;

@@ -7,6 +7,7 @@ import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
 import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
+import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
@@ -34,18 +35,8 @@ describe('dashboard in a browser', () => {
   let page: Page;
   let firstKey = '';
   let sessionId = '';
-  /** Uncaught exceptions in the page's scripts; the last test expects none. */
 
-  const call = async (path: string, init: { method?: string; key?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
-    const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
-    if (init.key) headers.authorization = `Bearer ${init.key}`;
-    if (init.cookie) headers.cookie = init.cookie;
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-    const text = await res.text();
-    return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
-  };
-  const expectStatus = (res: { status: number; text: string }, status: number) => expect(res.status, `response was ${res.status}: ${res.text}`).toBe(status);
+  const call = edgeClient(() => base);
   const dollars = (amount: number) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(amount);
   const nav = (label: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true });
 
@@ -390,17 +381,8 @@ describe('dashboard in a browser', () => {
     expect(choice?.resultData).toEqual({ decisions: [{ invoiceId: 'in_1', action: 'remind' }, { invoiceId: 'in_2', action: 'call' }] });
   });
 
-  /** Starts a weather-alert session with the agent's key and works it up to its human step. */
-  async function weatherSessionAtApproval(): Promise<string> {
-    const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
-    const started = await call('/api/v1/cookbooks/weather-alert-sms/start', { method: 'POST', key: firstKey, body: { selectedApis } });
-    expectStatus(started, 201);
-    const id = (started.body.session as { sessionId: string }).sessionId;
-    const agent = (stepId: string, resultData: unknown) => call(`/api/v1/cookbooks/sessions/${id}/complete-step`, { method: 'POST', key: firstKey, body: { stepId, resultData } });
-    expectStatus(await agent('fetch-forecast', { location: { name: 'Bergen', lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }), 200);
-    expectStatus(await agent('draft-message', { message: `Gale warning ${id}.`, recipients: ['+4712345678'] }), 200);
-    return id;
-  }
+  /** A weather-alert session started with the agent's key, at its human step. */
+  const weatherSessionAtApproval = () => weatherSessionAtApprovalOf(call, app.deps.sql, firstKey);
 
   it('rejects a human step: the session ends completed with outcome rejected and the alert is never sent', async () => {
     await nav('Inbox').click();

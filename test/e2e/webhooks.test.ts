@@ -9,6 +9,7 @@ import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { WEBHOOK_EVENT_TYPES } from '#core/notifications';
 import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser } from '../helpers/browser.js';
+import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 import { startWebhookWorker } from '../helpers/webhooks.js';
@@ -48,16 +49,9 @@ describe('webhooks in a browser', () => {
   const received: Received[] = [];
   /** Per path: the status code the receiver answers (200 when unset). */
   const answers = new Map<string, number>();
-  /** Uncaught exceptions in the page's scripts; the last test expects none. */
 
-  const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-    const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${ownerKey}` };
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-    const text = await res.text();
-    return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
-  };
-  const expectStatus = (res: { status: number; text: string }, status: number) => expect(res.status, `response was ${res.status}: ${res.text}`).toBe(status);
+  /** JSON calls with the owner's key. */
+  const call = edgeClient(() => base, () => ownerKey);
   const nav = (label: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true });
   const at = (path: string) => received.filter((r) => r.path === path);
   const verify = (key: string, request: Received) =>
