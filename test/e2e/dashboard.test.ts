@@ -102,8 +102,7 @@ describe('dashboard in a browser', () => {
   });
 
   it('explains a wrong password and an existing email in sentences', async () => {
-    const other = await browser.context.browser()!.newContext();
-    const anon = await other.newPage();
+    const { context: other, page: anon } = await browser.newPerson();
     try {
       await anon.goto(`${base}/signin`);
       await anon.getByLabel('Email', { exact: true }).fill(email);
