@@ -6,7 +6,7 @@ import { addJob, type JobDeclaration } from '#core/platform';
 
 /**
  * No refund is ever lost. A refund owed on a failed proxied call is written at once; when Postgres
- * refuses it at that moment, a job keyed by the charge id carries it (retried for about a day,
+ * refuses it at that moment, a job keyed by the charge id carries it (retried for about 18 hours,
  * `refund()` is idempotent), and the caller still gets its 502/503. Whatever slips past both (Redis
  * down too, an edge that died mid-call) the reconciler finds: see chargesOwedARefund.
  */
@@ -17,7 +17,9 @@ export const refundChargeJob: JobDeclaration<typeof refundPayload> = {
   queue: 'refunds',
   name: 'refund-charge',
   payload: refundPayload,
-  options: { attempts: 30, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: 1_000, removeOnFail: 10_000 },
+  // 17 attempts, each wait twice the last from 1 s: the last about 18 hours after the first. Beyond that
+  // the waits would grow past a day each; the reconciler settles whatever is still owed.
+  options: { attempts: 17, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: 1_000, removeOnFail: 10_000 },
 };
 /** The reconciler: a repeatable job on the same queue. */
 export const reconcileRefundsJob: JobDeclaration<typeof reconcilePayload> = {

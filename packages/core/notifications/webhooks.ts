@@ -34,7 +34,7 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Webhook settings shared by the edge (which records events) and the workers (which deliver them). */
 export const webhookSettings = z.object({
-  /** First retry delay of a failing delivery; each next one doubles (15 attempts from 10 s last about a day). */
+  /** First retry delay of a failing delivery; each next one doubles (15 attempts from 10 s: the last about 45 hours after the first). */
   WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
   WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(15),
   /** How long one delivery may take before it counts as failed. */

@@ -509,7 +509,7 @@ export function WebhooksPage() {
     <>
       <PageHeader
         title="Webhooks"
-        description="Get a signed HTTP POST at your own URL when something happens on this account: money, human steps, sessions and keys. A delivery that fails is retried for about a day; an endpoint that keeps failing is disabled and you get an e-mail."
+        description="Get a signed HTTP POST at your own URL when something happens on this account: money, human steps, sessions and keys. A delivery that fails is retried for about two days; an endpoint that keeps failing is disabled and you get an e-mail."
       />
       {message && <Notice tone="success">{message}</Notice>}
       <Card title="Add an endpoint">
