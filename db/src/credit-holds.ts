@@ -211,53 +211,67 @@ function maxOf(a: bigint, b: bigint): bigint {
  * ledger under the hold (with the ids the callers were given; rows the edge managed to write are
  * skipped), and the rest goes back to the balance. Returns the holds closed and the charges written.
  */
-export async function settleExpiredHolds(sql: Sql, graceSeconds: number, limit = 100): Promise<{ holds: number; charges: number }> {
+export async function settleExpiredHolds(
+  sql: Sql,
+  graceSeconds: number,
+  limit = 100,
+  onFailure: (holdId: string, error: unknown) => void = () => {},
+): Promise<{ holds: number; charges: number; failed: string[] }> {
   const expired = await sql<{ id: string; account_id: string }[]>`
     select id, account_id from credit_holds
      where closed_at is null and expires_at < now() - make_interval(secs => ${graceSeconds})
      order by expires_at limit ${limit}`;
   let charges = 0;
   let holds = 0;
+  // Each hold in its own transaction, and one that fails (reported, tried again next run) does not
+  // keep the others, or the refund reconciler that runs after this, from settling.
+  const failed: string[] = [];
   for (const candidate of expired) {
-    const done = await sql.begin(async (tx) => {
-      const [account] = await tx<{ balance_micros: bigint; held_micros: bigint }[]>`
-        select balance_micros, held_micros from accounts where id = ${candidate.account_id} for no key update`;
-      const [hold] = await tx<{ reserved_micros: bigint; charged_micros: bigint; released_micros: bigint }[]>`
-        select reserved_micros, charged_micros, released_micros from credit_holds
-         where id = ${candidate.id} and closed_at is null and expires_at < now() - make_interval(secs => ${graceSeconds})
-         for no key update`;
-      if (!account || !hold) return null;
-      // The hold's paid calls whose row the edge did not write before it stopped.
-      const paid = await tx<{ charge_id: string; cost_micros: bigint; key_id: string | null; api_id: string; item: string; at: Date }[]>`
-        select u.charge_id, u.cost_micros, u.key_id, u.api_id, u.item, u.at from usage_events u
-         where u.hold_id = ${candidate.id} and u.charge_id is not null and u.cost_micros > 0
-           and not exists (select 1 from ledger_entries l where l.id = u.charge_id)
-         order by u.at, u.id`;
-      // Never more than the hold kept: a usage event cannot charge money the hold did not hold.
-      const room = hold.reserved_micros - hold.charged_micros - hold.released_micros;
-      const fitting: HeldCharge[] = [];
-      let sum = 0n;
-      for (const p of paid) {
-        if (sum + p.cost_micros > room) break;
-        sum += p.cost_micros;
-        fitting.push({ id: p.charge_id, costMicros: p.cost_micros, keyId: p.key_id, apiId: p.api_id, item: p.item, description: 'charged from an expired hold', at: p.at });
-      }
-      const charged = await insertHeldCharges(tx, candidate.account_id, candidate.id, account.balance_micros, fitting);
-      const chargedTotal = hold.charged_micros + charged;
-      const releasedNow = hold.reserved_micros - chargedTotal - hold.released_micros;
-      await tx`
-        update credit_holds set charged_micros = ${chargedTotal}, released_micros = released_micros + ${releasedNow}, closed_at = now()
-         where id = ${candidate.id}`;
-      await tx`
-        update accounts set balance_micros = balance_micros - ${charged}, held_micros = held_micros - ${charged + releasedNow},
-               clawback_debt = clawback_debt or balance_micros - ${charged} < 0
-         where id = ${candidate.account_id}`;
-      return fitting.length;
-    });
+    const done = await sql
+      .begin(async (tx) => {
+        const [account] = await tx<{ balance_micros: bigint; held_micros: bigint }[]>`
+          select balance_micros, held_micros from accounts where id = ${candidate.account_id} for no key update`;
+        const [hold] = await tx<{ reserved_micros: bigint; charged_micros: bigint; released_micros: bigint }[]>`
+          select reserved_micros, charged_micros, released_micros from credit_holds
+           where id = ${candidate.id} and closed_at is null and expires_at < now() - make_interval(secs => ${graceSeconds})
+           for no key update`;
+        if (!account || !hold) return null;
+        // The hold's paid calls whose row the edge did not write before it stopped.
+        const paid = await tx<{ charge_id: string; cost_micros: bigint; key_id: string | null; api_id: string; item: string; at: Date }[]>`
+          select u.charge_id, u.cost_micros, u.key_id, u.api_id, u.item, u.at from usage_events u
+           where u.hold_id = ${candidate.id} and u.charge_id is not null and u.cost_micros > 0
+             and not exists (select 1 from ledger_entries l where l.id = u.charge_id)
+           order by u.at, u.id`;
+        // Never more than the hold kept: a usage event cannot charge money the hold did not hold.
+        const room = hold.reserved_micros - hold.charged_micros - hold.released_micros;
+        const fitting: HeldCharge[] = [];
+        let sum = 0n;
+        for (const p of paid) {
+          if (sum + p.cost_micros > room) break;
+          sum += p.cost_micros;
+          fitting.push({ id: p.charge_id, costMicros: p.cost_micros, keyId: p.key_id, apiId: p.api_id, item: p.item, description: 'charged from an expired hold', at: p.at });
+        }
+        const charged = await insertHeldCharges(tx, candidate.account_id, candidate.id, account.balance_micros, fitting);
+        const chargedTotal = hold.charged_micros + charged;
+        const releasedNow = hold.reserved_micros - chargedTotal - hold.released_micros;
+        await tx`
+          update credit_holds set charged_micros = ${chargedTotal}, released_micros = released_micros + ${releasedNow}, closed_at = now()
+           where id = ${candidate.id}`;
+        await tx`
+          update accounts set balance_micros = balance_micros - ${charged}, held_micros = held_micros - ${charged + releasedNow},
+                 clawback_debt = clawback_debt or balance_micros - ${charged} < 0
+           where id = ${candidate.account_id}`;
+        return fitting.length;
+      })
+      .catch((error: unknown) => {
+        onFailure(candidate.id, error);
+        failed.push(candidate.id);
+        return null;
+      });
     if (done !== null) {
       holds += 1;
       charges += done;
     }
   }
-  return { holds, charges };
+  return { holds, charges, failed };
 }

@@ -2,7 +2,7 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ChargeBatcher, CreditReservations, type CreditReservationOptions } from '#core/billing';
 import { settleExpiredHolds } from '#db/credit-holds';
-import { getBalance, getSpendable, type ChargeResult } from '#db/ledger';
+import { clawback, getBalance, getSpendable, type ChargeResult } from '#db/ledger';
 import { recordUsageEvents } from '#db/usage';
 import { createSql } from '#db/sql';
 import { createTestAccount, createTestApp, type TestAccount } from '../helpers/app.js';
@@ -205,6 +205,75 @@ describe('credit reservation', () => {
     expect(await ledger(account.accountId)).toEqual({ sum: 89_000n, charges: 11, balance: 89_000n, held: 0n, open: 0 });
     expect(await getBalance(sql, account.accountId)).toBe(89_000n);
     expect(await getSpendable(sql, account.accountId)).toBe(89_000n);
+  });
+
+  it('a clawback that lands while a hold is open does not stop its calls from settling: the account goes into debt', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 100_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    const results: ChargeResult[] = [];
+    for (let i = 0; i < 10; i += 1) results.push(await reservations.charge(call(account, 5_000n)));
+    await reservations.grantsInFlight();
+    expect(results.every((r) => r.ok && 'holdId' in r)).toBe(true);
+    // A disputed top-up takes back 90,000 of the 100,000 while the hold keeps 50,000 of calls unsettled.
+    await clawback(sql, { accountId: account.accountId, amountMicros: 90_000n, description: 'dispute', idempotencyKey: uniqueId('clawback') });
+    // What the hold still keeps may be spent (it was set aside before the clawback); nothing beyond it.
+    for (let i = 0; i < 20; i += 1) results.push(await reservations.charge(call(account, 5_000n)));
+    await reservations.close();
+    const paid = BigInt(results.filter((r) => r.ok).length) * 5_000n;
+    expect(paid).toBeLessThanOrEqual(100_000n);
+    const after = await ledger(account.accountId);
+    expect(after).toEqual({ sum: 100_000n - 90_000n - paid, charges: Number(paid / 5_000n), balance: 100_000n - 90_000n - paid, held: 0n, open: 0 });
+    expect(after.balance).toBeLessThan(0n);
+    const [flag] = await sql<{ clawback_debt: boolean }[]>`select clawback_debt from accounts where id = ${account.accountId}`;
+    expect(flag!.clawback_debt).toBe(true);
+  });
+
+  it('the recovery of a crashed edge\'s hold settles its calls after a clawback too, and one hold that cannot settle does not stop the others', async () => {
+    const indebted = await createTestAccount(sql, { balanceMicros: 100_000n });
+    const other = await createTestAccount(sql, { balanceMicros: 100_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    const held: { chargeId: string; holdId: string; accountId: string }[] = [];
+    for (const account of [indebted, other]) {
+      for (let i = 0; i < 4; i += 1) {
+        const r = await reservations.charge(call(account, 10_000n));
+        if (r.ok && 'holdId' in r) held.push({ chargeId: r.chargeId, holdId: r.holdId as string, accountId: account.accountId });
+      }
+    }
+    await reservations.grantsInFlight();
+    expect(held).toHaveLength(8);
+    await recordUsageEvents(
+      sql,
+      held.map((r) => ({
+        id: crypto.randomUUID(),
+        accountId: r.accountId,
+        keyId: null,
+        apiId: 'hold-test',
+        item: 'proxy',
+        status: 200,
+        latencyMs: 1,
+        bytesIn: 0,
+        bytesOut: 10,
+        costMicros: '10000',
+        chargeId: r.chargeId,
+        holdId: r.holdId,
+        at: new Date().toISOString(),
+      })),
+    );
+    reservations.abandon();
+    await clawback(sql, { accountId: indebted.accountId, amountMicros: 95_000n, description: 'dispute', idempotencyKey: uniqueId('clawback') });
+    await sql`update credit_holds set expires_at = now() - interval '1 minute' where account_id in (${indebted.accountId}, ${other.accountId})`;
+    // A hold that cannot settle, first in line: it claims money its account never set aside, so
+    // returning it would take held_micros below zero (a stand-in for any failure of one hold's
+    // transaction). It must not keep the recovery from the holds after it.
+    const stranger = await createTestAccount(sql, { balanceMicros: 0n });
+    const [broken] = await sql<{ id: string }[]>`
+      insert into credit_holds (account_id, edge_id, reserved_micros, expires_at)
+      values (${stranger.accountId}, 'broken-edge', 1, now() - interval '1 hour') returning id`;
+    const recovered = await settleExpiredHolds(sql, 30);
+    expect(recovered.failed).toContain(broken!.id);
+    expect(recovered.holds).toBeGreaterThanOrEqual(2);
+    expect(await ledger(indebted.accountId)).toEqual({ sum: 100_000n - 95_000n - 40_000n, charges: 4, balance: -35_000n, held: 0n, open: 0 });
+    expect(await ledger(other.accountId)).toMatchObject({ sum: 60_000n, charges: 4, balance: 60_000n });
   });
 });
 
