@@ -148,6 +148,15 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   PROXY_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
   /** Longest silence allowed between body chunks, both ways. */
   PROXY_BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
+  /**
+   * The longest a proxied call may last, from its charge to the last byte of its answer; then it is
+   * cut. A call cut before the upstream answered is refunded (503, as an upstream that did not
+   * answer); one cut while its answer streams keeps its charge (the upstream did its work; the
+   * caller read too slowly). Keep it well
+   * under the workers' REFUND_RECONCILE_AFTER_SECONDS (15 min): a charge still without an outcome
+   * at that age is refunded as lost.
+   */
+  PROXY_MAX_CALL_MS: z.coerce.number().int().min(1_000).max(600_000).default(300_000),
   /** How long the proxy keeps an API row (URL, auth, prices) in memory; operator CLI changes evict it at once through Redis. 0 disables the cache. */
   API_CACHE_TTL_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
   /** How long the proxy keeps a caller's bring-your-own-key connection (or the absence of one) in memory; connecting and disconnecting evict it on every edge at once through Redis. 0 disables the cache. */

@@ -115,7 +115,14 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
   let bytesIn = 0;
   let bytesOut = 0;
-  const recordUsage = (status: number, netCostMicros: bigint) =>
+  // No call outlives PROXY_MAX_CALL_MS: its usage event (the outcome) is recorded when it ends, and
+  // the workers' reconciler refunds a charge that has none after REFUND_RECONCILE_AFTER_SECONDS, so a
+  // caller reading an answer slowly for longer would get it for free. Aborting the upstream request
+  // ends the call either way: before the answer it fails (refunded), while it streams it is cut.
+  const deadline = new AbortController();
+  const deadlineTimer = setTimeout(() => deadline.abort(), settings.PROXY_MAX_CALL_MS);
+  const recordUsage = (status: number, netCostMicros: bigint) => {
+    clearTimeout(deadlineTimer);
     request.server.usage.record({
       accountId: auth.accountId,
       keyId: auth.keyId,
@@ -131,6 +138,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       holdId: receipt.holdId,
       at: new Date().toISOString(),
     });
+  };
 
   // Fastify hands the body of POST/PUT/PATCH/DELETE to the catch-all parser; a GET body stays on the raw request.
   const raw = (request.body as IncomingMessage | undefined) ?? (carriesBody(request.raw) ? request.raw : undefined);
@@ -156,9 +164,11 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
   let upstream: Dispatcher.ResponseData;
   try {
-    upstream = await agent.request({ origin: plan.origin, path: plan.upstreamPath, method: request.method as Dispatcher.HttpMethod, headers, body: body ?? null });
+    upstream = await agent.request({ origin: plan.origin, path: plan.upstreamPath, method: request.method as Dispatcher.HttpMethod, headers, body: body ?? null, signal: deadline.signal });
   } catch (error) {
-    const failure = forwardFailure(error, settings.PROXY_RETRY_AFTER_SECONDS, settings.PROXY_BODY_LIMIT_BYTES);
+    const failure = deadline.signal.aborted
+      ? callTooLong(settings.PROXY_MAX_CALL_MS, settings.PROXY_RETRY_AFTER_SECONDS)
+      : forwardFailure(error, settings.PROXY_RETRY_AFTER_SECONDS, settings.PROXY_BODY_LIMIT_BYTES);
     await refundInto(request, reply, receipt, failure);
     recordUsage(failure.status, 0n);
     request.log.warn({ apiId: api.id, code: failure.code, err: error }, 'proxy call failed before the upstream answered');
@@ -250,7 +260,8 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   // reply closes first and the upstream body is then torn down. (Piped by hand rather than with
   // stream.pipeline, which allocates an AbortController and a DOMException on every call.)
   source.on('error', (error: Error) => {
-    if (!clientGone) upstreamBroke = true;
+    // Cut at the deadline, the answer keeps its charge like one the caller hung up on.
+    if (!clientGone && !deadline.signal.aborted) upstreamBroke = true;
     if (answer !== source) answer.destroy(error);
   });
   // A chain's head (the upstream body) and middle (a decoder) go with its end.
@@ -260,7 +271,10 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     bytesOut += chunk.length;
   });
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) clientGone = !upstreamBroke;
+    if (!reply.raw.writableFinished) {
+      clientGone = !upstreamBroke;
+      if (deadline.signal.aborted) request.log.warn({ apiId: api.id, maxCallMs: settings.PROXY_MAX_CALL_MS, bytesOut }, 'proxied answer cut at PROXY_MAX_CALL_MS; the call keeps its charge');
+    }
     setImmediate(settle);
   });
   return reply.send(answer);
@@ -305,6 +319,15 @@ function retryAfter(given: string | string[] | undefined, fallback: number): str
 }
 
 /** Maps a failure before the upstream answered: too-large body (413), private address (403), else unavailable (503). */
+/** A call the deadline ended before the upstream answered. */
+function callTooLong(maxCallMs: number, retryAfterSeconds: number): PlatformError {
+  return new PlatformError('upstream_unavailable', `The call did not complete within ${maxCallMs / 1000} s, the longest a proxied call may take`, {
+    hint: 'The call was refunded. Retry after the number of seconds in Retry-After, or send a smaller request.',
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+    details: {},
+  });
+}
+
 function forwardFailure(error: unknown, retryAfterSeconds: number, limit: number): PlatformError {
   if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return bodyTooLarge(limit);
   if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
