@@ -79,7 +79,7 @@ async function settleAdjustments(db: Db, topup: TopupRow): Promise<bigint> {
       amountMicros: -delta,
       kind: 'adjustment',
       description: `dispute of top-up ${topup.id} won: returned`,
-      idempotencyKey: `stripe:clawback-returned:${topup.id}:${target}`,
+      idempotencyKey: await adjustmentKey(db, topup, 'clawback-returned'),
     });
     await db`update topups set clawed_back_micros = ${target} where id = ${topup.id}`;
     return delta;
@@ -89,10 +89,24 @@ async function settleAdjustments(db: Db, topup: TopupRow): Promise<bigint> {
     accountId: topup.account_id,
     amountMicros: delta,
     description: `refund or dispute of top-up ${topup.id}`,
-    idempotencyKey: `stripe:clawback:${topup.id}:${target}`,
+    idempotencyKey: await adjustmentKey(db, topup, 'clawback'),
   });
   await db`update topups set clawed_back_micros = ${target} where id = ${topup.id}`;
   return delta;
+}
+
+/**
+ * The key of a top-up's next take-back or return: its number among them. Not the amount it brings
+ * the top-up to: amounts repeat (a dispute won, then a refund of the same payment), and a repeated
+ * key would skip the second take-back. The top-up row is locked, so the count cannot race; a
+ * handled adjustment is not applied twice because clawed_back_micros moves in the same transaction.
+ */
+async function adjustmentKey(db: Db, topup: TopupRow, kind: 'clawback' | 'clawback-returned'): Promise<string> {
+  const [row] = await db<{ n: number }[]>`
+    select count(*)::int as n from ledger_entries
+     where account_id = ${topup.account_id}
+       and (idempotency_key like ${`stripe:clawback:${topup.id}:%`} or idempotency_key like ${`stripe:clawback-returned:${topup.id}:%`})`;
+  return `stripe:${kind}:${topup.id}:#${(row?.n ?? 0) + 1}`;
 }
 
 /**

@@ -283,6 +283,10 @@ describe('live top-ups through Stripe Checkout', () => {
     expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.closed', won)).outcome).toBe('dispute won');
     expectOk(await deliver('charge.dispute.closed', won));
     expect(await balanceOf(disputed)).toBe(50);
+    // Then the payment is refunded in full: taken back again, the same amount as the first time.
+    const refunded = { id: `ch_${second.topUpId}`, object: 'charge', payment_intent: `pi_for_${second.topUpId}`, amount: 5000, amount_refunded: 5000 };
+    expect(expectOk<{ outcome: string }>(await deliver('charge.refunded', refunded)).outcome).toBe('refund applied');
+    expect(await balanceOf(disputed)).toBe(0);
     await ledgerMatches(early);
     await ledgerMatches(disputed);
   });

@@ -9,5 +9,7 @@ export const usageBatchJob: JobDeclaration<typeof usageBatchSchema> = {
   queue: 'usage-events',
   name: 'usage-batch',
   payload: usageBatchSchema,
-  options: { attempts: 10, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: 1_000, removeOnFail: 10_000 },
+  // 17 attempts, each wait twice the last from 1 s: the last about 18 hours after the first, so a long
+  // Postgres outage does not lose the outcomes of calls that were served.
+  options: { attempts: 17, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: 1_000, removeOnFail: 10_000 },
 };
