@@ -120,7 +120,13 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
   // caller reading an answer slowly for longer would get it for free. Aborting the upstream request
   // ends the call either way: before the answer it fails (refunded), while it streams it is cut.
   const deadline = new AbortController();
-  const deadlineTimer = setTimeout(() => deadline.abort(), settings.PROXY_MAX_CALL_MS);
+  let streaming = false;
+  const deadlineTimer = setTimeout(() => {
+    deadline.abort();
+    // The upstream's body may have ended with its last bytes still queued for a caller who stopped
+    // reading: the reply itself is closed too, so the call ends and is recorded.
+    if (streaming && !reply.raw.writableFinished) reply.raw.destroy();
+  }, settings.PROXY_MAX_CALL_MS);
   const recordUsage = (status: number, netCostMicros: bigint) => {
     clearTimeout(deadlineTimer);
     request.server.usage.record({
@@ -277,6 +283,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     }
     setImmediate(settle);
   });
+  streaming = true;
   return reply.send(answer);
 }
 
