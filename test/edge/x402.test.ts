@@ -193,6 +193,21 @@ describe('x402 per-call payments', () => {
     expect(payment?.status).toBe('settle_failed');
   });
 
+  it('does not say nothing was charged when the facilitator gives no verdict: the transfer may still land', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const requirements = (await offered(account)).accepts[0]!;
+    settleAnswer = () => ({ status: 502, body: 'bad gateway' });
+    const res = await instructions(account, { 'payment-signature': paymentFor(requirements) });
+    const body = expectError(res, 402, 'payment_invalid');
+    expect(body.error).toContain('did not confirm the settlement');
+    expect(body.hint).toContain('may still land');
+    expect(body.hint).not.toContain('Nothing was charged');
+    expect(res.body).not.toContain('instructions');
+    expect(await ledger(account)).toHaveLength(0);
+    const [payment] = await app.deps.sql<{ status: string; reason: string | null }[]>`select status, reason from x402_payments where account_id = ${account.accountId}`;
+    expect(payment).toMatchObject({ status: 'settle_failed', reason: 'facilitator_unreachable' });
+  });
+
   it('serves a settled payment whose ledger write fails, keeps it as settled_unrecorded with its call, and an operator records it once', async () => {
     const account = await createTestAccount(app.deps.sql);
     const required = await offered(account);

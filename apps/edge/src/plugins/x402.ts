@@ -146,6 +146,10 @@ export default fp(
         const reason = error instanceof SettleError ? (error.errorReason ?? 'settle refused') : 'facilitator_unreachable';
         settlement = { success: false, errorReason: reason, transaction: '', network: payment.requirements.network };
       }
+      // A refusal means nothing moved; no answer (a timeout, a 5xx without a verdict) leaves it open
+      // whether the transfer was broadcast. The answer is withheld either way, but the caller is not
+      // told that nothing was charged when that is not known (docs/DECISIONS.md: left open).
+      const unknownOutcome = settlement.errorReason === 'facilitator_unreachable';
       if (!settlement.success) {
         await markX402Payment(sql, payment.hash, { status: 'settle_failed', reason: settlement.errorReason ?? 'settle failed' });
         request.log.warn({ reason: settlement.errorReason, item: payment.call.item }, 'x402 payment not settled: answer withheld');
@@ -160,9 +164,13 @@ export default fp(
         reply.header('PAYMENT-REQUIRED', paymentRequiredHeader(settings, resourceUrl(request), payment.call.costMicros, 'settlement failed'));
         return JSON.stringify({
           ok: false,
-          error: `The payment could not be settled (${settlement.errorReason ?? 'unknown reason'}); the answer is withheld`,
+          error: unknownOutcome
+            ? 'The facilitator did not confirm the settlement (no answer in time); the answer is withheld'
+            : `The payment could not be settled (${settlement.errorReason ?? 'unknown reason'}); the answer is withheld`,
           code: 'payment_invalid',
-          hint: 'Nothing was charged. Pay again with a new payment, or from the balance.',
+          hint: unknownOutcome
+            ? 'The transfer may still land on chain: check your wallet for it before paying again. The same payment cannot be used twice; its authorization is kept here as settle_failed for an operator.'
+            : 'Nothing was charged. Pay again with a new payment, or from the balance.',
           balance: toDollars(balance),
           cost: toDollars(payment.call.costMicros),
         });
