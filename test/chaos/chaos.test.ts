@@ -91,11 +91,20 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
   }, 120_000);
 
   afterAll(async () => {
-    if (app) await terminateRunningSessions(app.deps.temporal.client, taskQueue).catch(() => {});
-    await app?.close().catch(() => {});
-    await temporalWorker?.stop().catch(() => {});
-    await Promise.allSettled(queueWorkers.map((worker) => worker.close()));
-    await upstream?.close();
+    // Each step is bounded: after the outages one may wait on something the throwaway services, killed
+    // below anyway, will never answer. A step that runs out is named on stderr, and the teardown goes on.
+    const step = async (label: string, work: () => Promise<unknown> | undefined) => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), 20_000)));
+      const outcome = await Promise.race([Promise.resolve(work()).catch(() => 'failed'), late]);
+      clearTimeout(timer);
+      if (outcome === 'late') console.error(`chaos teardown: ${label} still pending after 20 s; going on`);
+    };
+    if (app) await step('terminating the sessions', () => terminateRunningSessions(app.deps.temporal.client, taskQueue));
+    await step('closing the edge', () => app?.close());
+    await step('stopping the Temporal worker', () => temporalWorker?.stop());
+    await step('closing the queue workers', () => Promise.allSettled(queueWorkers.map((worker) => worker.close())));
+    await step('closing the upstream', () => upstream?.close());
     await sql?.end({ timeout: 2 }).catch(() => {});
     redis?.disconnect();
     await Promise.allSettled([redisService?.destroy(), pgService?.destroy()]);
