@@ -209,13 +209,13 @@ function maxOf(a: bigint, b: bigint): bigint {
  * The recovery of holds whose edge stopped settling them (it crashed, or lost Postgres for longer
  * than the hold's expiry and the grace): the calls its usage events show as paid are written to the
  * ledger under the hold (with the ids the callers were given; rows the edge managed to write are
- * skipped), and the rest goes back to the balance. Returns the holds closed and the charges written.
+ * skipped), and the rest goes back to the balance. Returns the holds closed, the charges written and
+ * the holds that could not be settled (each also passed to `onFailure`; they stay open for the next run).
  */
 export async function settleExpiredHolds(
   sql: Sql,
   graceSeconds: number,
-  limit = 100,
-  onFailure: (holdId: string, error: unknown) => void = () => {},
+  { limit = 100, onFailure = () => {} }: { limit?: number; onFailure?: (holdId: string, error: unknown) => void } = {},
 ): Promise<{ holds: number; charges: number; failed: string[] }> {
   const expired = await sql<{ id: string; account_id: string }[]>`
     select id, account_id from credit_holds

@@ -152,9 +152,8 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
    * The longest a proxied call may last, from its charge to the last byte of its answer; then it is
    * cut. A call cut before the upstream answered is refunded (503, as an upstream that did not
    * answer); one cut while its answer streams keeps its charge (the upstream did its work; the
-   * caller read too slowly). Keep it well
-   * under the workers' REFUND_RECONCILE_AFTER_SECONDS (15 min): a charge still without an outcome
-   * at that age is refunded as lost.
+   * caller read too slowly). Keep it well under the workers' REFUND_RECONCILE_AFTER_SECONDS
+   * (15 min): a charge still without an outcome at that age is refunded as lost.
    */
   PROXY_MAX_CALL_MS: z.coerce.number().int().min(1_000).max(600_000).default(300_000),
   /** How long the proxy keeps an API row (URL, auth, prices) in memory; operator CLI changes evict it at once through Redis. 0 disables the cache. */

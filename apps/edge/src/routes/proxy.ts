@@ -325,8 +325,7 @@ function retryAfter(given: string | string[] | undefined, fallback: number): str
   return value && /^\d{1,4}$/.test(value.trim()) ? value.trim() : String(fallback);
 }
 
-/** Maps a failure before the upstream answered: too-large body (413), private address (403), else unavailable (503). */
-/** A call the deadline ended before the upstream answered. */
+/** A call the deadline (PROXY_MAX_CALL_MS) ended before the upstream answered. */
 function callTooLong(maxCallMs: number, retryAfterSeconds: number): PlatformError {
   return new PlatformError('upstream_unavailable', `The call did not complete within ${maxCallMs / 1000} s, the longest a proxied call may take`, {
     hint: 'The call was refunded. Retry after the number of seconds in Retry-After, or send a smaller request.',
@@ -335,6 +334,7 @@ function callTooLong(maxCallMs: number, retryAfterSeconds: number): PlatformErro
   });
 }
 
+/** Maps a failure before the upstream answered: too-large body (413), private address (403), else unavailable (503). */
 function forwardFailure(error: unknown, retryAfterSeconds: number, limit: number): PlatformError {
   if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return bodyTooLarge(limit);
   if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
