@@ -46,6 +46,29 @@ async function ledger(accountId: string) {
   return row!;
 }
 
+/** The usage events of answered calls charged from holds, as the edge hands them to the queue. */
+const recordHeldUsage = (calls: { accountId: string; keyId: string | null; chargeId: string; holdId: string; costMicros: bigint }[]) => {
+  const at = new Date().toISOString();
+  return recordUsageEvents(
+    sql,
+    calls.map((c) => ({
+      id: crypto.randomUUID(),
+      accountId: c.accountId,
+      keyId: c.keyId,
+      apiId: 'hold-test',
+      item: 'proxy',
+      status: 200,
+      latencyMs: 1,
+      bytesIn: 0,
+      bytesOut: 10,
+      costMicros: c.costMicros.toString(),
+      chargeId: c.chargeId,
+      holdId: c.holdId,
+      at,
+    })),
+  );
+};
+
 const okIds = (results: ChargeResult[]) => results.flatMap((r) => (r.ok ? [r.chargeId] : []));
 
 describe('credit reservation', () => {
@@ -152,25 +175,7 @@ describe('credit reservation', () => {
     await reservations.grantsInFlight();
     const held = results.filter((r): r is Extract<ChargeResult, { ok: true }> & { holdId: string } => r.ok && 'holdId' in r);
     expect(held).toHaveLength(30);
-    const now = new Date().toISOString();
-    await recordUsageEvents(
-      sql,
-      held.slice(0, 25).map((r) => ({
-        id: crypto.randomUUID(),
-        accountId: account.accountId,
-        keyId: account.keyId,
-        apiId: 'hold-test',
-        item: 'proxy',
-        status: 200,
-        latencyMs: 1,
-        bytesIn: 0,
-        bytesOut: 10,
-        costMicros: '500',
-        chargeId: r.chargeId,
-        holdId: r.holdId,
-        at: now,
-      })),
-    );
+    await recordHeldUsage(held.slice(0, 25).map((r) => ({ ...r, accountId: account.accountId, keyId: account.keyId, costMicros: 500n })));
     const before = await ledger(account.accountId);
     reservations.abandon();
     expect(before.held).toBeGreaterThan(0n);
@@ -241,24 +246,7 @@ describe('credit reservation', () => {
     }
     await reservations.grantsInFlight();
     expect(held).toHaveLength(8);
-    await recordUsageEvents(
-      sql,
-      held.map((r) => ({
-        id: crypto.randomUUID(),
-        accountId: r.accountId,
-        keyId: null,
-        apiId: 'hold-test',
-        item: 'proxy',
-        status: 200,
-        latencyMs: 1,
-        bytesIn: 0,
-        bytesOut: 10,
-        costMicros: '10000',
-        chargeId: r.chargeId,
-        holdId: r.holdId,
-        at: new Date().toISOString(),
-      })),
-    );
+    await recordHeldUsage(held.map((r) => ({ ...r, keyId: null, costMicros: 10_000n })));
     reservations.abandon();
     await clawback(sql, { accountId: indebted.accountId, amountMicros: 95_000n, description: 'dispute', idempotencyKey: uniqueId('clawback') });
     await sql`update credit_holds set expires_at = now() - interval '1 minute' where account_id in (${indebted.accountId}, ${other.accountId})`;
