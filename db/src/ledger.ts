@@ -169,9 +169,13 @@ const isUniqueViolation = (error: unknown) => (error as { code?: string } | null
  * most one refund: the unique constraint makes a racing second refund fail as a whole statement, and
  * it then returns the first one. A limited agent key gets the refunded amount back on its spend.
  */
-export async function refund(db: Db, chargeId: string, description = 'refund'): Promise<{ refundId: string; balanceMicros: bigint }> {
+export async function refund(
+  db: Db,
+  chargeId: string,
+  description = 'refund',
+): Promise<{ refundId: string; balanceMicros: bigint; accountId: string; amountMicros: bigint; created: boolean }> {
   try {
-    const rows = await db<{ id: string; balance_after_micros: bigint }[]>`
+    const rows = await db<{ id: string; balance_after_micros: bigint; account_id: string; amount_micros: bigint }[]>`
       with original as (
         select account_id, key_id, api_id, item, -amount_micros as amount
           from ledger_entries
@@ -192,16 +196,16 @@ export async function refund(db: Db, chargeId: string, description = 'refund'): 
       )
       insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description, refund_of)
       select account_id, 'refund', amount, balance_micros, key_id, api_id, item, ${description}, ${chargeId} from credited
-      returning id, balance_after_micros`;
+      returning id, balance_after_micros, account_id, amount_micros`;
     const row = rows[0];
-    if (row) return { refundId: row.id, balanceMicros: row.balance_after_micros };
+    if (row) return { refundId: row.id, balanceMicros: row.balance_after_micros, accountId: row.account_id, amountMicros: row.amount_micros, created: true };
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
   }
-  const [existing] = await db<{ id: string; balance_micros: bigint }[]>`
-    select r.id, a.balance_micros from ledger_entries r join accounts a on a.id = r.account_id where r.refund_of = ${chargeId}`;
+  const [existing] = await db<{ id: string; balance_micros: bigint; account_id: string; amount_micros: bigint }[]>`
+    select r.id, a.balance_micros, r.account_id, r.amount_micros from ledger_entries r join accounts a on a.id = r.account_id where r.refund_of = ${chargeId}`;
   if (!existing) throw new Error(`charge ${chargeId} does not exist`);
-  return { refundId: existing.id, balanceMicros: existing.balance_micros };
+  return { refundId: existing.id, balanceMicros: existing.balance_micros, accountId: existing.account_id, amountMicros: existing.amount_micros, created: false };
 }
 
 /**

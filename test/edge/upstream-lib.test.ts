@@ -9,8 +9,7 @@ import {
   upstreamRequestHeaders,
   upstreamUrl,
   withAuthQuery,
-  redactingStream,
-  redactSecret,
+  SecretRedactor,
 } from '#core/gateway';
 
 describe('proxy upstream rules', () => {
@@ -75,12 +74,12 @@ describe('planned request headers', () => {
   });
 });
 
-describe('redactingStream', () => {
+describe('SecretRedactor.stream', () => {
   it('redacts a secret split across any chunk boundary, raw and URL-encoded', async () => {
     const secret = 'k3y/with+chars&more';
     const text = `a ${secret} b ${encodeURIComponent(secret)} c ${secret}`;
     for (let size = 1; size <= text.length; size += 3) {
-      const stream = redactingStream(secret);
+      const stream = new SecretRedactor([secret]).stream();
       const out: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => out.push(chunk));
       const done = new Promise((resolve) => stream.on('end', resolve));
@@ -89,6 +88,6 @@ describe('redactingStream', () => {
       await done;
       expect(Buffer.concat(out).toString(), `chunks of ${size}`).toBe('a [redacted] b [redacted] c [redacted]');
     }
-    expect(redactSecret(`x${secret}y`, secret)).toBe('x[redacted]y');
+    expect(new SecretRedactor([secret]).redactText(`x${secret}y`)).toBe('x[redacted]y');
   });
 });

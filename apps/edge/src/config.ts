@@ -149,11 +149,13 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   /** Longest silence allowed between body chunks, both ways. */
   PROXY_BODY_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(30_000),
   /**
-   * The longest a proxied call may last, from its charge to the last byte of its answer; then it is
-   * cut. A call cut before the upstream answered is refunded (503, as an upstream that did not
-   * answer); one cut while its answer streams keeps its charge (the upstream did its work; the
-   * caller read too slowly). Keep it well under the workers' REFUND_RECONCILE_AFTER_SECONDS
-   * (15 min): a charge still without an outcome at that age is refunded as lost.
+   * How long a caller may take to hand over its request body (from the charge), and again to read
+   * the answer (from its start). Past the first, the call is refunded (503: the upstream never had
+   * the whole request); past the second, the answer is cut and keeps its charge (the upstream did its
+   * work). The wait between them is the upstream's, bounded by PROXY_HEADERS_TIMEOUT_MS: a request
+   * forwarded whole is never refunded for the caller's lateness. Keep 2 x this + the headers timeout
+   * under the workers' REFUND_RECONCILE_AFTER_SECONDS (15 min): a charge still without an outcome at
+   * that age is refunded as lost.
    */
   PROXY_MAX_CALL_MS: z.coerce.number().int().min(1_000).max(600_000).default(300_000),
   /** How long the proxy keeps an API row (URL, auth, prices) in memory; operator CLI changes evict it at once through Redis. 0 disables the cache. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import { reserveCredit, settleHolds, type HeldCharge, type HoldSettlement } from '#db/credit-holds';
+import { getBalance } from '#db/ledger';
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
 import type { Sql } from '#db/sql';
 import type { Queue } from 'bullmq';
@@ -45,6 +46,8 @@ interface AccountState {
   remaining: bigint;
   /** Running total this edge gave back from the hold (settled as a total, so retries are harmless). */
   released: bigint;
+  /** The part of `released` the ledger has (as of the last settlement of this hold). */
+  releasedSettled: bigint;
   /** Spendable outside every hold, as of the last grant or settlement. */
   availableOutside: bigint;
   /** Calls charged from holds (each names its own), waiting for their ledger rows; `sending` is the batch in flight. */
@@ -100,13 +103,14 @@ export class CreditReservations implements Charger {
   }
 
   charge(req: ChargeRequest): Promise<ChargeResult> {
-    if (!this.options.enabled || this.closed || req.costMicros <= 0n || (req.spendLimited && req.keyId)) return this.fallback.charge(req);
+    if (!this.options.enabled || this.closed || req.costMicros <= 0n) return this.fallback.charge(req);
+    if (req.spendLimited && req.keyId) return this.chargeBeside(req);
     const state = this.stateOf(req.accountId);
     const now = Date.now();
     this.count(state, req.costMicros, now);
     if (state.holdId === null && Math.max(state.calls, state.previousCalls) < this.options.minCallsPerSecond) {
       this.stats.fallback += 1;
-      return this.fallback.charge(req);
+      return this.chargeBeside(req);
     }
     const taken = this.take(state, req, now);
     if (taken) return Promise.resolve(taken);
@@ -116,11 +120,50 @@ export class CreditReservations implements Charger {
   /**
    * Returns a call's charge (refundOrQueue: now, or through `queue` when Postgres refuses it now).
    * A charge made from a hold gets its ledger row first, since a refund returns a recorded charge:
-   * the edge refunds through here so that order holds everywhere.
+   * the edge refunds through here so that order holds everywhere. The balance it reports is what
+   * the caller can spend (see `spendable`), so the next answer's X-Service-Balance follows from it.
    */
   async refund(chargeId: string, reason: string, queue: Queue, log: { error(object: Record<string, unknown>, message: string): void }): Promise<RefundOutcome> {
     await this.recorded(chargeId);
-    return refundOrQueue(this.sql, queue, chargeId, reason, log);
+    const outcome = await refundOrQueue(this.sql, queue, chargeId, reason, log);
+    if (!outcome.refunded) return outcome;
+    const state = this.accounts.get(outcome.accountId.toLowerCase());
+    if (!state || state.holdId === null) return outcome;
+    // Refunded money lands outside every hold; without this the next held call would report one refund too little.
+    if (outcome.created) state.availableOutside += outcome.amountMicros;
+    return { ...outcome, balanceMicros: this.spendable(state) };
+  }
+
+  /**
+   * What the caller can still spend, as this edge sees it: exact on a single edge (other edges' calls
+   * not yet settled are not seen; see docs/API.md on X-Service-Balance).
+   */
+  async balanceOf(accountId: string): Promise<bigint> {
+    const state = this.accounts.get(accountId.toLowerCase());
+    if (state && state.holdId !== null) return this.spendable(state);
+    return (await getBalance(this.sql, accountId)) ?? 0n;
+  }
+
+  /**
+   * The ledger's balance less the calls charged from holds that it does not have yet: the balance
+   * outside holds, plus what this edge still holds, plus what it released and has not yet settled.
+   */
+  private spendable(state: AccountState): bigint {
+    return state.availableOutside + state.remaining + (state.released - state.releasedSettled);
+  }
+
+  /**
+   * A charge that does not come from a hold (a quiet account, a spend-limited agent key) for an
+   * account this edge holds money for: the charge's own answer counts what edges hold as spent, so
+   * the balance it reports is corrected to what the caller can spend.
+   */
+  private async chargeBeside(req: ChargeRequest): Promise<ChargeResult> {
+    const result = await this.fallback.charge(req);
+    const state = this.accounts.get(req.accountId.toLowerCase());
+    if (!result.ok || !state || state.holdId === null) return result;
+    // The synchronous charge answers the balance outside holds as of its commit.
+    state.availableOutside = result.balanceMicros;
+    return { ...result, balanceMicros: this.spendable(state) };
   }
 
   /** Resolves once the call charged `chargeId` (if it was charged from a hold) has its ledger row. */
@@ -173,6 +216,7 @@ export class CreditReservations implements Charger {
         holdId: null,
         remaining: 0n,
         released: 0n,
+        releasedSettled: 0n,
         availableOutside: 0n,
         pending: [],
         sending: [],
@@ -229,7 +273,7 @@ export class CreditReservations implements Charger {
     this.stats.held += 1;
     // Refilled ahead of need, so steady traffic never waits for a grant.
     if (state.refill === null && state.remaining * 2n < this.target(state, req.costMicros)) void this.refill(state, req.costMicros, 0n);
-    const result: HeldChargeResult = { ok: true, chargeId: charge.id, balanceMicros: state.availableOutside + state.remaining, costMicros: req.costMicros, holdId: state.holdId };
+    const result: HeldChargeResult = { ok: true, chargeId: charge.id, balanceMicros: this.spendable(state), costMicros: req.costMicros, holdId: state.holdId };
     this.options.observe?.(req, result);
     return result;
   }
@@ -279,6 +323,7 @@ export class CreditReservations implements Charger {
           state.holdId = result.holdId;
           state.remaining = 0n;
           state.released = 0n;
+          state.releasedSettled = 0n;
         }
         state.remaining += result.grantedMicros;
         state.availableOutside = result.availableMicros;
@@ -361,6 +406,7 @@ export class CreditReservations implements Charger {
       this.stats.rowsWritten += item.charges.length - result.unpaid.length;
       state.sending = [];
       state.availableOutside = result.availableMicros;
+      if (current && state.holdId === item.holdId && result.open) state.releasedSettled = item.releasedMicros;
       if (result.unpaid.length > 0) {
         this.stats.unpaid += result.unpaid.length;
         this.options.log.error({ accountId: state.accountId, holdId: item.holdId, calls: result.unpaid.length }, 'calls charged from a hold closed under this edge could not be paid from the balance');
@@ -370,6 +416,7 @@ export class CreditReservations implements Charger {
         state.holdId = null;
         state.remaining = 0n;
         state.released = 0n;
+        state.releasedSettled = 0n;
         state.closing = false;
       }
     });

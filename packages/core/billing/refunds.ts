@@ -29,7 +29,18 @@ export const reconcileRefundsJob: JobDeclaration<typeof reconcilePayload> = {
   options: { attempts: 3, backoff: { type: 'fixed', delay: 10_000 }, removeOnComplete: 100, removeOnFail: 100 },
 };
 
-export type RefundOutcome = { refunded: true; refundId: string; balanceMicros: bigint } | { refunded: false; queued: boolean };
+export type RefundOutcome =
+  | {
+      refunded: true;
+      refundId: string;
+      /** The balance after the refund (see CreditReservations.refund for the caller's view of it). */
+      balanceMicros: bigint;
+      accountId: string;
+      amountMicros: bigint;
+      /** False when the charge had been refunded already (this call changed nothing). */
+      created: boolean;
+    }
+  | { refunded: false; queued: boolean };
 
 /**
  * Refunds a charge now, or hands the refund to the queue when Postgres refuses it. Never throws: the
@@ -44,7 +55,7 @@ export async function refundOrQueue(
 ): Promise<RefundOutcome> {
   try {
     const done = await refund(db, chargeId, reason);
-    return { refunded: true, refundId: done.refundId, balanceMicros: done.balanceMicros };
+    return { refunded: true, ...done };
   } catch (error) {
     try {
       // Bounded: a queue waits for Redis as long as Redis is away, and the caller's answer waits for this.

@@ -1,168 +1,497 @@
+import { Readable, Transform } from 'node:stream';
 import type { MeteredApi } from '#db/metered-apis';
-import { openSecret, PlatformError, platformKeyContext } from '#core/platform';
+import type { ChargeReceipt, PricedCall, RefundOutcome, UsageSink } from '#core/billing';
+import type { Caller } from '#core/identity';
+import { formatDollars } from '#contracts/money';
+import { notFound, PlatformError } from '#core/platform';
 import type { SealedConnectionKeys } from './connection-cache.js';
-import { connectionKey } from './connections.js';
-import { canonicalPath, priceOf } from './pricing.js';
-import { assertPublicHost, knownPublicHost, upstreamAuth, upstreamBase, upstreamUrl, withAuthQuery, type UpstreamAuth, type UpstreamBase } from './upstream.js';
+import { droppedRequestHeaders, planMeteredCall, upstreamFailure, type MeteredCallPlan, type PlanSettings } from './call-plan.js';
+import { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
+import { MIN_LEAK, SecretRedactor } from './redaction.js';
+import { downstreamResponseHeaders, upstreamRequestHeaders } from './upstream.js';
 
-export interface MeteredCallSettings {
-  CONNECTIONS_MASTER_KEY: Buffer;
-  ALLOW_PRIVATE_UPSTREAMS: boolean;
-  UPSTREAM_DNS_CACHE_MS: number;
+/**
+ * The metered call, whatever door it came through (the REST proxy, MCP's call_api): it plans the
+ * call, has it charged, forwards it, keeps the platform's secrets out of the answer, hands the
+ * answer to the caller's sink, and settles the charge.
+ *
+ * The money rule lives here and only here: every charge ends in exactly one settlement, either
+ * "served" (one usage event at the call's cost) or "refunded" (the refund, and one usage event at
+ * cost 0 that records the failure). See `Settlement`.
+ */
+
+/** What the metered call needs of the edge's settings. */
+export interface MeteredCallSettings extends PlanSettings {
+  PROXY_BODY_LIMIT_BYTES: number;
+  PROXY_MAX_CALL_MS: number;
+  PROXY_HEADERS_TIMEOUT_MS: number;
+  PROXY_RETRY_AFTER_SECONDS: number;
 }
 
-/** Everything decided about a metered call before it is charged and forwarded. */
-export interface MeteredCallPlan {
-  api: MeteredApi;
-  /** The key the upstream gets (the caller's own, else the platform's), or null when it needs none. */
-  key: string | null;
-  /** True when the key is the caller's own (bring your own key). */
-  byok: boolean;
-  /** True when the operator's platform key is used: nothing the caller receives may contain it. */
-  platformKey: boolean;
-  /** The key's query parameter for `query:NAME` APIs (stripped from redirects), else null. */
-  keyParameter: string | null;
-  /** A header carrying the key, to set upstream. */
-  authHeader: [string, string] | null;
-  /** The canonical path under the API's base URL: what is priced and what is forwarded. */
-  path: string;
+/** One request to an upstream, as the HTTP client (the edge's undici Agent) takes it. */
+export interface UpstreamRequest {
   origin: string;
-  /** Path and query sent upstream. */
-  upstreamPath: string;
-  costMicros: bigint;
+  path: string;
+  method: string;
+  /** Flat name, value pairs. */
+  headers: string[];
+  body: Readable | null;
+  signal: AbortSignal;
 }
 
-/**
- * What a call plan needs of an API row that is the same for every call: the parsed base URL (or
- * null when it does not parse), the opened platform key, and the sets of request headers not to
- * forward. Kept per row object, which the edge's API cache hands out until the row is evicted or
- * expires (a row read again is a new object, so a change is picked up with it).
- */
-interface ApiProfile {
-  base: UpstreamBase | null;
-  /** The opened platform key; undefined until a call needs it. */
-  platformKey?: string;
-  /** Request headers not forwarded, one set per case (see droppedRequestHeaders). */
-  dropSets: Array<ReadonlySet<string> | undefined>;
+export interface UpstreamResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
 }
-const profiles = new WeakMap<MeteredApi, ApiProfile>();
 
-function apiProfile(api: MeteredApi): ApiProfile {
-  let profile = profiles.get(api);
-  if (profile === undefined) {
-    let base: UpstreamBase | null;
-    try {
-      base = upstreamBase(api.baseUrl);
-    } catch {
-      base = null;
+/** The HTTP client the call is forwarded with. Failures are classified by `classifyFailure`. */
+export interface UpstreamClient {
+  request(request: UpstreamRequest): Promise<UpstreamResponse>;
+  /** Maps what `request` threw to the caller's answer (unreachable, timed out, private address, ...). */
+  classifyFailure(error: unknown): PlatformError;
+}
+
+/** Where the upstream's answer goes: the HTTP reply, or the bounded buffer of an MCP tool result. */
+export interface AnswerSink {
+  /** True once the caller has gone away (hung up before the answer began). */
+  readonly closed: boolean;
+  /**
+   * Sends the upstream's status, headers (already filtered and redacted) and body (null for 204 and
+   * 304). Resolves when delivery is over: true when the caller took what it asked for, false when it
+   * went away first. A sink that stops reading before the body's end (the caller hung up, or MCP's
+   * cap was reached) calls `stopping` first, before anything is torn down, so the upstream body's
+   * abort is not taken for the upstream breaking off; it then destroys `body`.
+   */
+  deliver(status: number, headers: Record<string, string | string[]>, body: Readable | null, stopping: () => void): Promise<boolean>;
+  /** Ends delivery at once (the call's deadline passed while the answer was still going out). */
+  abort(): void;
+}
+
+export interface MeteredCallRequest {
+  caller: Caller;
+  apiId: string;
+  method: string;
+  /** The path under the API's base URL and the query string, as the caller spelled them (see proxyTarget). */
+  target: { path: string; query: string | null };
+  /** The caller's request headers, flat name, value pairs; the upstream gets them filtered. */
+  headers: string[];
+  body: Readable | null;
+  /** Content-Length as declared, 0 when none. */
+  declaredLength: number;
+  /** Charges the planned price (the door's own rules: X-Max-Cost, x402, ...). Nothing is forwarded before it returns. */
+  charge(call: PricedCall): Promise<ChargeReceipt>;
+  sink: AnswerSink;
+  /** What the usage event names as paid, asked when it is recorded (x402 pays on the way out). Default: the receipt. */
+  paid?(receipt: ChargeReceipt, costMicros: bigint): { costMicros: bigint; chargeId: string | null };
+}
+
+export interface MeteredCallResult {
+  api: MeteredApi;
+  receipt: ChargeReceipt;
+  status: number;
+  /** False when the caller went away before the whole answer (it keeps its charge: the upstream did its work). */
+  delivered: boolean;
+  /** True when the upstream broke off mid-answer, so the charge was refunded. */
+  refunded: boolean;
+}
+
+export interface MeteredCallDeps {
+  settings: MeteredCallSettings;
+  apis: { get(apiId: string): Promise<MeteredApi | null> };
+  connections: SealedConnectionKeys;
+  upstream: UpstreamClient;
+  /** Refunds a charge now, or queues the refund; never throws. */
+  refund(chargeId: string, reason: string): Promise<RefundOutcome>;
+  usage: UsageSink;
+  log: { warn(object: Record<string, unknown>, message: string): void };
+}
+
+/** How much of a failing upstream's body the 502 carries. */
+export const UPSTREAM_EXCERPT_BYTES = 2_048;
+
+export class MeteredCall {
+  /** One redactor per platform key, kept while the API row is cached (a new row is a new object). */
+  private readonly redactors = new WeakMap<MeteredApi, SecretRedactor>();
+
+  constructor(private readonly deps: MeteredCallDeps) {}
+
+  async run(request: MeteredCallRequest): Promise<MeteredCallResult> {
+    const { settings } = this.deps;
+    const started = performance.now();
+    const api = await this.deps.apis.get(request.apiId);
+    if (!api) throw notFound(`API ${request.apiId}`, 'List APIs with GET /api/v1/apis.');
+    if (request.declaredLength > settings.PROXY_BODY_LIMIT_BYTES) throw bodyTooLarge(settings.PROXY_BODY_LIMIT_BYTES);
+    const plan = await planMeteredCall(this.deps.connections, settings, api, request.caller.accountId, {
+      method: request.method,
+      path: request.target.path,
+      query: request.target.query,
+      headers: request.headers,
+    });
+    // Nothing is forwarded before the charge (and the door's own checks) passed.
+    const receipt = await request.charge({ costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
+    const settlement = new Settlement(this.deps, request, api, receipt, started);
+    return this.forward(request, plan, settlement);
+  }
+
+  private redactorFor(plan: MeteredCallPlan): SecretRedactor | null {
+    if (!plan.platformKey || plan.key === null || plan.key.length < 4) return null;
+    let redactor = this.redactors.get(plan.api);
+    if (!redactor) {
+      redactor = new SecretRedactor([plan.key]);
+      this.redactors.set(plan.api, redactor);
     }
-    profile = { base, dropSets: [] };
-    profiles.set(api, profile);
+    return redactor;
   }
-  return profile;
+
+  private async forward(request: MeteredCallRequest, plan: MeteredCallPlan, settlement: Settlement): Promise<MeteredCallResult> {
+    const { settings } = this.deps;
+    const { api } = plan;
+    const deadline = new CallDeadline(settings, () => {
+      // The answer's last bytes may be queued for a caller who stopped reading: the sink is closed too.
+      if (streaming) request.sink.abort();
+    });
+    let streaming = false;
+
+    // Not forwarded: the header the upstream auth sets; Content-Length without a body; Accept-Encoding
+    // on a platform-key call (its answer is redacted byte by byte, so it must come uncompressed).
+    const headers = upstreamRequestHeaders(request.headers, droppedRequestHeaders(plan, request.body !== null));
+    if (plan.authHeader) headers.push(...plan.authHeader);
+    if (plan.platformKey) headers.push('accept-encoding', 'identity');
+    const body = request.body ? this.countedBody(request.body, settlement, deadline) : null;
+    if (!body) deadline.forwardedWhole();
+
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await this.deps.upstream.request({ origin: plan.origin, path: plan.upstreamPath, method: request.method, headers, body, signal: deadline.signal });
+    } catch (error) {
+      deadline.clear();
+      const failure = deadline.expiredIn === 'upload' ? callTooLong(settings) : this.failureOf(error);
+      this.deps.log.warn({ apiId: api.id, code: failure.code, err: error }, 'proxy call failed before the upstream answered');
+      throw await settlement.refund(failure);
+    }
+    deadline.answered();
+
+    const redactor = this.redactorFor(plan);
+    let source: Readable = upstream.body;
+    let decoded = false;
+    if (redactor) {
+      const decoder = bodyDecoder(upstream.headers['content-encoding']);
+      if (decoder === 'unsupported') {
+        upstream.body.on('error', () => {}).destroy();
+        deadline.clear();
+        throw await settlement.refund(
+          new PlatformError('upstream_error', `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`, {
+            hint: 'The call was refunded. Answers to calls made with the platform key must be readable so the key can be kept out of them.',
+            details: {},
+          }),
+        );
+      }
+      if (decoder) {
+        upstream.body.on('error', (error) => decoder.destroy(error));
+        source = upstream.body.pipe(decoder);
+        decoded = true;
+      }
+    }
+
+    if (upstream.statusCode >= 500) {
+      const excerpt = await readExcerpt(source, redactor);
+      if (source !== upstream.body) upstream.body.destroy();
+      deadline.clear();
+      throw await settlement.refund(upstreamFailure(api.id, upstream.statusCode, excerpt, retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS)));
+    }
+
+    const passed = downstreamResponseHeaders(upstream.headers);
+    const answerHeaders = redactor ? redactResponseHeaders(passed, redactor, plan.keyParameter) : passed;
+    if (redactor) deleteHeader(answerHeaders, 'content-length');
+    if (decoded) deleteHeader(answerHeaders, 'content-encoding');
+
+    // A caller who hung up while the upstream was still answering keeps the charge: the upstream did its work.
+    if (request.sink.closed) {
+      upstream.body.on('error', () => {}).destroy();
+      if (source !== upstream.body) source.destroy();
+      deadline.clear();
+      settlement.served(upstream.statusCode);
+      return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered: false, refunded: false };
+    }
+    if (upstream.statusCode === 204 || upstream.statusCode === 304) {
+      await drain(upstream.body);
+      const delivered = await request.sink.deliver(upstream.statusCode, answerHeaders, null, () => {});
+      deadline.clear();
+      settlement.served(upstream.statusCode);
+      return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered, refunded: false };
+    }
+
+    // The caller gets the upstream body itself, else the end of the decoder and redaction chain. Its
+    // bytes are counted as they leave it, by a listener added while it is paused (so nothing flows
+    // before the sink reads it), with no stream in between.
+    const answer: Readable = redactor ? source.pipe(redactor.stream()) : source;
+    let upstreamBroke = false;
+    let callerGone = false;
+    source.on('error', (error: Error) => {
+      // Cut at the deadline, or because the caller left: the call keeps its charge.
+      if (!callerGone && !deadline.expired) upstreamBroke = true;
+      if (answer !== source) answer.destroy(error);
+    });
+    // A chain's head (the upstream body) and middle (a decoder) go with its end.
+    if (answer !== upstream.body) answer.once('close', () => tearDown(upstream.body, source, answer));
+    answer.pause();
+    answer.on('data', (chunk: Buffer) => {
+      settlement.bytesOut += chunk.length;
+    });
+    streaming = true;
+    const delivered = await request.sink.deliver(upstream.statusCode, answerHeaders, answer, () => {
+      callerGone = !upstreamBroke;
+    });
+    deadline.clear();
+    if (!delivered && deadline.expired) {
+      this.deps.log.warn({ apiId: api.id, maxCallMs: settings.PROXY_MAX_CALL_MS, bytesOut: settlement.bytesOut }, 'proxied answer cut at its deadline; the call keeps its charge');
+    }
+    // Let a source error raised by the same teardown be seen first.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (upstreamBroke) {
+      // The upstream closed mid-answer: the caller got a cut-off answer, and the charge is returned.
+      await settlement.refund(new PlatformError('upstream_error', `${api.id} closed the connection mid-answer`, { hint: 'The call was refunded.', details: {} }), 502);
+      return { api, receipt: settlement.receipt, status: 502, delivered: false, refunded: true };
+    }
+    settlement.served(upstream.statusCode);
+    return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered, refunded: false };
+  }
+
+  /** The caller's body on its way upstream: counted against the size limit, and its end marks the call "forwarded whole". */
+  private countedBody(raw: Readable, settlement: Settlement, deadline: CallDeadline): Transform {
+    const limit = this.deps.settings.PROXY_BODY_LIMIT_BYTES;
+    const body = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        settlement.bytesIn += chunk.length;
+        if (settlement.bytesIn > limit) callback(new BodyTooLarge());
+        else callback(null, chunk);
+      },
+      flush(callback) {
+        deadline.forwardedWhole();
+        callback();
+      },
+    });
+    raw.on('error', (error) => body.destroy(error));
+    raw.pipe(body);
+    return body;
+  }
+
+  private failureOf(error: unknown): PlatformError {
+    if (error instanceof Error && error.name === 'AbortError') return this.deps.upstream.classifyFailure(new UpstreamSilent());
+    if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return bodyTooLarge(this.deps.settings.PROXY_BODY_LIMIT_BYTES);
+    return this.deps.upstream.classifyFailure(error);
+  }
 }
 
 /**
- * Plans one metered call, for the HTTP proxy and any other door (an MCP tool) alike: the base URL
- * and its address rules, the key (the caller's own before the platform's), the canonical path, the
- * upstream URL with the key where the API wants it, and the price. Charges nothing.
+ * The one place a charge is settled, exactly once: `served` records the call's usage at its cost;
+ * `refund` returns the charge (now, or through the refund queue) and records the usage at cost 0.
+ * A second settlement of the same call is ignored, so no path can both refund and keep a charge.
  */
-export async function planMeteredCall(
-  connections: SealedConnectionKeys,
-  settings: MeteredCallSettings,
-  api: MeteredApi,
-  accountId: string,
-  request: { method: string; path: string; query: string | null },
-): Promise<MeteredCallPlan> {
-  const profile = apiProfile(api);
-  const base = profile.base;
-  if (base === null) {
-    throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, { hint: 'Nothing was charged.', headers: { 'Retry-After': '3600' } });
-  }
-  if (!settings.ALLOW_PRIVATE_UPSTREAMS && !knownPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS)) {
-    await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
-  }
-  const { key, byok } = api.authScheme.type === 'none' ? NO_KEY : await upstreamKey(connections, settings, api, accountId, profile);
-  const auth: UpstreamAuth = upstreamAuth(api.authScheme, key);
-  const path = canonicalPath(request.path);
-  const query = auth && 'query' in auth ? withAuthQuery(request.query, ...auth.query) : request.query;
-  const url = upstreamUrl(base, { path, query });
-  return {
-    api,
-    key,
-    byok,
-    platformKey: key !== null && !byok,
-    keyParameter: auth && 'query' in auth ? auth.query[0] : null,
-    authHeader: auth && 'header' in auth ? auth.header : null,
-    path: path || '/',
-    origin: url.origin,
-    upstreamPath: url.path,
-    costMicros: priceOf(api, request.method, path || '/', byok),
-  };
-}
+class Settlement {
+  bytesIn = 0;
+  bytesOut = 0;
+  private settled = false;
 
-/**
- * The request headers (lowercase) a planned call does not forward on top of the fixed rules of
- * `upstreamRequestHeaders`: the header the upstream auth sets, Content-Length when no body is
- * forwarded (it would promise bytes that never come), and Accept-Encoding on a platform-key call
- * (its answer is redacted byte by byte, so it must come uncompressed). One set per API and case.
- */
-export function droppedRequestHeaders(plan: MeteredCallPlan, hasBody: boolean): ReadonlySet<string> {
-  const sets = apiProfile(plan.api).dropSets;
-  const index = (plan.authHeader ? 1 : 0) + (hasBody ? 0 : 2) + (plan.platformKey ? 4 : 0);
-  let set = sets[index];
-  if (set === undefined) {
-    const names = new Set<string>();
-    if (plan.authHeader) names.add(plan.authHeader[0].toLowerCase());
-    if (!hasBody) names.add('content-length');
-    if (plan.platformKey) names.add('accept-encoding');
-    set = names;
-    sets[index] = set;
+  constructor(
+    private readonly deps: MeteredCallDeps,
+    private readonly request: MeteredCallRequest,
+    private readonly api: MeteredApi,
+    readonly receipt: ChargeReceipt,
+    private readonly started: number,
+  ) {}
+
+  served(status: number): void {
+    if (this.claim()) this.record(status, this.receipt.costMicros);
   }
-  return set;
-}
 
-const NO_KEY = { key: null, byok: false } as const;
-
-/** The key the upstream gets: the caller's own (bring your own key) before the operator's platform key. */
-async function upstreamKey(
-  connections: SealedConnectionKeys,
-  settings: MeteredCallSettings,
-  api: MeteredApi,
-  accountId: string,
-  profile: ApiProfile,
-): Promise<{ key: string | null; byok: boolean }> {
-  if (api.authScheme.type === 'none') return NO_KEY;
-  const own = await connectionKey(connections, settings.CONNECTIONS_MASTER_KEY, accountId, api.id);
-  if (own !== null) return { key: own, byok: true };
-  if (api.platformKeyEncrypted) {
-    profile.platformKey ??= openSecret(settings.CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted, platformKeyContext(api.id));
-    return { key: profile.platformKey, byok: false };
+  /** Refunds the charge and says so on `failure` (details, and the X-Service-* headers of the refund); returns it. */
+  async refund(failure: PlatformError, status = failure.status): Promise<PlatformError> {
+    if (!this.claim()) return failure;
+    const chargeId = this.receipt.chargeId;
+    if (chargeId) {
+      const outcome = await this.deps.refund(chargeId, `refund: ${failure.code}`);
+      if (outcome.refunded) {
+        if (failure.details) Object.assign(failure.details, { chargeId, refundId: outcome.refundId });
+        failure.headers = {
+          ...failure.headers,
+          'X-Service-Cost': '0',
+          'X-Service-Balance': formatDollars(outcome.balanceMicros),
+          'X-Service-Refund-Id': outcome.refundId,
+        };
+      } else if (failure.details) {
+        Object.assign(failure.details, { chargeId, refund: 'pending' });
+      }
+    }
+    this.record(status, 0n);
+    return failure;
   }
-  throw new PlatformError('connection_required', `${api.id} needs a key and the platform has none for it`, {
-    hint: `Nothing was charged. Connect your own key with POST /api/v1/connect/${api.id} {"apiKey": "..."}.`,
-  });
-}
 
-/**
- * The refund rule of an upstream's answer: a 5xx is the upstream's failure, so the call is refunded
- * and answered 502 (503 stays 503, with Retry-After) carrying an excerpt of the upstream's body.
- */
-export function upstreamFailure(
-  apiId: string,
-  status: number,
-  excerpt: string,
-  retryAfter: string,
-): PlatformError {
-  if (status === 503) {
-    return new PlatformError('upstream_unavailable', `${apiId} is temporarily unavailable (upstream answered 503)`, {
-      hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
-      headers: { 'Retry-After': retryAfter },
-      details: { upstream: { status, body: excerpt } },
+  private claim(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    return true;
+  }
+
+  private record(status: number, costMicros: bigint): void {
+    const paid = this.request.paid ? this.request.paid(this.receipt, costMicros) : { costMicros, chargeId: this.receipt.chargeId };
+    this.deps.usage.record({
+      accountId: this.request.caller.accountId,
+      keyId: this.request.caller.keyId,
+      apiId: this.api.id,
+      item: 'proxy',
+      status,
+      latencyMs: Math.round(performance.now() - this.started),
+      bytesIn: this.bytesIn,
+      bytesOut: this.bytesOut,
+      costMicros: paid.costMicros.toString(),
+      chargeId: paid.chargeId,
+      holdId: this.receipt.holdId,
+      at: new Date().toISOString(),
     });
   }
-  return new PlatformError('upstream_error', `${apiId} answered with an error (${status})`, {
-    hint: 'The call was refunded. The upstream error is in `upstream`.',
-    details: { upstream: { status, body: excerpt } },
+}
+
+type CallPhase = 'upload' | 'wait' | 'download';
+
+/**
+ * The time limits of a call, one per phase, so that lateness the caller causes never turns into a
+ * refund and no call outlives the workers' reconciler (which refunds a charge with no recorded
+ * outcome after REFUND_RECONCILE_AFTER_SECONDS, so an answer read slowly for ever would be free):
+ * - upload: the caller has PROXY_MAX_CALL_MS from the charge to hand over its whole body. Past it
+ *   the upstream never had the whole request: refunded.
+ * - wait: once the request is forwarded whole, the upstream answers within its headers timeout
+ *   (undici's, with a margin here), however long the upload took. Its silence is its failure:
+ *   refunded, as every upstream failure is.
+ * - download: the caller has PROXY_MAX_CALL_MS from the answer's start to read it. Past it the
+ *   answer is cut and the call keeps its charge: the upstream did its work.
+ */
+class CallDeadline {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | null = null;
+  phase: CallPhase = 'upload';
+  /** The phase in which time ran out, or null. */
+  expiredIn: CallPhase | null = null;
+
+  constructor(
+    private readonly settings: MeteredCallSettings,
+    private readonly onExpiry: () => void,
+  ) {
+    this.arm(settings.PROXY_MAX_CALL_MS);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get expired(): boolean {
+    return this.expiredIn !== null;
+  }
+
+  forwardedWhole(): void {
+    if (this.phase !== 'upload' || this.expired) return;
+    this.phase = 'wait';
+    this.arm(this.settings.PROXY_HEADERS_TIMEOUT_MS + 5_000);
+  }
+
+  answered(): void {
+    if (this.expired) return;
+    this.phase = 'download';
+    this.arm(this.settings.PROXY_MAX_CALL_MS);
+  }
+
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private arm(ms: number): void {
+    this.clear();
+    this.timer = setTimeout(() => {
+      this.expiredIn = this.phase;
+      this.controller.abort();
+      this.onExpiry();
+    }, ms);
+  }
+}
+
+/** The wait phase's own limit passed (the HTTP client's headers timeout should have come first). */
+export class UpstreamSilent extends Error {
+  override name = 'UpstreamSilent';
+}
+
+class BodyTooLarge extends Error {
+  override name = 'BodyTooLarge';
+}
+
+function bodyTooLarge(limit: number) {
+  return new PlatformError('payload_too_large', `The request body is larger than the proxy limit of ${limit} bytes`, {
+    hint: 'Send a smaller body. A call refused for its size is not charged (or is refunded).',
+    details: {},
   });
+}
+
+/** A call the deadline ended before the upstream answered (its body was still arriving). */
+function callTooLong(settings: MeteredCallSettings): PlatformError {
+  return new PlatformError('upstream_unavailable', `The call did not complete within ${settings.PROXY_MAX_CALL_MS / 1000} s, the longest a proxied call may take`, {
+    hint: 'The call was refunded: its request body had not all arrived. Retry after the number of seconds in Retry-After, or send the body faster.',
+    headers: { 'Retry-After': String(settings.PROXY_RETRY_AFTER_SECONDS) },
+    details: {},
+  });
+}
+
+function retryAfter(given: string | string[] | undefined, fallback: number): string {
+  const value = Array.isArray(given) ? given[0] : given;
+  return value && /^\d{1,4}$/.test(value.trim()) ? value.trim() : String(fallback);
+}
+
+function deleteHeader(headers: Record<string, string | string[]>, name: string): void {
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === name) delete headers[key];
+}
+
+/** Reads a body that should be empty (204, 304) to its end, so the connection can be reused. */
+async function drain(body: Readable): Promise<void> {
+  try {
+    for await (const _chunk of body) {
+      // discarded
+    }
+  } catch {
+    // Nothing was promised to the caller from it.
+  }
+}
+
+/** Destroys what is left of an answer's chain once its end closed. */
+function tearDown(body: Readable, source: Readable, end: Readable) {
+  if (!body.readableEnded) body.destroy();
+  if (source !== body && source !== end) source.destroy();
+}
+
+/**
+ * The first UPSTREAM_EXCERPT_BYTES of an upstream error body as text; the rest is discarded. A few
+ * bytes more are read than kept and redacted before the cut, so a secret crossing the cut is seen
+ * whole (see SecretRedactor); nothing beyond that is ever held.
+ */
+export async function readExcerpt(body: Readable, redactor: SecretRedactor | null): Promise<string> {
+  const want = UPSTREAM_EXCERPT_BYTES + MIN_LEAK * 8;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size >= want) break;
+    }
+  } catch {
+    // A broken error body still makes a 502; what arrived is enough.
+  } finally {
+    body.destroy();
+  }
+  const read = Buffer.concat(chunks).subarray(0, want);
+  return (redactor ? redactor.redact(read) : read).subarray(0, UPSTREAM_EXCERPT_BYTES).toString('utf8');
+}
+
+/** A body of bytes for an upstream request made by a program (MCP's call_api), not streamed from a socket. */
+export function bodyOf(payload: Buffer | string | undefined): Readable | null {
+  return payload === undefined ? null : Readable.from([Buffer.from(payload)]);
 }

@@ -1,6 +1,6 @@
 import type { Transform } from 'node:stream';
 import zlib from 'node:zlib';
-import { redactSecret } from './upstream.js';
+import type { SecretRedactor } from './redaction.js';
 
 /**
  * What keeps the operator's platform key from reaching a caller through an upstream's answer, beside
@@ -8,16 +8,19 @@ import { redactSecret } from './upstream.js';
  * request URL, and compressed bodies, which a byte-level redaction cannot see into.
  */
 
-/** Every header value with the key redacted; Location and Content-Location also lose the key's query parameter. */
+/**
+ * Every header value with the key (and any piece of it, see SecretRedactor) redacted; Location and
+ * Content-Location also lose the key's query parameter.
+ */
 export function redactResponseHeaders(
   headers: Record<string, string | string[]>,
-  key: string,
+  redactor: SecretRedactor,
   queryParameter: string | null,
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
-    const clean = (text: string) => redactSecret(lower === 'location' || lower === 'content-location' ? withoutParameter(text, queryParameter) : text, key);
+    const clean = (text: string) => redactor.redactText(lower === 'location' || lower === 'content-location' ? withoutParameter(text, queryParameter) : text);
     out[name] = Array.isArray(value) ? value.map(clean) : clean(value);
   }
   return out;

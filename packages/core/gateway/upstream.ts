@@ -1,4 +1,3 @@
-import { Transform } from 'node:stream';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookupAsync } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
@@ -142,10 +141,21 @@ export function proxyTarget(rawUrl: string, segmentsBefore: number): { path: str
       } catch {
         throw badPath('malformed percent-encoding');
       }
-      if (decoded === '.' || decoded === '..') throw badPath('dot segment');
+      if (isDotSegment(decoded)) throw badPath('dot segment');
+      // `..;x`, `%2e%2e;` and `.;`: Tomcat, Jetty and Spring drop path parameters and read `..`.
+      const semicolon = decoded.indexOf(';');
+      if (semicolon !== -1 && isDotSegment(decoded.slice(0, semicolon))) throw badPath('dot segment with a path parameter');
     }
   }
   return { path, query };
+}
+
+/**
+ * A segment some server would read as `.` or `..`: only dots, or dots followed by spaces and dots
+ * (Windows and IIS drop trailing dots and spaces from path segments).
+ */
+function isDotSegment(segment: string): boolean {
+  return /^\.[. ]*$/.test(segment);
 }
 
 /** An API's base URL, parsed once (see `planMeteredCall`, which keeps it per cached API row). */
@@ -277,56 +287,4 @@ export function withAuthQuery(query: string | null, name: string, value: string)
   const encodedName = encodeURIComponent(name);
   const kept = (query ?? '').split('&').filter((pair) => pair !== '' && pair.split('=')[0] !== encodedName && pair.split('=')[0] !== name);
   return [...kept, `${encodedName}=${encodeURIComponent(value)}`].join('&');
-}
-
-/** The forms in which an upstream may echo a key it was sent: as is and URL-encoded. */
-function secretForms(secret: string): Buffer[] {
-  return [...new Set([secret, encodeURIComponent(secret)])].map((form) => Buffer.from(form));
-}
-
-const REDACTED = Buffer.from('[redacted]');
-
-function redactBuffer(data: Buffer, needles: Buffer[]): Buffer {
-  let out = data;
-  for (const needle of needles) {
-    let at = out.indexOf(needle);
-    if (at < 0) continue;
-    const parts: Buffer[] = [];
-    let from = 0;
-    while (at >= 0) {
-      parts.push(out.subarray(from, at), REDACTED);
-      from = at + needle.length;
-      at = out.indexOf(needle, from);
-    }
-    parts.push(out.subarray(from));
-    out = Buffer.concat(parts);
-  }
-  return out;
-}
-
-/** Replaces every echo of `secret` (raw or URL-encoded) in a text. */
-export function redactSecret(text: string, secret: string): string {
-  return redactBuffer(Buffer.from(text), secretForms(secret)).toString('utf8');
-}
-
-/**
- * A stream that replaces every echo of `secret` with "[redacted]", also across chunk boundaries: it
- * holds back the last (longest form − 1) bytes of each chunk until the next one arrives. Used on
- * answers to calls made with the operator's platform key, which the caller must never see.
- */
-export function redactingStream(secret: string): Transform {
-  const needles = secretForms(secret);
-  const keep = Math.max(...needles.map((n) => n.length)) - 1;
-  let pending: Buffer = Buffer.alloc(0);
-  return new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      const data = redactBuffer(pending.length ? Buffer.concat([pending, chunk]) : chunk, needles);
-      const cut = Math.max(0, data.length - keep);
-      pending = data.subarray(cut);
-      callback(null, data.subarray(0, cut));
-    },
-    flush(callback) {
-      callback(null, redactBuffer(pending, needles));
-    },
-  });
 }

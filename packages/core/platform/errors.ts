@@ -49,8 +49,8 @@ export class PlatformError extends Error {
   readonly hint: string | undefined;
   /** Extra fields merged into the error body, e.g. `balance` and `cost` on 402. */
   readonly details: Record<string, unknown> | undefined;
-  /** Extra response headers, e.g. `Retry-After`. */
-  readonly headers: Record<string, string> | undefined;
+  /** Extra response headers, e.g. `Retry-After` (the metered call adds those of a refund). */
+  headers: Record<string, string> | undefined;
 
   constructor(
     code: ErrorCode,

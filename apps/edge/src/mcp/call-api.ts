@@ -1,16 +1,22 @@
+import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { apiId as API_ID } from '#contracts/directory';
-import { callRoute, CHARGE_META, chargeOf, errorResult, type RouteAnswer, type ToolCaller } from './dispatch.js';
+import { toDollars } from '#contracts/money';
+import { chargeCall, parseMaxCost } from '#core/billing';
+import { bodyOf, proxyTarget, type AnswerSink } from '#core/gateway';
+import type { Caller } from '#core/identity';
+import { PlatformError } from '#core/platform';
+import { CHARGE_META, platformErrorResult, type ToolCaller } from './dispatch.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /** Headers a tool call may not set: the caller's credentials and the edge's own controls come from the MCP request and the tool's arguments. */
 const RESERVED_HEADERS = new Set(['authorization', 'x-api-key', 'cookie', 'host', 'content-length', 'transfer-encoding', 'connection', 'x-max-cost', 'x-request-id', 'x-forwarded-for']);
 
-/** The edge's own headers on a proxied answer, which the tool reports as cost and balance instead. */
-const EDGE_HEADERS = /^(x-service-|x-ratelimit-|x-request-id$|content-security-policy$|x-content-type-options$|cross-origin-resource-policy$|content-length$|transfer-encoding$|connection$|keep-alive$|date$)/;
+/** Headers of the upstream's answer that describe its transfer, not its content. */
+const TRANSFER_HEADERS = /^(content-length$|transfer-encoding$|connection$|keep-alive$)/i;
 
 const TEXTUAL = /^(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql|yaml|x-yaml|[\w.+-]+\+(json|xml)))/i;
 
@@ -36,8 +42,8 @@ export const callApiOutput = z.object({
   headers: z.record(z.string(), z.string()).describe("The upstream's response headers"),
   body: z.string().optional().describe('The body as text, for text and JSON answers'),
   bodyBase64: z.string().optional().describe('The body in base64, for binary answers'),
-  bodyBytes: z.number().int().describe('Size of the whole upstream body'),
-  truncated: z.boolean().describe('True when the body was cut at MCP_CALL_API_MAX_BODY_BYTES'),
+  bodyBytes: z.number().int().describe("Size of the upstream body: the bytes received, or when the body was cut, its Content-Length if the upstream gave one"),
+  truncated: z.boolean().describe('True when the body was cut at MCP_CALL_API_MAX_BODY_BYTES: the rest was not read, and the call keeps its charge'),
   cost: z.number().describe('Dollars charged for the call'),
   balance: z.number().nullable().describe('Balance in dollars after the charge'),
   chargeId: z.string().nullable(),
@@ -51,64 +57,138 @@ const invalid = (message: string, hint: string): CallToolResult => ({
 });
 
 /**
- * Whether an answer of the proxy route is the platform's (a refusal before forwarding, or an
- * upstream failure that was refunded) rather than the upstream's own answer passed through.
+ * The answer sink of call_api: keeps at most `maxBytes` of the body in memory, then stops reading,
+ * which releases the upstream; the call is then settled like any served call (it keeps its charge).
  */
-function isPlatformAnswer(answer: RouteAnswer): boolean {
-  if (answer.headers['x-service-api'] === undefined || answer.headers['x-service-refund-id'] !== undefined) return true;
-  if (answer.statusCode < 500) return false;
-  try {
-    const body = JSON.parse(answer.rawPayload.toString('utf8')) as { ok?: unknown; code?: unknown };
-    return body.ok === false && typeof body.code === 'string' && body.code.startsWith('upstream');
-  } catch {
-    return false;
+class BoundedSink implements AnswerSink {
+  readonly closed = false;
+  status = 0;
+  headers: Record<string, string | string[]> = {};
+  private readonly chunks: Buffer[] = [];
+  kept = 0;
+  received = 0;
+  truncated = false;
+  private body: Readable | null = null;
+
+  constructor(private readonly maxBytes: number) {}
+
+  deliver(status: number, headers: Record<string, string | string[]>, body: Readable | null, stopping: () => void): Promise<boolean> {
+    this.status = status;
+    this.headers = headers;
+    if (!body) return Promise.resolve(true);
+    this.body = body;
+    return new Promise<boolean>((resolve) => {
+      body.on('data', (chunk: Buffer) => {
+        this.received += chunk.length;
+        const room = this.maxBytes - this.kept;
+        if (room > 0) {
+          const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+          this.chunks.push(part);
+          this.kept += part.length;
+        }
+        if (this.received > this.maxBytes && !this.truncated) {
+          this.truncated = true;
+          stopping();
+          body.destroy();
+          resolve(true);
+        }
+      });
+      body.once('end', () => resolve(true));
+      body.once('error', () => resolve(false));
+      body.once('close', () => resolve(!this.truncated && body.readableEnded));
+      body.resume();
+    });
+  }
+
+  abort(): void {
+    this.body?.destroy();
+  }
+
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks, this.kept);
   }
 }
 
-/** call_api: one call through the metered proxy route, charged and recorded exactly as a direct proxy call is. */
-export async function callApi(app: FastifyInstance, caller: ToolCaller, args: CallApiArgs, maxBodyBytes: number): Promise<CallToolResult> {
+function queryString(query: CallApiArgs['query']): string | null {
+  if (!query) return null;
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (Array.isArray(value)) for (const item of value) params.append(name, item);
+    else params.append(name, String(value));
+  }
+  const text = params.toString();
+  return text === '' ? null : text;
+}
+
+/**
+ * call_api: the MCP door of the metered call (core/gateway's MeteredCall), with the same price,
+ * limits, checks, refunds and usage as the REST proxy; the answer is read up to `maxBodyBytes`.
+ */
+export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller, args: CallApiArgs, maxBodyBytes: number): Promise<CallToolResult> {
   let path = args.path.startsWith('/') ? args.path : `/${args.path}`;
   if (/[?#]/.test(path)) return invalid('path must not carry a query string or fragment', 'Put query parameters in the query argument.');
   if (path === '/') path = '';
-  const headers: Record<string, string> = {};
+  const headers: string[] = [];
+  const named = new Set<string>();
   for (const [name, value] of Object.entries(args.headers ?? {})) {
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) return invalid(`headers.${name} cannot be set through call_api`, 'Your key travels with the MCP request; use maxCost for X-Max-Cost.');
-    headers[lower] = value;
+    headers.push(name, value);
+    named.add(lower);
   }
-  if (args.maxCost !== undefined) headers['x-max-cost'] = String(args.maxCost);
   let payload: string | undefined;
   if (args.body !== undefined) {
-    if (typeof args.body === 'string') {
-      payload = args.body;
-      headers['content-type'] ??= 'text/plain; charset=utf-8';
-    } else {
-      payload = JSON.stringify(args.body);
-      headers['content-type'] ??= 'application/json';
-    }
+    payload = typeof args.body === 'string' ? args.body : JSON.stringify(args.body);
+    if (!named.has('content-type')) headers.push('content-type', typeof args.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json');
+    headers.push('content-length', String(Buffer.byteLength(payload)));
   }
-  const query: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(args.query ?? {})) query[name] = Array.isArray(value) ? value : String(value);
-
-  const answer = await callRoute(app, caller, { method: args.method, url: `/api/v1/proxy/${encodeURIComponent(args.apiId)}${path}`, query, headers, payload });
-  if (isPlatformAnswer(answer)) return errorResult(answer);
+  const sink = new BoundedSink(maxBodyBytes);
+  let result;
+  try {
+    const query = queryString(args.query);
+    const target = proxyTarget(query === null ? path || '/' : `${path || '/'}?${query}`, 0);
+    if (path === '') target.path = '';
+    const maxCost = parseMaxCost(args.maxCost === undefined ? undefined : String(args.maxCost));
+    // Counted like a call of the proxy route: against the key's and the account's budgets.
+    await toolCaller.limit();
+    result = await app.meteredCall.run({
+      caller,
+      apiId: args.apiId,
+      method: args.method,
+      target,
+      headers,
+      body: bodyOf(payload),
+      declaredLength: payload === undefined ? 0 : Buffer.byteLength(payload),
+      charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage),
+      sink,
+    });
+  } catch (error) {
+    if (error instanceof PlatformError) return platformErrorResult(error);
+    app.log.error({ err: error, apiId: args.apiId }, 'call_api failed');
+    return platformErrorResult(new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, check get_usage for its outcome.' }));
+  }
+  if (result.refunded) {
+    return platformErrorResult(new PlatformError('upstream_error', `${args.apiId} closed the connection mid-answer`, { hint: 'The call was refunded.', details: { chargeId: result.receipt.chargeId } }));
+  }
 
   const upstreamHeaders: Record<string, string> = {};
-  for (const [name, value] of Object.entries(answer.headers)) {
-    if (value === undefined || EDGE_HEADERS.test(name)) continue;
-    upstreamHeaders[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  for (const [name, value] of Object.entries(sink.headers)) {
+    if (TRANSFER_HEADERS.test(name)) continue;
+    upstreamHeaders[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
   }
-  const whole = answer.rawPayload;
-  const kept = whole.subarray(0, maxBodyBytes);
+  const kept = sink.bytes;
   const contentType = upstreamHeaders['content-type'] ?? '';
   const textual = TEXTUAL.test(contentType) || (contentType === '' && !kept.includes(0));
-  const charge = chargeOf(answer) ?? { cost: 0, balance: null, chargeId: null };
+  const declared = Number(sink.headers['content-length'] ?? sink.headers['Content-Length'] ?? Number.NaN);
+  const receipt = result.receipt;
+  const balance = receipt.balanceMicros ?? (await app.charges.balanceOf(caller.accountId));
+  const charge = { cost: toDollars(receipt.costMicros), balance: toDollars(balance), chargeId: receipt.chargeId };
   const output: z.output<typeof callApiOutput> = {
-    status: answer.statusCode,
+    status: sink.status,
     headers: upstreamHeaders,
     ...(textual ? { body: kept.toString('utf8') } : { bodyBase64: kept.toString('base64') }),
-    bodyBytes: whole.length,
-    truncated: kept.length < whole.length,
+    bodyBytes: sink.truncated && Number.isSafeInteger(declared) ? declared : sink.received,
+    truncated: sink.truncated,
     cost: charge.cost,
     balance: charge.balance,
     chargeId: charge.chargeId,

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import type { PlatformError } from '#core/platform';
+import { errorBody } from '../errors.js';
 import type { ArgShape, RouteTool } from './tools.js';
 
 /** Who is calling, as the MCP request authenticated it; every tool call is made with these credentials. */
@@ -11,6 +13,8 @@ export interface ToolCaller {
   ip: string;
   /** The MCP request's id; each route call gets `<id>.<n>` so its log lines tie back to it. */
   requestId: string;
+  /** Counts one call against the caller's rate limits, as a REST route would (throws 429 `rate_limited`). */
+  limit(): Promise<void>;
 }
 
 /** The `_meta` key under which a priced tool's answer names what it cost. */
@@ -114,6 +118,13 @@ export function errorResult(answer: RouteAnswer): CallToolResult {
       : { ok: false, code: 'internal_error', error: answer.rawPayload.toString('utf8').slice(0, 500) };
   const retryAfter = header(answer, 'retry-after');
   const detail = { status: answer.statusCode, ...error, ...(retryAfter === undefined ? {} : { retryAfter: Number(retryAfter) }) };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(detail) }] };
+}
+
+/** A PlatformError as an MCP tool error, in the same shape as `errorResult` gives a route's refusal. */
+export function platformErrorResult(error: PlatformError): CallToolResult {
+  const retryAfter = error.headers?.['Retry-After'];
+  const detail = { status: error.status, ...errorBody(error), ...(retryAfter === undefined ? {} : { retryAfter: Number(retryAfter) }) };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(detail) }] };
 }
 

@@ -124,7 +124,7 @@ export default fp(
         // A tool call is counted by the API call it makes; every other MCP message counts here.
         const method = (request.body as { method?: unknown } | undefined)?.method;
         if (method !== 'tools/call') await app.rateLimiter.consumeCaller(request, reply);
-        const toolCaller: ToolCaller = { key, ip: request.ip, requestId: request.id };
+        const toolCaller: ToolCaller = { key, ip: request.ip, requestId: request.id, limit: () => app.rateLimiter.consumeCaller(request, reply) };
         const authInfo: AuthInfo = { token: key, clientId: caller.keyId ?? caller.accountId, scopes: [], extra: { caller, toolCaller } };
         const response = await handler.fetch(toWebRequest(request), { authInfo, parsedBody: request.body });
         return sendWebResponse(reply, response);

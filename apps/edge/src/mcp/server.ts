@@ -92,7 +92,7 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
             content: [{ type: 'text', text: JSON.stringify({ status: 400, ok: false, code: 'validation_failed', error: `Invalid arguments: ${issues.join('; ')}`, hint: 'See the tool\'s inputSchema.' }) }],
           };
         }
-        return callApi(app, toolCaller, parsed.data, app.deps.settings.MCP_CALL_API_MAX_BODY_BYTES);
+        return callApi(app, caller, toolCaller, parsed.data, app.deps.settings.MCP_CALL_API_MAX_BODY_BYTES);
       },
     );
   }

@@ -1,6 +1,7 @@
 import directoryIndexPlugin from '../plugins/directory-index.js';
 import type { FastifyInstance } from 'fastify';
 import apiCachePlugin from '../plugins/api-cache.js';
+import gatewayPlugin from '../plugins/gateway.js';
 import chargesPlugin from '../plugins/charges.js';
 import x402Plugin from '../plugins/x402.js';
 import usagePlugin from '../plugins/usage.js';
@@ -34,6 +35,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(chargesPlugin);
   await app.register(x402Plugin);
   await app.register(apiCachePlugin);
+  await app.register(gatewayPlugin);
   await app.register(directoryIndexPlugin);
   await app.register(sessionEventsPlugin);
   await app.register(eventStreamsPlugin);

@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { guardedLookup, MeteredCall, PrivateUpstreamError, UpstreamSilent, type UpstreamClient } from '#core/gateway';
+import { PlatformError } from '#core/platform';
+import type { EdgeSettings } from '../config.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The metered call (core/gateway), built once here; the REST proxy and MCP's call_api are its doors. */
+    meteredCall: MeteredCall;
+  }
+}
+
+/**
+ * The composition root of the metered call: the upstream HTTP client (one undici Agent, its timeouts
+ * and the SSRF-guarded DNS lookup), and the edge's caches, charges, refunds and usage recorder,
+ * handed to core/gateway's MeteredCall.
+ */
+export default fp(
+  async function gatewayPlugin(app: FastifyInstance) {
+    const { settings } = app.deps;
+    const upstream = undiciUpstream(settings);
+    app.addHook('onClose', async () => upstream.close());
+    app.decorate(
+      'meteredCall',
+      new MeteredCall({
+        settings,
+        apis: app.apiCache,
+        connections: app.connectionCache,
+        upstream,
+        refund: (chargeId, reason) => app.charges.refund(chargeId, reason, app.refundQueue, app.log),
+        usage: app.usage,
+        log: app.log,
+      }),
+    );
+  },
+  { name: 'gateway', dependencies: ['deps', 'usage', 'charges', 'api-cache'] },
+);
+
+function undiciUpstream(settings: EdgeSettings): UpstreamClient & { close(): Promise<void> } {
+  const agent = new Agent({
+    keepAliveTimeout: 10_000,
+    connections: 256,
+    headersTimeout: settings.PROXY_HEADERS_TIMEOUT_MS,
+    bodyTimeout: settings.PROXY_BODY_TIMEOUT_MS,
+    connect: settings.ALLOW_PRIVATE_UPSTREAMS
+      ? { timeout: settings.PROXY_CONNECT_TIMEOUT_MS }
+      : { timeout: settings.PROXY_CONNECT_TIMEOUT_MS, lookup: guardedLookup as never },
+  });
+  const retryAfter = String(settings.PROXY_RETRY_AFTER_SECONDS);
+  return {
+    request: (request) =>
+      agent.request({
+        origin: request.origin,
+        path: request.path,
+        method: request.method as Dispatcher.HttpMethod,
+        headers: request.headers,
+        body: request.body,
+        signal: request.signal,
+      }),
+    classifyFailure(error) {
+      if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
+        return new PlatformError('private_upstream', 'The upstream resolves to a private, loopback or link-local address; the proxy refuses it', {
+          hint: 'The call was refunded. Register the API with a public base URL.',
+          details: {},
+        });
+      }
+      const timedOut =
+        error instanceof UpstreamSilent ||
+        error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.ConnectTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
+      return new PlatformError('upstream_unavailable', timedOut ? 'The upstream did not answer in time' : 'The upstream could not be reached', {
+        hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
+        headers: { 'Retry-After': retryAfter },
+        details: {},
+      });
+    },
+    close: () => agent.close(),
+  };
+}
