@@ -98,8 +98,8 @@ class CookbookSession {
   private events: SessionEvent[] = [];
   private readonly dirtySteps = new Map<string, StepRecord>();
   private seq = 0;
-  /** The last event number the stream has: events of a transition that cannot be recorded are dropped back to it. */
-  private recordedSeq = 0;
+  /** What the last recorded transition left: a transition that cannot be recorded is dropped back to it. */
+  private recorded: { seq: number; completed: number; outcome: SessionOutcome | null } = { seq: 0, completed: 0, outcome: null };
   private searchState = { status: '', step: '' };
 
   constructor(input: CookbookSessionInput) {
@@ -230,7 +230,7 @@ class CookbookSession {
       this.events = [...batch, ...this.events];
       throw error;
     }
-    this.recordedSeq = batch.at(-1)?.seq ?? this.recordedSeq;
+    this.recorded = { seq: batch.at(-1)?.seq ?? this.recorded.seq, completed: this.completed, outcome: this.outcome };
   }
 
   private async finish(final: SessionStatus, name: SessionEventName, data: Record<string, unknown> = {}): Promise<'ended'> {
@@ -399,10 +399,11 @@ class CookbookSession {
     const orphaned = error.cause instanceof ApplicationFailure && error.cause.type === ACTIVITY_FAILURES.orphaned;
     // Only failures other than an orphaned session take this path, and none reached the workflow before it.
     if (!orphaned && patched('record-session-failures')) {
-      const stepId = this.input.steps[this.position]?.stepId ?? null;
+      // The step whose completion could not be stored, or else the one the session waited on.
+      const stepId = this.applied?.stepId ?? this.input.steps[this.position]?.stepId ?? null;
       this.events = [];
-      this.seq = this.recordedSeq;
       this.dirtySteps.clear();
+      ({ seq: this.seq, completed: this.completed, outcome: this.outcome } = this.recorded);
       this.status = 'failed';
       this.emit('session.failed', { status: this.status, progress: this.progress(), reason, stepId });
       try {

@@ -71,7 +71,7 @@ export interface CompleteStepRequest {
   stepId: string;
   resultData: Record<string, unknown>;
   actor: Actor;
-  /** Recorded with the completed step (absent from edges that predate it: they record it themselves). */
+  /** Recorded with the completed step. The edge always sends it; completions in histories recorded before it have none. */
   completer?: StepCompleter;
   /** Human steps: approve (the default), reject, or request changes; the latter two only where offered. */
   decision?: Decision;
@@ -84,9 +84,9 @@ export interface CompleteStepResult {
   nextStepId: string | null;
   /**
    * The next step's history row as the transition recorded it, so the edge answers without reading
-   * the mirror back; null when the session ended. Absent from workers that predate it.
+   * the mirror back; null when the session ended.
    */
-  nextStep?: StepRecord | null;
+  nextStep: StepRecord | null;
 }
 
 /** Completes the current step. The validator rejects (before history) a stale step, an ended session and a key completing a human step. */
