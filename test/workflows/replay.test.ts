@@ -69,6 +69,8 @@ describe('workflow versioning: recorded histories replay against the current cod
       // Recorded after human-step decisions came (behind patched('human-step-decisions')).
       'rejected-by-person',
       'changes-requested-then-completed',
+      // Recorded after a refused transition began to end the session (behind patched('record-session-failures')).
+      'failed-data-refused',
     ]) {
       expect(names).toContain(`${scenario}.json`);
     }
