@@ -153,6 +153,15 @@ const scenarios: Record<string, () => Promise<WorkflowHandle>> = {
     await handle.result();
     return handle;
   },
+  // Postgres refused a completion's data (a \u0000 in jsonb): the session ended as failed at once,
+  // behind patched('record-session-failures'), instead of retrying for ever.
+  'failed-data-refused': async () => {
+    const handle = await start();
+    const id = sessionIdOf(handle);
+    await complete(handle, id, 'fetch-forecast', { location: { name: 'Oslo\u0000', lat: 59.91, lon: 10.75 }, severe: true, alerts: [] });
+    await handle.result();
+    return handle;
+  },
   // Still waiting on a person when recorded: the case the versioning rules protect most.
   'open-waiting-for-human': async () => {
     const handle = await start();

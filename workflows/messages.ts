@@ -71,7 +71,7 @@ export interface CompleteStepRequest {
   stepId: string;
   resultData: Record<string, unknown>;
   actor: Actor;
-  /** Recorded with the completed step (absent from edges that predate it: they record it themselves). */
+  /** Recorded with the completed step. The edge always sends it; completions in histories recorded before it have none. */
   completer?: StepCompleter;
   /** Human steps: approve (the default), reject, or request changes; the latter two only where offered. */
   decision?: Decision;
@@ -84,9 +84,9 @@ export interface CompleteStepResult {
   nextStepId: string | null;
   /**
    * The next step's history row as the transition recorded it, so the edge answers without reading
-   * the mirror back; null when the session ended. Absent from workers that predate it.
+   * the mirror back; null when the session ended.
    */
-  nextStep?: StepRecord | null;
+  nextStep: StepRecord | null;
 }
 
 /** Completes the current step. The validator rejects (before history) a stale step, an ended session and a key completing a human step. */
@@ -101,6 +101,39 @@ export const REJECTIONS = {
   sessionEnded: 'SessionEnded',
   humanRequired: 'HumanRequired',
   decisionNotOffered: 'DecisionNotOffered',
+} as const;
+
+/**
+ * Why a decision cannot be taken on a step, or null when it can: approving is always offered,
+ * rejecting and requesting changes only where the step's cookbook offers them, and a request for
+ * changes must say what to change. The one copy of the rule: the edge checks it before calling the
+ * workflow (to answer 400 with this hint), the workflow's update validator again (for callers that
+ * reach Temporal directly).
+ */
+export function decisionRefusal(step: Pick<StepPlan, 'stepId' | 'decisions'>, decision: Decision, note: string | undefined): { message: string; hint: string } | null {
+  if (decision === 'approve') return null;
+  const offered = decision === 'reject' ? step.decisions?.reject === true : step.decisions?.requestChangesBackTo !== undefined;
+  if (!offered) {
+    return {
+      message: `Step "${step.stepId}" does not offer the decision "${decision}"`,
+      hint: 'GET the human step for the decisions it offers (a session started before they existed offers none), or approve it with resultData.',
+    };
+  }
+  if (decision === 'request_changes' && !note) {
+    return { message: 'note is required with request_changes: say what should change', hint: 'Send {"decision": "request_changes", "note": "..."}.' };
+  }
+  return null;
+}
+
+/**
+ * ApplicationFailure types the session's activity throws when no retry can help. The workflow ends
+ * the session as failed on either; an orphaned session has no mirror rows left to update.
+ */
+export const ACTIVITY_FAILURES = {
+  /** The session's account or cookbook was deleted. */
+  orphaned: 'SessionOrphaned',
+  /** Postgres refused the data itself (a data exception or a constraint), or it broke a schema. */
+  unrecordable: 'SessionUnrecordable',
 } as const;
 
 export const SEARCH_ATTRIBUTES = {

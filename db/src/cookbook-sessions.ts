@@ -108,7 +108,7 @@ export async function applySessionChange(sql: Sql, change: SessionChange, workfl
           -- A step run again (a person requested changes) starts afresh.
           started_at = excluded.started_at, expires_at = excluded.expires_at,
           decision = excluded.decision, note = excluded.note, feedback = excluded.feedback,
-          -- Who completed it: the first record stands (an edge that predates completers in the workflow writes its own afterwards).
+          -- Who completed it: the first record stands (a retried transition does not overwrite it).
           completed_by_key_id = case when excluded.status = 'pending' then null else coalesce(cookbook_session_steps.completed_by_key_id, excluded.completed_by_key_id) end,
           completed_by_person_id = case when excluded.status = 'pending' then null else coalesce(cookbook_session_steps.completed_by_person_id, excluded.completed_by_person_id) end,
           completed_by_member_id = case when excluded.status = 'pending' then null else coalesce(cookbook_session_steps.completed_by_member_id, excluded.completed_by_member_id) end`;
@@ -182,28 +182,6 @@ export async function listSessionSteps(db: Db, sessionId: string): Promise<StepR
     left join account_members mb on mb.id = st.completed_by_member_id
     left join accounts a on a.id = st.completed_by_person_id
     where st.session_id = ${sessionId} order by st.position`;
-}
-
-/**
- * Records who completed a step, once the workflow has applied the completion: the key that sent
- * it, or the person signed in to the dashboard. The first record stands (a retried completion
- * does not overwrite it). Only for a worker that predates completers in the completion itself
- * (which `applySessionChange` records with the step).
- */
-export async function recordStepCompleter(
-  db: Db,
-  sessionId: string,
-  stepId: string,
-  by: { keyId: string } | { personId: string } | { memberId: string },
-): Promise<void> {
-  const keyId = 'keyId' in by ? by.keyId : null;
-  const personId = 'personId' in by ? by.personId : null;
-  const memberId = 'memberId' in by ? by.memberId : null;
-  await db`
-    update cookbook_session_steps
-       set completed_by_key_id = ${keyId}, completed_by_person_id = ${personId}, completed_by_member_id = ${memberId}
-     where session_id = ${sessionId} and step_id = ${stepId} and status = 'completed'
-       and completed_by_key_id is null and completed_by_person_id is null and completed_by_member_id is null`;
 }
 
 export type SessionListStatus = 'active' | 'ended' | 'all';

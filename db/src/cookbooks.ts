@@ -141,6 +141,7 @@ export function parseCookbook(raw: unknown, source: string, ajv: Ajv = createSte
     }
     checkContext(step, file.steps, source);
     checkDecisions(step, file.steps, source);
+    checkApproval(step, source);
     const defaults = DEFAULT_TIME_LIMITS[step.kind];
     const timeLimits: CookbookStep['timeLimits'] = { expiresAfter: step.timeLimits.expiresAfter ?? defaults.expiresAfter };
     if (step.kind === 'human') timeLimits.reminderAfter = step.timeLimits.reminderAfter ?? DEFAULT_TIME_LIMITS.human.reminderAfter;
@@ -180,6 +181,22 @@ function checkDecisions(step: z.output<typeof stepSchema>, steps: z.output<typeo
   const target = steps.findIndex((candidate) => candidate.stepId === backTo);
   if (target < 0 || target >= steps.indexOf(step) || steps[target]!.kind !== 'agent') {
     throw new Error(`${source}: step "${step.stepId}" requestChanges names "${backTo}", which is not an earlier agent step`);
+  }
+}
+
+/**
+ * A person declines a step by a decision (reject, request changes), never by completing it with a
+ * "no": a human step's required yes/no fields can only say yes, or the session would carry on from
+ * an approval that was not given.
+ */
+function checkApproval(step: z.output<typeof stepSchema>, source: string): void {
+  if (step.kind !== 'human') return;
+  const properties = (step.inputSchema.properties ?? {}) as Record<string, { type?: unknown; const?: unknown }>;
+  for (const name of (step.inputSchema.required ?? []) as string[]) {
+    const field = properties[name];
+    if (field?.type === 'boolean' && field.const !== true) {
+      throw new Error(`${source}: step "${step.stepId}" field "${name}" must be {"type": "boolean", "const": true}: a person declines with a decision (reject, request changes), not with false`);
+    }
   }
 }
 

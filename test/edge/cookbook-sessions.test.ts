@@ -551,7 +551,7 @@ describe('cookbook sessions over REST, on Temporal', () => {
     // Live: the next completion arrives on the open stream.
     expectOk(await complete(session.sessionId, 'draft-message', DRAFT));
     expect((await resumed.waitFor(5)).slice(2).map((e) => e.event)).toEqual(['step.completed', 'step.started', 'human_step.pending']);
-    await humanComplete(session.sessionId, 'approve-wording', { approved: false });
+    await humanComplete(session.sessionId, 'approve-wording', { approved: true });
     expectOk(await complete(session.sessionId, 'send-sms', { messageIds: [], skipped: true }));
     await resumed.ended;
     expect(resumed.events.at(-1)?.event).toBe('session.completed');

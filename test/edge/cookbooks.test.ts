@@ -78,6 +78,23 @@ describe('cookbook files', () => {
     (onAgent.steps[0] as Record<string, unknown>).context = [{ from: 'draft' }];
     expect(() => parseCookbook(onAgent, 'bad.json')).toThrow(/only human steps show/);
   });
+
+  it("refuses a human step whose result could say \"not approved\": declining is a decision, not false", () => {
+    const withApproval = (approved: Record<string, unknown>, kind = 'human') => ({
+      ...structuredClone(valid),
+      steps: [
+        { stepId: 'draft', title: 'D', kind: 'agent', instructions: 'x', inputSchema: { type: 'object' } },
+        { stepId: 'approve', title: 'A', kind, instructions: 'Approve', inputSchema: { type: 'object', required: ['approved'], properties: { approved } }, decisions: { reject: true } },
+      ],
+    });
+    expect(() => parseCookbook(withApproval({ type: 'boolean' }), 'bad.json')).toThrow(/field "approved" must be \{"type": "boolean", "const": true\}/);
+    expect(() => parseCookbook(withApproval({ type: 'boolean', const: false }), 'bad.json')).toThrow(/const": true/);
+    expect(parseCookbook(withApproval({ type: 'boolean', const: true }), 'ok.json').steps[1]!.inputSchema).toMatchObject({ properties: { approved: { const: true } } });
+    // An agent's yes/no report is data, not an approval.
+    const agentReport = withApproval({ type: 'boolean' }, 'agent');
+    delete (agentReport.steps[1] as Record<string, unknown>).decisions;
+    expect(parseCookbook(agentReport, 'ok.json').steps).toHaveLength(2);
+  });
 });
 
 describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {

@@ -40,6 +40,7 @@ async function bundleWithEdit(edit: (source: string) => string): Promise<Workflo
   const before = readFileSync(file, 'utf8');
   const after = edit(before);
   expect(after, 'the edit must change the workflow').not.toBe(before);
+  expect(after, 'the edit must add the timer').toContain('probeSleep(1);');
   writeFileSync(file, after);
   return bundleWorkflowCode({ workflowsPath: join(dir, 'index.ts'), logger: silent });
 }
@@ -48,12 +49,12 @@ afterAll(() => {
 });
 
 /** A new command (a timer) before the session's first record: every recorded history diverges there. */
-const START = "    emit('session.started',";
+const START = "      this.emit('session.started',";
 const addTimer = (guard: string | null) => (source: string) =>
   source
     // Both names imported under aliases of the test's own, whatever the workflow imports already.
     .replace("} from '@temporalio/workflow';", "} from '@temporalio/workflow';\nimport { patched as probePatched, sleep as probeSleep } from '@temporalio/workflow';")
-    .replace(START, `${guard === null ? '    await probeSleep(1);' : `    if (probePatched('${guard}')) await probeSleep(1);`}\n${START}`);
+    .replace(START, `${guard === null ? '      await probeSleep(1);' : `      if (probePatched('${guard}')) await probeSleep(1);`}\n${START}`);
 
 describe('workflow versioning: recorded histories replay against the current code', () => {
   it('has recordings of every ending and step kind', () => {
@@ -68,6 +69,8 @@ describe('workflow versioning: recorded histories replay against the current cod
       // Recorded after human-step decisions came (behind patched('human-step-decisions')).
       'rejected-by-person',
       'changes-requested-then-completed',
+      // Recorded after a refused transition began to end the session (behind patched('record-session-failures')).
+      'failed-data-refused',
     ]) {
       expect(names).toContain(`${scenario}.json`);
     }

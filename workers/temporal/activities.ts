@@ -1,11 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { ZodError } from 'zod';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { addEmail, EMAILED_SESSION_EVENTS, emailJob, WebhookEmitter, webhookSettings, type EmailedSessionEvent, type WebhookEventType, type WebhookSettings } from '#core/notifications';
 import { applySessionChange } from '#db/cookbook-sessions';
 import { appendSessionEvents } from '#core/cookbooks';
 import type { Sql } from '#db/sql';
-import { workflowIdFor, type SessionActivities, type SessionChange } from '#workflows/messages';
+import { ACTIVITY_FAILURES, workflowIdFor, type SessionActivities, type SessionChange } from '#workflows/messages';
 import { createQueue } from '#core/platform';
 
 /** What activities need from the outside world; injected by the worker (and by tests). */
@@ -29,6 +30,38 @@ const WEBHOOK_SESSION_EVENTS: readonly string[] = [
 ] satisfies WebhookEventType[];
 
 const FOREIGN_KEY_VIOLATION = '23503';
+
+/**
+ * The failure a retry cannot fix, or null when a retry may help (Postgres or Redis away, a
+ * serialization failure, a timeout). Postgres data exceptions (SQLSTATE class 22: an untranslatable
+ * character such as \u0000 or a lone surrogate in jsonb, a bad text representation) and integrity
+ * violations (class 23) refuse the same data every time; so does a schema check. The message names
+ * the SQLSTATE and Postgres' own words, never the data: it becomes a session event.
+ */
+export function nonRetryableFailure(error: unknown, sessionId: string): ApplicationFailure | null {
+  if (error instanceof ApplicationFailure) return error.nonRetryable ? error : null;
+  if (error instanceof ZodError) {
+    return ApplicationFailure.create({
+      type: ACTIVITY_FAILURES.unrecordable,
+      message: `Session ${sessionId}: a transition broke its schema (${error.issues[0]?.path.join('.') ?? ''}: ${error.issues[0]?.message ?? 'invalid'})`,
+      nonRetryable: true,
+    });
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^2[23][0-9A-Z]{3}$/.test(code)) return null;
+  if (code === FOREIGN_KEY_VIOLATION) {
+    return ApplicationFailure.create({
+      type: ACTIVITY_FAILURES.orphaned,
+      message: `Session ${sessionId} can no longer be recorded: its account or cookbook was deleted`,
+      nonRetryable: true,
+    });
+  }
+  return ApplicationFailure.create({
+    type: ACTIVITY_FAILURES.unrecordable,
+    message: `Session ${sessionId}: the database refused the step's data (SQLSTATE ${code}: ${(error as Error).message})`,
+    nonRetryable: true,
+  });
+}
 
 /**
  * Builds the activities with their dependencies (the factory pattern of Temporal's samples), so
@@ -62,24 +95,15 @@ export function createActivities(deps: ActivityDeps): SessionActivities {
      * All three are idempotent, so a retry or a restarted worker repeats nothing and loses nothing.
      */
     async recordSessionChange(change: SessionChange): Promise<void> {
-      if (!change.eventsOnly) {
-        try {
-          await applySessionChange(deps.sql, change, workflowIdFor(change.input.sessionId));
-        } catch (error) {
-          if ((error as { code?: string }).code === FOREIGN_KEY_VIOLATION) {
-            throw ApplicationFailure.create({
-              type: 'SessionOrphaned',
-              message: `Session ${change.input.sessionId} can no longer be recorded: its account or cookbook was deleted`,
-              nonRetryable: true,
-            });
-          }
-          throw error;
-        }
+      try {
+        if (!change.eventsOnly) await applySessionChange(deps.sql, change, workflowIdFor(change.input.sessionId));
+        await appendSessionEvents(deps.redis, deps.redisPrefix, change.input.sessionId, change.events);
+        // After the events: a retry adds each e-mail job once (its id is the session and event number).
+        await emailAbout(change.input.sessionId, change.events);
+        if (!change.eventsOnly) await webhooksAbout(change.input.accountId, change.input.sessionId, change.events);
+      } catch (error) {
+        throw nonRetryableFailure(error, change.input.sessionId) ?? error;
       }
-      await appendSessionEvents(deps.redis, deps.redisPrefix, change.input.sessionId, change.events);
-      // After the events: a retry adds each e-mail job once (its id is the session and event number).
-      await emailAbout(change.input.sessionId, change.events);
-      if (!change.eventsOnly) await webhooksAbout(change.input.accountId, change.input.sessionId, change.events);
     },
   };
 }

@@ -10,7 +10,6 @@ import {
   insertStartedSession,
   listPendingHumanSteps,
   listSessionSteps,
-  recordStepCompleter,
   type PendingHumanStepRow,
   type SessionRow,
   type StepRow,
@@ -21,6 +20,7 @@ import type { Db } from '#db/sql';
 import {
   cancelSessionUpdate,
   completeStepUpdate,
+  decisionRefusal,
   ENDED_STATUSES,
   REJECTIONS,
   SEARCH_ATTRIBUTES,
@@ -172,9 +172,9 @@ export async function checkSelectedApis(db: Db, cookbook: Cookbook, selectedApis
   }
 }
 
-/** The workflow's plan of a cookbook's steps (the durations parsed to milliseconds). */
-export function stepPlans(cookbook: Cookbook): StepPlan[] {
-  return cookbook.steps.map((step) => ({
+/** The workflow's plan of a cookbook step (the durations parsed to milliseconds). */
+export function stepPlan(step: CookbookStep): StepPlan {
+  return {
     stepId: step.stepId,
     title: step.title,
     kind: step.kind,
@@ -183,8 +183,11 @@ export function stepPlans(cookbook: Cookbook): StepPlan[] {
     ...(step.decisions
       ? { decisions: { ...(step.decisions.reject ? { reject: true } : {}), ...(step.decisions.requestChanges ? { requestChangesBackTo: step.decisions.requestChanges } : {}) } }
       : {}),
-  }));
+  };
 }
+
+/** The workflow's plan of a cookbook's steps. */
+export const stepPlans = (cookbook: Cookbook): StepPlan[] => cookbook.steps.map(stepPlan);
 
 const UNAVAILABLE_CODES = new Set([4, 8, 14]); // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE
 
@@ -334,8 +337,33 @@ export function validateResultData(cookbookId: string, step: CookbookStep, resul
     .map((error) => `resultData${error.instancePath.replaceAll('/', '.')} ${error.message ?? 'is invalid'}`)
     .join('; ');
   throw new PlatformError('validation_failed', `resultData does not match step "${step.stepId}": ${problems}`, {
-    hint: 'GET the step for its inputSchema.',
+    hint: `GET the step for its inputSchema.${declineHint(step)}`,
   });
+}
+
+/**
+ * Checks a completion before it goes to the workflow: the decision must be one the step offers (with
+ * a note to request changes; the rule is the workflow's own `decisionRefusal`), and an approval's
+ * resultData must match the step's inputSchema.
+ */
+export function checkDecision(
+  cookbookId: string,
+  step: CookbookStep,
+  completion: { decision: Decision; note: string | undefined; resultData: Record<string, unknown> },
+): void {
+  const refusal = decisionRefusal(stepPlan(step), completion.decision, completion.note);
+  if (refusal) throw new PlatformError('validation_failed', refusal.message, { hint: refusal.hint });
+  if (completion.decision === 'approve') validateResultData(cookbookId, step, completion.resultData);
+}
+
+/** A person who does not approve says so with a decision, never with a "no" in resultData. */
+function declineHint(step: CookbookStep): string {
+  if (step.kind !== 'human') return '';
+  const ways = [
+    ...(step.decisions?.reject ? ['send {"decision": "reject", "note": "..."}'] : []),
+    ...(step.decisions?.requestChanges ? ['send {"decision": "request_changes", "note": "what to change"} to send it back'] : []),
+  ];
+  return ways.length === 0 ? '' : ` Completing the step approves it; to decline instead, ${ways.join(', or ')}.`;
 }
 
 /** Maps a rejected or failed update to the REST answer. */
@@ -351,10 +379,12 @@ function updateError(error: unknown, sessionId: string): PlatformError | null {
         return new PlatformError('forbidden', failure.message, {
           hint: 'A person completes human steps in the dashboard (signed in with the account), not with an API key.',
         });
-      case REJECTIONS.decisionNotOffered:
+      case REJECTIONS.decisionNotOffered: {
+        const hint = (failure.details?.[0] as { hint?: unknown } | undefined)?.hint;
         return new PlatformError('validation_failed', failure.message, {
-          hint: 'GET the human step for the decisions it offers; this session may have started before they existed.',
+          hint: typeof hint === 'string' ? hint : 'GET the human step for the decisions it offers; this session may have started before they existed.',
         });
+      }
     }
   }
   if (error instanceof WorkflowNotFoundError || (error instanceof ServiceError && /already completed|not found/i.test(error.message))) {
@@ -372,7 +402,6 @@ function updateError(error: unknown, sessionId: string): PlatformError | null {
  * mirror afterwards; the completer is recorded by the workflow's activity with the step.
  */
 export async function completeStep(
-  db: Db,
   temporal: TemporalGateway,
   timeoutMs: number,
   session: SessionRow,
@@ -393,19 +422,8 @@ export async function completeStep(
     throw updateError(error, session.id) ?? error;
   }
   const { nextStepId } = result;
-  if (result.nextStep === undefined) {
-    // A worker from before the result carried the next step records no completer either: both go
-    // through the mirror, as they did then.
-    const [, fresh, history] = await Promise.all([
-      request.completer && recordStepCompleter(db, session.id, request.stepId, request.completer),
-      requireSession(db, session.account_id, session.id),
-      nextStepId === null ? [] : listSessionSteps(db, session.id),
-    ]);
-    const nextStep = nextStepId === null ? null : stepView(cookbook, fresh, nextStepId, history.find((h) => h.step_id === nextStepId));
-    return { session: sessionView(fresh), nextStep };
-  }
   const after = sessionAfter(session, result.session);
-  const nextStep = nextStepId === null || result.nextStep === null ? null : stepView(cookbook, after, nextStepId, stepRowOf(session.id, result.nextStep));
+  const nextStep = nextStepId === null || !result.nextStep ? null : stepView(cookbook, after, nextStepId, stepRowOf(session.id, result.nextStep));
   return { session: sessionView(after), nextStep };
 }
 

@@ -22,7 +22,7 @@ import {
   sessionView,
   startSession,
   stepView,
-  validateResultData,
+  checkDecision,
 } from '#core/cookbooks';
 import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
@@ -274,22 +274,10 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           hint: `GET /api/v1/cookbooks/sessions/${row.id}/step for the current step.`,
         });
       }
-      if (decision !== 'approve') {
-        const offered = decision === 'reject' ? step.decisions?.reject === true : step.decisions?.requestChanges !== undefined;
-        if (!offered) {
-          throw new PlatformError('validation_failed', `Step "${stepId}" does not offer the decision "${decision}"`, {
-            hint: 'GET the human step for the decisions it offers, or approve it with resultData.',
-          });
-        }
-        if (decision === 'request_changes' && !note) {
-          throw new PlatformError('validation_failed', 'note is required with request_changes: say what should change', { hint: 'Send {"decision": "request_changes", "note": "..."}.' });
-        }
-      } else {
-        validateResultData(cookbook.id, step, resultData);
-      }
+      checkDecision(cookbook.id, step, { decision, note, resultData });
       const completion = { stepId, resultData, actor, completer: completerOf(auth), ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
       // The Update answers the session and the next step: nothing is read back from Postgres.
-      return { ok: true as const, ...(await completeStep(sql, temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, cookbook, completion)) };
+      return { ok: true as const, ...(await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, cookbook, completion)) };
     },
   );
 
