@@ -325,3 +325,47 @@ describe('credit reservation in the edge', () => {
     }
   });
 });
+
+describe('X-Service-Balance while a credit hold is open (exact on a single edge)', () => {
+  it('follows refunds and bursts to the micro-dollar: every answer says what the ledger says once settled', async () => {
+    const upstream = await startUpstream((req, res) => {
+      const fail = (req.url ?? '').includes('/fail');
+      res.writeHead(fail ? 500 : 200, { 'content-type': 'application/json' });
+      res.end(fail ? '{"error":"boom"}' : '{"ok":true}');
+    });
+    const app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: uniqueId('holdbal'), CREDIT_HOLD_MIN_CALLS_PER_SECOND: '1', CREDIT_HOLD_SETTLE_MS: '10000' });
+    try {
+      const apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });
+      const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+      const callOnce = async (path: string) => {
+        const res = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}${path}`, headers: { 'x-api-key': account.fullKey } });
+        return { status: res.statusCode, balance: res.headers['x-service-balance'] as string };
+      };
+      /** The balance the ledger holds once every held call is written. */
+      const settled = async () => {
+        await app.charges.flush();
+        const [row] = await sql<{ balance: bigint }[]>`select balance_micros as balance from accounts where id = ${account.accountId}`;
+        return (Number(row!.balance) / 1e6).toString();
+      };
+      // Busy enough for a hold.
+      for (let i = 0; i < 5; i += 1) expect((await callOnce(`/warm/${i}`)).status).toBe(200);
+      expect((await ledger(account.accountId)).open).toBe(1);
+      // A refunded call, then a served one: each reports the balance the ledger ends with.
+      const refunded = await callOnce('/fail');
+      expect(refunded.status).toBe(502);
+      expect(refunded.balance).toBe(await settled());
+      const next = await callOnce('/after-refund');
+      expect(next.status).toBe(200);
+      expect(next.balance).toBe(await settled());
+      // A burst of 24 at once, a quarter of them refunded; then one more call.
+      const burst = await Promise.all(Array.from({ length: 24 }, (_, i) => callOnce(i % 4 === 0 ? `/fail/${i}` : `/burst/${i}`)));
+      expect(burst.filter((b) => b.status === 502)).toHaveLength(6);
+      const last = await callOnce('/after-burst');
+      expect(last.balance).toBe(await settled());
+      expect(last.balance).toBe(String((1_000_000 - (5 + 1 + 18 + 1) * 1_000) / 1e6));
+    } finally {
+      await app.close();
+      await upstream.close();
+    }
+  });
+});

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { Agent, request } from 'undici';
 import { assertPublicHost, guardedLookup, PrivateUpstreamError } from '#core/gateway';
-import { PlatformError, createQueue } from '#core/platform';
+import { PlatformError, createQueue, readBounded } from '#core/platform';
 import { enqueueEmail, enqueueDeliveries, signWebhook, webhookDeliveryJob } from '#core/notifications';
 import { disableFailingEndpoint, listStalePendingDeliveries, loadDelivery, recordDeliveryAttempt } from '#db/webhooks';
 import { z } from 'zod';
@@ -52,7 +52,8 @@ export function webhookDeliveryProcessor({ sql, redis, settings, log }: QueueDep
           signal: AbortSignal.timeout(settings.WEBHOOK_TIMEOUT_MS),
         });
         statusCode = response.statusCode;
-        const text = await response.body.text().catch(() => '');
+        // The endpoint's answer is read only as far as the delivery log keeps it.
+        const text = (await readBounded(response.body, ERROR_TEXT_MAX * 4)).bytes.toString('utf8');
         if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}${text ? `: ${text.slice(0, ERROR_TEXT_MAX)}` : ''}`;
       } catch (caught) {
         const privateTarget =

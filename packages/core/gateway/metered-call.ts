@@ -3,7 +3,7 @@ import type { MeteredApi } from '#db/metered-apis';
 import type { ChargeReceipt, PricedCall, RefundOutcome, UsageSink } from '#core/billing';
 import type { Caller } from '#core/identity';
 import { formatDollars } from '#contracts/money';
-import { notFound, PlatformError } from '#core/platform';
+import { notFound, PlatformError, readBounded } from '#core/platform';
 import type { SealedConnectionKeys } from './connection-cache.js';
 import { droppedRequestHeaders, planMeteredCall, upstreamFailure, type MeteredCallPlan, type PlanSettings } from './call-plan.js';
 import { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
@@ -473,22 +473,8 @@ function tearDown(body: Readable, source: Readable, end: Readable) {
  * whole (see SecretRedactor); nothing beyond that is ever held.
  */
 export async function readExcerpt(body: Readable, redactor: SecretRedactor | null): Promise<string> {
-  const want = UPSTREAM_EXCERPT_BYTES + MIN_LEAK * 8;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk as Buffer);
-      size += (chunk as Buffer).length;
-      if (size >= want) break;
-    }
-  } catch {
-    // A broken error body still makes a 502; what arrived is enough.
-  } finally {
-    body.destroy();
-  }
-  const read = Buffer.concat(chunks).subarray(0, want);
-  return (redactor ? redactor.redact(read) : read).subarray(0, UPSTREAM_EXCERPT_BYTES).toString('utf8');
+  const { bytes } = await readBounded(body, UPSTREAM_EXCERPT_BYTES + MIN_LEAK * 8);
+  return (redactor ? redactor.redact(bytes) : bytes).subarray(0, UPSTREAM_EXCERPT_BYTES).toString('utf8');
 }
 
 /** A body of bytes for an upstream request made by a program (MCP's call_api), not streamed from a socket. */

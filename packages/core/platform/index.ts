@@ -12,3 +12,4 @@ export { SettingsError, envFlag, loadSettingsOrExit, parseSettings, sharedSettin
 export { TemporalGateway, temporalTls, type TemporalTlsSettings } from './temporal.js';
 export { DEV_CODEC_KEYS, ENCRYPTED_ENCODING, EncryptionCodec, KEY_ID_METADATA, codecServerBody, fromCodecJson, isDevCodecKeys, parseCodecKeys, temporalDataConverter, toCodecJson } from './payload-codec.js';
 export type { CodecKey, CodecServerBody } from './payload-codec.js';
+export { readBounded } from './bounded-read.js';
