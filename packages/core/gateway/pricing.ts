@@ -20,12 +20,19 @@ export function canonicalPath(path: string): string {
  * would route it, so no spelling is priced below what some upstream serves for it:
  * - letter case folded (Express, ASP.NET and IIS route case-insensitively by default);
  * - path parameters dropped from every segment (`/premium;v=1/x` and `/premium%3Bv=1/x` are
- *   `/premium/x` to Tomcat, Jetty and Spring).
+ *   `/premium/x` to Tomcat, Jetty and Spring);
+ * - trailing dots and spaces dropped from every segment (Windows and IIS), then empty segments.
  */
 export function pricedPath(path: string): string {
-  let out = path.toLowerCase();
-  if (out.includes(';') || out.includes('%3b')) out = out.replace(/(?:;|%3b)[^/]*/g, '');
-  return out;
+  const lower = path.toLowerCase();
+  if (!/[;.]|%3b|%20|\/\//.test(lower)) return lower;
+  const segments = lower.split('/').map((segment) => {
+    const bare = segment.split(/;|%3b/)[0] ?? '';
+    // Windows and IIS drop trailing dots and spaces (`/premium./x` is `/premium/x`).
+    return /^\.+$/.test(bare) ? bare : bare.replace(/(?:\.|%20)+$/, '');
+  });
+  // A segment left empty (`/;x/premium`, `/%20/premium`) is no segment to a lenient server.
+  return segments.filter((segment, i) => i === 0 || segment !== '').join('/') || '/';
 }
 
 /** Headers by which a client asks a server to treat a request as another method. */
