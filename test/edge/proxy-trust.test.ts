@@ -43,6 +43,18 @@ function echoingUpstream(req: IncomingMessage, res: ServerResponse) {
     const query = (req.url ?? '').split('?')[1] ?? '';
     res.writeHead(302, { location: `/elsewhere?was=${query.slice(0, 40)}&x=1` });
     res.end();
+  } else if (path.endsWith('/limits')) {
+    res.writeHead(200, { 'content-type': 'application/json', 'x-ratelimit-remaining': '42', 'x-ratelimit-limit': '60', 'x-request-id': 'up-123' });
+    res.end('{}');
+  } else if (path.endsWith('/redirect-relative')) {
+    res.writeHead(302, { location: '/app/v1/redirect/3?x=1' });
+    res.end();
+  } else if (path.endsWith('/redirect-absolute')) {
+    res.writeHead(301, { location: `http://${req.headers.host}/app/v1/landing` });
+    res.end();
+  } else if (path.endsWith('/redirect-away')) {
+    res.writeHead(302, { location: 'https://elsewhere.example/page' });
+    res.end();
   } else {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ method: req.method, url: req.url }));
@@ -159,6 +171,43 @@ describe('the metered call keeps every piece of the platform key and every price
     const after = (await app.deps.sql<{ n: number }[]>`select count(*)::int as n from ledger_entries where account_id = ${account.accountId}`)[0]!.n;
     expect(after).toBe(before);
     expect(upstream.seen.some((seen) => seen.url.includes('admin'))).toBe(false);
+  });
+
+  it("passes on the upstream's rate limits and request id under names of their own, beside the platform's", async () => {
+    const res = await call(pricedApi, '/limits');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-upstream-ratelimit-remaining']).toBe('42');
+    expect(res.headers['x-upstream-ratelimit-limit']).toBe('60');
+    expect(res.headers['x-upstream-request-id']).toBe('up-123');
+    expect(res.headers['x-request-id']).not.toBe('up-123');
+  });
+
+  it("moves the upstream's redirects into the proxy's space (relative, and absolute on its own origin); others stay", async () => {
+    expect((await call(pricedApi, '/redirect-relative')).headers.location).toBe(`/api/v1/proxy/${pricedApi}/redirect/3?x=1`);
+    expect((await call(pricedApi, '/redirect-absolute')).headers.location).toBe(`/api/v1/proxy/${pricedApi}/landing`);
+    expect((await call(pricedApi, '/redirect-away')).headers.location).toBe('https://elsewhere.example/page');
+  });
+
+  it('answers CORS preflights without charging, and lets a page read answers made with its key', async () => {
+    await app.charges.flush();
+    const before = (await app.deps.sql<{ n: number }[]>`select count(*)::int as n from ledger_entries where account_id = ${account.accountId}`)[0]!.n;
+    const seen = upstream.seen.length;
+    const preflight = await rawRequest(edge, {
+      method: 'OPTIONS',
+      path: `/api/v1/proxy/${pricedApi}/premium/x`,
+      headers: { origin: 'https://agent.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-custom' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe('*');
+    expect(String(preflight.headers['access-control-allow-methods'])).toContain('POST');
+    expect(preflight.headers['access-control-allow-headers']).toBe('authorization, content-type, x-custom');
+    const res = await call(pricedApi, '/limits', { origin: 'https://agent.example' });
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['access-control-allow-credentials']).toBeUndefined();
+    await app.charges.flush();
+    const after = (await app.deps.sql<{ n: number }[]>`select count(*)::int as n from ledger_entries where account_id = ${account.accountId}`)[0]!.n;
+    expect(after).toBe(before + 1);
+    expect(upstream.seen.length).toBe(seen + 1);
   });
 
   it("MCP call_api stops reading at its cap, releases the upstream and settles the call; the edge's memory does not hold the answer", async () => {

@@ -27,6 +27,8 @@ export interface MeteredCallPlan {
   /** The canonical path under the API's base URL: what is priced and what is forwarded. */
   path: string;
   origin: string;
+  /** The base URL's path without trailing slashes ('' for the root). */
+  basePath: string;
   /** Path and query sent upstream. */
   upstreamPath: string;
   costMicros: bigint;
@@ -97,6 +99,7 @@ export async function planMeteredCall(
     authHeader: auth && 'header' in auth ? auth.header : null,
     path: path || '/',
     origin: url.origin,
+    basePath: base.basePath,
     upstreamPath: url.path,
     // Priced as the most expensive of the methods the upstream may serve it as (method overrides).
     costMicros: priceOf(api, methodsServed(request.method, request.headers ?? [], request.query), path || '/', byok),

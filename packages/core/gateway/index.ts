@@ -7,3 +7,4 @@ export { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
 export { canonicalPath, methodsServed, priceOf, pricedPath } from './pricing.js';
 export { PrivateUpstreamError, assertPublicHost, downstreamResponseHeaders, guardedLookup, isPrivateAddress, proxyTarget, upstreamBase, upstreamRequestHeaders, upstreamUrl, withAuthQuery, type UpstreamBase } from './upstream.js';
 export { MIN_LEAK, SecretRedactor, secretForms } from './redaction.js';
+export { doorLocation } from './redirects.js';

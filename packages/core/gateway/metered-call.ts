@@ -8,6 +8,7 @@ import type { SealedConnectionKeys } from './connection-cache.js';
 import { droppedRequestHeaders, planMeteredCall, upstreamFailure, type MeteredCallPlan, type PlanSettings } from './call-plan.js';
 import { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
 import { MIN_LEAK, SecretRedactor } from './redaction.js';
+import { doorLocation } from './redirects.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './upstream.js';
 
 /**
@@ -82,6 +83,8 @@ export interface MeteredCallRequest {
   /** Charges the planned price (the door's own rules: X-Max-Cost, x402, ...). Nothing is forwarded before it returns. */
   charge(call: PricedCall): Promise<ChargeReceipt>;
   sink: AnswerSink;
+  /** Where the door's space starts, for the upstream's redirects (see doorLocation): `/api/v1/proxy/{api_id}`, or '' for MCP. */
+  doorBase: string;
   /** What the usage event names as paid, asked when it is recorded (x402 pays on the way out). Default: the receipt. */
   paid?(receipt: ChargeReceipt, costMicros: bigint): { costMicros: bigint; chargeId: string | null };
 }
@@ -203,6 +206,10 @@ export class MeteredCall {
 
     const passed = downstreamResponseHeaders(upstream.headers);
     const answerHeaders = redactor ? redactResponseHeaders(passed, redactor, plan.keyParameter) : passed;
+    for (const name of Object.keys(answerHeaders)) {
+      const value = answerHeaders[name];
+      if (name.toLowerCase() === 'location' && typeof value === 'string') answerHeaders[name] = doorLocation(value, plan, request.doorBase);
+    }
     if (redactor) deleteHeader(answerHeaders, 'content-length');
     if (decoded) deleteHeader(answerHeaders, 'content-encoding');
 

@@ -246,7 +246,11 @@ export function upstreamRequestHeaders(rawHeaders: string[], drop: readonly stri
   return out;
 }
 
-/** Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed platform headers. */
+/**
+ * Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed
+ * platform headers; its `X-RateLimit-*` and `X-Request-Id` as `X-Upstream-RateLimit-*` and
+ * `X-Upstream-Request-Id`.
+ */
 export function downstreamResponseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const connection = headers.connection;
   const named = connection === undefined ? NOTHING : withConnectionTokens(String(connection), NOTHING);
@@ -256,8 +260,12 @@ export function downstreamResponseHeaders(headers: Record<string, string | strin
     if (value === undefined) continue;
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('proxy-')) continue;
-    if (lower === 'set-cookie' || lower === 'x-request-id' || lower.startsWith('x-service-') || lower.startsWith('x-ratelimit-')) continue;
-    out[name] = value;
+    if (lower === 'set-cookie' || lower.startsWith('x-service-')) continue;
+    // The upstream's own limits and request id reach the caller under names that cannot be taken
+    // for the platform's (which sets X-RateLimit-* and X-Request-Id of its own).
+    if (lower === 'x-request-id') out['X-Upstream-Request-Id'] = value;
+    else if (lower.startsWith('x-ratelimit-')) out[`X-Upstream-RateLimit-${name.slice(12)}`] = value;
+    else out[name] = value;
   }
   return out;
 }

@@ -161,6 +161,7 @@ export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: 
       declaredLength: payload === undefined ? 0 : Buffer.byteLength(payload),
       charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage),
       sink,
+      doorBase: '',
     });
   } catch (error) {
     if (error instanceof PlatformError) return platformErrorResult(error);

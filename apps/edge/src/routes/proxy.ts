@@ -27,6 +27,35 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
     done(null, payload);
   });
 
+  // Browser agents may call the proxy: with an API key or agent key only (a cookie alone is refused,
+  // see auth 'apiKey'), so a cross-origin page can use no one's credentials but its own. Preflights
+  // are answered here (not forwarded, not charged, not rate limited per key); every answer to a
+  // request with an Origin may be read cross-origin, headers included. (docs/decisions/proxy-cors.md)
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.headers.origin !== undefined) {
+      reply.header('Access-Control-Allow-Origin', '*');
+      reply.header('Access-Control-Expose-Headers', '*');
+    }
+    done(null, payload);
+  });
+  for (const url of ['/proxy/:apiId/*', '/proxy/:apiId']) {
+    app.route({
+      method: 'OPTIONS',
+      url,
+      config: { auth: 'none' },
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const asked = request.headers['access-control-request-headers'];
+        reply.header('Access-Control-Allow-Origin', '*');
+        reply.header('Access-Control-Allow-Methods', METHODS.join(', '));
+        // Upstreams take headers of their own: any well-formed header name may be sent.
+        reply.header('Access-Control-Allow-Headers', typeof asked === 'string' && /^[A-Za-z0-9!#$%&'*+.^_`|~, -]{1,2000}$/.test(asked) ? asked : 'authorization, content-type, x-max-cost');
+        reply.header('Access-Control-Max-Age', '600');
+        return reply.code(204).send();
+      },
+    });
+  }
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
@@ -84,6 +113,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
       chargeId: receipt.chargeId ?? request.x402Payment?.chargeId ?? null,
     }),
     sink: replySink(reply),
+    doorBase: `/api/v1/proxy/${apiId}`,
   });
   return reply;
 }
