@@ -283,13 +283,21 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const post = (headers: Record<string, string>) =>
       fetch(`${edge}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
 
+    // Refusals are JSON-RPC errors any MCP client can read, carrying the platform's code and hint; the status stays.
     const missing = await post({});
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${app.deps.settings.PUBLIC_URL.replace(/\/$/, '')}/.well-known/oauth-protected-resource/mcp"`);
-    expect(await missing.json()).toMatchObject({ ok: false, code: 'missing_credentials' });
+    // (Refused before the body is read, so the request's id is unknown: null, as JSON-RPC says.)
+    expect(await missing.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32001, message: expect.stringMatching(/^missing_credentials: /), data: { status: 401, ok: false, code: 'missing_credentials', hint: expect.any(String) } },
+    });
     const bad = await post({ authorization: 'Bearer service_sk_000000000000000000000000000000000000000000000000' });
     expect(bad.status).toBe(401);
-    expect(bad.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata=/);
+    // RFC 6750: a token was presented and is no good.
+    expect(bad.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="[^"]+", error="invalid_token", error_description="[^"]+"$/);
+    expect(await bad.json()).toMatchObject({ error: { code: -32001, data: { code: 'invalid_key' } } });
 
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const metadata = await fetch(`${edge}${path}`);
@@ -299,9 +307,25 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
 
     const foreign = await post({ authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
-    expect(await foreign.json()).toMatchObject({ code: 'forbidden' });
+    expect(await foreign.json()).toMatchObject({ error: { data: { code: 'forbidden' } } });
     const own = await post({ authorization: `Bearer ${account.fullKey}`, origin: new URL(app.deps.settings.PUBLIC_URL).origin });
     expect(own.status).not.toBe(403);
+  });
+
+  it("tells the official client why a revoked key is refused: the platform's code is in the error it gets", async () => {
+    const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+    const { key, fullKey } = await createKey(app.deps.sql, { accountId: owner.accountId, kind: 'api', name: 'soon revoked' });
+    const client = await connect(fullKey);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    const revoke = await app.inject({ method: 'DELETE', url: `/api/v1/keys/${key.id}`, headers: { authorization: `Bearer ${owner.fullKey}` } });
+    expect(revoke.statusCode, revoke.body).toBeLessThan(300);
+    // The revocation reaches every edge's key cache through Redis within moments.
+    const refusal = () =>
+      client.listTools().then(
+        () => '',
+        (caught: unknown) => (caught as Error).message,
+      );
+    await expect.poll(refusal, { timeout: 3_000, interval: 100 }).toContain('key_revoked');
   });
 
   it('serves 2025-era clients through the stateless fallback, with the same tools', async () => {

@@ -79,6 +79,36 @@ async function sendWebResponse(reply: FastifyReply, response: Response): Promise
   return reply.send(Buffer.from(await response.arrayBuffer()));
 }
 
+/** Platform codes that mean the bearer token itself is no good (RFC 6750 `invalid_token`). */
+const INVALID_TOKEN = new Set(['invalid_key', 'key_revoked', 'key_expired', 'key_disabled']);
+/** The JSON-RPC error code of an authentication or authorization failure (implementation-defined range). */
+export const JSONRPC_AUTH_ERROR = -32001;
+
+/**
+ * A 401 or 403 of the MCP endpoint, told the way every MCP client can read it: the HTTP status is
+ * kept, `WWW-Authenticate` names the resource metadata (and `error="invalid_token"` when a token was
+ * presented and is no good, as RFC 6750 says), and the body is a JSON-RPC error whose message starts
+ * with the platform's code, with the platform's error body (code, error, hint) as its data.
+ */
+function authFailure(request: FastifyRequest, reply: FastifyReply, payload: unknown, challenge: string): string {
+  let body: { code?: string; error?: string; hint?: string } = {};
+  try {
+    body = JSON.parse(typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '{}') as typeof body;
+  } catch {
+    // Not the platform's error body: the status still says what happened.
+  }
+  const code = typeof body.code === 'string' ? body.code : reply.statusCode === 401 ? 'missing_credentials' : 'forbidden';
+  const quoted = (text: string) => text.replace(/["\\]/g, '').slice(0, 200);
+  const params = INVALID_TOKEN.has(code) ? `, error="invalid_token", error_description="${quoted(body.error ?? code)}"` : '';
+  if (reply.statusCode === 401 || params) reply.header('WWW-Authenticate', `${challenge}${params}`);
+  // Authentication runs before the body is parsed: the id is then unknown, and JSON-RPC says null.
+  const message = (request.body ?? null) as { id?: unknown } | null;
+  const id = message && !Array.isArray(message) && (typeof message.id === 'string' || typeof message.id === 'number') ? message.id : null;
+  const text = `${code}: ${body.error ?? 'Authentication failed'}${body.hint ? ` (${body.hint})` : ''}`;
+  reply.type('application/json; charset=utf-8');
+  return JSON.stringify({ jsonrpc: '2.0', id, error: { code: JSONRPC_AUTH_ERROR, message: text, data: { status: reply.statusCode, ok: false, ...body, code } } });
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Set on the MCP route: its 401s carry the Bearer challenge naming the resource metadata. */
@@ -108,8 +138,9 @@ export default fp(
     );
     app.addHook('onClose', async () => handler.close());
 
-    app.addHook('onSend', async (request, reply) => {
-      if (reply.statusCode === 401 && request.routeOptions.config.bearerChallenge) reply.header('WWW-Authenticate', challenge);
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (!request.routeOptions.config.bearerChallenge || (reply.statusCode !== 401 && reply.statusCode !== 403)) return payload;
+      return authFailure(request, reply, payload, challenge);
     });
 
     app.route({
