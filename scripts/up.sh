@@ -29,10 +29,10 @@ if [ -f apps/cli/seed.ts ]; then
   say db "loading seed data"
   npx tsx apps/cli/seed.ts
 fi
-if [ ! -f apps/dashboard/dist/index.html ]; then
-  say build "building the dashboard"
-  npm run --silent build:dashboard
-fi
+# Always a fresh production build (about a second): a build left from older sources, or a development
+# one, is never what the edge serves.
+say build "building the dashboard (production, precompressed)"
+npm run --silent build:dashboard
 
 # Each process runs with its output piped through a log filter that prefixes its name (pino-pretty
 # on a terminal). Ctrl-C (or SIGINT/SIGTERM to this script) signals the processes themselves first and

@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
@@ -438,6 +438,35 @@ describe('dashboard in a browser', () => {
     const events = ((await call(`/api/v1/cookbooks/sessions/${id}/event-log`, { key: firstKey })).body.events as { event: string }[]).map((e) => e.event);
     expect(events.filter((name) => name === 'human_step.changes_requested')).toHaveLength(1);
     expect(events.filter((name) => name === 'human_step.pending')).toHaveLength(2);
+  });
+
+  it("asks the server for each page's data once when the page opens", async () => {
+    // A full load of each page, then a quiet moment (shorter than the pages' 5 s polling): every GET
+    // the page makes is counted by address. A development build's StrictMode, or an effect that
+    // runs twice, would ask twice. The pages that follow event streams may re-read what the events
+    // change once after a stream replays its history (it may hold events newer than the first
+    // read), never once per replayed event.
+    const rereadAfterReplay: Record<string, string[]> = {
+      '/inbox': ['/api/v1/me/human-steps'],
+      [`/sessions/${sessionId}`]: [`/api/v1/cookbooks/sessions/${sessionId}`, `/api/v1/cookbooks/sessions/${sessionId}/human-steps`],
+    };
+    const pages = ['/', '/keys', '/connections', '/inbox', '/sessions', '/directory', '/approvers', '/webhooks', `/sessions/${sessionId}`];
+    for (const path of pages) {
+      const asked: string[] = [];
+      const record = (request: Request) => {
+        const url = new URL(request.url());
+        if (request.method() === 'GET' && url.pathname.startsWith('/api/') && !url.pathname.endsWith('/events')) asked.push(url.pathname + url.search);
+      };
+      page.on('request', record);
+      await page.goto(`${base}${path}`);
+      await page.locator('h1').first().waitFor();
+      await page.waitForTimeout(2_500);
+      page.off('request', record);
+      const counts = [...asked.reduce((tally, url) => tally.set(url, (tally.get(url) ?? 0) + 1), new Map<string, number>())];
+      expect(asked.length, `${path} asked nothing`).toBeGreaterThan(0);
+      const allowed = (url: string) => (rereadAfterReplay[path]?.includes(url) ? 2 : 1);
+      expect(counts.filter(([url, hits]) => hits > allowed(url)), `${path}: ${JSON.stringify(counts)}`).toEqual([]);
+    }
   });
 
   it('signs out, after which the old session cookie no longer works', async () => {

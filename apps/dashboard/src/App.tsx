@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, describeError, isUnauthenticated } from './api';
+import { call, client, describeError, isUnauthenticated } from './api';
 import { AcceptInvitePage } from './pages/AcceptInvite';
 import { ApproversPage } from './pages/Approvers';
 import { AuthPage } from './pages/Auth';
@@ -11,7 +11,7 @@ import { OverviewPage } from './pages/Overview';
 import { SessionDetailPage, SessionsPage } from './pages/Sessions';
 import { WebhooksPage } from './pages/Webhooks';
 import { Link, navigate, useLocation } from './router';
-import { accountFrom, SessionContext, signedInEmail, type Account, type SignedInBody } from './session';
+import { accountFrom, SessionContext, signedInEmail, type Account } from './session';
 import { Notice, Spinner } from './ui';
 
 /** `approver`: also shown to approvers, who see and complete the account's human steps and nothing else. */
@@ -66,7 +66,7 @@ export function App() {
 
   const check = useCallback(() => {
     setCheckError(null);
-    api<SignedInBody>('/api/auth/session')
+    call(client.GET('/api/auth/session'))
       .then((body) => setAccount(accountFrom(body)))
       .catch((error: unknown) => {
         if (isUnauthenticated(error)) setAccount(null);
@@ -102,7 +102,7 @@ export function App() {
   const signOut = useCallback(async () => {
     setSignOutError(null);
     try {
-      await api('/api/auth/logout', { method: 'POST' });
+      await call(client.POST('/api/auth/logout'));
       setAccount(null);
       navigate('/signin');
     } catch (error) {

@@ -1,8 +1,11 @@
 /**
- * The dashboard's only way to the server: the same /api/v1 endpoints agents use, authenticated by
- * the HttpOnly session cookie. Changes echo the readable csrf_token cookie in X-CSRF-Token, as the
- * edge requires for cookie-authenticated requests.
+ * The dashboard's only way to the server: the same /api/v1 endpoints agents use, through the typed
+ * client generated from the edge's OpenAPI document (packages/client: openapi-fetch over the
+ * generated `paths`), so a route's schema change that breaks a page fails the typecheck. Calls are
+ * authenticated by the HttpOnly session cookie; changes echo the readable csrf_token cookie in
+ * X-CSRF-Token, as the edge requires for cookie-authenticated requests.
  */
+import { createPlatformClient, type paths } from '#client';
 
 export const CSRF_COOKIE = 'csrf_token';
 
@@ -27,55 +30,68 @@ function readCookie(name: string): string | null {
   return null;
 }
 
-export interface RequestOptions {
-  method?: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
-  body?: unknown;
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
+/** The typed client: `client.GET('/api/v1/balance')`, paths, parameters and answers from the OpenAPI document. */
+export const client = createPlatformClient({ baseUrl: window.location.origin, headers: { accept: 'application/json' } });
+client.use({
+  onRequest({ request }) {
+    if (request.method === 'GET' || request.method === 'HEAD') return undefined;
+    const csrf = readCookie(CSRF_COOKIE);
+    if (csrf) request.headers.set('x-csrf-token', csrf);
+    return request;
+  },
+});
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type SuccessStatus = 200 | 201 | 202;
+type JsonOf<Response> = Response extends { content: { 'application/json': infer Body } } ? Body : never;
+type SuccessBody<Operation> = Operation extends { responses: infer Responses } ? JsonOf<Responses[keyof Responses & SuccessStatus]> : never;
+
+/**
+ * The JSON body of a route's successful answer, from the generated types:
+ * `Answer<'/api/v1/webhooks', 'get'>['webhooks'][number]` is one webhook endpoint as listed.
+ */
+export type Answer<Path extends keyof paths, M extends Method = 'get'> = SuccessBody<NonNullable<paths[Path][M]>>;
+
+/** What an openapi-fetch call resolves to (either member of its union). */
+export interface CallResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
 }
 
-/** Absolute API path: `/keys` becomes `/api/v1/keys`; `/api/auth/...` stays as it is. */
-export const apiPath = (path: string) => (path.startsWith('/api/') ? path : `/api/v1${path}`);
+const text = (value: unknown) => (typeof value === 'string' ? value : null);
 
-export async function api<T>(path: string, options: RequestOptions = {}): Promise<T> {
-  const method = options.method ?? 'GET';
-  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET') {
-    const csrf = readCookie(CSRF_COOKIE);
-    if (csrf) headers['x-csrf-token'] = csrf;
-  }
-  let response: Response;
+/**
+ * The data of a successful call, or an ApiError carrying the platform's error shape
+ * `{ ok: false, error, code, hint }` (and Retry-After) for a refused one; an unreachable server is
+ * an ApiError too. An aborted call rethrows the AbortError for the caller to ignore.
+ *
+ *     const { balance } = await call(client.GET('/api/v1/balance'));
+ */
+export async function call<T>(request: Promise<CallResult<T>>): Promise<T> {
+  let result: CallResult<T>;
   try {
-    response = await fetch(apiPath(path), {
-      method,
-      headers,
-      credentials: 'same-origin',
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: options.signal,
-    });
+    result = await request;
   } catch (error) {
     if ((error as Error).name === 'AbortError') throw error;
     throw new ApiError('The server could not be reached. Check your connection and try again.', 0, 'network_error', null, null);
   }
-  let body: Record<string, unknown> | null = null;
-  try {
-    body = (await response.json()) as Record<string, unknown>;
-  } catch {
-    body = null;
-  }
-  if (!response.ok || body === null || body.ok !== true) {
-    const retry = Number(response.headers.get('retry-after'));
-    throw new ApiError(
-      typeof body?.error === 'string' ? body.error : `The server answered ${response.status} ${response.statusText}`.trim(),
-      response.status,
-      typeof body?.code === 'string' ? body.code : 'unknown',
-      typeof body?.hint === 'string' ? body.hint : null,
-      Number.isFinite(retry) && retry > 0 ? retry : null,
-    );
-  }
-  return body as T;
+  const { data, error, response } = result;
+  const ok = response.ok && data !== null && typeof data === 'object' && (data as { ok?: unknown }).ok === true;
+  if (ok) return data;
+  const body = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
+  const retry = Number(response.headers.get('retry-after'));
+  throw new ApiError(
+    text(body.error) ?? `The server answered ${response.status} ${response.statusText}`.trim(),
+    response.status,
+    text(body.code) ?? 'unknown',
+    text(body.hint),
+    Number.isFinite(retry) && retry > 0 ? retry : null,
+  );
 }
+
+/** Absolute URL path of a route, for what the typed client cannot make (an EventSource's address). */
+export const apiPath = (path: string) => (path.startsWith('/api/') ? path : `/api/v1${path}`);
 
 const sentence = (text: string) => {
   const trimmed = text.trim();

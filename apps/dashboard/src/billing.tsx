@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, ApiError, describeError } from './api';
+import { ApiError, call, client, describeError, type Answer } from './api';
 import { formatDateTime, formatDollars, formatRelative } from './format';
 import { Link } from './router';
 import { Badge, Card, ErrorMessage, Notice, Spinner, useAction, useApi, type Loaded } from './ui';
@@ -15,16 +15,8 @@ import { Badge, Card, ErrorMessage, Notice, Spinner, useAction, useApi, type Loa
  */
 export type BillingMode = 'sandbox' | 'live' | 'no-card-payments';
 
-export interface AutoTopup {
-  enabled: boolean;
-  threshold: number | null;
-  amount: number | null;
-  cardSaved: boolean;
-  inFlight: boolean;
-  failures: number;
-  retryAfter: string | null;
-  lastError: string | null;
-}
+/** The automatic top-up state, as GET /api/v1/balance/auto-topup answers it. */
+export type AutoTopup = Answer<'/api/v1/balance/auto-topup'>;
 
 const MODE_KEY = 'billing-mode';
 const PENDING_KEY = 'pending-topup';
@@ -245,11 +237,7 @@ export function TopUpForm({ balance, mode, onMode, onCredited }: { balance: numb
     await run(async () => {
       try {
         // One idempotency key per click: a retried request after a dropped connection credits (or starts a payment) once.
-        const body = await api<{ credited: number; balance: number } | { checkoutUrl: string; topUpId: string }>('/balance', {
-          method: 'POST',
-          body: { amount: Number(amount) },
-          headers: { 'idempotency-key': crypto.randomUUID() },
-        });
+        const body = await call(client.POST('/api/v1/balance', { body: { amount: Number(amount) }, headers: { 'idempotency-key': crypto.randomUUID() } }));
         if ('checkoutUrl' in body) {
           onMode('live');
           writePending({ topUpId: body.topUpId, amount: Number(amount), balanceBefore: balance });
@@ -321,8 +309,8 @@ export function BalanceFigure({ balance }: { balance: number | null | undefined 
 
 /** The low-balance alert: a balance.low webhook event (and by default an e-mail) when a charge takes the balance below it. */
 export function LowBalanceAlertCard({ onUnauthenticated }: { onUnauthenticated: () => void }) {
-  const alerts = useApi<{ lowBalanceThreshold: number | null }>('/balance/alerts', onUnauthenticated);
-  const email = useApi<{ email: string; eventTypes: string[] }>('/notifications/email', onUnauthenticated);
+  const alerts = useApi('balance/alerts', (signal) => client.GET('/api/v1/balance/alerts', { signal }), onUnauthenticated);
+  const email = useApi('notifications/email', (signal) => client.GET('/api/v1/notifications/email', { signal }), onUnauthenticated);
   const emailed = email.data ? email.data.eventTypes.includes('balance.low') : null;
   return (
     <Card title="Low-balance alert" className="billing-card">
@@ -348,7 +336,7 @@ function LowBalanceForm({ initial }: { initial: number | null }) {
     setSaved(null);
     await run(async () => {
       const value = threshold.trim();
-      const body = await api<{ lowBalanceThreshold: number | null }>('/balance/alerts', { method: 'PUT', body: { lowBalanceThreshold: value === '' ? null : value } });
+      const body = await call(client.PUT('/api/v1/balance/alerts', { body: { lowBalanceThreshold: value === '' ? null : value } }));
       setSaved({ threshold: body.lowBalanceThreshold });
       setThreshold(body.lowBalanceThreshold === null ? '' : String(body.lowBalanceThreshold));
     });
@@ -405,7 +393,7 @@ export function AutoTopupCard({ state, mode, onMode }: { state: Loaded<AutoTopup
   const saveCard = () =>
     setup.run(async () => {
       try {
-        const body = await api<{ checkoutUrl: string }>('/balance/auto-topup/setup', { method: 'POST' });
+        const body = await call(client.POST('/api/v1/balance/auto-topup/setup'));
         onMode('live');
         setLeaving(true);
         window.location.assign(body.checkoutUrl);
@@ -525,7 +513,7 @@ function AutoTopupForm({
     setSaved(null);
     await run(async () => {
       try {
-        const body = await api<AutoTopup>('/balance/auto-topup', { method: 'PUT', body: { enabled, threshold: threshold.trim(), amount: amount.trim() } });
+        const body = await call(client.PUT('/api/v1/balance/auto-topup', { body: { enabled, threshold: threshold.trim(), amount: amount.trim() } }));
         setSaved(body);
         onSaved();
       } catch (caught) {

@@ -1,4 +1,4 @@
-import type { HumanStepContextView } from '#contracts/cookbooks';
+import type { HumanStepContext } from './sessions-data';
 
 /** "firstInvoiceCents" → "First invoice cents". */
 export function fieldLabel(name: string): string {
@@ -63,7 +63,7 @@ export function ContextValue({ value, depth = 0 }: { value: unknown; depth?: num
 }
 
 /** What the person needs from earlier steps, grouped by step, before the form that decides. */
-export function StepContext({ context }: { context: HumanStepContextView[] }) {
+export function StepContext({ context }: { context: HumanStepContext[] }) {
   if (context.length === 0) return null;
   return (
     <section className="step-context" aria-label="From earlier steps" data-testid="step-context">

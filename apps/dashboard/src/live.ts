@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { apiPath } from './api';
 
 /** Event names of a cookbook session's stream (see the cookbook workflow). */
@@ -91,5 +91,28 @@ export function useInterval(tick: () => void, ms: number): void {
       if (document.visibilityState === 'visible') saved.current();
     }, ms);
     return () => window.clearInterval(timer);
+  }, [ms]);
+}
+
+/**
+ * A trailing-edge debounce of `action`: a burst of calls within `ms` runs it once. A stream replays
+ * a session's whole history on connect, and each event would otherwise re-read the same data.
+ */
+export function useCoalesced(action: () => void, ms: number): () => void {
+  const saved = useRef(action);
+  saved.current = action;
+  const timer = useRef<number | null>(null);
+  useEffect(
+    () => () => {
+      if (timer.current !== null) window.clearTimeout(timer.current);
+    },
+    [],
+  );
+  return useCallback(() => {
+    if (timer.current !== null) window.clearTimeout(timer.current);
+    timer.current = window.setTimeout(() => {
+      timer.current = null;
+      saved.current();
+    }, ms);
   }, [ms]);
 }

@@ -1,9 +1,10 @@
 import { createContext, useContext } from 'react';
+import type { Answer } from './api';
 
-export interface Person {
-  id: string;
-  email: string;
-}
+/** What GET /api/auth/session, POST /api/auth/login and POST /api/auth/accept-invite answer about who signed in. */
+type SignedInBody = Answer<'/api/auth/session'> | Answer<'/api/auth/login', 'post'> | Answer<'/api/auth/accept-invite', 'post'>;
+
+export type Person = SignedInBody['account'];
 
 /**
  * Who is signed in. `id` and `email` are the account's (its owner's); an approver signs in to the
@@ -17,15 +18,8 @@ export interface Account {
   member: Person | null;
 }
 
-/** What POST /api/auth/login, POST /api/auth/accept-invite and GET /api/auth/session answer about the person. */
-export interface SignedInBody {
-  account: Person;
-  role?: 'owner' | 'approver';
-  member?: Person | null;
-}
-
 export function accountFrom(body: SignedInBody): Account {
-  return { id: body.account.id, email: body.account.email, role: body.role ?? 'owner', member: body.member ?? null };
+  return { id: body.account.id, email: body.account.email, role: body.role, member: body.member };
 }
 
 /** The address of the person at the keyboard: the approver's own, or the owner's. */

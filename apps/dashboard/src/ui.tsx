@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
-import { api, describeError, isUnauthenticated } from './api';
+import { call, describeError, isUnauthenticated, type CallResult } from './api';
 
 export function Spinner({ label = 'Loading' }: { label?: string }) {
   return (
@@ -98,17 +98,25 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** GETs an API path and keeps the latest answer; a 401 signs the person out. */
-export function useApi<T>(path: string | null, onUnauthenticated?: () => void): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: path !== null });
+/**
+ * Loads with a typed client call and keeps the latest answer; a 401 signs the person out. `key`
+ * names what `load` fetches (its path and parameters): the call is made once per key (and again on
+ * `reload`), and not at all while the key is null.
+ *
+ *     const balance = useApi('balance', (signal) => client.GET('/api/v1/balance', { signal }), expired);
+ */
+export function useApi<T>(key: string | null, load: (signal: AbortSignal) => Promise<CallResult<T>>, onUnauthenticated?: () => void): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: key !== null });
   const [version, setVersion] = useState(0);
   const signOut = useRef(onUnauthenticated);
   signOut.current = onUnauthenticated;
+  const loader = useRef(load);
+  loader.current = load;
   useEffect(() => {
-    if (path === null) return;
+    if (key === null) return;
     const controller = new AbortController();
     setState((previous) => ({ ...previous, loading: true, error: null }));
-    api<T>(path, { signal: controller.signal })
+    call(loader.current(controller.signal))
       .then((data) => setState({ data, error: null, loading: false }))
       .catch((error: unknown) => {
         if ((error as Error).name === 'AbortError') return;
@@ -116,7 +124,7 @@ export function useApi<T>(path: string | null, onUnauthenticated?: () => void): 
         setState((previous) => ({ data: previous.data, error, loading: false }));
       });
     return () => controller.abort();
-  }, [path, version]);
+  }, [key, version]);
   const reload = useCallback(() => setVersion((v) => v + 1), []);
   return { ...state, reload };
 }

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, ApiError, describeError } from '../api';
+import { ApiError, call, client, describeError } from '../api';
 import { Link } from '../router';
-import { accountFrom, signedInEmail, type Account, type SignedInBody } from '../session';
+import { accountFrom, signedInEmail, type Account } from '../session';
 import { PASSWORD_HINT } from './Auth';
 
 /**
@@ -60,7 +60,7 @@ export function AcceptInvitePage({ signedInAs, onSignedIn }: { signedInAs: Accou
     setBusy(true);
     setError(null);
     try {
-      const signedIn = await api<SignedInBody>('/api/auth/accept-invite', { method: 'POST', body: { token: link.token, password } });
+      const signedIn = await call(client.POST('/api/auth/accept-invite', { body: { token: link.token, password } }));
       onSignedIn(accountFrom(signedIn));
     } catch (caught) {
       setError(acceptError(caught));

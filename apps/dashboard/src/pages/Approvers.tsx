@@ -1,19 +1,11 @@
 import { useState, type FormEvent } from 'react';
-import { api, ApiError } from '../api';
+import { ApiError, call, client, type Answer } from '../api';
 import { formatDateTime } from '../format';
 import { useSession } from '../session';
 import { Badge, Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 
-/** An approver of the account, as GET /api/v1/members lists it. */
-export interface Member {
-  id: string;
-  email: string;
-  role: 'approver';
-  /** invited: the e-mail is out and not accepted yet. */
-  status: 'invited' | 'active';
-  invitedAt: string;
-  acceptedAt: string | null;
-}
+/** An approver of the account, as GET /api/v1/members lists it (`invited`: the e-mail is out and not accepted yet). */
+export type Member = Answer<'/api/v1/members'>['members'][number];
 
 function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
   const [email, setEmail] = useState('');
@@ -22,7 +14,7 @@ function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
     event.preventDefault();
     await run(async () => {
       try {
-        const created = await api<{ member: Member }>('/members', { method: 'POST', body: { email: email.trim() } });
+        const created = await call(client.POST('/api/v1/members', { body: { email: email.trim() } }));
         setEmail('');
         onInvited(created.member);
       } catch (caught) {
@@ -72,7 +64,7 @@ function MemberRow({ member, onChanged, onMessage }: { member: Member; onChanged
             aria-label={`Resend invitation to ${member.email}`}
             onClick={() =>
               void run(async () => {
-                await api(`/members/${encodeURIComponent(member.id)}/resend-invite`, { method: 'POST' });
+                await call(client.POST('/api/v1/members/{memberId}/resend-invite', { params: { path: { memberId: member.id } } }));
                 onMessage(`The invitation went to ${member.email} again. The link in the earlier e-mail no longer works.`);
                 onChanged();
               })
@@ -87,7 +79,7 @@ function MemberRow({ member, onChanged, onMessage }: { member: Member; onChanged
           question={`Remove ${member.email}? ${invited ? 'The invitation link stops working.' : 'They are signed out at once and cannot sign in again.'} Steps assigned to them go back to any approver.`}
           onConfirm={() =>
             run(async () => {
-              await api(`/members/${encodeURIComponent(member.id)}`, { method: 'DELETE' });
+              await call(client.DELETE('/api/v1/members/{memberId}', { params: { path: { memberId: member.id } } }));
               onMessage(`${member.email} is no longer an approver.`);
               onChanged();
             })
@@ -101,7 +93,7 @@ function MemberRow({ member, onChanged, onMessage }: { member: Member; onChanged
 /** The owner's page for approvers: invite by e-mail, see who accepted, resend, remove. */
 export function ApproversPage() {
   const { expired } = useSession();
-  const members = useApi<{ members: Member[] }>('/members', expired);
+  const members = useApi('members', (signal) => client.GET('/api/v1/members', { signal }), expired);
   const [message, setMessage] = useState<string | null>(null);
   const list = members.data?.members ?? [];
 

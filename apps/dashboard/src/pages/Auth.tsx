@@ -1,15 +1,8 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, ApiError, describeError } from '../api';
+import { ApiError, call, client, describeError } from '../api';
 import { Link, navigate } from '../router';
-import { accountFrom, type Account, type SignedInBody } from '../session';
+import { accountFrom, type Account } from '../session';
 import { KeyReveal } from './Keys';
-
-interface RegisterBody {
-  account: { id: string; email: string };
-  fullKey: string;
-  key: { name: string; prefix: string };
-  balance: number;
-}
 
 /** The password policy in a sentence, under every field where a person chooses a password. */
 export const PASSWORD_HINT = '10 to 200 characters, not your email and not a common password. A long passphrase is best.';
@@ -45,11 +38,11 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
     setError(null);
     try {
       if (mode === 'signup') {
-        const registered = await api<RegisterBody>('/register', { method: 'POST', body: { email, password } });
-        const login = await api<SignedInBody>('/api/auth/login', { method: 'POST', body: { email, password } });
+        const registered = await call(client.POST('/api/v1/register', { body: { email, password } }));
+        const login = await call(client.POST('/api/auth/login', { body: { email, password } }));
         setFirstKey({ account: accountFrom(login), fullKey: registered.fullKey, balance: registered.balance });
       } else {
-        const login = await api<SignedInBody>('/api/auth/login', { method: 'POST', body: { email, password } });
+        const login = await call(client.POST('/api/auth/login', { body: { email, password } }));
         onSignedIn(accountFrom(login));
       }
     } catch (caught) {

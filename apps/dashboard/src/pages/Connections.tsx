@@ -1,16 +1,9 @@
 import { useState, type FormEvent } from 'react';
-import { api } from '../api';
+import { call, client } from '../api';
 import { formatDateTime } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
 import { Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
-
-interface Connection {
-  apiId: string;
-  keyHint: string;
-  createdAt: string;
-  updatedAt?: string;
-}
 
 function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) {
   const [apiId, setApiId] = useState('');
@@ -19,7 +12,7 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     await run(async () => {
-      await api(`/connect/${encodeURIComponent(apiId.trim())}`, { method: 'POST', body: { apiKey } });
+      await call(client.POST('/api/v1/connect/{apiId}', { params: { path: { apiId: apiId.trim() } }, body: { apiKey } }));
       // The key leaves the browser's memory as soon as the server has it.
       setApiKey('');
       onConnected(apiId.trim());
@@ -60,7 +53,7 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
 
 export function ConnectionsPage() {
   const { expired } = useSession();
-  const connections = useApi<{ connections: Connection[] }>('/me/apis', expired);
+  const connections = useApi('me/apis', (signal) => client.GET('/api/v1/me/apis', { signal }), expired);
   const [notice, setNotice] = useState<string | null>(null);
   const { error, run } = useAction();
 
@@ -103,7 +96,7 @@ export function ConnectionsPage() {
                     question={`Disconnect ${connection.apiId}? Your stored key is deleted.`}
                     onConfirm={() =>
                       run(async () => {
-                        await api(`/connect/${encodeURIComponent(connection.apiId)}`, { method: 'DELETE' });
+                        await call(client.DELETE('/api/v1/connect/{apiId}', { params: { path: { apiId: connection.apiId } } }));
                         setNotice(`Disconnected ${connection.apiId}.`);
                         connections.reload();
                       })

@@ -1,6 +1,5 @@
-import type { ApiDetail, ApiSummary } from '#contracts/directory';
 import { useEffect, useState, type FormEvent } from 'react';
-import { api } from '../api';
+import { call, client, type Answer } from '../api';
 import { formatDollars, formatNumber } from '../format';
 import { Markdown } from '../markdown';
 import { Link, navigate, useLocation } from '../router';
@@ -10,18 +9,7 @@ import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useActio
 /** The price of GET /apis/{id}/instructions (10,000 micro-dollars), shown before the button is pressed. */
 export const INSTRUCTIONS_PRICE = 0.01;
 
-interface Category {
-  id: string;
-  name: string;
-  apiCount: number;
-}
-
-interface Tally {
-  up: number;
-  down: number;
-  score: number;
-  myVote: number | null;
-}
+type ApiSummary = Answer<'/api/v1/apis'>['apis'][number];
 
 function ApiList({ apis }: { apis: ApiSummary[] }) {
   return (
@@ -55,15 +43,15 @@ export function DirectoryPage() {
   const [textMode, setTextMode] = useState<'search' | 'discover'>(mode);
   useEffect(() => setText(q), [q]);
 
-  const categories = useApi<{ categories: Category[] }>('/categories');
-  const listPath =
-    mode === 'discover' && q
-      ? null
-      : category
-        ? `/apis/category/${encodeURIComponent(category)}?limit=50`
-        : `/apis?limit=50${q ? `&q=${encodeURIComponent(q)}` : ''}`;
-  const list = useApi<{ apis: ApiSummary[]; hint?: string }>(listPath);
-  const discovery = useApi<{ results: { api: ApiSummary; score: number; reason: string }[] }>(mode === 'discover' && q ? `/discover?q=${encodeURIComponent(q)}` : null);
+  const categories = useApi('categories', (signal) => client.GET('/api/v1/categories', { signal }));
+  const list = useApi(mode === 'discover' && q ? null : JSON.stringify(['apis', category, q]), (signal) =>
+    category
+      ? client.GET('/api/v1/apis/category/{category}', { params: { path: { category }, query: { limit: 50 } }, signal })
+      : client.GET('/api/v1/apis', { params: { query: { limit: 50, ...(q ? { q } : {}) } }, signal }),
+  );
+  const discovery = useApi(mode === 'discover' && q ? JSON.stringify(['discover', q]) : null, (signal) =>
+    client.GET('/api/v1/discover', { params: { query: { q } }, signal }),
+  );
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -143,14 +131,14 @@ export function DirectoryPage() {
 
 function Votes({ apiId }: { apiId: string }) {
   const { expired } = useSession();
-  const tally = useApi<Tally>(`/votes?targetType=api&targetId=${encodeURIComponent(apiId)}`, expired);
+  const tally = useApi(JSON.stringify(['votes', apiId]), (signal) => client.GET('/api/v1/votes', { params: { query: { targetType: 'api', targetId: apiId } }, signal }), expired);
   const { busy, error, run } = useAction();
   const vote = async (value: 1 | -1) => {
     await run(async () => {
       if (tally.data?.myVote === value) {
-        await api(`/vote?targetType=api&targetId=${encodeURIComponent(apiId)}`, { method: 'DELETE' });
+        await call(client.DELETE('/api/v1/vote', { body: { targetType: 'api', targetId: apiId } }));
       } else {
-        await api('/vote', { method: 'POST', body: { targetType: 'api', targetId: apiId, value } });
+        await call(client.POST('/api/v1/vote', { body: { targetType: 'api', targetId: apiId, value } }));
       }
       tally.reload();
     });
@@ -170,7 +158,7 @@ function Votes({ apiId }: { apiId: string }) {
 }
 
 export function ApiDetailPage({ apiId }: { apiId: string }) {
-  const detail = useApi<{ api: ApiDetail }>(`/apis/${encodeURIComponent(apiId)}`);
+  const detail = useApi(JSON.stringify(['api', apiId]), (signal) => client.GET('/api/v1/apis/{id}', { params: { path: { id: apiId } }, signal }));
   const [instructions, setInstructions] = useState<string | null>(null);
   const [charged, setCharged] = useState<string | null>(null);
   const { busy, error, run } = useAction();
@@ -178,7 +166,7 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
 
   const loadInstructions = async () => {
     await run(async () => {
-      const body = await api<{ instructions: string }>(`/apis/${encodeURIComponent(apiId)}/instructions`);
+      const body = await call(client.GET('/api/v1/apis/{id}/instructions', { params: { path: { id: apiId } } }));
       setInstructions(body.instructions);
       setCharged(`${formatDollars(INSTRUCTIONS_PRICE)} was charged to your balance.`);
     });

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, isUnauthenticated } from '../api';
+import { call, client, isUnauthenticated } from '../api';
 import { formatDateTime, formatRelative } from '../format';
 import { useInterval, useSessionStreams } from '../live';
 import { StepContext } from '../context-view';
@@ -19,7 +19,7 @@ export async function completeHumanStep(
   decision?: { decision: 'reject' | 'request_changes'; note: string },
 ): Promise<void> {
   const body = decision ? { stepId, resultData, decision: decision.decision, ...(decision.note ? { note: decision.note } : {}) } : { stepId, resultData };
-  await api(`/cookbooks/sessions/${encodeURIComponent(sessionId)}/complete-step`, { method: 'POST', body });
+  await call(client.POST('/api/v1/cookbooks/sessions/{sessionId}/complete-step', { params: { path: { sessionId } }, body }));
 }
 
 /** Rejecting or sending the step back, with a note; shown only when the cookbook offers it. */
@@ -101,9 +101,11 @@ function AssigneeSelect({
       const chosen = active.find((member) => member.id === memberId);
       onChange(chosen ? { id: chosen.id, email: chosen.email } : null);
       try {
-        const body = await api<{ assignee: Person | null }>(
-          `/cookbooks/sessions/${encodeURIComponent(step.sessionId)}/steps/${encodeURIComponent(step.stepId)}/assignee`,
-          { method: 'PUT', body: { memberId: chosen ? chosen.id : null } },
+        const body = await call(
+          client.PUT('/api/v1/cookbooks/sessions/{sessionId}/steps/{stepId}/assignee', {
+            params: { path: { sessionId: step.sessionId, stepId: step.stepId } },
+            body: { memberId: chosen ? chosen.id : null },
+          }),
         );
         onChange(body.assignee);
         setSaved(body.assignee ? `Saved: ${body.assignee.email} takes this step; other approvers no longer see it.` : 'Saved: any approver can take this step.');
@@ -242,16 +244,16 @@ export function HumanStepCard({
 export function InboxPage() {
   const { expired, account } = useSession();
   const { search } = useLocation();
-  const inbox = useApi<{ humanSteps: HumanStep[] }>('/me/human-steps', expired);
+  const inbox = useApi('me/human-steps', (signal) => client.GET('/api/v1/me/human-steps', { signal }), expired);
   // The owner's approvers, read once per visit, for the "Assigned to" choice on each card.
-  const members = useApi<{ members: Member[] }>(account.role === 'owner' ? '/members' : null, expired);
+  const members = useApi(account.role === 'owner' ? 'members' : null, (signal) => client.GET('/api/v1/members', { signal }), expired);
   const [active, setActive] = useState<Session[]>([]);
   const [done, setDone] = useState<string | null>(null);
   const reloadTimer = useRef<number | null>(null);
   const { reload } = inbox;
 
   const refreshSessions = useCallback(() => {
-    api<{ sessions: Session[] }>('/cookbooks/sessions?limit=200')
+    call(client.GET('/api/v1/cookbooks/sessions', { params: { query: { limit: 200 } } }))
       .then((body) => setActive(body.sessions))
       .catch((error: unknown) => {
         // A removed approver (or an ended session) finds out within one refresh.

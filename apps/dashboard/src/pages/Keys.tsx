@@ -1,10 +1,12 @@
 import { useState, type FormEvent } from 'react';
-import type { AgentKeyMeta as AgentKey, KeyMeta } from '#contracts/keys';
-import { api } from '../api';
+import { call, client, type Answer } from '../api';
 import { formatDateTime, formatDollars, statusLabel } from '../format';
 import { useSession } from '../session';
 import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, PageHeader, Spinner, useAction, useApi } from '../ui';
 
+
+type KeyMeta = Answer<'/api/v1/keys'>['keys'][number];
+type AgentKey = Answer<'/api/v1/agent-keys'>['agentKeys'][number];
 
 const STATUS_TONE = { enabled: 'green', disabled: 'amber', revoked: 'grey' } as const;
 
@@ -38,7 +40,7 @@ function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void 
 
   const change = async (body: { name?: string; status?: 'enabled' | 'disabled' }) => {
     await run(async () => {
-      await api(`/keys/${encodeURIComponent(apiKey.id)}`, { method: 'PATCH', body });
+      await call(client.PATCH('/api/v1/keys/{id}', { params: { path: { id: apiKey.id } }, body }));
       setRenaming(false);
       onChanged();
     });
@@ -96,7 +98,7 @@ function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void 
             question={`Revoke “${apiKey.name}”? Programs using it stop working at once; this cannot be undone.`}
             onConfirm={() =>
               run(async () => {
-                await api(`/keys/${encodeURIComponent(apiKey.id)}`, { method: 'DELETE' });
+                await call(client.DELETE('/api/v1/keys/{id}', { params: { path: { id: apiKey.id } } }));
                 onChanged();
               })
             }
@@ -114,7 +116,7 @@ function CreateKey({ onCreated }: { onCreated: () => void }) {
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     await run(async () => {
-      const created = await api<{ fullKey: string }>('/keys', { method: 'POST', body: { name } });
+      const created = await call(client.POST('/api/v1/keys', { body: { name } }));
       setFullKey(created.fullKey);
       setName('');
       onCreated();
@@ -151,15 +153,16 @@ function CreateAgentKey({ onCreated }: { onCreated: () => void }) {
       .map((id) => id.trim())
       .filter(Boolean);
     await run(async () => {
-      const created = await api<{ fullKey: string }>('/agent-keys', {
-        method: 'POST',
-        body: {
-          name,
-          ...(spendLimit ? { spendLimit } : {}),
-          ...(apis.length ? { allowedApis: apis } : {}),
-          ...(expiresAt ? { expiresAt: new Date(expiresAt).toISOString() } : {}),
-        },
-      });
+      const created = await call(
+        client.POST('/api/v1/agent-keys', {
+          body: {
+            name,
+            ...(spendLimit ? { spendLimit } : {}),
+            ...(apis.length ? { allowedApis: apis } : {}),
+            ...(expiresAt ? { expiresAt: new Date(expiresAt).toISOString() } : {}),
+          },
+        }),
+      );
       setFullKey(created.fullKey);
       setName('');
       setSpendLimit('');
@@ -227,7 +230,7 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
             question={`Delete “${agentKey.name}”? The agent using it stops at once.`}
             onConfirm={() =>
               run(async () => {
-                await api(`/agent-keys/${encodeURIComponent(agentKey.id)}`, { method: 'DELETE' });
+                await call(client.DELETE('/api/v1/agent-keys/{id}', { params: { path: { id: agentKey.id } } }));
                 onChanged();
               })
             }
@@ -241,8 +244,8 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
 export function KeysPage() {
   const { expired } = useSession();
   // The lists page at 50 by default; ask for the most a page holds (200) so older keys stay manageable.
-  const keys = useApi<{ keys: KeyMeta[] }>('/keys?limit=200', expired);
-  const agentKeys = useApi<{ agentKeys: AgentKey[] }>('/agent-keys?limit=200', expired);
+  const keys = useApi('keys', (signal) => client.GET('/api/v1/keys', { params: { query: { limit: 200 } }, signal }), expired);
+  const agentKeys = useApi('agent-keys', (signal) => client.GET('/api/v1/agent-keys', { params: { query: { limit: 200 } }, signal }), expired);
 
   return (
     <>

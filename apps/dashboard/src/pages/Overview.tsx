@@ -9,38 +9,27 @@ import {
   rememberedBillingMode,
   StripeReturnNotice,
   TopUpForm,
-  type AutoTopup,
   type BillingMode,
 } from '../billing';
-import { fillDays, UsageChart, type DayPoint } from '../chart';
+import { client } from '../api';
+import { fillDays, UsageChart } from '../chart';
 import { formatDollars, formatNumber, formatPercent } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
 import { Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
-
-interface Usage {
-  days: number;
-  totals: { calls: number; cost: number; errors: number };
-  byDay: DayPoint[];
-  byApi: { apiId: string; calls: number; cost: number; errors: number }[];
-}
-
-interface Stats {
-  stats: { totalCalls: number; totalCost: number; errorRate: number; avgLatencyMs: number | null; p95LatencyMs: number | null; topApis: { apiId: string; calls: number; cost: number }[] };
-}
 
 const PERIODS = [7, 30, 90];
 
 export function OverviewPage() {
   const { expired, account } = useSession();
   const [days, setDays] = useState(30);
-  const balance = useApi<{ balance: number }>('/balance', expired);
-  const usage = useApi<Usage>(`/usage?days=${days}`, expired);
-  const stats = useApi<Stats>('/usage/stats', expired);
+  const balance = useApi('balance', (signal) => client.GET('/api/v1/balance', { signal }), expired);
+  const usage = useApi(`usage/${days}`, (signal) => client.GET('/api/v1/usage', { params: { query: { days } }, signal }), expired);
+  const stats = useApi('usage/stats', (signal) => client.GET('/api/v1/usage/stats', { signal }), expired);
   const series = useMemo(() => (usage.data ? fillDays(usage.data.days, usage.data.byDay) : []), [usage.data]);
   const topApis = stats.data?.stats.topApis ?? usage.data?.byApi ?? [];
   const hasCalls = (stats.data?.stats.totalCalls ?? 0) > 0;
-  const autoTopup = useApi<AutoTopup>('/balance/auto-topup', expired);
+  const autoTopup = useApi('balance/auto-topup', (signal) => client.GET('/api/v1/balance/auto-topup', { signal }), expired);
   // Stripe sends people back here with ?topup=… or ?autotopup=…: read once, then taken off the address.
   const [stripeReturn, setStripeReturn] = useState(() => readStripeReturn(window.location.search));
   useEffect(clearStripeReturn, []);

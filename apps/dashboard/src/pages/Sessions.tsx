@@ -1,13 +1,12 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, ApiError } from '../api';
+import { ApiError, call, client } from '../api';
 import { formatDateTime, formatRelative, statusLabel } from '../format';
-import { useInterval, useSessionStreams, type SessionEvent } from '../live';
+import { useCoalesced, useInterval, useSessionStreams, type SessionEvent } from '../live';
 import { Link } from '../router';
 import { temporalUiUrl, useSession } from '../session';
 import { ContextValue } from '../context-view';
-import { ACTIVE_STATUSES, type HumanStep, type Session, type SessionDetail } from '../sessions-data';
+import { ACTIVE_STATUSES, type HumanStep, type Session } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
-import type { Member } from './Approvers';
 import { HumanStepCard } from './Inbox';
 
 const STATUS_TONE: Record<string, 'green' | 'grey' | 'red' | 'amber' | 'blue'> = {
@@ -75,9 +74,9 @@ function SessionTable({ sessions, label }: { sessions: (Session & { cookbookTitl
 
 export function SessionsPage() {
   const { expired } = useSession();
-  const active = useApi<{ sessions: Session[] }>('/cookbooks/sessions?limit=200', expired);
+  const active = useApi('sessions/active', (signal) => client.GET('/api/v1/cookbooks/sessions', { params: { query: { limit: 200 } }, signal }), expired);
   // Ended sessions come from the server (status=ended), whichever browser or agent ran them.
-  const recent = useApi<{ sessions: Session[] }>('/cookbooks/sessions?status=ended&limit=20', expired);
+  const recent = useApi('sessions/ended', (signal) => client.GET('/api/v1/cookbooks/sessions', { params: { query: { status: 'ended', limit: 20 } }, signal }), expired);
   useInterval(active.reload, 5000);
   useInterval(recent.reload, 15000);
 
@@ -123,25 +122,29 @@ function eventSentence(event: SessionEvent): string {
 
 export function SessionDetailPage({ sessionId }: { sessionId: string }) {
   const { expired, account } = useSession();
-  const detail = useApi<{ session: SessionDetail }>(`/cookbooks/sessions/${encodeURIComponent(sessionId)}`, expired);
+  const detail = useApi(JSON.stringify(['session', sessionId]), (signal) => client.GET('/api/v1/cookbooks/sessions/{sessionId}', { params: { path: { sessionId } }, signal }), expired);
   // The owner may assign the waiting step here too, as in the inbox.
-  const members = useApi<{ members: Member[] }>(account.role === 'owner' ? '/members' : null, expired);
+  const members = useApi(account.role === 'owner' ? 'members' : null, (signal) => client.GET('/api/v1/members', { signal }), expired);
   const [events, setEvents] = useState<(SessionEvent & { at: number })[]>([]);
   const [humanSteps, setHumanSteps] = useState<HumanStep[]>([]);
   const { reload } = detail;
   const session = detail.data?.session;
 
   const loadHumanSteps = useCallback(() => {
-    api<{ humanSteps: HumanStep[] }>(`/cookbooks/sessions/${encodeURIComponent(sessionId)}/human-steps`)
+    call(client.GET('/api/v1/cookbooks/sessions/{sessionId}/human-steps', { params: { path: { sessionId } } }))
       .then((body) => setHumanSteps(body.humanSteps))
       .catch(() => setHumanSteps([]));
   }, [sessionId]);
   useEffect(loadHumanSteps, [loadHumanSteps]);
+  // The stream replays the session's history when it opens: the burst re-reads the session (and its
+  // human steps) once, not once per event, and live events later do the same.
+  const reloadSoon = useCoalesced(reload, 200);
+  const loadHumanStepsSoon = useCoalesced(loadHumanSteps, 200);
 
   const streams = useSessionStreams(detail.data ? [sessionId] : [], (event) => {
     setEvents((previous) => (previous.some((e) => e.id === event.id && event.id !== '') ? previous : [...previous, { ...event, at: Date.now() }]));
-    reload();
-    if (event.name.startsWith('human_step.') || event.name.startsWith('session.')) loadHumanSteps();
+    reloadSoon();
+    if (event.name.startsWith('human_step.') || event.name.startsWith('session.')) loadHumanStepsSoon();
   });
   const stream = streams[sessionId];
   const link = workflowUrl(sessionId);

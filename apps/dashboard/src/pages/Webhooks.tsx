@@ -1,89 +1,55 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
-import { api } from '../api';
+import { call, client, type Answer } from '../api';
 import { formatDateTime } from '../format';
 import { useSession } from '../session';
 import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 
 /** A webhook endpoint, as GET /api/v1/webhooks lists it (never with its secret). */
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  description: string;
-  eventTypes: string[];
-  status: 'enabled' | 'disabled';
-  /** Why it is disabled: by the account, or after deliveries kept failing. */
-  disabledReason: string | null;
-  lastSuccessAt: string | null;
-  createdAt: string;
-}
+export type WebhookEndpoint = Answer<'/api/v1/webhooks'>['webhooks'][number];
 
 /** One delivery of one event to one endpoint, as GET /api/v1/webhooks/{id}/deliveries lists it. */
-export interface Delivery {
-  id: string;
-  eventId: string;
-  eventType: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  lastAttemptAt: string | null;
-  deliveredAt: string | null;
-  createdAt: string;
-}
+export type Delivery = Answer<'/api/v1/webhooks/{id}/deliveries'>['deliveries'][number];
 
-interface DeliveriesPage {
-  deliveries: Delivery[];
-  nextCursor: string | null;
-}
+type DeliveriesPage = Pick<Answer<'/api/v1/webhooks/{id}/deliveries'>, 'deliveries' | 'nextCursor'>;
+
+/** An event type an endpoint can listen to (the API's list, from the generated types). */
+type EventType = WebhookEndpoint['eventTypes'][number];
+
+const GROUPS = [
+  { title: 'Money', column: 0 },
+  { title: 'Human steps', column: 1 },
+  { title: 'Sessions', column: 2 },
+  { title: 'Keys', column: 3 },
+  { title: 'Tests', column: 3 },
+] as const;
 
 /**
- * The event types an endpoint can listen to (the API's WEBHOOK_EVENT_TYPES, which live in the
- * server's core and are not shared with the browser bundle), grouped and described for people.
+ * Each event type described for people, in its group. A Record over the API's event types: a type
+ * the API adds (or drops) fails the typecheck until it is described here.
  */
-const EVENT_GROUPS: { title: string; column: number; types: { type: string; description: string }[] }[] = [
-  {
-    title: 'Money',
-    column: 0,
-    types: [
-      { type: 'balance.low', description: 'The balance fell below your low-balance alert threshold.' },
-      { type: 'balance.depleted', description: 'The balance reached zero, or a call was refused for lack of funds.' },
-      { type: 'topup.succeeded', description: 'A top-up was credited to the balance.' },
-      { type: 'topup.failed', description: 'A top-up payment did not go through.' },
-    ],
-  },
-  {
-    title: 'Human steps',
-    column: 1,
-    types: [
-      { type: 'human_step.pending', description: 'A session waits for a person to complete a step.' },
-      { type: 'human_step.reminder', description: 'A step is still waiting: a reminder.' },
-      { type: 'human_step.rejected', description: 'A person rejected a step.' },
-      { type: 'human_step.changes_requested', description: 'A person sent a step back to the agent with changes to make.' },
-    ],
-  },
-  {
-    title: 'Sessions',
-    column: 2,
-    types: [
-      { type: 'session.completed', description: 'A cookbook session finished.' },
-      { type: 'session.failed', description: 'A cookbook session failed.' },
-      { type: 'session.expired', description: 'A cookbook session ran out of time.' },
-    ],
-  },
-  {
-    title: 'Keys',
-    column: 3,
-    types: [{ type: 'key.revoked', description: 'An API key or agent key was revoked.' }],
-  },
-  {
-    title: 'Tests',
-    column: 3,
-    types: [{ type: 'webhook.test', description: 'A test event sent from this page or the API (test events arrive whatever you pick).' }],
-  },
-];
+const EVENT_TYPES: Record<EventType, { group: (typeof GROUPS)[number]['title']; description: string }> = {
+  'balance.low': { group: 'Money', description: 'The balance fell below your low-balance alert threshold.' },
+  'balance.depleted': { group: 'Money', description: 'The balance reached zero, or a call was refused for lack of funds.' },
+  'topup.succeeded': { group: 'Money', description: 'A top-up was credited to the balance.' },
+  'topup.failed': { group: 'Money', description: 'A top-up payment did not go through.' },
+  'human_step.pending': { group: 'Human steps', description: 'A session waits for a person to complete a step.' },
+  'human_step.reminder': { group: 'Human steps', description: 'A step is still waiting: a reminder.' },
+  'human_step.rejected': { group: 'Human steps', description: 'A person rejected a step.' },
+  'human_step.changes_requested': { group: 'Human steps', description: 'A person sent a step back to the agent with changes to make.' },
+  'session.completed': { group: 'Sessions', description: 'A cookbook session finished.' },
+  'session.failed': { group: 'Sessions', description: 'A cookbook session failed.' },
+  'session.expired': { group: 'Sessions', description: 'A cookbook session ran out of time.' },
+  'key.revoked': { group: 'Keys', description: 'An API key or agent key was revoked.' },
+  'webhook.test': { group: 'Tests', description: 'A test event sent from this page or the API (test events arrive whatever you pick).' },
+};
 
-/** The groups laid out in columns (the short ones share the last). */
-const EVENT_COLUMNS = [0, 1, 2, 3].map((column) => EVENT_GROUPS.filter((group) => group.column === column));
+/** The groups laid out in columns (the short ones share the last), each with its event types. */
+const EVENT_COLUMNS = [0, 1, 2, 3].map((column) =>
+  GROUPS.filter((group) => group.column === column).map((group) => ({
+    title: group.title,
+    types: (Object.keys(EVENT_TYPES) as EventType[]).filter((type) => EVENT_TYPES[type].group === group.title).map((type) => ({ type, description: EVENT_TYPES[type].description })),
+  })),
+);
 
 const DELIVERY_STATUS = {
   succeeded: { label: 'Succeeded', tone: 'green' },
@@ -125,8 +91,8 @@ function SecretReveal({ secret, label, children, onDone }: { secret: string; lab
   );
 }
 
-function EventTypeChoice({ selected, onChange }: { selected: Set<string>; onChange: (next: Set<string>) => void }) {
-  const toggle = (type: string, on: boolean) => {
+function EventTypeChoice({ selected, onChange }: { selected: Set<EventType>; onChange: (next: Set<EventType>) => void }) {
+  const toggle = (type: EventType, on: boolean) => {
     const next = new Set(selected);
     if (on) next.add(type);
     else next.delete(type);
@@ -162,17 +128,18 @@ function EventTypeChoice({ selected, onChange }: { selected: Set<string>; onChan
 function AddEndpoint({ onAdded }: { onAdded: () => void }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
-  const [types, setTypes] = useState<Set<string>>(new Set());
+  const [types, setTypes] = useState<Set<EventType>>(new Set());
   const [created, setCreated] = useState<{ secret: string; url: string } | null>(null);
   const { busy, error, run } = useAction();
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     await run(async () => {
       if (types.size === 0) throw new Error('Choose at least one event type for the endpoint to receive.');
-      const answer = await api<{ webhook: WebhookEndpoint; secret: string }>('/webhooks', {
-        method: 'POST',
-        body: { url: url.trim(), eventTypes: [...types], ...(description.trim() ? { description: description.trim() } : {}) },
-      });
+      const answer = await call(
+        client.POST('/api/v1/webhooks', {
+          body: { url: url.trim(), eventTypes: [...types], ...(description.trim() ? { description: description.trim() } : {}) },
+        }),
+      );
       setCreated({ secret: answer.secret, url: answer.webhook.url });
       setUrl('');
       setDescription('');
@@ -255,7 +222,9 @@ function DeliveryRow({ endpoint, delivery, onRetried }: { endpoint: WebhookEndpo
           aria-label={`Retry the ${delivery.eventType} delivery of ${formatDateTime(delivery.createdAt)}`}
           onClick={() =>
             void run(async () => {
-              const answer = await api<{ delivery: Delivery }>(`/webhooks/${encodeURIComponent(endpoint.id)}/deliveries/${encodeURIComponent(delivery.id)}/retry`, { method: 'POST' });
+              const answer = await call(
+                client.POST('/api/v1/webhooks/{id}/deliveries/{deliveryId}/retry', { params: { path: { id: endpoint.id, deliveryId: delivery.id } } }),
+              );
               onRetried(answer.delivery);
             })
           }
@@ -274,8 +243,9 @@ function DeliveryRow({ endpoint, delivery, onRetried }: { endpoint: WebhookEndpo
  */
 function DeliveryLog({ endpoint, refreshKey, onRefresh }: { endpoint: WebhookEndpoint; refreshKey: number; onRefresh: () => void }) {
   const { expired } = useSession();
-  const path = `/webhooks/${encodeURIComponent(endpoint.id)}/deliveries`;
-  const first = useApi<DeliveriesPage>(`${path}?limit=${LOG_PAGE}`, expired);
+  const deliveries = (query: { limit: number; cursor?: string }, signal?: AbortSignal) =>
+    client.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id: endpoint.id }, query }, signal });
+  const first = useApi(JSON.stringify(['deliveries', endpoint.id]), (signal) => deliveries({ limit: LOG_PAGE }, signal), expired);
   const [older, setOlder] = useState<DeliveriesPage | null>(null);
   /** Rows changed here since the last load (a retry answers the delivery as pending again). */
   const [changed, setChanged] = useState<Record<string, Delivery>>({});
@@ -306,7 +276,7 @@ function DeliveryLog({ endpoint, refreshKey, onRefresh }: { endpoint: WebhookEnd
   const loadMore = () =>
     more.run(async () => {
       if (!nextCursor) return;
-      const page = await api<DeliveriesPage>(`${path}?limit=${LOG_PAGE}&cursor=${encodeURIComponent(nextCursor)}`);
+      const page = await call(deliveries({ limit: LOG_PAGE, cursor: nextCursor }));
       setOlder((previous) => ({ deliveries: [...(previous?.deliveries ?? []), ...page.deliveries], nextCursor: page.nextCursor }));
     });
 
@@ -385,7 +355,7 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
 
   const setEnabled = (on: boolean) =>
     run(async () => {
-      await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { enabled: on } });
+      await call(client.PATCH('/api/v1/webhooks/{id}', { params: { path: { id: endpoint.id } }, body: { enabled: on } }));
       setNote(on ? 'Enabled: new events are delivered again.' : 'Disabled: nothing is sent to it until you enable it again.');
       onChanged();
     });
@@ -433,7 +403,7 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
           aria-label={`Send test event to ${name}`}
           onClick={() =>
             void run(async () => {
-              await api(`/webhooks/${encodeURIComponent(endpoint.id)}/test`, { method: 'POST' });
+              await call(client.POST('/api/v1/webhooks/{id}/test', { params: { path: { id: endpoint.id } } }));
               setNote('Test event queued: see it in the delivery log.');
               setLogOpen(true);
               setLogVersion((v) => v + 1);
@@ -461,7 +431,7 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
           question={`Rotate the signing secret of ${name}? You get a new secret now; the old one keeps working for 24 hours.`}
           onConfirm={() =>
             run(async () => {
-              const answer = await api<{ secret: string; previousSecretValidUntil: string }>(`/webhooks/${encodeURIComponent(endpoint.id)}/rotate-secret`, { method: 'POST' });
+              const answer = await call(client.POST('/api/v1/webhooks/{id}/rotate-secret', { params: { path: { id: endpoint.id } } }));
               setRotated(answer);
             })
           }
@@ -472,7 +442,7 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
           question={`Delete ${name}? Nothing more is sent to it, and its delivery log is deleted too.`}
           onConfirm={() =>
             run(async () => {
-              await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'DELETE' });
+              await call(client.DELETE('/api/v1/webhooks/{id}', { params: { path: { id: endpoint.id } } }));
               onMessage(`The endpoint ${endpoint.url} was deleted.`);
               onChanged();
             })
@@ -501,7 +471,7 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
 /** The owner's page for outgoing webhooks: add endpoints, see and retry their deliveries, rotate secrets. */
 export function WebhooksPage() {
   const { expired } = useSession();
-  const webhooks = useApi<{ webhooks: WebhookEndpoint[] }>('/webhooks', expired);
+  const webhooks = useApi('webhooks', (signal) => client.GET('/api/v1/webhooks', { signal }), expired);
   const [message, setMessage] = useState<string | null>(null);
   const list = webhooks.data?.webhooks ?? [];
 

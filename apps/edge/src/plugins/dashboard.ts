@@ -34,7 +34,7 @@ export function isPageRequest(request: FastifyRequest): boolean {
 
 /**
  * Serves the built dashboard at the site root: hashed assets from apps/dashboard/dist with long
- * caching, and index.html (with the public settings the UI needs injected as meta tags) for `/` and
+ * caching (precompressed by the build), and index.html (with the public settings the UI needs injected as meta tags) for `/` and
  * as the fallback of unknown page paths, so client-side routes survive a reload. Unknown /api/*
  * paths keep their JSON 404s. Without a build, the root explains how to make one.
  */
@@ -57,6 +57,11 @@ export default fp(
         index: false,
         // One route per built file (no wildcard), so every other path reaches the not-found handler.
         wildcard: false,
+        // The build writes a brotli and a gzip copy of each asset (see vite.config.ts): the file the
+        // browser's Accept-Encoding prefers is sent with Content-Encoding and Vary: Accept-Encoding,
+        // the plain one to a client that accepts neither. The copies get no routes of their own.
+        preCompressed: true,
+        globIgnore: ['**/*.br', '**/*.gz'],
         decorateReply: false,
         // index.html only leaves through sendPage, with the settings injected.
         allowedPath: (pathName) => pathName !== '/index.html',
