@@ -174,6 +174,16 @@ ensure_chromium() {
   apt_install chromium
 }
 
+# promtool (Debian's prometheus package) checks the metrics every process serves, in the tests.
+ensure_promtool() {
+  command -v promtool >/dev/null && return 0
+  # The package's own service is kept from starting: only its promtool binary is used.
+  local policy=/usr/sbin/policy-rc.d created=
+  if [ ! -e "$policy" ] && [ "$(id -u)" = 0 ]; then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created=1; fi
+  apt_install prometheus
+  if [ -n "$created" ]; then rm -f "$policy"; fi
+}
+
 stop_started() {
   local pid
   for pid in "${STARTED_PIDS[@]:-}"; do

@@ -12,6 +12,7 @@ ensure_postgres
 ensure_redis
 ensure_temporal
 ensure_chromium
+ensure_promtool
 
 # The suite gets a database of its own, recreated each run so it always matches the migrations.
 # It is the template each test file clones its own database from (test/helpers/own-database.ts);

@@ -15,6 +15,7 @@ import openapiPlugin from './plugins/openapi.js';
 import queueBoardPlugin from './plugins/queue-board.js';
 import codecServerPlugin from './plugins/codec-server.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
+import metricsPlugin from './plugins/metrics.js';
 import { registerApiRoutes } from './routes/index.js';
 import routeCatalogPlugin from './plugins/route-catalog.js';
 import mcpPlugin, { mcpOriginGuard } from './mcp/plugin.js';
@@ -179,6 +180,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   app.addHook('onRequest', mcpOriginGuard(settings));
   await app.register(authPlugin);
   await app.register(rateLimitPlugin);
+  await app.register(metricsPlugin);
   await registerApiRoutes(app);
   await app.register(mcpPlugin);
   await app.register(queueBoardPlugin);

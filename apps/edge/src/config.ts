@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseDollars } from '#contracts/money';
-import { isDevCodecKeys, isDevMasterKey, masterKeySetting } from '#core/platform';
+import { metricsSettings, isDevCodecKeys, isDevMasterKey, masterKeySetting } from '#core/platform';
 import { envFlag, parseSettings, sharedSettings } from '#core/platform';
 import { webhookSettings } from '#core/notifications';
 import { stripeSettings, x402Settings } from '#core/billing';
@@ -24,7 +24,7 @@ const dollars = (fallback: string) =>
 const seconds = (fallback: number) => z.coerce.number().int().min(1).max(86_400 * 30).default(fallback);
 
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
-export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(stripeSettings.shape).extend(x402Settings.shape).extend({
+export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(stripeSettings.shape).extend(x402Settings.shape).extend(metricsSettings.shape).extend({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /**

@@ -89,7 +89,14 @@ export class CreditReservations implements Charger {
   private closed = false;
   private lastSettled = 0;
   /** Counters since start: calls charged from holds, grants, refused refills, settlements, ledger rows written. */
-  readonly stats = { held: 0, fallback: 0, grants: 0, refusedRefills: 0, settlements: 0, rowsWritten: 0, unpaid: 0 };
+  readonly stats = { held: 0, fallback: 0, grants: 0, refusedRefills: 0, settlements: 0, rowsWritten: 0, unpaid: 0, failedSettlements: 0 };
+
+  /** Holds this edge has open now (metrics). */
+  openHolds(): number {
+    let open = 0;
+    for (const state of this.accounts.values()) if (state.holdId !== null) open += 1;
+    return open;
+  }
 
   constructor(
     private readonly sql: Sql,
@@ -398,6 +405,7 @@ export class CreditReservations implements Charger {
         state.pending = [...state.sending, ...state.pending];
         state.sending = [];
       }
+      this.stats.failedSettlements += 1;
       this.options.log.warn({ err: error, holds: items.length }, 'credit holds could not be settled; retrying');
       return;
     }

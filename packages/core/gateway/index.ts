@@ -2,7 +2,7 @@ export { ConnectionCache, type SealedConnectionKeys } from './connection-cache.j
 export { saveConnection } from './connections.js';
 export { droppedRequestHeaders, planMeteredCall, upstreamFailure } from './call-plan.js';
 export { MeteredCall, UpstreamSilent, bodyOf, readExcerpt, UPSTREAM_EXCERPT_BYTES } from './metered-call.js';
-export type { AnswerSink, MeteredCallDeps, MeteredCallRequest, MeteredCallResult, MeteredCallSettings, UpstreamClient, UpstreamRequest, UpstreamResponse } from './metered-call.js';
+export type { AnswerSink, CallObserver, CallOutcome, MeteredCallDeps, MeteredCallRequest, MeteredCallResult, MeteredCallSettings, UpstreamClient, UpstreamRequest, UpstreamResponse } from './metered-call.js';
 export { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
 export { canonicalPath, methodsServed, priceOf, pricedPath } from './pricing.js';
 export { PrivateUpstreamError, assertPublicHost, downstreamResponseHeaders, guardedLookup, isPrivateAddress, proxyTarget, upstreamBase, upstreamRequestHeaders, upstreamUrl, withAuthQuery, type UpstreamBase } from './upstream.js';

@@ -50,8 +50,14 @@ export interface UpstreamResponse {
 export interface UpstreamClient {
   request(request: UpstreamRequest): Promise<UpstreamResponse>;
   /** Maps what `request` threw to the caller's answer (unreachable, timed out, private address, ...). */
-  classifyFailure(error: unknown): PlatformError;
+  classifyFailure(error: unknown): { failure: PlatformError; timedOut: boolean };
 }
+
+/** How a metered call ended, for metrics: bounded, one of these. */
+export type CallOutcome = 'charged' | 'upstream_4xx' | 'upstream_5xx' | 'timeout' | 'unreachable' | 'refunded' | 'payment_required' | 'refused';
+
+/** What a metered call tells the process's metrics when it ends; must return at once and never throw. */
+export type CallObserver = (call: { apiId: string; outcome: CallOutcome; upstreamSeconds: number | null; costMicros: bigint }) => void;
 
 /** Where the upstream's answer goes: the HTTP reply, or the bounded buffer of an MCP tool result. */
 export interface AnswerSink {
@@ -108,6 +114,7 @@ export interface MeteredCallDeps {
   refund(chargeId: string, reason: string): Promise<RefundOutcome>;
   usage: UsageSink;
   log: { warn(object: Record<string, unknown>, message: string): void };
+  observe?: CallObserver;
 }
 
 /** How much of a failing upstream's body the 502 carries. */
@@ -132,7 +139,15 @@ export class MeteredCall {
       headers: request.headers,
     });
     // Nothing is forwarded before the charge (and the door's own checks) passed.
-    const receipt = await request.charge({ costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
+    let receipt: ChargeReceipt;
+    try {
+      receipt = await request.charge({ costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
+    } catch (error) {
+      const code = (error as PlatformError).code;
+      const outcome = code === 'insufficient_balance' || code === 'payment_invalid' ? 'payment_required' : 'refused';
+      this.deps.observe?.({ apiId: api.id, outcome, upstreamSeconds: null, costMicros: 0n });
+      throw error;
+    }
     const settlement = new Settlement(this.deps, request, api, receipt, started);
     return this.forward(request, plan, settlement);
   }
@@ -165,15 +180,17 @@ export class MeteredCall {
     if (!body) deadline.forwardedWhole();
 
     let upstream: UpstreamResponse;
+    const forwarded = performance.now();
     try {
       upstream = await this.deps.upstream.request({ origin: plan.origin, path: plan.upstreamPath, method: request.method, headers, body, signal: deadline.signal });
     } catch (error) {
       deadline.clear();
-      const failure = deadline.expiredIn === 'upload' ? callTooLong(settings) : this.failureOf(error);
+      const { failure, timedOut } = deadline.expiredIn === 'upload' ? { failure: callTooLong(settings), timedOut: true } : this.failureOf(error);
       this.deps.log.warn({ apiId: api.id, code: failure.code, err: error }, 'proxy call failed before the upstream answered');
-      throw await settlement.refund(failure);
+      throw await settlement.refund(failure, failure.status, timedOut ? 'timeout' : failure.code === 'payload_too_large' ? 'refunded' : 'unreachable');
     }
     deadline.answered();
+    settlement.upstreamSeconds = (performance.now() - forwarded) / 1000;
 
     const redactor = this.redactorFor(plan);
     let source: Readable = upstream.body;
@@ -188,6 +205,8 @@ export class MeteredCall {
             hint: 'The call was refunded. Answers to calls made with the platform key must be readable so the key can be kept out of them.',
             details: {},
           }),
+          502,
+          'refunded',
         );
       }
       if (decoder) {
@@ -201,7 +220,8 @@ export class MeteredCall {
       const excerpt = await readExcerpt(source, redactor);
       if (source !== upstream.body) upstream.body.destroy();
       deadline.clear();
-      throw await settlement.refund(upstreamFailure(api.id, upstream.statusCode, excerpt, retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS)));
+      const failure = upstreamFailure(api.id, upstream.statusCode, excerpt, retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS));
+      throw await settlement.refund(failure, failure.status, 'upstream_5xx');
     }
 
     const passed = downstreamResponseHeaders(upstream.headers);
@@ -258,7 +278,7 @@ export class MeteredCall {
     await new Promise((resolve) => setImmediate(resolve));
     if (upstreamBroke) {
       // The upstream closed mid-answer: the caller got a cut-off answer, and the charge is returned.
-      await settlement.refund(new PlatformError('upstream_error', `${api.id} closed the connection mid-answer`, { hint: 'The call was refunded.', details: {} }), 502);
+      await settlement.refund(new PlatformError('upstream_error', `${api.id} closed the connection mid-answer`, { hint: 'The call was refunded.', details: {} }), 502, 'upstream_5xx');
       return { api, receipt: settlement.receipt, status: 502, delivered: false, refunded: true };
     }
     settlement.served(upstream.statusCode);
@@ -284,9 +304,9 @@ export class MeteredCall {
     return body;
   }
 
-  private failureOf(error: unknown): PlatformError {
+  private failureOf(error: unknown): { failure: PlatformError; timedOut: boolean } {
     if (error instanceof Error && error.name === 'AbortError') return this.deps.upstream.classifyFailure(new UpstreamSilent());
-    if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return bodyTooLarge(this.deps.settings.PROXY_BODY_LIMIT_BYTES);
+    if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return { failure: bodyTooLarge(this.deps.settings.PROXY_BODY_LIMIT_BYTES), timedOut: false };
     return this.deps.upstream.classifyFailure(error);
   }
 }
@@ -299,6 +319,8 @@ export class MeteredCall {
 class Settlement {
   bytesIn = 0;
   bytesOut = 0;
+  /** Seconds from forwarding to the upstream's answer headers, once it answered. */
+  upstreamSeconds: number | null = null;
   private settled = false;
 
   constructor(
@@ -310,22 +332,25 @@ class Settlement {
   ) {}
 
   served(status: number): void {
-    if (this.claim()) this.record(status, this.receipt.costMicros);
+    if (!this.claim()) return;
+    this.record(status, this.receipt.costMicros);
+    this.deps.observe?.({ apiId: this.api.id, outcome: status >= 400 ? 'upstream_4xx' : 'charged', upstreamSeconds: this.upstreamSeconds, costMicros: this.receipt.costMicros });
   }
 
   /** Refunds the charge and says so on `failure` (details, and the X-Service-* headers of the refund); returns it. */
-  async refund(failure: PlatformError, status = failure.status): Promise<PlatformError> {
+  async refund(failure: PlatformError, status: number, outcome: CallOutcome): Promise<PlatformError> {
     if (!this.claim()) return failure;
+    this.deps.observe?.({ apiId: this.api.id, outcome, upstreamSeconds: this.upstreamSeconds, costMicros: 0n });
     const chargeId = this.receipt.chargeId;
     if (chargeId) {
-      const outcome = await this.deps.refund(chargeId, `refund: ${failure.code}`);
-      if (outcome.refunded) {
-        if (failure.details) Object.assign(failure.details, { chargeId, refundId: outcome.refundId });
+      const refund = await this.deps.refund(chargeId, `refund: ${failure.code}`);
+      if (refund.refunded) {
+        if (failure.details) Object.assign(failure.details, { chargeId, refundId: refund.refundId });
         failure.headers = {
           ...failure.headers,
           'X-Service-Cost': '0',
-          'X-Service-Balance': formatDollars(outcome.balanceMicros),
-          'X-Service-Refund-Id': outcome.refundId,
+          'X-Service-Balance': formatDollars(refund.balanceMicros),
+          'X-Service-Refund-Id': refund.refundId,
         };
       } else if (failure.details) {
         Object.assign(failure.details, { chargeId, refund: 'pending' });

@@ -246,6 +246,9 @@ export function upstreamRequestHeaders(rawHeaders: string[], drop: readonly stri
   return out;
 }
 
+/** `limit-remaining` as `Limit-Remaining`. */
+const titleCase = (name: string) => name.replace(/(^|-)([a-z])/g, (_match, dash: string, letter: string) => `${dash}${letter.toUpperCase()}`);
+
 /**
  * Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed
  * platform headers; its `X-RateLimit-*` and `X-Request-Id` as `X-Upstream-RateLimit-*` and
@@ -264,7 +267,7 @@ export function downstreamResponseHeaders(headers: Record<string, string | strin
     // The upstream's own limits and request id reach the caller under names that cannot be taken
     // for the platform's (which sets X-RateLimit-* and X-Request-Id of its own).
     if (lower === 'x-request-id') out['X-Upstream-Request-Id'] = value;
-    else if (lower.startsWith('x-ratelimit-')) out[`X-Upstream-RateLimit-${name.slice(12)}`] = value;
+    else if (lower.startsWith('x-ratelimit-')) out[`X-Upstream-RateLimit-${titleCase(lower.slice(12))}`] = value;
     else out[name] = value;
   }
   return out;

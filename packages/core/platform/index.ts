@@ -13,3 +13,5 @@ export { TemporalGateway, temporalTls, type TemporalTlsSettings } from './tempor
 export { DEV_CODEC_KEYS, ENCRYPTED_ENCODING, EncryptionCodec, KEY_ID_METADATA, codecServerBody, fromCodecJson, isDevCodecKeys, parseCodecKeys, temporalDataConverter, toCodecJson } from './payload-codec.js';
 export type { CodecKey, CodecServerBody } from './payload-codec.js';
 export { readBounded } from './bounded-read.js';
+export { BoundedLabel, createRegistry, metricsSettings, prom, serveMetrics } from './metrics.js';
+export type { Registry } from './metrics.js';

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { BalanceAlerts, ChargeBatcher, CreditReservations, requestAutoTopup } from '#core/billing';
 import { toDollars } from '#contracts/money';
+import type { ChargeRequest, ChargeResult } from '#db/ledger';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -39,11 +40,16 @@ export default fp(
       (error) => app.log.error({ err: error }, 'balance alert could not be recorded'),
     );
     app.decorate('balanceAlerts', alerts);
+    // Every charge is seen once: by the batcher when it commits it, by the reservations when a hold pays it.
+    const observe = (req: ChargeRequest, result: ChargeResult) => {
+      alerts.observe(req, result);
+      if (result.ok) app.metrics.money('charged', req.costMicros);
+    };
     const batcher = new ChargeBatcher(sql, {
       maxBatch: settings.CHARGE_BATCH_MAX,
       maxInFlight: settings.CHARGE_BATCH_CONCURRENCY,
       log: app.log,
-      observe: (req, result) => alerts.observe(req, result),
+      observe,
     });
     const reservations = new CreditReservations(sql, batcher, {
       enabled: settings.CREDIT_RESERVATION,
@@ -55,12 +61,12 @@ export default fp(
       holdTtlSeconds: settings.CREDIT_HOLD_TTL_SECONDS,
       idleMs: settings.CREDIT_HOLD_IDLE_MS,
       log: app.log,
-      observe: (req, result) => alerts.observe(req, result),
+      observe,
     });
     app.decorate('chargeBatcher', batcher);
     app.decorate('charges', reservations);
     // The holds are settled and what they kept returned before the database goes away.
     app.addHook('onClose', async () => reservations.close());
   },
-  { name: 'charges', dependencies: ['deps', 'webhook-emitter'] },
+  { name: 'charges', dependencies: ['deps', 'webhook-emitter', 'metrics'] },
 );

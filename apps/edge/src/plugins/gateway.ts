@@ -29,13 +29,18 @@ export default fp(
         apis: app.apiCache,
         connections: app.connectionCache,
         upstream,
-        refund: (chargeId, reason) => app.charges.refund(chargeId, reason, app.refundQueue, app.log),
+        refund: async (chargeId, reason) => {
+          const outcome = await app.charges.refund(chargeId, reason, app.refundQueue, app.log);
+          if (outcome.refunded && outcome.created) app.metrics.money('refunded', outcome.amountMicros);
+          return outcome;
+        },
         usage: app.usage,
         log: app.log,
+        observe: app.metrics.observeCall,
       }),
     );
   },
-  { name: 'gateway', dependencies: ['deps', 'usage', 'charges', 'api-cache'] },
+  { name: 'gateway', dependencies: ['deps', 'usage', 'charges', 'api-cache', 'metrics'] },
 );
 
 function undiciUpstream(settings: EdgeSettings): UpstreamClient & { close(): Promise<void> } {
@@ -61,19 +66,21 @@ function undiciUpstream(settings: EdgeSettings): UpstreamClient & { close(): Pro
       }),
     classifyFailure(error) {
       if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
-        return new PlatformError('private_upstream', 'The upstream resolves to a private, loopback or link-local address; the proxy refuses it', {
+        const failure = new PlatformError('private_upstream', 'The upstream resolves to a private, loopback or link-local address; the proxy refuses it', {
           hint: 'The call was refunded. Register the API with a public base URL.',
           details: {},
         });
+        return { failure, timedOut: false };
       }
       const timedOut =
         error instanceof UpstreamSilent ||
         error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.ConnectTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
-      return new PlatformError('upstream_unavailable', timedOut ? 'The upstream did not answer in time' : 'The upstream could not be reached', {
+      const failure = new PlatformError('upstream_unavailable', timedOut ? 'The upstream did not answer in time' : 'The upstream could not be reached', {
         hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
         headers: { 'Retry-After': retryAfter },
         details: {},
       });
+      return { failure, timedOut };
     },
     close: () => agent.close(),
   };

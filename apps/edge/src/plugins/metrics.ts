@@ -1,0 +1,133 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { CallObserver } from '#core/gateway';
+import { BoundedLabel, createRegistry, prom, serveMetrics, type Registry } from '#core/platform';
+
+/** Distinct API ids an edge labels its proxy series with; the rest are counted as "other". */
+const MAX_API_LABELS = 200;
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export interface EdgeMetrics {
+  registry: Registry;
+  /** The metered call's observer (core/gateway MeteredCall): outcome, upstream latency, money charged. */
+  observeCall: CallObserver;
+  /** Money moved, in micro-dollars, by kind. */
+  money(kind: 'charged' | 'refunded' | 'credited', micros: bigint): void;
+  /** The metrics endpoint's port once listening (METRICS_PORT), else null. */
+  port: number | null;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: EdgeMetrics;
+  }
+}
+
+/**
+ * The edge's Prometheus metrics (docs/OPERATIONS.md, "Metrics"), served on METRICS_HOST:METRICS_PORT,
+ * never on the public port. Every series is cheap on the request path: one histogram observation per
+ * request and one counter increment per metered call; gauges are read when scraped.
+ */
+export default fp(
+  async function metricsPlugin(app: FastifyInstance) {
+    const { settings } = app.deps;
+    const registry = createRegistry('edge');
+    const apis = new BoundedLabel(MAX_API_LABELS);
+    const http = new prom.Histogram({
+      name: 'platform_http_request_duration_seconds',
+      help: 'HTTP requests by method, route (the route pattern, "unmatched" for none) and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    });
+    const calls = new prom.Counter({
+      name: 'platform_proxy_calls_total',
+      help: 'Metered calls by API (at most 200 ids per edge, then "other") and outcome: charged, upstream_4xx (charged), upstream_5xx, timeout, unreachable, refunded (refunded), payment_required (402), rate_limited (429), refused (before the charge)',
+      labelNames: ['api', 'outcome'] as const,
+      registers: [registry],
+    });
+    const upstreamLatency = new prom.Histogram({
+      name: 'platform_upstream_latency_seconds',
+      help: "Time from forwarding a metered call to the upstream's answer headers, by API",
+      labelNames: ['api'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    });
+    const money = new prom.Counter({
+      name: 'platform_money_micros_total',
+      help: 'Money moved by this edge in micro-dollars: charged (every priced item), refunded (failed metered calls), credited (top-ups)',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    });
+    new prom.Gauge({
+      name: 'platform_credit_holds_open',
+      help: 'Credit holds this edge has open',
+      registers: [registry],
+      collect() {
+        this.set(app.charges?.openHolds() ?? 0);
+      },
+    });
+    let settlementFailuresSeen = 0;
+    new prom.Counter({
+      name: 'platform_credit_hold_settlement_failures_total',
+      help: 'Settlements of credit holds that failed (retried at the next one)',
+      registers: [registry],
+      collect() {
+        const now = app.charges?.stats.failedSettlements ?? 0;
+        if (now > settlementFailuresSeen) this.inc(now - settlementFailuresSeen);
+        settlementFailuresSeen = now;
+      },
+    });
+    new prom.Gauge({
+      name: 'platform_sse_streams_open',
+      help: 'Server-sent event streams open on this edge',
+      registers: [registry],
+      collect() {
+        this.set(app.eventStreams?.size ?? 0);
+      },
+    });
+    const mcp = new prom.Gauge({ name: 'platform_mcp_requests_in_flight', help: 'MCP requests being served (the transport is stateless: one per POST /mcp)', registers: [registry] });
+
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (request.routeOptions.url === '/mcp') mcp.inc();
+      done();
+    });
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url;
+      if (route === '/mcp') mcp.dec();
+      const status = reply.statusCode;
+      http.observe({ method: request.method, route: route ?? 'unmatched', status: String(status) }, reply.elapsedTime / 1000);
+      // Refused by the rate limiter before the metered call began.
+      if (status === 429 && route !== undefined && route.startsWith('/api/v1/proxy/')) {
+        const apiId = (request.params as { apiId?: string } | undefined)?.apiId;
+        if (apiId) calls.inc({ api: apis.value(apiId), outcome: 'rate_limited' });
+      }
+      done();
+    });
+
+    const metrics: EdgeMetrics = {
+      registry,
+      observeCall: ({ apiId, outcome, upstreamSeconds }) => {
+        const api = apis.value(apiId);
+        calls.inc({ api, outcome });
+        if (upstreamSeconds !== null) upstreamLatency.observe({ api }, upstreamSeconds);
+      },
+      money: (kind, micros) => {
+        if (micros > 0n) money.inc({ kind }, Number(micros));
+      },
+      port: null,
+    };
+    app.decorate('metrics', metrics);
+
+    if (settings.METRICS_PORT !== null) {
+      let server: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+      app.addHook('onReady', async () => {
+        server = await serveMetrics(registry, { host: settings.METRICS_HOST, port: settings.METRICS_PORT! });
+        metrics.port = server.port;
+        app.log.info({ metrics: `http://${settings.METRICS_HOST}:${server.port}/metrics` }, 'metrics endpoint listening');
+      });
+      app.addHook('onClose', async () => server?.close());
+    }
+  },
+  { name: 'metrics', dependencies: ['deps'] },
+);
