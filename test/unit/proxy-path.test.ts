@@ -32,6 +32,13 @@ describe('proxy path remainder', () => {
     }
   });
 
+  it('refuses a remainder the URL parser cannot resolve against the origin, as a path error', () => {
+    // A newline or tab is dropped by the URL parser, so "/\n/" becomes "//", a host-relative URL with no host.
+    for (const path of ['/\n/', '/\t/x', '/\r\n/x']) {
+      expect(() => upstreamUrl('https://api.example.com', { path, query: null }), JSON.stringify(path)).toThrow(/^Invalid proxy path: it leaves the API base URL$/);
+    }
+  });
+
   it('splits the query off at the first "?" and keeps both parts byte for byte', () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[a-z0-9/~-]{0,20}$/), fc.option(fc.string({ maxLength: 20 }), { nil: null }), (path, query) => {
