@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
-import { type RunningBrowser, docScreenshot, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors } from '../helpers/browser.js';
+import { type RunningBrowser, docScreenshot, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors, asNewOwner } from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
@@ -280,6 +280,6 @@ describe('approvers in a browser', () => {
   }, 60_000);
 
   it('ran without a script error in any page', async () => {
-    await expectNoScriptErrors(browser, base, ['Approvers', 'Inbox', 'Sessions']);
+    await expectNoScriptErrors(browser, asNewOwner(base, ['Approvers', 'Inbox', 'Sessions']));
   }, 60_000);
 });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { WEBHOOK_EVENT_TYPES } from '#core/notifications';
-import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors } from '../helpers/browser.js';
+import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors, asNewOwner } from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
@@ -315,6 +315,6 @@ describe('webhooks in a browser', () => {
   }, 60_000);
 
   it('ran without a script error in any page', async () => {
-    await expectNoScriptErrors(browser, base, ['Webhooks']);
+    await expectNoScriptErrors(browser, asNewOwner(base, ['Webhooks']));
   }, 60_000);
 });

@@ -147,24 +147,43 @@ export async function refreshUntil(refresh: () => Locator, locator: Locator, tim
 
 /**
  * The closing test of a browser test file, which must mean something when run alone (`vitest -t`):
- * a new owner signs up in a context of their own and opens each of `pages` (main navigation labels,
- * which are also the pages' headings) until its data has loaded. Then at least one document must have
+ * `visit` drives a page of its own, in a context of its own. Then at least one document must have
  * loaded in this test, and no page opened in this browser may have thrown: this one's and, in a full
  * run, those of every earlier test of the file.
  */
-export async function expectNoScriptErrors(browser: RunningBrowser, base: string, pages: string[]): Promise<void> {
+export async function expectNoScriptErrors(browser: RunningBrowser, visit: (page: Page) => Promise<void>): Promise<void> {
   const loadedBefore = browser.pagesLoaded.length;
   const { context, page } = await browser.newPerson();
   try {
-    await signUpInBrowser(page, base, `${uniqueId('script-errors')}@example.test`, 'correct horse battery staple');
-    for (const title of pages) {
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
-      await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor();
-      await expect.poll(() => page.locator('.loading').count(), { message: `the ${title} page is still loading` }).toBe(0);
-    }
+    await visit(page);
   } finally {
     await context.close();
   }
   expect(browser.pagesLoaded.length, 'documents loaded by this check').toBeGreaterThan(loadedBefore);
   expect(browser.pageErrors).toEqual([]);
 }
+
+/**
+ * A visit for expectNoScriptErrors: a new owner signs up and opens each of `pages` (main navigation
+ * labels, which are also the pages' headings) until its data has loaded.
+ */
+export const asNewOwner =
+  (base: string, pages: string[]) =>
+  async (page: Page): Promise<void> => {
+    await signUpInBrowser(page, base, `${uniqueId('script-errors')}@example.test`, 'correct horse battery staple');
+    for (const title of pages) {
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor();
+      await expect.poll(() => page.locator('.loading').count(), { message: `the ${title} page is still loading` }).toBe(0);
+    }
+  };
+
+/** A visit for expectNoScriptErrors that needs no sign-in: the sign-in and sign-up pages. */
+export const signedOutPages =
+  (base: string) =>
+  async (page: Page): Promise<void> => {
+    for (const [path, heading] of [['/signin', 'Sign in'], ['/signup', 'Create an account']] as const) {
+      await page.goto(`${base}${path}`);
+      await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
+    }
+  };
