@@ -34,7 +34,6 @@ describe('priceOf', () => {
     const weather = api([{ method: 'GET', path: '/premium', priceMicros: 50_000n }]);
     expect(priceOf(weather, 'GET', '/premium', false)).toBe(50_000n);
     expect(priceOf(weather, 'GET', '/premium/', false)).toBe(50_000n);
-    expect(priceOf(weather, 'GET', '/premium//', false)).toBe(1_000n);
     expect(priceOf(weather, 'GET', '/premiums', false)).toBe(1_000n);
     expect(priceOf(weather, 'HEAD', '/premium', false)).toBe(1_000n);
     expect(priceOf(api([{ path: '/', priceMicros: 7n }]), 'GET', '/', false)).toBe(7n);
