@@ -13,7 +13,8 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+        // Pure tests share one module cache per worker (no isolation): importing core once is most of their time.
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false },
       },
       {
         extends: true,
