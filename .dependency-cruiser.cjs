@@ -14,6 +14,9 @@ module.exports = {
     { name: 'core-context-through-index', severity: 'error',
       comment: 'A bounded context is entered through its index.ts (#core/<context>), never a file deep inside it.',
       from: { path: '^(?!packages/core/)' }, to: { path: '^packages/core/[^/]+/(?!index\\.ts$)' } },
+    { name: 'core-without-fastify', severity: 'error',
+      comment: 'The domain knows no web framework: it takes a Logger (#core/platform) and plain values, never Fastify types.',
+      from: { path: '^packages/core/' }, to: { path: '(^|/)node_modules/(fastify|@fastify/|fastify-)' } },
     { name: 'db-not-to-core', severity: 'error', comment: 'db/ is data access only: it never imports the domain or the apps.',
       from: { path: '^db/' }, to: { path: '^(packages/core|apps|workers)/' } },
     { name: 'db-types-only-from-workflows', severity: 'error', comment: 'db/ may name workflow message types, never import workflow code.',
@@ -32,7 +35,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)(node_modules|dist|\\.venv|\\.data)/' },
+    exclude: { path: '(^|/)(dist|\\.venv|\\.data)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.tsx', '.js', '.d.ts'] },

@@ -41,6 +41,8 @@ export REDIS_PREFIX=${TEST_REDIS_PREFIX:-platform-test}
 if [ -z "${TEST_SKIP_CHECKS:-}" ]; then
   say test "lint"
   npx eslint . --max-warnings=0
+  say test "folder READMEs name their files (scripts/check-readmes.ts)"
+  npx tsx scripts/check-readmes.ts
   say test "import boundaries (dependency-cruiser: .dependency-cruiser.cjs)"
   npx depcruise apps packages db workers workflows test bench scripts --config .dependency-cruiser.cjs --output-type err
   say test "typecheck (edge, workers, tests; dashboard)"

@@ -20,7 +20,7 @@ export function parseDuration(text: string): number | null {
 
 const duration = z.string().refine((value) => (parseDuration(value) ?? 0) > 0, 'must be a positive duration such as "90s", "30m", "24h" or "7d"');
 
-/** Defaults when a step names no time limits; written down in docs/DECISIONS.md. */
+/** Defaults when a step names no time limits; written down in docs/decisions/step-time-limits.md. */
 export const DEFAULT_TIME_LIMITS = {
   agent: { expiresAfter: '7d' },
   human: { reminderAfter: '24h', expiresAfter: '72h' },

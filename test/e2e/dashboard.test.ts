@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
-import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser } from '../helpers/browser.js';
+import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser, expectNoScriptErrors, signedOutPages } from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -501,7 +501,9 @@ describe('dashboard in a browser', () => {
     await expect(alert.textContent()).resolves.toMatch(/^Too many attempts\. Wait \d+ seconds, then try again\.$/);
   });
 
-  it('ran without a script error in the page', () => {
-    expect(browser.pageErrors).toEqual([]);
-  });
+  it('ran without a script error in any page', async () => {
+    // The test before spent this address's sign-in budget (sign-up signs in too): the signed-out pages,
+    // and in a full run every page the earlier tests opened.
+    await expectNoScriptErrors(browser, signedOutPages(base));
+  }, 60_000);
 });

@@ -61,7 +61,7 @@ describe('the edge fuzzed against its own OpenAPI document (Schemathesis)', () =
       'all',
       // Business rules JSON Schema cannot state (a cursor from an earlier page, an expiry in the
       // future, a cookbook's required slots, a top-up within the sandbox cap) answer 400 to
-      // schema-valid input by design: docs/DECISIONS.md, "Fuzzing".
+      // schema-valid input by design: docs/decisions/fuzzing.md.
       '--exclude-checks',
       'positive_data_acceptance',
       // The proxy forwards to third-party hosts: fuzzing it would send traffic to real APIs.

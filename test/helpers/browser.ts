@@ -3,6 +3,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { uniqueId } from './settings.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Where failed browser tests leave a screenshot (git-ignored). */
@@ -16,6 +18,8 @@ export interface RunningBrowser {
   page: Page;
   /** The uncaught errors of every page opened here: a browser test ends by expecting none. */
   pageErrors: string[];
+  /** The URL of every document loaded in a page opened here: a check for script errors that loaded none checked nothing. */
+  pagesLoaded: string[];
   /** A page in a context of its own (its own cookies: another person on another computer), watched like the first. */
   newPerson(): Promise<{ context: BrowserContext; page: Page }>;
   /** Closes every context opened here, then the browser. */
@@ -46,12 +50,14 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
     timeout: 30_000,
   });
   const pageErrors: string[] = [];
+  const pagesLoaded: string[] = [];
   const contexts: BrowserContext[] = [];
   async function newPerson() {
     const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 860 }, locale: 'en-US', timezoneId: 'UTC' });
     contexts.push(context);
     const page = await context.newPage();
     page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('load', () => pagesLoaded.push(page.url()));
     page.setDefaultTimeout(ACTION_TIMEOUT_MS);
     return { context, page };
   }
@@ -61,6 +67,7 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
     context,
     page,
     pageErrors,
+    pagesLoaded,
     newPerson,
     async close() {
       for (const each of contexts) await each.close().catch(() => undefined);
@@ -137,3 +144,46 @@ export async function refreshUntil(refresh: () => Locator, locator: Locator, tim
     }
   }
 }
+
+/**
+ * The closing test of a browser test file, which must mean something when run alone (`vitest -t`):
+ * `visit` drives a page of its own, in a context of its own. Then at least one document must have
+ * loaded in this test, and no page opened in this browser may have thrown: this one's and, in a full
+ * run, those of every earlier test of the file.
+ */
+export async function expectNoScriptErrors(browser: RunningBrowser, visit: (page: Page) => Promise<void>): Promise<void> {
+  const loadedBefore = browser.pagesLoaded.length;
+  const { context, page } = await browser.newPerson();
+  try {
+    await visit(page);
+  } finally {
+    await context.close();
+  }
+  expect(browser.pagesLoaded.length, 'documents loaded by this check').toBeGreaterThan(loadedBefore);
+  expect(browser.pageErrors).toEqual([]);
+}
+
+/**
+ * A visit for expectNoScriptErrors: a new owner signs up and opens each of `pages` (main navigation
+ * labels, which are also the pages' headings) until its data has loaded.
+ */
+export const asNewOwner =
+  (base: string, pages: string[]) =>
+  async (page: Page): Promise<void> => {
+    await signUpInBrowser(page, base, `${uniqueId('script-errors')}@example.test`, 'correct horse battery staple');
+    for (const title of pages) {
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor();
+      await expect.poll(() => page.locator('.loading').count(), { message: `the ${title} page is still loading` }).toBe(0);
+    }
+  };
+
+/** A visit for expectNoScriptErrors that needs no sign-in: the sign-in and sign-up pages. */
+export const signedOutPages =
+  (base: string) =>
+  async (page: Page): Promise<void> => {
+    for (const [path, heading] of [['/signin', 'Sign in'], ['/signup', 'Create an account']] as const) {
+      await page.goto(`${base}${path}`);
+      await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
+    }
+  };

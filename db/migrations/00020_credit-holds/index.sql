@@ -1,4 +1,4 @@
--- Credit reservation (docs/DECISIONS.md, "Credit reservation on the metered path"): an edge holds a
+-- Credit reservation (docs/decisions/credit-reservation.md): an edge holds a
 -- slice of a busy account's balance in one atomic statement, charges calls from it in memory, and
 -- writes their ledger rows in batches. balance_micros stays the sum of the ledger's entries;
 -- held_micros is the part of it that edges hold. What a caller can still spend is

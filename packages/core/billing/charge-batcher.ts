@@ -1,14 +1,14 @@
 import postgres from 'postgres';
-import type { FastifyBaseLogger } from 'fastify';
 import { assertBatchable, charge, chargeBatch, type ChargeRequest, type ChargeResult } from '#db/ledger';
 import type { Sql } from '#db/sql';
+import type { Logger } from '#core/platform';
 
 export interface ChargeBatcherOptions {
   /** Most charges one statement carries; 1 turns batching off (every charge is its own statement). */
   maxBatch: number;
   /** Statements in flight at once; charges that arrive meanwhile wait for one of them to finish. */
   maxInFlight: number;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Sees every settled charge (balance alerts); must return at once and never throw. */
   observe?: (req: ChargeRequest, result: ChargeResult) => void;
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { FastifyBaseLogger } from 'fastify';
 import { reserveCredit, settleHolds, type HeldCharge, type HoldSettlement } from '#db/credit-holds';
 import { getBalance } from '#db/ledger';
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
 import type { Sql } from '#db/sql';
+import type { Logger } from '#core/platform';
 import type { Queue } from 'bullmq';
 import type { Charger } from './charging.js';
 import { refundOrQueue, type RefundOutcome } from './refunds.js';
@@ -26,7 +26,7 @@ export interface CreditReservationOptions {
   holdTtlSeconds: number;
   /** A hold with no call for this long is settled and closed (its rest returned). */
   idleMs: number;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Sees every charge made from a hold (balance alerts); must return at once and never throw. */
   observe?: (req: ChargeRequest, result: ChargeResult) => void;
 }

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '#db/sql';
 import { recordUsageEvents, type UsageEvent } from '#db/usage';
-import { addJob, createQueue } from '#core/platform';
+import { addJob, createQueue, type Logger } from '#core/platform';
 import { usageBatchJob } from './usage-job.js';
 
 export interface UsageRecorderOptions {
@@ -15,7 +14,7 @@ export interface UsageRecorderOptions {
   batchSize: number;
   flushMs: number;
   bufferMax: number;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** How long one hand-off to Redis may take before the batch falls back to Postgres. */
   addTimeoutMs?: number;
 }

@@ -191,7 +191,13 @@ export function upstreamUrl(baseUrl: string | UpstreamBase, target: { path: stri
   const path = `${basePath}${target.path}` || '/';
   const withQuery = target.query === null ? path : `${path}?${target.query}`;
   if (!isPlainPath(target.path)) {
-    const url = new URL(withQuery, origin);
+    let url: URL;
+    try {
+      url = new URL(withQuery, origin);
+    } catch {
+      // The parser drops tabs and newlines: "/\n/" reads as "//", a host-relative URL without a host.
+      throw badPath('it leaves the API base URL');
+    }
     if (url.origin !== origin || (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))) {
       throw badPath('it leaves the API base URL');
     }

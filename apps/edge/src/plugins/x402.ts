@@ -148,7 +148,7 @@ export default fp(
       }
       // A refusal means nothing moved; no answer (a timeout, a 5xx without a verdict) leaves it open
       // whether the transfer was broadcast. The answer is withheld either way, but the caller is not
-      // told that nothing was charged when that is not known (docs/DECISIONS.md: left open).
+      // told that nothing was charged when that is not known (left open: docs/decisions/proxy-call-deadline-and-clawback-holds.md).
       const unknownOutcome = settlement.errorReason === 'facilitator_unreachable';
       if (!settlement.success) {
         await markX402Payment(sql, payment.hash, { status: 'settle_failed', reason: settlement.errorReason ?? 'settle failed' });

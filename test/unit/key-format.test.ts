@@ -1,6 +1,7 @@
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { generateKey, hashKey, keyShapeProblem } from '#contracts/key-format';
+import fc from 'fast-check';
+import { generateKey, hashKey, keyShapeProblem, newId } from '#contracts/key-format';
 
 describe('key format', () => {
   it('is service_sk_ + 48 lowercase hex whose last 8 are the CRC-32 of the rest', () => {
@@ -21,5 +22,23 @@ describe('key format', () => {
     expect(keyShapeProblem(` ${fullKey}`)).toBe('prefix');
     const tampered = fullKey.slice(0, 20) + (fullKey[20] === 'a' ? 'b' : 'a') + fullKey.slice(21);
     expect(keyShapeProblem(tampered)).toBe('checksum');
+  });
+
+  it('catches every mistyped character of a key before any look-up', () => {
+    const { fullKey } = generateKey();
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: fullKey.length - 1 }), fc.constantFrom(...'0123456789abcdefABCDEF_x '), (at, typed) => {
+        fc.pre(fullKey[at] !== typed);
+        const mistyped = fullKey.slice(0, at) + typed + fullKey.slice(at + 1);
+        expect(keyShapeProblem(mistyped), mistyped).not.toBeNull();
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('makes row ids of the prefix and 16 random hex digits', () => {
+    const ids = new Set(Array.from({ length: 100 }, () => newId('key')));
+    expect(ids.size).toBe(100);
+    for (const id of ids) expect(id).toMatch(/^key_[0-9a-f]{16}$/);
   });
 });

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 
@@ -21,5 +22,24 @@ describe('money', () => {
     expect(parseDollars('1e3')).toBeNull();
     expect(parseDollars(Number.NaN)).toBeNull();
     expect(parseDollars('9999999999999')).toBeNull();
+  });
+});
+
+describe('money round trip', () => {
+  it('parses back every amount it formats, and formats back every amount it parses', () => {
+    const max = 10n ** 18n - 1n; // 12 integer digits, the most parseDollars accepts
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max }), (micros) => {
+        expect(parseDollars(formatDollars(micros))).toBe(micros);
+        expect(formatDollars(-micros)).toBe(micros === 0n ? '0' : `-${formatDollars(micros)}`);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.stringMatching(/^(0|[1-9]\d{0,11})(\.\d{1,6})?$/), (text) => {
+        const micros = parseDollars(text);
+        expect(micros).not.toBeNull();
+        expect(Number(formatDollars(micros!))).toBe(Number(text));
+      }),
+    );
   });
 });
