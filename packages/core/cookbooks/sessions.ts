@@ -57,20 +57,24 @@ export function sessionView(row: SessionRow): SessionView {
 
 /**
  * A step of a session's cookbook with what the history says about it. The current step counts as
- * pending even before the workflow's first write of its history row lands.
+ * pending even before the workflow's first write of its history row lands. A step the session has
+ * not reached shows its outline only (id, title, kind, time limits): its instructions and
+ * inputSchema are the cookbook's paid details (GET /cookbooks/{id}), which a free session must not
+ * hand out ahead of time (docs/decisions/session-view-hides-future-steps.md).
  */
 export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string, history: StepRow | undefined): StepView | null {
   const selectedApis = session.selected_apis;
   const position = cookbook.steps.findIndex((step) => step.stepId === stepId);
   const step = cookbook.steps[position];
   if (!step) return null;
+  const reached = history !== undefined || session.current_step_id === stepId;
   return {
     stepId: step.stepId,
     title: step.title,
     kind: step.kind,
     position,
-    instructions: renderInstructions(step.instructions, selectedApis),
-    inputSchema: step.inputSchema,
+    instructions: reached ? renderInstructions(step.instructions, selectedApis) : null,
+    inputSchema: reached ? step.inputSchema : null,
     timeLimits: step.timeLimits,
     completedBy: step.kind === 'human' ? 'human' : 'key',
     completedByName: history?.completer_name ?? null,
