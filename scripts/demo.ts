@@ -549,7 +549,8 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   step('Complete the agent steps (GET .../step, POST .../complete-step)');
   const first = await expectStatus('GET .../step', api.GET('/api/v1/cookbooks/sessions/{sessionId}/step', inSession));
   show('current step', `${first.body.step.stepId} [${first.body.step.kind}] ${first.body.step.title}`);
-  note(first.body.step.instructions.slice(0, 160) + '...');
+  // The current step always carries its instructions (only steps not reached yet show none).
+  note((first.body.step.instructions ?? '').slice(0, 160) + '...');
   const forecastResult = {
     location: proxied.body.location,
     severe: proxied.body.alerts.some((alert) => alert.severity === 'severe'),

@@ -17,6 +17,8 @@ export interface SessionRow {
   updated_at: Date;
   ended_at: Date | null;
   outcome: 'rejected' | null;
+  /** The key that started the session (API or agent key); null when a person started it in the dashboard, or before this was recorded. */
+  started_by_key_id: string | null;
 }
 
 export interface StepRow {
@@ -40,7 +42,7 @@ export interface StepRow {
 }
 
 const SESSION_COLUMNS = `id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps, total_steps,
-  selected_apis, idempotency_key, version, started_at, updated_at, ended_at, outcome`;
+  selected_apis, idempotency_key, version, started_at, updated_at, ended_at, outcome, started_by_key_id`;
 
 export interface NewSessionRow {
   sessionId: string;
@@ -52,19 +54,31 @@ export interface NewSessionRow {
   selectedApis: Record<string, string>;
   idempotencyKey: string | null;
   startedAt: Date;
+  /** The key that started it; null for the dashboard. */
+  startedByKeyId?: string | null;
 }
 
 /**
  * The mirror row the edge writes once the workflow has started (version 0). The workflow's own
- * first transition may have written it already; then this does nothing.
+ * first transition may have written it already (it does not know the starting key); then only the
+ * starting key is added, and the first one recorded stands.
  */
 export async function insertStartedSession(db: Db, row: NewSessionRow): Promise<void> {
   await db`
-    insert into cookbook_sessions (id, account_id, cookbook_id, workflow_id, status, current_step_id, total_steps,
-                                   selected_apis, idempotency_key, version, started_at, updated_at)
+    insert into cookbook_sessions as s (id, account_id, cookbook_id, workflow_id, status, current_step_id, total_steps,
+                                        selected_apis, idempotency_key, version, started_at, updated_at, started_by_key_id)
     values (${row.sessionId}, ${row.accountId}, ${row.cookbookId}, ${row.workflowId}, 'running', ${row.firstStepId},
-            ${row.totalSteps}, ${db.json(row.selectedApis)}, ${row.idempotencyKey}, 0, ${row.startedAt}, ${row.startedAt})
-    on conflict do nothing`;
+            ${row.totalSteps}, ${db.json(row.selectedApis)}, ${row.idempotencyKey}, 0, ${row.startedAt}, ${row.startedAt},
+            ${row.startedByKeyId ?? null})
+    on conflict (id) do update set started_by_key_id = excluded.started_by_key_id
+    where s.started_by_key_id is null and excluded.started_by_key_id is not null`;
+}
+
+/** How many of the account's sessions are active (running or waiting for a human). */
+export async function countActiveSessions(db: Db, accountId: string): Promise<number> {
+  const [row] = await db<{ n: number }[]>`
+    select count(*)::int as n from cookbook_sessions where account_id = ${accountId} and status in ('running', 'waiting_for_human')`;
+  return row?.n ?? 0;
 }
 
 /**
@@ -117,9 +131,14 @@ export async function applySessionChange(sql: Sql, change: SessionChange, workfl
   });
 }
 
-export async function findSession(db: Db, accountId: string, sessionId: string): Promise<SessionRow | null> {
+/**
+ * The account's session; with `agentKeyId`, only if that agent key started it (null: any of the
+ * account's sessions, for its API keys and dashboard).
+ */
+export async function findSession(db: Db, accountId: string, sessionId: string, agentKeyId: string | null = null): Promise<SessionRow | null> {
   const [row] = await db<SessionRow[]>`
-    select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions where id = ${sessionId} and account_id = ${accountId}`;
+    select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions
+    where id = ${sessionId} and account_id = ${accountId} and (${agentKeyId}::text is null or started_by_key_id = ${agentKeyId})`;
   return row ?? null;
 }
 
@@ -127,11 +146,17 @@ export async function findSession(db: Db, accountId: string, sessionId: string):
  * The session row with its cookbook's version (`updated_at` to the microsecond, as text), read in the
  * same round trip, so the caller can use a cached cookbook definition only while it is current.
  */
-export async function findSessionWithCookbookVersion(db: Db, accountId: string, sessionId: string): Promise<(SessionRow & { cookbook_version: string }) | null> {
+export async function findSessionWithCookbookVersion(
+  db: Db,
+  accountId: string,
+  sessionId: string,
+  agentKeyId: string | null = null,
+): Promise<(SessionRow & { cookbook_version: string }) | null> {
   const [row] = await db<(SessionRow & { cookbook_version: string })[]>`
     select ${db.unsafe(SESSION_COLUMNS)},
            (select c.updated_at::text from cookbooks c where c.id = cookbook_sessions.cookbook_id) as cookbook_version
-    from cookbook_sessions where id = ${sessionId} and account_id = ${accountId}`;
+    from cookbook_sessions
+    where id = ${sessionId} and account_id = ${accountId} and (${agentKeyId}::text is null or started_by_key_id = ${agentKeyId})`;
   return row ?? null;
 }
 
@@ -149,7 +174,7 @@ export async function findSessionByIdempotencyKey(db: Db, accountId: string, key
 export async function listSessions(
   db: Db,
   accountId: string,
-  page: { limit: number; after?: string | undefined; status?: SessionListStatus },
+  page: { limit: number; after?: string | undefined; status?: SessionListStatus; agentKeyId?: string | null },
 ): Promise<{ sessions: SessionRow[]; nextCursor: string | null } | null> {
   let after: { started_at: Date; id: string } | null = null;
   if (page.after !== undefined) {
@@ -159,10 +184,12 @@ export async function listSessions(
     after = row;
   }
   const statuses = STATUS_FILTER[page.status ?? 'active'];
+  const agentKeyId = page.agentKeyId ?? null;
   // started_at is compared in SQL (microseconds), never through a JS Date (milliseconds).
   const rows = await db<SessionRow[]>`
     select ${db.unsafe(SESSION_COLUMNS)} from cookbook_sessions
     where account_id = ${accountId}
+      and (${agentKeyId}::text is null or started_by_key_id = ${agentKeyId})
       and (${statuses}::text[] is null or status = any(${statuses}::text[]))
       and (${after?.id ?? null}::text is null
            or (started_at, id) < (select started_at, id from cookbook_sessions where id = ${after?.id ?? null}::text))
@@ -206,9 +233,15 @@ export interface PendingHumanStepRow extends StepRow {
 /**
  * Human steps waiting for a person, for one session or across all of an account's sessions, with the
  * approver each is assigned to. For an approver (`forMember`), only the steps assigned to them or to
- * the first taker.
+ * the first taker. For an agent key (`agentKeyId`), only in the sessions it started.
  */
-export async function listPendingHumanSteps(db: Db, accountId: string, sessionId: string | null, forMember: string | null = null): Promise<PendingHumanStepRow[]> {
+export async function listPendingHumanSteps(
+  db: Db,
+  accountId: string,
+  sessionId: string | null,
+  forMember: string | null = null,
+  agentKeyId: string | null = null,
+): Promise<PendingHumanStepRow[]> {
   return db<PendingHumanStepRow[]>`
     select st.session_id, st.step_id, st.position, st.kind, st.status, st.result_data, st.completed_by, st.started_at,
            st.remind_at, st.expires_at, st.reminders, st.completed_at,
@@ -224,6 +257,7 @@ export async function listPendingHumanSteps(db: Db, accountId: string, sessionId
     where s.account_id = ${accountId} and s.status = 'waiting_for_human'
       and st.kind = 'human' and st.status = 'pending'
       and (${sessionId}::text is null or s.id = ${sessionId})
+      and (${agentKeyId}::text is null or s.started_by_key_id = ${agentKeyId})
       and (${forMember}::text is null or m.id is null or m.id = ${forMember})
     order by st.started_at, st.session_id`;
 }

@@ -238,6 +238,19 @@ export async function recordWebhookEventFor(
   return row;
 }
 
+/**
+ * The account's events of `type` in the last `windowSeconds`: how many, and in how many seconds the
+ * oldest of them leaves the window (0 when there are none).
+ */
+export async function recentEventsOfType(db: Db, accountId: string, type: string, windowSeconds: number): Promise<{ count: number; firstLeavesInSeconds: number }> {
+  const [row] = await db<{ count: number; leaves: number | null }[]>`
+    select count(*)::int as count,
+           ceil(extract(epoch from (min(created_at) + make_interval(secs => ${windowSeconds}) - now())))::int as leaves
+    from webhook_events
+    where account_id = ${accountId} and type = ${type} and created_at > now() - make_interval(secs => ${windowSeconds})`;
+  return { count: row?.count ?? 0, firstLeavesInSeconds: Math.max(1, row?.leaves ?? 0) };
+}
+
 /** The event types an account also wants by e-mail, and its owner's address. */
 export async function getEmailPreferences(db: Db, accountId: string): Promise<{ email: string; eventTypes: string[] } | null> {
   const [row] = await db<{ email: string; email_event_types: string[] }[]>`select email, email_event_types from accounts where id = ${accountId}`;

@@ -3326,7 +3326,7 @@ export interface paths {
         put?: never;
         /**
          * Start a session: selectedApis maps each slot name to a directory API id
-         * @description Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict.
+         * @description Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account's API keys and its dashboard only.
          */
         post: {
             parameters: {
@@ -3752,10 +3752,12 @@ export interface paths {
                                         fromStepId: string;
                                         note: string;
                                     } | null;
+                                    /** @description null for a step the session has not reached yet */
                                     inputSchema: {
                                         [key: string]: unknown;
-                                    };
-                                    instructions: string;
+                                    } | null;
+                                    /** @description null for a step the session has not reached yet (buy the whole cookbook with GET /cookbooks/{id}) */
+                                    instructions: string | null;
                                     /** @enum {string} */
                                     kind: "agent" | "human";
                                     /** @description Human steps: the person's note with the decision */
@@ -4177,10 +4179,12 @@ export interface paths {
                                     fromStepId: string;
                                     note: string;
                                 } | null;
+                                /** @description null for a step the session has not reached yet */
                                 inputSchema: {
                                     [key: string]: unknown;
-                                };
-                                instructions: string;
+                                } | null;
+                                /** @description null for a step the session has not reached yet (buy the whole cookbook with GET /cookbooks/{id}) */
+                                instructions: string | null;
                                 /** @enum {string} */
                                 kind: "agent" | "human";
                                 /** @description Human steps: the person's note with the decision */
@@ -4942,10 +4946,12 @@ export interface paths {
                                     fromStepId: string;
                                     note: string;
                                 } | null;
+                                /** @description null for a step the session has not reached yet */
                                 inputSchema: {
                                     [key: string]: unknown;
-                                };
-                                instructions: string;
+                                } | null;
+                                /** @description null for a step the session has not reached yet (buy the whole cookbook with GET /cookbooks/{id}) */
+                                instructions: string | null;
                                 /** @enum {string} */
                                 kind: "agent" | "human";
                                 /** @description Human steps: the person's note with the decision */
@@ -12002,7 +12008,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a webhook.test event to this endpoint (whatever types it listens to); its delivery shows in the log */
+        /**
+         * Send a webhook.test event to this endpoint (whatever types it listens to); its delivery shows in the log
+         * @description At most WEBHOOK_TEST_DELIVERIES_PER_HOUR (30) test deliveries per account in any hour; the next gets 429 with Retry-After (seconds until one leaves the hour).
+         */
         post: {
             parameters: {
                 query?: never;

@@ -54,6 +54,49 @@ describe('error shape', () => {
     expectError(await app.inject({ method: 'POST', url: '/api/v1/vote', headers: auth, payload: { targetType: 'api', targetId: '\u0000', value: 1 } }), 400, 'validation_failed');
   });
 
+  it('refuses, in the JSON body parser, every string Postgres cannot store: lone surrogates and NUL, in values and keys, naming the field path', async () => {
+    const post = (payload: string) => app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
+    // Escaped lone surrogates, high and low, deep in a value and in an object key: a route without
+    // a check of its own (this echo route) is covered by the parser.
+    const cases: [string, RegExp][] = [
+      ['{"name": "a\\ud800", "count": 1}', /\bname\b/],
+      ['{"name": "ok", "count": 1, "extra": {"items": [1, {"note": "x\\udfff y"}]}}', /extra\.items\[1\]\.note/],
+      ['{"name": "ok", "count": 1, "extra": {"\\udbff": 1}}', /a key of extra/],
+      ['{"name": "ok\\u0000", "count": 1}', /\bname\b/],
+      ['{"name": "ok", "count": 1, "tags": {"a\\u0000": true}}', /a key of tags/],
+    ];
+    for (const [payload, where] of cases) {
+      const body = expectError(await post(payload), 400, 'validation_failed');
+      expect(body.hint, payload).toMatch(where);
+      expect(body.error, payload).toMatch(/surrogate|NUL/);
+    }
+    // A proper pair (an emoji written as escapes) and an escaped backslash before "u0000" are fine.
+    expectOk(await post('{"name": "\\ud83d\\ude00 \\\\u0000", "count": 1}'));
+    // Bytes that are not UTF-8 (a surrogate encoded as if it were a character) are refused, not replaced with U+FFFD.
+    const raw = Buffer.concat([Buffer.from('{"name": "a'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('", "count": 1}')]);
+    const invalid = expectError(await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: raw }), 400, 'validation_failed');
+    expect(invalid.error).toContain('UTF-8');
+  });
+
+  it('refuses a lone surrogate in the text columns of real routes (key names, webhook descriptions, login emails) before the database sees it', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const auth = { authorization: `Bearer ${account.fullKey}`, 'content-type': 'application/json' };
+    const agent = expectError(await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth, payload: '{"name": "agent \\ud800"}' }), 400, 'validation_failed');
+    expect(agent.hint).toContain('name');
+    const webhook = expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: auth, payload: '{"url": "https://example.com/\\ud800", "eventTypes": ["key.revoked"]}' }),
+      400,
+      'validation_failed',
+    );
+    expect(webhook.hint).toContain('url');
+    const login = expectError(
+      await app.inject({ method: 'POST', url: '/api/auth/login', headers: { 'content-type': 'application/json' }, payload: '{"email": "a\\udc00@example.test", "password": "x"}' }),
+      400,
+      'validation_failed',
+    );
+    expect(login.hint).toContain('email');
+  });
+
   it('answers malformed JSON with 400 invalid_json', async () => {
     const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name": "a",' });
     expectError(res, 400, 'invalid_json');

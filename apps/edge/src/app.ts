@@ -1,4 +1,4 @@
-import { limitJsonBodies } from './http/json-body.js';
+import { findUnstorableText, limitJsonBodies, unstorableTextError } from './http/json-body.js';
 import { mintsMoneyInProduction } from '#core/billing';
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
@@ -141,21 +141,20 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
     }
     done();
   });
-  // Postgres text cannot hold the NUL character (a 500 deep in a query otherwise): refused up front,
-  // in parsed JSON bodies, query strings and path parameters alike. The proxy's raw body is not parsed.
+  // Postgres text cannot hold the NUL character and jsonb no lone surrogate (a 500, or a session
+  // wedged by a workflow activity failing for good, otherwise). JSON bodies are checked as they are
+  // parsed (limitJsonBodies); query strings and path parameters here. (Percent-encoding cannot
+  // carry a lone surrogate: the router refuses it in paths and the query parser leaves it undecoded.)
   app.addHook('preValidation', (request, _reply, done) => {
     // The proxy passes query and body through to the upstream untouched.
     if (request.routeOptions.url?.startsWith('/api/v1/proxy/')) return done();
-    for (const [where, value] of [['body', request.body], ['query', request.query], ['path', request.params]] as const) {
-      if (containsNul(value)) {
-        return done(
-          new PlatformError('validation_failed', `Invalid request ${where}: text may not contain the NUL character (\\u0000)`, {
-            hint: 'Remove \\u0000 from the strings you send.',
-          }),
-        );
-      }
+    for (const [part, value] of [['query', request.query], ['path', request.params]] as const) {
+      const found = findUnstorableText(value);
+      if (found) return done(unstorableTextError(part, found));
     }
-    done();
+    // A text/plain body is not parsed as JSON, and never reaches the JSON check.
+    const found = typeof request.body === 'string' ? findUnstorableText(request.body) : null;
+    done(found ? unstorableTextError('body', found) : undefined);
   });
   // The specification's 400s for a POST without a body or with a body that is not a JSON object,
   // before zod would report them as a less helpful type mismatch.
@@ -187,13 +186,4 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(codecServerPlugin);
   await app.register(dashboardPlugin);
   return app;
-}
-
-/** True when a string anywhere in a parsed value (object keys included) holds U+0000. */
-function containsNul(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (value === null || typeof value !== 'object' || depth > 64 || Buffer.isBuffer(value) || typeof (value as { pipe?: unknown }).pipe === 'function') return false;
-  if (Array.isArray(value)) return value.some((item) => containsNul(item, depth + 1));
-  for (const [key, item] of Object.entries(value)) if (key.includes('\u0000') || containsNul(item, depth + 1)) return true;
-  return false;
 }

@@ -216,6 +216,13 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   SSE_KEY_RECHECK_MS: z.coerce.number().int().min(100).max(300_000).default(5_000),
   /** A stream is closed after this long; the client resumes with Last-Event-ID (EventSource does so by itself). */
   SSE_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3_600),
+  /**
+   * Cookbook sessions one account may have active (running or waiting for a human) at once; the next
+   * start gets 409 until one is finished or cancelled. Each is a workflow with timers that run for days.
+   */
+  SESSIONS_MAX_ACTIVE_PER_ACCOUNT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** Test deliveries (POST /webhooks/{id}/test) one account may send in any hour; the next gets 429 with Retry-After. */
+  WEBHOOK_TEST_DELIVERIES_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(30),
   /** Budget for starting a session workflow; past it (Temporal unreachable) the start answers 503. */
   TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /** Budget for a step completion or cancellation to be applied by the workflow before answering 503. */

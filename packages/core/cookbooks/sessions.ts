@@ -4,6 +4,7 @@ import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCanc
 import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import type { ValidateFunction } from 'ajv';
 import {
+  countActiveSessions,
   findSession,
   findSessionByIdempotencyKey,
   findSessionWithCookbookVersion,
@@ -16,7 +17,7 @@ import {
 } from '#db/cookbook-sessions';
 import { createStepSchemaAjv, parseDuration, renderInstructions, type Cookbook, type CookbookStep } from '#db/cookbooks';
 import { notFound, PlatformError } from '#core/platform';
-import type { Db } from '#db/sql';
+import type { Db, Sql } from '#db/sql';
 import {
   cancelSessionUpdate,
   completeStepUpdate,
@@ -57,20 +58,24 @@ export function sessionView(row: SessionRow): SessionView {
 
 /**
  * A step of a session's cookbook with what the history says about it. The current step counts as
- * pending even before the workflow's first write of its history row lands.
+ * pending even before the workflow's first write of its history row lands. A step the session has
+ * not reached shows its outline only (id, title, kind, time limits): its instructions and
+ * inputSchema are the cookbook's paid details (GET /cookbooks/{id}), which a free session must not
+ * hand out ahead of time (docs/decisions/session-view-hides-future-steps.md).
  */
 export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string, history: StepRow | undefined): StepView | null {
   const selectedApis = session.selected_apis;
   const position = cookbook.steps.findIndex((step) => step.stepId === stepId);
   const step = cookbook.steps[position];
   if (!step) return null;
+  const reached = history !== undefined || session.current_step_id === stepId;
   return {
     stepId: step.stepId,
     title: step.title,
     kind: step.kind,
     position,
-    instructions: renderInstructions(step.instructions, selectedApis),
-    inputSchema: step.inputSchema,
+    instructions: reached ? renderInstructions(step.instructions, selectedApis) : null,
+    inputSchema: reached ? step.inputSchema : null,
     timeLimits: step.timeLimits,
     completedBy: step.kind === 'human' ? 'human' : 'key',
     completedByName: history?.completer_name ?? null,
@@ -124,9 +129,19 @@ export function humanStepView(row: PendingHumanStepRow): HumanStepView {
 
 export const isEnded = (row: SessionRow) => ENDED_STATUSES.includes(row.status);
 
-/** Loads the caller's session; another account's session is indistinguishable from a missing one. */
-export async function requireSession(db: Db, accountId: string, sessionId: string): Promise<SessionRow> {
-  const row = await findSession(db, accountId, sessionId);
+/**
+ * The agent key whose sessions alone a caller may see, or null for every session of its account (its
+ * API keys, its dashboard). See docs/decisions/agent-keys-see-their-own-sessions.md.
+ */
+export const agentKeyScope = (caller: { keyKind: 'api' | 'agent' | null; keyId: string | null }): string | null =>
+  caller.keyKind === 'agent' ? caller.keyId : null;
+
+/**
+ * Loads the caller's session; another account's session (or, for an agent key, a session another
+ * key started) is indistinguishable from a missing one.
+ */
+export async function requireSession(db: Db, accountId: string, sessionId: string, agentKeyId: string | null = null): Promise<SessionRow> {
+  const row = await findSession(db, accountId, sessionId, agentKeyId);
   if (!row) throw notFound(`Session ${sessionId}`, 'List your active sessions with GET /api/v1/cookbooks/sessions.');
   return row;
 }
@@ -135,8 +150,14 @@ export async function requireSession(db: Db, accountId: string, sessionId: strin
  * The caller's session and its cookbook, in one Postgres round trip while the cookbook's cached
  * definition is current (two when it is not).
  */
-export async function requireSessionAndCookbook(db: Db, cookbooks: CookbookCache, accountId: string, sessionId: string): Promise<{ row: SessionRow; cookbook: Cookbook }> {
-  const found = await findSessionWithCookbookVersion(db, accountId, sessionId);
+export async function requireSessionAndCookbook(
+  db: Db,
+  cookbooks: CookbookCache,
+  accountId: string,
+  sessionId: string,
+  agentKeyId: string | null = null,
+): Promise<{ row: SessionRow; cookbook: Cookbook }> {
+  const found = await findSessionWithCookbookVersion(db, accountId, sessionId, agentKeyId);
   if (!found) throw notFound(`Session ${sessionId}`, 'List your active sessions with GET /api/v1/cookbooks/sessions.');
   const { cookbook_version: version, ...row } = found;
   const cookbook = await cookbooks.get(row.cookbook_id, version);
@@ -208,6 +229,10 @@ export interface StartInput {
   cookbook: Cookbook;
   selectedApis: Record<string, string>;
   idempotencyKey: string | null;
+  /** The key starting it (null: a person in the dashboard); an agent key alone sees it afterwards. */
+  startedBy: { keyId: string | null; keyKind: 'api' | 'agent' | null };
+  /** How many sessions the account may have active at once (SESSIONS_MAX_ACTIVE_PER_ACCOUNT). */
+  maxActive: number;
 }
 
 /**
@@ -242,15 +267,36 @@ export function sessionWorkflowOptions(input: CookbookSessionInput, taskQueue: s
  * Starts a session: one workflow `cookbook-session-<id>`, then its mirror row. Nothing is written
  * to Postgres before Temporal accepted the workflow, so an unreachable Temporal leaves no trace.
  * With an Idempotency-Key the session id is derived from it, so concurrent retries meet the same
- * workflow and answer the same session.
+ * workflow and answer the same session. An account has at most `maxActive` sessions active: each is
+ * a workflow with timers that run for days, and starting one is free.
  */
-export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs: number, input: StartInput): Promise<{ row: SessionRow; created: boolean }> {
+export async function startSession(sql: Sql, temporal: TemporalGateway, timeoutMs: number, input: StartInput): Promise<{ row: SessionRow; created: boolean }> {
   const { accountId, cookbook, selectedApis, idempotencyKey } = input;
   if (idempotencyKey !== null) {
-    const existing = await findSessionByIdempotencyKey(db, accountId, idempotencyKey);
-    if (existing) return { row: checkReplay(existing, cookbook.id, selectedApis), created: false };
+    const existing = await findSessionByIdempotencyKey(sql, accountId, idempotencyKey);
+    if (existing) return { row: checkReplay(existing, cookbook.id, selectedApis, input.startedBy), created: false };
   }
-  await checkSelectedApis(db, cookbook, selectedApis);
+  await checkSelectedApis(sql, cookbook, selectedApis);
+  // The account's starts queue behind one lock from the count to the mirror row, so racing starts
+  // cannot all pass the cap (a connection is held for at most the start's Temporal budget).
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtextextended(${`cookbook-session-start:${accountId}`}, 0))`;
+    if (idempotencyKey !== null) {
+      const existing = await findSessionByIdempotencyKey(tx, accountId, idempotencyKey);
+      if (existing) return { row: checkReplay(existing, cookbook.id, selectedApis, input.startedBy), created: false };
+    }
+    const active = await countActiveSessions(tx, accountId);
+    if (active >= input.maxActive) {
+      throw new PlatformError('conflict', `This account already has ${active} active cookbook sessions, the most it may run at once (${input.maxActive})`, {
+        hint: 'Finish or cancel one first: GET /api/v1/cookbooks/sessions lists the active ones, POST /api/v1/cookbooks/sessions/{sessionId}/cancel frees its slot at once.',
+      });
+    }
+    return startLocked(tx, temporal, timeoutMs, input);
+  });
+}
+
+async function startLocked(db: Db, temporal: TemporalGateway, timeoutMs: number, input: StartInput): Promise<{ row: SessionRow; created: boolean }> {
+  const { accountId, cookbook, selectedApis, idempotencyKey } = input;
   const sessionId =
     idempotencyKey === null
       ? `ses_${randomBytes(12).toString('hex')}`
@@ -286,11 +332,12 @@ export async function startSession(db: Db, temporal: TemporalGateway, timeoutMs:
     selectedApis,
     idempotencyKey,
     startedAt,
+    startedByKeyId: input.startedBy.keyId,
   });
   const row = await findSession(db, accountId, sessionId);
   if (!row) throw new Error(`session ${sessionId} has no mirror row after start`);
   // A racing start with the same key but another body may have won the workflow and the row.
-  if (idempotencyKey !== null) checkReplay(row, cookbook.id, selectedApis);
+  if (idempotencyKey !== null) checkReplay(row, cookbook.id, selectedApis, input.startedBy);
   return { row, created: true };
 }
 
@@ -305,8 +352,17 @@ export function startRequestHash(cookbookId: string, selectedApis: Record<string
   return createHash('sha256').update(JSON.stringify([cookbookId, sorted])).digest('hex');
 }
 
-/** A replayed Idempotency-Key must come with the same request: otherwise 409, naming the earlier session. */
-function checkReplay(row: SessionRow, cookbookId: string, selectedApis: Record<string, string>): SessionRow {
+/**
+ * A replayed Idempotency-Key must come with the same request (otherwise 409, naming the earlier
+ * session) and, from an agent key, be that key's own: another key's session is not named.
+ */
+function checkReplay(row: SessionRow, cookbookId: string, selectedApis: Record<string, string>, caller: StartInput['startedBy']): SessionRow {
+  const agentKeyId = agentKeyScope(caller);
+  if (agentKeyId !== null && row.started_by_key_id !== agentKeyId) {
+    throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was already used by another key of this account to start a session', {
+      hint: 'Use a new Idempotency-Key (a UUID per start keeps keys apart).',
+    });
+  }
   if (startRequestHash(row.cookbook_id, row.selected_apis) === startRequestHash(cookbookId, selectedApis)) return row;
   throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was already used to start a session with a different request', {
     hint: `Send the same cookbook and selectedApis to get the earlier session (${row.id}) again, or use a new Idempotency-Key.`,

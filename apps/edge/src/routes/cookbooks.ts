@@ -9,6 +9,7 @@ import { PRICES } from '#contracts/money';
 import type { Actor } from '#workflows/messages';
 import { chargeRequest } from '../http/charge.js';
 import {
+  agentKeyScope,
   cancelSession,
   completeStep,
   CookbookCache,
@@ -71,8 +72,15 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, temporal, settings } = app.deps;
   // The cookbook of a session comes with its row (see CookbookCache): one round trip for both.
   const cookbooks = new CookbookCache(sql);
-  const sessionAndCookbook = (request: FastifyRequest, sessionId: string) =>
-    requireSessionAndCookbook(sql, cookbooks, requireAuth(request).accountId, sessionId);
+  const sessionAndCookbook = (request: FastifyRequest, sessionId: string) => {
+    const auth = requireAuth(request);
+    return requireSessionAndCookbook(sql, cookbooks, auth.accountId, sessionId, agentKeyScope(auth));
+  };
+  /** The caller's session: for an agent key, one it started (docs/decisions/agent-keys-see-their-own-sessions.md). */
+  const callersSession = (request: FastifyRequest, sessionId: string) => {
+    const auth = requireAuth(request);
+    return requireSession(sql, auth.accountId, sessionId, agentKeyScope(auth));
+  };
 
   /** An approver completes human steps only, and not one assigned to another approver. */
   async function assertApproverMayComplete(sessionId: string, step: CookbookStep, memberId: string | null): Promise<void> {
@@ -127,7 +135,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const { limit, cursor, status } = request.query;
-      const page = await listSessions(sql, requireAuth(request).accountId, { limit, after: cursor, status });
+      const auth = requireAuth(request);
+      const page = await listSessions(sql, auth.accountId, { limit, after: cursor, status, agentKeyId: agentKeyScope(auth) });
       if (!page) {
         throw new PlatformError('validation_failed', 'cursor is not a nextCursor from this list', { hint: 'Omit cursor to start from the newest session.' });
       }
@@ -162,7 +171,10 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: 'Start a session: selectedApis maps each slot name to a directory API id',
-        description: 'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict.',
+        description:
+          'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. ' +
+          'An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. ' +
+          'A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account\'s API keys and its dashboard only.',
         params: cookbookParams,
         headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
         body: z.object({ selectedApis: z.record(z.string().max(64), apiId) }),
@@ -172,11 +184,14 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const cookbook = await requireCookbook(request, request.params.id);
       const idempotencyKey = request.headers['idempotency-key'] ?? null;
+      const auth = requireAuth(request);
       const { row, created } = await startSession(sql, temporal, settings.TEMPORAL_START_TIMEOUT_MS, {
-        accountId: requireAuth(request).accountId,
+        accountId: auth.accountId,
         cookbook,
         selectedApis: request.body.selectedApis,
         idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null,
+        startedBy: { keyId: auth.keyId, keyKind: auth.keyKind },
+        maxActive: settings.SESSIONS_MAX_ACTIVE_PER_ACCOUNT,
       });
       if (!created) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send({ ok: true as const, session: sessionView(row) });
@@ -296,7 +311,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
+      const row = await callersSession(request, request.params.sessionId);
       if (isEnded(row)) {
         throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: 'Only running sessions and sessions waiting for a human can be cancelled.' });
       }
@@ -354,8 +369,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await requireSession(sql, auth.accountId, request.params.sessionId);
-      const rows = await listPendingHumanSteps(sql, auth.accountId, row.id, auth.memberId);
+      const row = await callersSession(request, request.params.sessionId);
+      const rows = await listPendingHumanSteps(sql, auth.accountId, row.id, auth.memberId, agentKeyScope(auth));
       return { ok: true as const, humanSteps: rows.map(humanStepView) };
     },
   );
@@ -372,7 +387,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const rows = await listPendingHumanSteps(sql, auth.accountId, null, auth.memberId);
+      const rows = await listPendingHumanSteps(sql, auth.accountId, null, auth.memberId, agentKeyScope(auth));
       return { ok: true as const, humanSteps: rows.map(humanStepView) };
     },
   );
@@ -404,7 +419,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      const row = await callersSession(request, request.params.sessionId);
       const { afterEventId, limit } = request.query;
       const page = await readSessionEvents(app.deps.redis, settings.REDIS_PREFIX, row.id, afterEventId, limit, isEnded(row));
       return {
@@ -432,7 +447,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const row = await requireSession(sql, requireAuth(request).accountId, request.params.sessionId);
+      const row = await callersSession(request, request.params.sessionId);
       const header = request.headers['last-event-id'];
       const lastEventId = (typeof header === 'string' ? header.trim() : undefined) || request.query.lastEventId || '0-0';
       if (!STREAM_ID.test(lastEventId)) {

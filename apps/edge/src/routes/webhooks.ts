@@ -24,6 +24,7 @@ import {
   listDeliveries,
   listWebhookEndpoints,
   newWebhookId,
+  recentEventsOfType,
   recordWebhookEventFor,
   resetDelivery,
   rotateWebhookSecret,
@@ -40,6 +41,9 @@ declare module 'fastify' {
     webhooks: WebhookEmitter;
   }
 }
+
+/** Test deliveries are counted over the last hour (WEBHOOK_TEST_DELIVERIES_PER_HOUR). */
+const TEST_WINDOW_SECONDS = 3_600;
 
 /** How long the previous secret keeps signing after a rotation, so receivers can switch without a gap. */
 const ROTATION_OVERLAP_MS = 24 * 3_600_000;
@@ -323,6 +327,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['webhooks'],
         summary: 'Send a webhook.test event to this endpoint (whatever types it listens to); its delivery shows in the log',
+        description: 'At most WEBHOOK_TEST_DELIVERIES_PER_HOUR (30) test deliveries per account in any hour; the next gets 429 with Retry-After (seconds until one leaves the hour).',
         params: idParams,
         response: { 202: z.object({ ok: z.literal(true), delivery: deliverySchema }), ...errorResponses(401, 403, 404, 409, 429) },
       },
@@ -331,7 +336,20 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       const auth = requireAuth(request);
       const endpoint = await requireEndpoint(auth.accountId, request.params.id);
       if (endpoint.status !== 'enabled') throw new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
-      const delivery = await recordWebhookEventFor(sql, endpoint, { type: 'webhook.test', data: { message: 'A test event sent from the API or the dashboard.' } });
+      const cap = settings.WEBHOOK_TEST_DELIVERIES_PER_HOUR;
+      // A test delivery is free and makes us call out to a URL the account chose: capped per account,
+      // counted under a lock so racing tests cannot all pass the count.
+      const delivery = await sql.begin(async (tx) => {
+        await tx`select pg_advisory_xact_lock(hashtextextended(${`webhook-test:${auth.accountId}`}, 0))`;
+        const recent = await recentEventsOfType(tx, auth.accountId, 'webhook.test', TEST_WINDOW_SECONDS);
+        if (recent.count >= cap) {
+          throw new PlatformError('rate_limited', `This account has sent ${recent.count} test deliveries in the last hour, the most it may (${cap})`, {
+            hint: `The next test delivery can be sent in ${recent.firstLeavesInSeconds} seconds (Retry-After), when the oldest of them is an hour old; real events are delivered meanwhile as usual.`,
+            headers: { 'Retry-After': String(recent.firstLeavesInSeconds) },
+          });
+        }
+        return recordWebhookEventFor(tx, endpoint, { type: 'webhook.test', data: { message: 'A test event sent from the API or the dashboard.' } });
+      });
       await enqueueDeliveries(queue, settings, [delivery.id]);
       return reply.code(202).send({ ok: true as const, delivery: deliveryView(delivery) });
     },
