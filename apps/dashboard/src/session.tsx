@@ -15,6 +15,16 @@ export interface Account {
   role: 'owner' | 'approver';
   /** The approver who signed in; null for the owner. */
   member: Person | null;
+  /** Every account the signed-in person belongs to (one login, many accounts); the header switches between them. */
+  accounts: AccountChoice[];
+}
+
+/** An account the person may switch to: the one they own, or one they approve for. */
+export interface AccountChoice {
+  id: string;
+  email: string;
+  role: 'owner' | 'approver';
+  current: boolean;
 }
 
 /** What POST /api/auth/login, POST /api/auth/accept-invite and GET /api/auth/session answer about the person. */
@@ -22,10 +32,11 @@ export interface SignedInBody {
   account: Person;
   role?: 'owner' | 'approver';
   member?: Person | null;
+  accounts?: AccountChoice[];
 }
 
 export function accountFrom(body: SignedInBody): Account {
-  return { id: body.account.id, email: body.account.email, role: body.role ?? 'owner', member: body.member ?? null };
+  return { id: body.account.id, email: body.account.email, role: body.role ?? 'owner', member: body.member ?? null, accounts: body.accounts ?? [] };
 }
 
 /** The address of the person at the keyboard: the approver's own, or the owner's. */
