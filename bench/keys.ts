@@ -17,7 +17,7 @@ const scenario = 'keys';
 await prepareDatabase();
 const sql = createSql(settings.DATABASE_URL, { max: 4, appName: 'bench-keys' });
 const redis = createRedis(settings.REDIS_URL);
-const account = await createAccount(sql, { email: `bench-keys-${Date.now()}@example.test`, passwordHash: null });
+const account = await createAccount(sql, { email: `bench-keys-${Date.now()}@example.test`, ownerPersonId: null });
 if (!account) throw new Error('could not create the bench account');
 
 const options = { redisUrl: settings.REDIS_URL, redisPrefix: `bench-${process.pid}`, ttlMs: 60_000 };

@@ -86,7 +86,7 @@ try {
   // account row (that is the charges scenario's "one hot account").
   const accounts = await Promise.all(
     Array.from({ length: CONNECTIONS }, async (_, i) => {
-      const account = await createAccount(sql, { email: `bench-proxy-${process.pid}-${i}-${Date.now()}@example.test`, passwordHash: null });
+      const account = await createAccount(sql, { email: `bench-proxy-${process.pid}-${i}-${Date.now()}@example.test`, ownerPersonId: null });
       if (!account) throw new Error('could not create a bench account');
       await credit(sql, { accountId: account.id, amountMicros: OPENING_MICROS, kind: 'adjustment' });
       const { fullKey } = await createKey(sql, { accountId: account.id, kind: 'api', name: 'bench' });
@@ -353,7 +353,7 @@ http {
   // check above stays exact).
   const ceilingAccounts = await Promise.all(
     Array.from({ length: CONNECTIONS }, async (_, i) => {
-      const account = await createAccount(sql, { email: `bench-proxy-ceiling-${process.pid}-${i}-${Date.now()}@example.test`, passwordHash: null });
+      const account = await createAccount(sql, { email: `bench-proxy-ceiling-${process.pid}-${i}-${Date.now()}@example.test`, ownerPersonId: null });
       if (!account) throw new Error('could not create a bench account');
       await credit(sql, { accountId: account.id, amountMicros: OPENING_MICROS, kind: 'adjustment' });
       return account.id;

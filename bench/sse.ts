@@ -29,7 +29,7 @@ const app = await buildApp(
 );
 const { sql, redis } = app.deps;
 await loadCookbooks(sql);
-const account = await createAccount(sql, { email: `bench-sse-${Date.now()}@example.test`, passwordHash: null });
+const account = await createAccount(sql, { email: `bench-sse-${Date.now()}@example.test`, ownerPersonId: null });
 if (!account) throw new Error('could not create the bench account');
 const { fullKey } = await createKey(sql, { accountId: account.id, kind: 'api', name: 'bench sse' });
 await app.listen({ host: '127.0.0.1', port: 0 });

@@ -86,7 +86,7 @@ const workers = startChild('queue-workers', 'workers/queues/main.ts', [], {
 });
 
 async function newAccount(): Promise<string> {
-  const account = await createAccount(sql, { email: `bench-usage-${randomUUID()}@example.test`, passwordHash: null });
+  const account = await createAccount(sql, { email: `bench-usage-${randomUUID()}@example.test`, ownerPersonId: null });
   if (!account) throw new Error('could not create the bench account');
   return account.id;
 }

@@ -8,22 +8,27 @@ export interface AccountRow {
 }
 
 /**
- * Creates an account; returns null when the email (compared case-insensitively) is taken, by another
- * account or by an approver of one (an address signs in as one identity).
+ * Creates an account owned by a person (who signs in to it; null for an account only its keys use);
+ * returns null when the email (compared case-insensitively) already names an account. An invitation
+ * to the address reserves nothing here.
  */
-export async function createAccount(db: Db, input: { email: string; passwordHash: string | null }): Promise<AccountRow | null> {
+export async function createAccount(db: Db, input: { email: string; ownerPersonId: string | null }): Promise<AccountRow | null> {
   const rows = await db<AccountRow[]>`
-    insert into accounts (email, password_hash)
-    select ${input.email}, ${input.passwordHash}
-     where not exists (select 1 from account_members where lower(email) = lower(${input.email}) and removed_at is null)
+    insert into accounts (email, owner_person_id) values (${input.email}, ${input.ownerPersonId})
     on conflict ((lower(email))) do nothing
     returning id, email, balance_micros, created_at`;
   return rows[0] ?? null;
 }
 
-export async function findAccountByEmail(db: Db, email: string): Promise<(AccountRow & { password_hash: string | null }) | null> {
-  const [row] = await db<(AccountRow & { password_hash: string | null })[]>`
-    select id, email, balance_micros, created_at, password_hash from accounts where lower(email) = lower(${email})`;
+export async function findAccountByEmail(db: Db, email: string): Promise<AccountRow | null> {
+  const [row] = await db<AccountRow[]>`
+    select id, email, balance_micros, created_at from accounts where lower(email) = lower(${email})`;
+  return row ?? null;
+}
+
+/** The account a person owns, if any. */
+export async function findOwnedAccount(db: Db, personId: string): Promise<AccountRow | null> {
+  const [row] = await db<AccountRow[]>`select id, email, balance_micros, created_at from accounts where owner_person_id = ${personId}`;
   return row ?? null;
 }
 

@@ -9,16 +9,18 @@ export interface DashboardSessionRow {
   revoked_at: Date | null;
   /** Set when an approver (a member of the account), not the account's owner, signed in. */
   member_id: string | null;
+  /** The person who signed in (null only for sessions opened before people existed and not matched). */
+  person_id: string | null;
 }
 
 /** Opens a dashboard session; its id becomes the JWT's `jti`. Expired rows are swept on the way. */
-export async function createDashboardSession(db: Db, input: { accountId: string; memberId?: string | null; expiresAt: Date }): Promise<DashboardSessionRow> {
+export async function createDashboardSession(db: Db, input: { accountId: string; memberId?: string | null; personId?: string | null; expiresAt: Date }): Promise<DashboardSessionRow> {
   await db`delete from dashboard_sessions where id in (
     select id from dashboard_sessions where expires_at < now() - interval '1 day' limit 100)`;
   const [row] = await db<DashboardSessionRow[]>`
-    insert into dashboard_sessions (id, account_id, member_id, expires_at)
-    values (${newId('dsh')}, ${input.accountId}, ${input.memberId ?? null}, ${input.expiresAt})
-    returning id, account_id, created_at, expires_at, revoked_at, member_id`;
+    insert into dashboard_sessions (id, account_id, member_id, person_id, expires_at)
+    values (${newId('dsh')}, ${input.accountId}, ${input.memberId ?? null}, ${input.personId ?? null}, ${input.expiresAt})
+    returning id, account_id, created_at, expires_at, revoked_at, member_id, person_id`;
   if (!row) throw new Error('insert returned no row');
   return row;
 }
@@ -29,7 +31,7 @@ export async function createDashboardSession(db: Db, input: { accountId: string;
  */
 export async function findLiveDashboardSession(db: Db, id: string): Promise<DashboardSessionRow | null> {
   const [row] = await db<DashboardSessionRow[]>`
-    select s.id, s.account_id, s.created_at, s.expires_at, s.revoked_at, s.member_id from dashboard_sessions s
+    select s.id, s.account_id, s.created_at, s.expires_at, s.revoked_at, s.member_id, s.person_id from dashboard_sessions s
      where s.id = ${id} and s.revoked_at is null and s.expires_at > now()
        and (s.member_id is null
             or exists (select 1 from account_members m where m.id = s.member_id and m.removed_at is null))`;

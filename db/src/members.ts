@@ -16,16 +16,17 @@ export interface MemberRow {
 const MEMBER_COLUMNS = 'id, account_id, email, role, invited_at, invite_expires_at, accepted_at';
 
 /**
- * Invites a person; null when the address is already a live member of some account, or owns an
- * account (one address is one identity at sign-in). The invitation token is minted later, when the
- * e-mail is sent (see setInviteToken), so it never sits in a queue.
+ * Invites an address to one account; null when it is already invited to or an approver of that
+ * account. Nothing else is checked: whether the address signs in elsewhere (owns an account, approves
+ * for others) is none of the inviting account's business, and an invitation reserves the address in
+ * its own account only. The invitation token is minted later, when the e-mail is sent (see
+ * setInviteToken), so it never sits in a queue.
  */
 export async function insertMember(db: Db, input: { accountId: string; email: string; role: MemberRole }): Promise<MemberRow | null> {
   const rows = await db<MemberRow[]>`
     insert into account_members (id, account_id, email, role)
-    select ${newId('mbr')}, ${input.accountId}, ${input.email}, ${input.role}
-     where not exists (select 1 from accounts where lower(email) = lower(${input.email}))
-    on conflict (lower(email)) where removed_at is null do nothing
+    values (${newId('mbr')}, ${input.accountId}, ${input.email}, ${input.role})
+    on conflict (account_id, lower(email)) where removed_at is null do nothing
     returning ${db.unsafe(MEMBER_COLUMNS)}`;
   return rows[0] ?? null;
 }
@@ -49,14 +50,6 @@ export async function getLiveMember(db: Db, memberId: string): Promise<MemberRow
   return row ?? null;
 }
 
-/** A live member who has accepted, by sign-in e-mail, with the password hash to check. */
-export async function findSignInMember(db: Db, email: string): Promise<(MemberRow & { password_hash: string }) | null> {
-  const [row] = await db<(MemberRow & { password_hash: string })[]>`
-    select ${db.unsafe(MEMBER_COLUMNS)}, password_hash from account_members
-     where lower(email) = lower(${email}) and removed_at is null and accepted_at is not null and password_hash is not null`;
-  return row ?? null;
-}
-
 /**
  * Stores the hash of a fresh invitation token (replacing any earlier one, so only the newest e-mail's
  * link works). False when the member was removed or has already accepted.
@@ -77,12 +70,13 @@ export async function findInvitedMember(db: Db, tokenHash: Buffer): Promise<Memb
 }
 
 /**
- * Accepts an invitation: sets the member's password and spends the token, in one statement, so a
- * token works once. Null when the token is unknown, spent or expired.
+ * Accepts an invitation for a person (who signs in with their own password): the membership becomes
+ * theirs and the token is spent, in one statement, so a token works once. Null when the token is
+ * unknown, spent or expired.
  */
-export async function acceptInvite(db: Db, tokenHash: Buffer, passwordHash: string): Promise<MemberRow | null> {
+export async function acceptInvite(db: Db, tokenHash: Buffer, personId: string): Promise<MemberRow | null> {
   const [row] = await db<MemberRow[]>`
-    update account_members set password_hash = ${passwordHash}, accepted_at = now(), invite_token_hash = null, invite_expires_at = null
+    update account_members set person_id = ${personId}, accepted_at = now(), invite_token_hash = null, invite_expires_at = null
      where invite_token_hash = ${tokenHash} and invite_expires_at > now() and removed_at is null
     returning ${db.unsafe(MEMBER_COLUMNS)}`;
   return row ?? null;

@@ -11,8 +11,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept an approver invitation: choose a password and sign in (sets the session cookies, as login does)
-         * @description The token is the one in the invitation e-mail's link (after #token=). It works once and expires; a spent, expired or replaced token is 400. A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password.
+         * Accept an approver invitation and sign in (sets the session cookies, as login does)
+         * @description The token is the one in the invitation e-mail's link (after #token=). It works once and expires; a spent, expired or replaced token is 400. A new address chooses its password here (A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password.); an address that already signs in gives its own password (401 `invalid_credentials` when wrong; the link still works) and the account joins that login.
          */
         post: {
             parameters: {
@@ -42,6 +42,14 @@ export interface paths {
                                 email: string;
                                 id: string;
                             };
+                            /** @description Every account the signed-in person belongs to (the one they own first); switch with POST /api/auth/switch-account. Only the current one for a key. */
+                            accounts: {
+                                current: boolean;
+                                email: string;
+                                id: string;
+                                /** @enum {string} */
+                                role: "owner" | "approver";
+                            }[];
                             /** @description Also in the csrf_token cookie; echo it in X-CSRF-Token */
                             csrfToken: string;
                             /** @description ISO 8601 */
@@ -60,6 +68,26 @@ export interface paths {
                 };
                 /** @description Malformed request (validation_failed, invalid_json, body_missing) */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -157,7 +185,7 @@ export interface paths {
         put?: never;
         /**
          * Log in to the dashboard: sets the session cookie (HttpOnly) and the csrf_token cookie
-         * @description A wrong password and an unknown email get the same 401 `invalid_credentials`. Browser calls that change state with the cookie must send the csrf_token back in X-CSRF-Token from the site origin.
+         * @description A wrong password and an unknown email get the same 401 `invalid_credentials`. Failures slow down the client that makes them (per client address, and per address and client), never the e-mail address as a whole: a correct password from a client that is not itself slowed down signs in. A slowed-down client gets 429 with Retry-After. The session opens in the account the person owns, else the first they approve for; `accounts` lists them all. Browser calls that change state with the cookie must send the csrf_token back in X-CSRF-Token from the site origin.
          */
         post: {
             parameters: {
@@ -186,6 +214,14 @@ export interface paths {
                                 email: string;
                                 id: string;
                             };
+                            /** @description Every account the signed-in person belongs to (the one they own first); switch with POST /api/auth/switch-account. Only the current one for a key. */
+                            accounts: {
+                                current: boolean;
+                                email: string;
+                                id: string;
+                                /** @enum {string} */
+                                role: "owner" | "approver";
+                            }[];
                             /** @description Also in the csrf_token cookie; echo it in X-CSRF-Token */
                             csrfToken: string;
                             /** @description ISO 8601 */
@@ -442,6 +478,14 @@ export interface paths {
                                 email: string;
                                 id: string;
                             };
+                            /** @description Every account the signed-in person belongs to (the one they own first); switch with POST /api/auth/switch-account. Only the current one for a key. */
+                            accounts: {
+                                current: boolean;
+                                email: string;
+                                id: string;
+                                /** @enum {string} */
+                                role: "owner" | "approver";
+                            }[];
                             /** @description null for the session cookie */
                             keyKind: ("api" | "agent") | null;
                             /** @description The approver who signed in; null for the owner */
@@ -542,6 +586,197 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/switch-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Switch the dashboard session to another account the signed-in person belongs to (new session cookies; the old session ends)
+         * @description Cookie sessions only (a key belongs to one account). The account must be one of `accounts` in GET /api/auth/session; any other is 404.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        accountId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account: {
+                                email: string;
+                                id: string;
+                            };
+                            /** @description Every account the signed-in person belongs to (the one they own first); switch with POST /api/auth/switch-account. Only the current one for a key. */
+                            accounts: {
+                                current: boolean;
+                                email: string;
+                                id: string;
+                                /** @enum {string} */
+                                role: "owner" | "approver";
+                            }[];
+                            /** @description Also in the csrf_token cookie; echo it in X-CSRF-Token */
+                            csrfToken: string;
+                            /** @description ISO 8601 */
+                            expiresAt: string;
+                            /** @description The approver who signed in; null for the owner */
+                            member: {
+                                email: string;
+                                id: string;
+                            } | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @enum {string} */
+                            role: "owner" | "approver";
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -7098,7 +7333,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a person by e-mail as an approver of this account
-         * @description The invitation e-mail carries a one-time link (valid INVITE_TTL_HOURS) where the person chooses a password. The link is never in an API answer. An address that already has an account or is an approver is 409.
+         * @description The invitation e-mail carries a one-time link (valid INVITE_TTL_HOURS) where the person chooses a password, or, if the address already signs in, enters theirs: the account joins their login. The e-mail names no sender (the account's address is not verified). The answer is the same whether or not the address signs in anywhere; an invitation reserves the address in this account only. 409 when it is already invited to or an approver of this account, or is its own address; 429 past INVITES_PER_ACCOUNT_PER_DAY invitation e-mails (resends included).
          */
         post: {
             parameters: {
@@ -7445,7 +7680,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send the invitation again with a fresh link (the earlier link stops working) */
+        /** Send the invitation again with a fresh link (the earlier link stops working); counts against INVITES_PER_ACCOUNT_PER_DAY */
         post: {
             parameters: {
                 query?: never;
@@ -9695,7 +9930,7 @@ export interface paths {
         put?: never;
         /**
          * Create an account; answers its first API key (shown once) and the opening balance
-         * @description A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password. An email that is already registered (in any letter case) is 409.
+         * @description A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password. An email that already has an account (in any letter case) is 409; a pending invitation to it is not in the way. An address that already signs in as an approver registers with the password it signs in with.
          */
         post: {
             parameters: {

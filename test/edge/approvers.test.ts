@@ -90,7 +90,9 @@ describe('approvers', () => {
     const created = expectOk<{ member: Record<string, unknown> }>(await invite(email), 201);
     expect(created.member).toMatchObject({ email, role: 'approver', status: 'invited', acceptedAt: null });
     const message = await invitationTo(email, before);
-    expect(message.subject).toBe(`${owner.email} invited you to approve steps on Service`);
+    // The inviting account's address is not verified: the e-mail names no sender.
+    expect(message.subject).toBe('You are invited to approve steps on Service');
+    expect(`${message.subject} ${message.text} ${message.html}`).not.toContain(owner.email);
     const { link, token } = inviteLinkIn(message);
     expect(link.startsWith(`${publicUrl}/accept-invite#token=`)).toBe(true);
     expect(message.html).toContain(`href="${link}"`);
@@ -105,19 +107,140 @@ describe('approvers', () => {
     for (const job of jobs) expect(JSON.stringify(job.data) + JSON.stringify(job.returnvalue)).not.toContain(token);
   });
 
-  it('refuses an address that already signs in, a second invitation of one address, and agent keys', async () => {
-    expectError(await invite(owner.email), 409, 'conflict');
+  it("refuses the account's own address, a second invitation of one address to the account, and agent keys", async () => {
+    expectError(await invite(owner.email.toUpperCase()), 409, 'conflict');
     const email = `${uniqueId('twice')}@example.test`;
     expectOk(await invite(email), 201);
-    expectError(await invite(email.toUpperCase()), 409, 'conflict');
+    const again = expectError(await invite(email.toUpperCase()), 409, 'conflict');
+    expect(again.hint).toContain('resend-invite');
     const agent = expectOk<{ fullKey: string }>(
       await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: bearer(owner.fullKey), payload: { name: 'agent' } }),
       201,
     );
     expectError(await invite(`${uniqueId('x')}@example.test`, bearer(agent.fullKey)), 403, 'agent_key_forbidden');
     expectError(await invite('not an address'), 400, 'validation_failed');
-    // And an approver's address cannot register an account of its own.
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD } }), 409, 'conflict');
+  });
+
+  it('an invitation reserves nothing: the address registers and other accounts invite it, pending or expired', async () => {
+    const email = `${uniqueId('squatted')}@example.test`;
+    const { member } = expectOk<{ member: { id: string } }>(await invite(email), 201);
+    const { token } = inviteLinkIn(await invitationTo(email));
+    // Another account invites the same address while the first invitation is pending.
+    const other = await registerUser(app);
+    expectOk(await invite(email, bearer(other.fullKey)), 201);
+    // The first invitation expires: its link stops working, and it still holds nothing elsewhere.
+    await app.deps.sql`update account_members set invite_expires_at = now() - interval '1 second' where id = ${member.id}`;
+    expectError(await accept(token), 400, 'validation_failed');
+    const third = await registerUser(app);
+    expectOk(await invite(email, bearer(third.fullKey)), 201);
+    // And the address's own person registers an account of their own.
+    const registered = expectOk<{ account: { email: string } }>(
+      await app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD } }),
+      201,
+    );
+    expect(registered.account.email).toBe(email);
+  });
+
+  it('answers an invitation alike whether or not the address signs in somewhere', async () => {
+    const someone = await registerUser(app);
+    const stranger = `${uniqueId('nobody')}@example.test`;
+    const shape = (res: Awaited<ReturnType<typeof invite>>) => {
+      const body = expectOk<{ member: Record<string, unknown> }>(res, 201);
+      return { status: res.statusCode, keys: Object.keys(body.member).sort(), member: { ...body.member, id: 'x', email: 'x', invitedAt: 'x' } };
+    };
+    expect(shape(await invite(someone.email))).toEqual(shape(await invite(stranger)));
+    const approver = await newApprover();
+    expect(shape(await invite(approver.email, bearer(someone.fullKey)))).toEqual(shape(await invite(`${uniqueId('nobody')}@example.test`, bearer(someone.fullKey))));
+  });
+
+  it('one login, many accounts: an address that signs in accepts with its own password and switches between its accounts', async () => {
+    const person = await registerUser(app);
+    const { member } = expectOk<{ member: { id: string } }>(await invite(person.email), 201);
+    const { token } = inviteLinkIn(await invitationTo(person.email));
+    // Its own password, not a new one: a wrong one is refused and the link keeps working.
+    expectError(await accept(token, 'a brand new password 123'), 401, 'invalid_credentials');
+    const accepted = browserSessionFrom(app, await accept(token, person.password));
+    const choices = [
+      { id: person.accountId, email: person.email, role: 'owner' },
+      { id: owner.accountId, email: owner.email, role: 'approver' },
+    ];
+    const me = async (cookie: string) =>
+      expectOk<{ account: { id: string }; role: string; member: { id: string } | null; accounts: { id: string; current: boolean }[] }>(
+        await app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie } }),
+      );
+    expect(await me(accepted.cookie)).toMatchObject({
+      account: { id: owner.accountId },
+      role: 'approver',
+      member: { id: member.id },
+      accounts: [{ ...choices[0], current: false }, { ...choices[1], current: true }],
+    });
+    // Signing in opens the account they own; the approver's account is one switch away.
+    const signedIn = await loginUser(app, person);
+    expect(await me(signedIn.cookie)).toMatchObject({ account: { id: person.accountId }, role: 'owner', accounts: [{ current: true }, { current: false }] });
+    const switchTo = (session: BrowserSession, accountId: string) =>
+      app.inject({ method: 'POST', url: '/api/auth/switch-account', headers: session.writeHeaders, payload: { accountId } });
+    const switched = await switchTo(signedIn, owner.accountId);
+    const asApprover = browserSessionFrom(app, switched);
+    expect(await me(asApprover.cookie)).toMatchObject({ account: { id: owner.accountId }, role: 'approver', member: { id: member.id } });
+    expectError(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: { cookie: asApprover.cookie } }), 403, 'approver_forbidden');
+    // The session it replaced has ended.
+    expectError(await app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: signedIn.cookie } }), 401, 'invalid_session');
+    // Only the person's own accounts, only with the session cookie and its CSRF token.
+    const stranger = await registerUser(app);
+    expectError(await switchTo(asApprover, stranger.accountId), 404, 'not_found');
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/auth/switch-account', headers: { cookie: asApprover.cookie }, payload: { accountId: person.accountId } }),
+      403,
+      'csrf_failed',
+    );
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/auth/switch-account', headers: bearer(person.fullKey), payload: { accountId: owner.accountId } }),
+      400,
+      'validation_failed',
+    );
+    const back = browserSessionFrom(app, await switchTo(asApprover, person.accountId));
+    expectOk(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: { cookie: back.cookie } }));
+    // Removed from the owner's account, the person keeps their own.
+    expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/members/${member.id}`, headers: bearer(owner.fullKey) }));
+    expect((await me((await loginUser(app, person)).cookie)).accounts).toEqual([{ ...choices[0], current: true }]);
+  });
+
+  it('an approver who accepted first registers an account of their own with the same password, never with another', async () => {
+    const approver = await newApprover();
+    const register = (password: string) => app.inject({ method: 'POST', url: '/api/v1/register', payload: { email: approver.email, password } });
+    expectError(await register('another password entirely'), 409, 'conflict');
+    const own = expectOk<{ account: { id: string } }>(await register(TEST_PASSWORD), 201);
+    const session = await loginUser(app, { email: approver.email, password: TEST_PASSWORD });
+    const me = expectOk<{ account: { id: string }; role: string; accounts: { id: string; role: string }[] }>(
+      await app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: session.cookie } }),
+    );
+    expect(me).toMatchObject({ account: { id: own.account.id }, role: 'owner' });
+    expect(me.accounts.map((a) => [a.id, a.role])).toEqual([
+      [own.account.id, 'owner'],
+      [owner.accountId, 'approver'],
+    ]);
+    expectError(await register(TEST_PASSWORD), 409, 'conflict');
+  });
+
+  it('caps invitation e-mails per account per day, resends included, with a 429 that says when', async () => {
+    const capped = await createTestApp({ REDIS_PREFIX: uniqueId('cap'), INVITES_PER_ACCOUNT_PER_DAY: '2' });
+    try {
+      const someone = await registerUser(capped);
+      const send = (email: string) => capped.inject({ method: 'POST', url: '/api/v1/members', headers: bearer(someone.fullKey), payload: { email } });
+      const { member } = expectOk<{ member: { id: string } }>(await send(`${uniqueId('cap')}@example.test`), 201);
+      expectOk(await capped.inject({ method: 'POST', url: `/api/v1/members/${member.id}/resend-invite`, headers: bearer(someone.fullKey) }));
+      const refused = await send(`${uniqueId('cap')}@example.test`);
+      const body = expectError(refused, 429, 'rate_limited');
+      expect(body.error).toContain('2 invitation e-mails');
+      expect(body.hint).toContain('INVITES_PER_ACCOUNT_PER_DAY');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(86_000);
+      expectError(await capped.inject({ method: 'POST', url: `/api/v1/members/${member.id}/resend-invite`, headers: bearer(someone.fullKey) }), 429, 'rate_limited');
+      // Another account's allowance is its own.
+      const other = await registerUser(capped);
+      expectOk(await capped.inject({ method: 'POST', url: '/api/v1/members', headers: bearer(other.fullKey), payload: { email: `${uniqueId('cap')}@example.test` } }), 201);
+    } finally {
+      await capped.close();
+    }
   });
 
   it('accepts once with a password that passes the policy, then signs in as an approver', async () => {

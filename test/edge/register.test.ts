@@ -30,7 +30,9 @@ describe('POST /api/v1/register', () => {
     const ledger = await app.deps.sql<{ kind: string; amount_micros: bigint }[]>`
       select kind, amount_micros from ledger_entries where account_id = ${body.account.id}`;
     expect(ledger).toEqual([{ kind: 'signup_credit', amount_micros: 1_250_000n }]);
-    const [stored] = await app.deps.sql<{ password_hash: string }[]>`select password_hash from accounts where id = ${body.account.id}`;
+    // The password belongs to the person who signs in (people), not to the account.
+    const [stored] = await app.deps.sql<{ password_hash: string }[]>`
+      select p.password_hash from accounts a join people p on p.id = a.owner_person_id where a.id = ${body.account.id}`;
     expect(stored?.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
     expect(stored?.password_hash).not.toContain(TEST_PASSWORD);
 
@@ -46,6 +48,13 @@ describe('POST /api/v1/register', () => {
     expectError(res, 409, 'conflict');
     const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from accounts where lower(email) = lower(${address})`;
     expect(row?.n).toBe(1);
+  });
+
+  it('registers an address that only has a pending invitation (an invitation reserves nothing)', async () => {
+    const inviter = expectOk<{ fullKey: string }>(await register({ email: email(), password: TEST_PASSWORD }), 201);
+    const address = email();
+    expectOk(await app.inject({ method: 'POST', url: '/api/v1/members', headers: bearer(inviter.fullKey), payload: { email: address } }), 201);
+    expect(expectOk<{ account: { email: string } }>(await register({ email: address, password: TEST_PASSWORD }), 201).account.email).toBe(address);
   });
 
   it('lets exactly one of concurrent registrations of the same email through', async () => {

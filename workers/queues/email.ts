@@ -1,8 +1,9 @@
 import { UnrecoverableError } from 'bullmq';
 import { mintInviteLink } from '#core/identity';
-import { accountEventMessage, emailJob, humanStepMessage, Mailer, memberInviteMessage, topupFailedMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
+import { accountEventMessage, emailJob, humanStepMessage, loginAlertMessage, Mailer, memberInviteMessage, topupFailedMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
 import { findHumanStepAudience } from '#db/members';
 import { getAccount } from '#db/accounts';
+import { getPerson } from '#db/people';
 import { getAutoTopup } from '#db/auto-topup';
 import { findWebhookEndpointById } from '#db/webhooks';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
@@ -23,7 +24,12 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
       case 'member-invite': {
         const invite = await mintInviteLink(sql, settings, payload.memberId);
         if (!invite) return [];
-        return [memberInviteMessage({ to: invite.member.email, invitedBy: invite.invitedBy, link: invite.link, expiresAt: invite.expiresAt })];
+        return [memberInviteMessage({ to: invite.member.email, link: invite.link, expiresAt: invite.expiresAt })];
+      }
+      case 'login-alert': {
+        const person = await getPerson(sql, payload.personId);
+        if (!person) return [];
+        return [loginAlertMessage({ to: person.email, failingClients: payload.failingClients, windowSeconds: payload.windowSeconds, link: `${origin}/signin` })];
       }
       case 'webhook-disabled': {
         const endpoint = await findWebhookEndpointById(sql, payload.endpointId);

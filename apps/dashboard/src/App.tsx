@@ -26,6 +26,46 @@ const NAV = [
   { href: '/webhooks', label: 'Webhooks', approver: false },
 ];
 
+/**
+ * The header's account switcher, shown when the person belongs to more than one account (the one
+ * they own, those they approve for). Switching opens a session in the chosen account.
+ */
+function AccountSwitcher({ account, onSwitched }: { account: Account; onSwitched: (account: Account) => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  if (account.accounts.length < 2) return null;
+  const choose = async (accountId: string) => {
+    setBusy(true);
+    setError(null);
+    try {
+      onSwitched(accountFrom(await call(client.POST('/api/auth/switch-account', { body: { accountId } }))));
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <span className="account-switch">
+      <label className="visually-hidden" htmlFor="account-switch">
+        Account
+      </label>
+      <select id="account-switch" value={account.id} disabled={busy} onChange={(event) => void choose(event.target.value)}>
+        {account.accounts.map((choice) => (
+          <option key={choice.id} value={choice.id}>
+            {choice.role === 'owner' ? `Your account (${choice.email})` : `Approver for ${choice.email}`}
+          </option>
+        ))}
+      </select>
+      {error ? (
+        <span className="account-switch-error" role="alert">
+          Switching failed: {describeError(error)}
+        </span>
+      ) : null}
+    </span>
+  );
+}
+
 /** Pages that render signed out. /accept-invite renders signed in too (see App). */
 const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite']);
 
@@ -180,6 +220,13 @@ export function App() {
                 </span>
               )}
             </span>
+            <AccountSwitcher
+              account={account}
+              onSwitched={(switched) => {
+                setAccount(switched);
+                navigate(switched.role === 'approver' ? '/inbox' : '/');
+              }}
+            />
             <button type="button" className="button button-small" onClick={() => void signOut()}>
               Sign out
             </button>
@@ -199,7 +246,8 @@ export function App() {
             </p>
           </Notice>
         ) : null}
-        <Page path={path} role={account.role} />
+        {/* Keyed by account: a switch reloads every page's data for the account now current. */}
+        <Page key={account.id} path={path} role={account.role} />
       </main>
     </SessionContext.Provider>
   );

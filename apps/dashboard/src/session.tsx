@@ -2,7 +2,11 @@ import { createContext, useContext } from 'react';
 import type { Answer } from './api';
 
 /** What GET /api/auth/session, POST /api/auth/login and POST /api/auth/accept-invite answer about who signed in. */
-type SignedInBody = Answer<'/api/auth/session'> | Answer<'/api/auth/login', 'post'> | Answer<'/api/auth/accept-invite', 'post'>;
+type SignedInBody =
+  | Answer<'/api/auth/session'>
+  | Answer<'/api/auth/login', 'post'>
+  | Answer<'/api/auth/accept-invite', 'post'>
+  | Answer<'/api/auth/switch-account', 'post'>;
 
 export type Person = SignedInBody['account'];
 
@@ -16,10 +20,16 @@ export interface Account {
   role: 'owner' | 'approver';
   /** The approver who signed in; null for the owner. */
   member: Person | null;
+  /** Every account the signed-in person belongs to (one login, many accounts); the header switches between them. */
+  accounts: AccountChoice[];
 }
 
+/** An account the person may switch to: the one they own, or one they approve for. */
+export type AccountChoice = NonNullable<Answer<'/api/auth/session'>['accounts']>[number];
+
 export function accountFrom(body: SignedInBody): Account {
-  return { id: body.account.id, email: body.account.email, role: body.role, member: body.member };
+  const accounts = 'accounts' in body && Array.isArray(body.accounts) ? body.accounts : [];
+  return { id: body.account.id, email: body.account.email, role: body.role, member: body.member, accounts };
 }
 
 /** The address of the person at the keyboard: the approver's own, or the owner's. */

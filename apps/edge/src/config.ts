@@ -86,6 +86,21 @@ export const edgeSettings = sharedSettings.extend(webhookSettings.shape).extend(
   /** Per client address on POST /api/auth/login. */
   RATE_LIMIT_LOGIN_MAX: count(10),
   RATE_LIMIT_LOGIN_WINDOW_SECONDS: seconds(300),
+  /**
+   * Failed sign-ins (core identity's LoginThrottle): counted per client address and per (e-mail,
+   * client), never per e-mail alone, so nobody can lock a person out. Past the free failures each one
+   * makes that client wait, doubling from the base up to the maximum; nothing locks for good.
+   */
+  LOGIN_FREE_FAILURES_PER_ADDRESS: count(5),
+  LOGIN_FREE_FAILURES_PER_CLIENT: count(20),
+  LOGIN_FAILURE_WINDOW_SECONDS: seconds(900),
+  LOGIN_DELAY_BASE_SECONDS: seconds(1),
+  LOGIN_DELAY_MAX_SECONDS: seconds(900),
+  /** This many distinct clients failing at one address within the window e-mails its person (once per window). */
+  LOGIN_ALERT_CLIENTS: count(5),
+  LOGIN_ALERT_WINDOW_SECONDS: seconds(3_600),
+  /** Invitation e-mails (new invitations and resends) one account may send per 24 hours. */
+  INVITES_PER_ACCOUNT_PER_DAY: count(20),
   /** Per client address on POST /api/v1/register. */
   RATE_LIMIT_REGISTER_MAX: count(5),
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),

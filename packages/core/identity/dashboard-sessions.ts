@@ -11,6 +11,8 @@ export interface DashboardSession {
   accountId: string;
   /** The approver who signed in, or null for the account's owner. */
   memberId: string | null;
+  /** The person signed in (who may switch to another of their accounts); null for sessions older than people. */
+  personId: string | null;
   expiresAt: Date;
   /** SHA-256 of the CSRF token issued with this session. */
   csrfHash: Buffer;
@@ -32,11 +34,17 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest();
  * HS256 JWT with `sub` (account id), `jti` (session id), `iss` (the site origin), `aud`
  * ("dashboard"), `iat`, `exp` and `csrf` (SHA-256 of the CSRF token, base64url).
  */
-export async function openDashboardSession(db: Db, settings: DashboardSessionSettings, accountId: string, memberId: string | null = null) {
+export async function openDashboardSession(
+  db: Db,
+  settings: DashboardSessionSettings,
+  accountId: string,
+  memberId: string | null = null,
+  personId: string | null = null,
+) {
   // One clock reading for both claims: exp - iat is exactly the TTL even across a second boundary.
   const issuedAt = Math.floor(Date.now() / 1000);
   const expiresAt = new Date((issuedAt + settings.SESSION_TTL_SECONDS) * 1000);
-  const row = await createDashboardSession(db, { accountId, memberId, expiresAt });
+  const row = await createDashboardSession(db, { accountId, memberId, personId, expiresAt });
   const csrfToken = randomBytes(32).toString('base64url');
   const token = await new SignJWT({ csrf: sha256(csrfToken).toString('base64url') })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -71,7 +79,7 @@ export async function verifyDashboardSession(db: Db, settings: DashboardSessionS
   }
   const row = await findLiveDashboardSession(db, jti);
   if (!row || row.account_id !== sub) throw invalidSession('Session has ended');
-  return { sessionId: row.id, accountId: row.account_id, memberId: row.member_id, expiresAt: row.expires_at, csrfHash: Buffer.from(csrf, 'base64url') };
+  return { sessionId: row.id, accountId: row.account_id, memberId: row.member_id, personId: row.person_id, expiresAt: row.expires_at, csrfHash: Buffer.from(csrf, 'base64url') };
 }
 
 /** Ends a dashboard session for good (logout); false when it had already ended. */

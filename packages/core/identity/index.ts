@@ -8,4 +8,9 @@ export { KeyVerifier, keyChangesChannel, publishKeyChange } from './key-verifier
 export { PASSWORD_POLICY, assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 export { registerAccount } from './registration.js';
 export { acceptInvitation, inviteMember, memberView, mintInviteLink } from './members.js';
+export { claimInviteSend } from './invite-quota.js';
+export { LoginThrottle } from './login-throttle.js';
+export type { LoginThrottleSettings } from './login-throttle.js';
+export { authenticatePerson, listMemberships } from './people.js';
+export type { MembershipRow, PersonRow } from './people.js';
 export type { MemberView } from './members.js';

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { getAccount } from '#db/accounts';
 import { acceptInvite, findInvitedMember, getLiveMember, insertMember, setInviteToken, type MemberRow } from '#db/members';
-import { assertPasswordPolicy, hashPassword } from './passwords.js';
+import { createPerson, findPersonByEmail, type PersonRow } from '#db/people';
+import { assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 import type { Db } from '#db/sql';
 import { PlatformError } from '#core/platform';
 
@@ -31,12 +32,20 @@ export function memberView(row: MemberRow): MemberView {
   };
 }
 
-/** Adds an approver to an account; 409 when the address already signs in somewhere. */
+/**
+ * Invites an address as an approver of an account. The answer never depends on whether the address
+ * signs in elsewhere (no enumeration, nothing reserved beyond this account); 409 only for what the
+ * account itself holds: the address is already invited to or an approver of it, or is its own.
+ */
 export async function inviteMember(db: Db, input: { accountId: string; email: string }): Promise<MemberRow> {
+  const account = await getAccount(db, input.accountId);
+  if (account && account.email.toLowerCase() === input.email.toLowerCase()) {
+    throw new PlatformError('conflict', "This is the account's own address", { hint: 'The owner already sees and completes every human step; invite someone else.' });
+  }
   const row = await insertMember(db, { accountId: input.accountId, email: input.email, role: 'approver' });
   if (!row) {
-    throw new PlatformError('conflict', 'This e-mail address already has an account or is an approver', {
-      hint: 'An address signs in as one person: invite another address, or remove the existing membership first.',
+    throw new PlatformError('conflict', 'This address is already invited to or an approver of this account', {
+      hint: 'Find it in GET /api/v1/members; send a pending invitation again with POST /api/v1/members/{id}/resend-invite.',
     });
   }
   return row;
@@ -50,24 +59,25 @@ export async function mintInviteLink(
   db: Db,
   settings: { PUBLIC_URL: string; INVITE_TTL_HOURS: number },
   memberId: string,
-): Promise<{ member: MemberRow; invitedBy: string; link: string; expiresAt: Date } | null> {
+): Promise<{ member: MemberRow; link: string; expiresAt: Date } | null> {
   const member = await getLiveMember(db, memberId);
   if (!member || member.accepted_at) return null;
-  const account = await getAccount(db, member.account_id);
-  if (!account) return null;
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(Date.now() + settings.INVITE_TTL_HOURS * 3_600_000);
   if (!(await setInviteToken(db, member.id, tokenHash(token), expiresAt))) return null;
   // The token rides in the fragment: browsers never send it to the server, so no access log holds it.
   const link = `${new URL(settings.PUBLIC_URL).origin}/accept-invite#token=${token}`;
-  return { member, invitedBy: account.email, link, expiresAt };
+  return { member, link, expiresAt };
 }
 
 /**
- * Accepts an invitation with the password the person chose (the password policy applies, checked
- * against their address); 400 when the link is spent, expired, replaced or wrong.
+ * Accepts an invitation. A new address chooses its password here (the policy applies, checked against
+ * the address); an address that already signs in (owner of an account, approver of others) proves it
+ * with its own password, and the membership joins that login: one person, one password. 400 when the
+ * link is spent, expired, replaced or wrong; 401 for a wrong password of an existing login (the link
+ * still works).
  */
-export async function acceptInvitation(db: Db, token: string, password: string): Promise<MemberRow> {
+export async function acceptInvitation(db: Db, token: string, password: string): Promise<{ member: MemberRow; person: PersonRow }> {
   const invalid = () =>
     new PlatformError('validation_failed', 'This invitation link is not valid: it was used already, has expired or was replaced by a newer one', {
       hint: 'Ask the account owner to send the invitation again.',
@@ -75,9 +85,24 @@ export async function acceptInvitation(db: Db, token: string, password: string):
   const hash = tokenHash(token);
   const invited = await findInvitedMember(db, hash);
   if (!invited) throw invalid();
-  assertPasswordPolicy(password, invited.email);
+  const existing = await findPersonByEmail(db, invited.email);
+  let person: PersonRow;
+  if (existing) {
+    if (!(await verifyPassword(password, existing.password_hash))) {
+      throw new PlatformError('invalid_credentials', 'This address already signs in: enter the password you sign in with', {
+        hint: 'Accepting adds this account to your existing login, so use its password; the invitation link still works.',
+      });
+    }
+    person = existing;
+  } else {
+    assertPasswordPolicy(password, invited.email);
+    const created = await createPerson(db, { email: invited.email, passwordHash: await hashPassword(password) });
+    // Another invitation to the same new address was accepted at the same moment and chose the password.
+    if (!created) throw new PlatformError('conflict', 'This address started signing in a moment ago', { hint: 'Open the link again and enter the password you just chose.' });
+    person = created;
+  }
   // The token is spent by the update itself, so two acceptances of one link cannot both succeed.
-  const member = await acceptInvite(db, hash, await hashPassword(password));
+  const member = await acceptInvite(db, hash, person.id);
   if (!member) throw invalid();
-  return member;
+  return { member, person: { id: person.id, email: person.email, created_at: person.created_at } };
 }

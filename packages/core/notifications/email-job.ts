@@ -13,6 +13,13 @@ export type EmailedSessionEvent = (typeof EMAILED_SESSION_EVENTS)[number];
 
 const emailPayload = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('member-invite'), memberId: z.string().min(1).max(100) }),
+  z.object({
+    kind: z.literal('login-alert'),
+    personId: z.string().min(1).max(100),
+    /** Distinct clients (address blocks) that failed to sign in as this person within the window. */
+    failingClients: z.number().int().min(1),
+    windowSeconds: z.number().int().min(1),
+  }),
   z.object({ kind: z.literal('webhook-disabled'), endpointId: z.string().min(1).max(100) }),
   z.object({ kind: z.literal('topup-failed'), accountId: z.string().uuid(), reason: z.string().max(500) }),
   z.object({

@@ -4,24 +4,44 @@ import type { OutgoingMessage } from './mailer.js';
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
-/** The invitation an approver receives: who invited them, what they may do, the one-time link. */
-export function memberInviteMessage(input: { to: string; invitedBy: string; link: string; expiresAt: Date }): OutgoingMessage {
+/**
+ * The invitation an approver receives: what they may do and the one-time link. It names no sender:
+ * the inviting account's address was never verified, so printing it would let anyone send mail that
+ * looks as if it came from someone else. The person sees the account once they have signed in.
+ */
+export function memberInviteMessage(input: { to: string; link: string; expiresAt: Date }): OutgoingMessage {
   const expires = input.expiresAt.toUTCString();
-  const subject = `${input.invitedBy} invited you to approve steps on Service`;
+  const subject = 'You are invited to approve steps on Service';
+  const lead = 'An account owner on Service invited this address to approve the human steps of their cookbook sessions.';
   const text = [
-    `${input.invitedBy} invited you to approve the human steps of their cookbook sessions on Service.`,
+    lead,
     '',
     'As an approver you see the steps that wait for a person, with what the agent prepared, and approve,',
     'reject or send them back with a note. You do not see keys, funds or usage.',
     '',
-    `Choose a password and sign in: ${input.link}`,
+    `Accept and sign in: ${input.link}`,
+    'New to Service? You choose a password there. Already signing in with this address? Use your password;',
+    'the account is added to your login and you switch between your accounts in the dashboard.',
     '',
-    `The link works once, until ${expires}. If you did not expect this, ignore this message.`,
+    `The link works once, until ${expires}. If you did not expect this, ignore this message: nothing happens.`,
   ].join('\n');
-  const html = `<p>${escapeHtml(input.invitedBy)} invited you to approve the human steps of their cookbook sessions on Service.</p>
+  const html = `<p>${escapeHtml(lead)}</p>
 <p>As an approver you see the steps that wait for a person, with what the agent prepared, and approve, reject or send them back with a note. You do not see keys, funds or usage.</p>
-<p><a href="${escapeHtml(input.link)}">Choose a password and sign in</a></p>
-<p>The link works once, until ${escapeHtml(expires)}. If you did not expect this, ignore this message.</p>`;
+<p><a href="${escapeHtml(input.link)}">Accept and sign in</a></p>
+<p>New to Service? You choose a password there. Already signing in with this address? Use your password; the account is added to your login and you switch between your accounts in the dashboard.</p>
+<p>The link works once, until ${escapeHtml(expires)}. If you did not expect this, ignore this message: nothing happens.</p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/** Tells a person that many clients failed to sign in as them: someone may be guessing their password. */
+export function loginAlertMessage(input: { to: string; failingClients: number; windowSeconds: number; link: string }): OutgoingMessage {
+  const minutes = Math.round(input.windowSeconds / 60);
+  const subject = 'Failed sign-ins to your Service login';
+  const lead = `In the last ${minutes} minutes, sign-ins with your address and a wrong password came from about ${input.failingClients} different networks. Someone may be guessing your password.`;
+  const calm = 'Your login is not locked: you can still sign in with your password, and each guessing network is slowed down.';
+  const advice = 'If this was not you, choose a long password you use nowhere else. No action is needed if it was you.';
+  const text = [lead, '', calm, advice, '', `Sign in: ${input.link}`].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(calm)}</p><p>${escapeHtml(advice)}</p><p><a href="${escapeHtml(input.link)}">Sign in</a></p>`;
   return { to: input.to, subject, text, html };
 }
 

@@ -90,7 +90,11 @@ export function AcceptInvitePage({ signedInAs, onSignedIn }: { signedInAs: Accou
         ) : (
           <>
             <p className="muted">
-              Choose a password. You then sign in with your e-mail address and this password to see and complete the steps the account owner shares with you.
+              New to Service: choose a password. You then sign in with your e-mail address and this password to see and complete the steps the account owner shares with you.
+            </p>
+            <p className="muted" id="accept-existing">
+              Already sign in to Service with this address? Enter that password: the account is added to your login, and you switch between your accounts at the top of the
+              dashboard.
             </p>
             {signedInAs && (
               <div className="alert alert-info">
@@ -108,7 +112,7 @@ export function AcceptInvitePage({ signedInAs, onSignedIn }: { signedInAs: Accou
               <>
                 <div className="field">
                   <label className="field-label" htmlFor="accept-password">
-                    New password
+                    Password
                   </label>
                   <input
                     id="accept-password"
@@ -120,7 +124,7 @@ export function AcceptInvitePage({ signedInAs, onSignedIn }: { signedInAs: Accou
                     maxLength={200}
                     value={password}
                     onChange={(e) => setPassword(e.target.value)}
-                    aria-describedby="accept-password-help"
+                    aria-describedby="accept-password-help accept-existing"
                   />
                   <span className="field-help" id="accept-password-help">
                     {PASSWORD_HINT}

@@ -7,6 +7,11 @@ import { Badge, Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Sp
 /** An approver of the account, as GET /api/v1/members lists it (`invited`: the e-mail is out and not accepted yet). */
 export type Member = Answer<'/api/v1/members'>['members'][number];
 
+/** The daily allowance of invitation e-mails: the server says how many and when, better than a generic "too many". */
+function dailyAllowanceError(caught: unknown): unknown {
+  return caught instanceof ApiError && caught.status === 429 ? new Error(`${caught.message}. ${caught.hint ?? ''}`.trim()) : caught;
+}
+
 function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
   const [email, setEmail] = useState('');
   const { busy, error, run } = useAction();
@@ -19,9 +24,9 @@ function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
         onInvited(created.member);
       } catch (caught) {
         if (caught instanceof ApiError && caught.status === 409) {
-          throw new Error(`${email.trim()} already has an account or is already an approver. An address signs in as one person: invite another address.`);
+          throw new Error(`${email.trim()} is already invited to or an approver of this account, or is its own address. To send a pending invitation again, use Resend invitation in the list below.`);
         }
-        throw caught;
+        throw dailyAllowanceError(caught);
       }
     });
   };
@@ -64,7 +69,9 @@ function MemberRow({ member, onChanged, onMessage }: { member: Member; onChanged
             aria-label={`Resend invitation to ${member.email}`}
             onClick={() =>
               void run(async () => {
-                await call(client.POST('/api/v1/members/{memberId}/resend-invite', { params: { path: { memberId: member.id } } }));
+                await call(client.POST('/api/v1/members/{memberId}/resend-invite', { params: { path: { memberId: member.id } } })).catch((caught: unknown) => {
+                  throw dailyAllowanceError(caught);
+                });
                 onMessage(`The invitation went to ${member.email} again. The link in the earlier e-mail no longer works.`);
                 onChanged();
               })
@@ -105,7 +112,10 @@ export function ApproversPage() {
       />
       {message && <Notice tone="success">{message}</Notice>}
       <Card title="Invite an approver">
-        <p className="muted">They get an e-mail with a link to choose a password. The link works once and for a limited time; you can send a fresh one from the list below.</p>
+        <p className="muted">
+          They get an e-mail with a link to choose a password (or, if they already sign in to Service, to add this account to their login). The link works once and for a limited
+          time; you can send a fresh one from the list below. The e-mail does not name you: say it is coming.
+        </p>
         <InviteForm
           onInvited={(member) => {
             setMessage(`Invitation sent to ${member.email}.`);

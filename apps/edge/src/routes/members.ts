@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { inviteMember, memberView } from '#core/identity';
+import { claimInviteSend, inviteMember, memberView } from '#core/identity';
 import { enqueueEmail } from '#core/notifications';
 import { notFound, PlatformError } from '#core/platform';
 import { findMember, listMembers, removeMember } from '#db/members';
@@ -28,6 +28,8 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
 
   /** The invitation e-mail goes out from the worker, which mints the one-time link as it sends. */
   const sendInvite = (memberId: string) => enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'member-invite', memberId });
+  /** Every invitation e-mail, first or resent, counts against the account's daily allowance. */
+  const claimSend = (accountId: string) => claimInviteSend(redis, settings.REDIS_PREFIX, accountId, settings.INVITES_PER_ACCOUNT_PER_DAY);
 
   app.post(
     '/members',
@@ -37,13 +39,14 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['members'],
         summary: 'Invite a person by e-mail as an approver of this account',
         description:
-          'The invitation e-mail carries a one-time link (valid INVITE_TTL_HOURS) where the person chooses a password. The link is never in an API answer. An address that already has an account or is an approver is 409.',
+          'The invitation e-mail carries a one-time link (valid INVITE_TTL_HOURS) where the person chooses a password, or, if the address already signs in, enters theirs: the account joins their login. The e-mail names no sender (the account\'s address is not verified). The answer is the same whether or not the address signs in anywhere; an invitation reserves the address in this account only. 409 when it is already invited to or an approver of this account, or is its own address; 429 past INVITES_PER_ACCOUNT_PER_DAY invitation e-mails (resends included).',
         body: z.object({ email: emailSchema, role: z.literal('approver').default('approver') }).strict(),
         response: { 201: z.object({ ok: z.literal(true), member: memberSchema }), ...errorResponses(400, 401, 403, 409, 429, 503) },
       },
     },
     async (request, reply) => {
       const auth = requireAuth(request);
+      await claimSend(auth.accountId);
       const member = await inviteMember(sql, { accountId: auth.accountId, email: request.body.email });
       try {
         await sendInvite(member.id);
@@ -83,7 +86,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'account' },
       schema: {
         tags: ['members'],
-        summary: 'Send the invitation again with a fresh link (the earlier link stops working)',
+        summary: 'Send the invitation again with a fresh link (the earlier link stops working); counts against INVITES_PER_ACCOUNT_PER_DAY',
         params: memberParams,
         response: { 200: z.object({ ok: z.literal(true), member: memberSchema }), ...errorResponses(401, 403, 404, 409, 429, 503) },
       },
@@ -93,6 +96,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
       const member = await findMember(sql, auth.accountId, request.params.memberId);
       if (!member) throw notFound(`Approver ${request.params.memberId}`, 'List approvers with GET /api/v1/members.');
       if (member.accepted_at) throw new PlatformError('conflict', 'This approver has already accepted the invitation', { hint: 'They sign in with their e-mail and password.' });
+      await claimSend(auth.accountId);
       await sendInvite(member.id);
       return { ok: true as const, member: memberView(member) };
     },

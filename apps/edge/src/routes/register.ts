@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { toDollars } from '#contracts/money';
 import { registerAccount } from '#core/identity';
-import { assertPasswordPolicy, hashPassword, PASSWORD_POLICY } from '#core/identity';
+import { assertPasswordPolicy, PASSWORD_POLICY } from '#core/identity';
 import { errorResponses } from './error-responses.js';
 import { fullKeySchema, toKeyMeta } from './keys.js';
 import { keyMeta } from '#contracts/keys';
@@ -26,7 +26,7 @@ const registerRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['accounts'],
         summary: 'Create an account; answers its first API key (shown once) and the opening balance',
-        description: `${PASSWORD_POLICY} An email that is already registered (in any letter case) is 409.`,
+        description: `${PASSWORD_POLICY} An email that already has an account (in any letter case) is 409; a pending invitation to it is not in the way. An address that already signs in as an approver registers with the password it signs in with.`,
         body: z.object({ email: emailSchema, password: z.string().max(1000).describe(PASSWORD_POLICY) }).strict(),
         response: {
           201: z.object({
@@ -43,13 +43,11 @@ const registerRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { email, password } = request.body;
       assertPasswordPolicy(password, email);
-      const registered = await registerAccount(sql, {
-        email,
-        passwordHash: await hashPassword(password),
-        signupCreditMicros: signupCreditMicros(settings),
-      });
+      const registered = await registerAccount(sql, { email, password, signupCreditMicros: signupCreditMicros(settings) });
       if (!registered) {
-        throw new PlatformError('conflict', 'An account with this email already exists', { hint: 'Log in with POST /api/auth/login, or register another email.' });
+        throw new PlatformError('conflict', 'An account with this email already exists', {
+          hint: 'Log in with POST /api/auth/login, or register another email. If you sign in with this address as an approver, register with the password you sign in with.',
+        });
       }
       return reply.code(201).send({
         ok: true as const,
