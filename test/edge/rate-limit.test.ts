@@ -220,3 +220,46 @@ describe('client addresses', () => {
     expectLimitHeaders(await get('2001:db8:ab::1'), 2, 1);
   });
 });
+
+describe('MCP batches (finding 6: every message counts)', () => {
+  const batchOf = (messages: { method: string; params?: object }[]) => messages.map((m, i) => ({ jsonrpc: '2.0', id: i + 1, params: {}, ...m }));
+  const postBatch = (app: FastifyInstance, key: string, body: unknown) =>
+    app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { ...bearer(key), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' },
+      payload: JSON.stringify(body),
+    });
+
+  it('counts each message of a batch, and refuses a batch past the budget whole, before any message runs', async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql);
+    const newKey = async () => expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: uniqueId('k') } }), 201).fullKey;
+
+    // 11 listings with a budget of 10: one 429 with Retry-After, no answers.
+    const flood = await postBatch(app, await newKey(), batchOf(Array.from({ length: 11 }, () => ({ method: 'tools/list' }))));
+    expectLimited(flood, 10, 60);
+    expect(flood.body).not.toContain('"tools"');
+
+    // 4 listings cost 4; then a batch of 7 exceeds the 6 left and is refused whole.
+    const key = await newKey();
+    const four = expectStatus(await postBatch(app, key, batchOf(Array.from({ length: 4 }, () => ({ method: 'tools/list' })))), 200);
+    expectLimitHeaders(four, 10, 6);
+    expect(four.body.match(/"tools"/g)?.length, four.body).toBe(4);
+    const seven = await postBatch(app, key, batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/list' }))));
+    expectLimited(seven, 10, 60);
+  });
+
+  it('counts the tool calls of a batch with the batch, once: the route calls they make are not counted again', async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+    const batch = batchOf([{ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }, { method: 'tools/call', params: { name: 'get_balance', arguments: {} } }, { method: 'tools/list' }]);
+    const answered = expectStatus(await postBatch(app, owner.fullKey, batch), 200);
+    expect(answered.body.match(/balance/g)?.length, answered.body).toBeGreaterThanOrEqual(2);
+    // 3 messages, 3 tokens: the next call sees 6 left (not 4, as counting the tool calls' route calls again would leave).
+    expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, 6);
+    // A batch of tool calls past what is left is refused before any runs (nothing is called, nothing charged).
+    const tooMany = await postBatch(app, owner.fullKey, batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }))));
+    expectLimited(tooMany, 10, 60);
+  });
+});
