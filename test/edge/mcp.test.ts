@@ -320,6 +320,15 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const foreign = await post({ authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
     expect(await foreign.json()).toMatchObject({ error: { data: { code: 'forbidden' } } });
+    // The router takes /%6Dcp (and /mcp/) for /mcp: the Origin check goes by the route, so they are refused alike (finding 12's class).
+    for (const path of ['/%6Dcp', '/%6dcp', '/mcp/']) {
+      const spelled = await fetch(`${edge}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' },
+        body: JSON.stringify(init),
+      });
+      expect(spelled.status, `${path}: ${await spelled.clone().text()}`).toBe(403);
+    }
     const own = await post({ authorization: `Bearer ${account.fullKey}`, origin: new URL(app.deps.settings.PUBLIC_URL).origin });
     expect(own.status).not.toBe(403);
   });

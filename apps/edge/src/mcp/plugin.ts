@@ -15,8 +15,6 @@ const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 const isToolCall = (message: unknown) => (message as { method?: unknown } | null | undefined)?.method === 'tools/call';
 
-const isMcpUrl = (url: string) => url === MCP_PATH || url.startsWith(`${MCP_PATH}?`) || url.startsWith(`${MCP_PATH}/`);
-
 /** Where the protected-resource metadata of the MCP endpoint lives (RFC 9728, path-aware). */
 export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADATA_PATH}${MCP_PATH}`, settings.PUBLIC_URL).toString();
 
@@ -28,7 +26,8 @@ export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADA
 export function mcpOriginGuard(settings: EdgeSettings) {
   const allowed = [new URL(settings.PUBLIC_URL).hostname.toLowerCase(), ...settings.MCP_ALLOWED_ORIGINS];
   return async (request: FastifyRequest): Promise<void> => {
-    if (!isMcpUrl(request.url)) return;
+    // By the route matched, not the URL's text: the router also takes `/%6Dcp` for /mcp.
+    if (request.routeOptions.url !== MCP_PATH) return;
     const origin = request.headers.origin;
     const result = validateOriginHeader(Array.isArray(origin) ? origin[0] : origin, allowed);
     if (!result.ok) {
