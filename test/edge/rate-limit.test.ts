@@ -6,6 +6,7 @@ import { clientAddress } from '#edge/plugins/rate-limit';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { loginUser, registerUser, TEST_PASSWORD } from '../helpers/session.js';
+import { registerApi, startUpstream } from '../helpers/upstream.js';
 
 const apps: FastifyInstance[] = [];
 /** An app with its own Redis prefix (so counters start at zero) and the given low limits. */
@@ -250,14 +251,35 @@ describe('MCP batches (finding 6: every message counts)', () => {
     expectLimited(seven, 10, 60);
   });
 
-  it('counts the tool calls of a batch with the batch, once: the route calls they make are not counted again', async () => {
+  it('counts the tool calls of a batch with the batch, once: the calls they make are not counted again', async () => {
+    const upstream = await startUpstream();
+    try {
+      const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000', ALLOW_PRIVATE_UPSTREAMS: 'true' });
+      const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+      const apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });
+      const batch = batchOf([
+        { method: 'tools/call', params: { name: 'get_balance', arguments: {} } },
+        { method: 'tools/call', params: { name: 'call_api', arguments: { apiId, path: '/hello' } } },
+        { method: 'tools/list' },
+        { method: 'tools/list' },
+      ]);
+      const answered = expectStatus(await postBatch(app, owner.fullKey, batch), 200);
+      expect(answered.body, answered.body).toContain('balance');
+      expect(upstream.seen.map((r) => r.url)).toEqual(['/hello']);
+      // 4 messages, 4 tokens: the next call sees 5 left (not 3, as counting the calls the tools made again would leave,
+      // nor 6, as counting the batch once and each tool's call would).
+      expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, 5);
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('refuses a batch of tool calls past what is left before any runs', async () => {
     const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
     const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
-    const batch = batchOf([{ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }, { method: 'tools/call', params: { name: 'get_balance', arguments: {} } }, { method: 'tools/list' }]);
-    const answered = expectStatus(await postBatch(app, owner.fullKey, batch), 200);
-    expect(answered.body.match(/balance/g)?.length, answered.body).toBeGreaterThanOrEqual(2);
-    // 3 messages, 3 tokens: the next call sees 6 left (not 4, as counting the tool calls' route calls again would leave).
-    expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, 6);
+    for (const remaining of [9, 8, 7, 6]) {
+      expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, remaining);
+    }
     // A batch of tool calls past what is left is refused before any runs (nothing is called, nothing charged).
     const tooMany = await postBatch(app, owner.fullKey, batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }))));
     expectLimited(tooMany, 10, 60);
