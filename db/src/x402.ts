@@ -18,6 +18,46 @@ export async function markX402Payment(
      where payload_hash = ${hash}`;
 }
 
+/** Why a verified payment's payer may not be served now; see admitX402Payer. */
+export type PayerRefusal = 'recent_settle_failure' | 'unsettled_limit';
+
+/**
+ * Marks a claimed payment `verified` for `payer` (lowercased) unless serving it would leave the payer
+ * too much unpaid work: the payer had a settlement refused by the facilitator within
+ * `cooldownSeconds` (an answer of "no" such as insufficient funds, not a facilitator that did not
+ * answer), or the payments of theirs verified and not yet settled, this one included, would exceed
+ * `maxUnsettledMicros` (one payment alone is always let through, whatever its price). Payments
+ * verified longer ago than `inFlightSeconds` (their authorization has expired) no longer count.
+ * Serialised per payer, so concurrent payments cannot all see the same room. Null when admitted;
+ * else the payment is marked `not_settled` with the reason.
+ */
+export async function admitX402Payer(
+  sql: Sql,
+  input: { hash: Buffer; payer: string; amountMicros: bigint; maxUnsettledMicros: bigint; cooldownSeconds: number; inFlightSeconds: number },
+): Promise<PayerRefusal | null> {
+  const payer = input.payer.toLowerCase();
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-payer:${payer}`}, 0))`;
+    const [failed] = await tx`
+      select 1 from x402_payments
+       where payer = ${payer} and status = 'settle_failed' and reason is distinct from 'facilitator_unreachable'
+         and updated_at > now() - make_interval(secs => ${input.cooldownSeconds})
+       limit 1`;
+    let refusal: PayerRefusal | null = failed ? 'recent_settle_failure' : null;
+    if (!refusal) {
+      const [row] = await tx<{ unsettled: bigint }[]>`
+        select coalesce(sum(amount_micros), 0)::bigint as unsettled from x402_payments
+         where payer = ${payer} and status = 'verified' and created_at > now() - make_interval(secs => ${input.inFlightSeconds})`;
+      const unsettled = row?.unsettled ?? 0n;
+      if (unsettled > 0n && unsettled + input.amountMicros > input.maxUnsettledMicros) refusal = 'unsettled_limit';
+    }
+    await tx`
+      update x402_payments set status = ${refusal ? 'not_settled' : 'verified'}, reason = ${refusal}, payer = ${payer}, updated_at = now()
+       where payload_hash = ${input.hash}`;
+    return refusal;
+  }) as Promise<PayerRefusal | null>;
+}
+
 /** What a settled payment's ledger pair records about the call it paid for. */
 export interface X402Call {
   keyId: string | null;

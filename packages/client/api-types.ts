@@ -1409,7 +1409,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** API details: base URL, auth scheme, endpoints and the proxy path */
+        /** API details: auth scheme, endpoints, the proxy path and, for catalog APIs, the upstream base URL */
         get: {
             parameters: {
                 query?: never;
@@ -1432,7 +1432,8 @@ export interface paths {
                                 authScheme: {
                                     [key: string]: unknown;
                                 };
-                                baseUrl: string;
+                                /** @description The upstream's base URL for APIs from the public catalog; null for APIs the operator registered, whose upstream may be a private host */
+                                baseUrl: string | null;
                                 byokPricePerCall: number | null;
                                 categories: string[];
                                 category: string;

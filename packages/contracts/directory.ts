@@ -23,7 +23,10 @@ export const apiSummary = z.object({
 export const endpoint = z.object({ method: z.string(), path: z.string(), summary: z.string() });
 export const apiDetail = apiSummary.extend({
   version: z.string().nullable(),
-  baseUrl: z.string(),
+  baseUrl: z
+    .string()
+    .nullable()
+    .describe("The upstream's base URL for APIs from the public catalog; null for APIs the operator registered, whose upstream may be a private host"),
   authScheme: z.record(z.string(), z.unknown()),
   proxyPath: z.string(),
   byokPricePerCall: z.number().nullable(),

@@ -99,7 +99,7 @@ describe('GET /api/v1/apis (browse and search)', () => {
 });
 
 describe('GET /api/v1/apis/{id}, /categories, /apis/category/{c}', () => {
-  it('answers details with base URL, auth scheme, endpoints and proxy path', async () => {
+  it('answers details with base URL (a catalog API: public), auth scheme, endpoints and proxy path', async () => {
     const { api } = expectOk<{ api: Record<string, unknown> }>(await get('/api/v1/apis/twilio.com-api'));
     expect(api).toMatchObject({
       id: 'twilio.com-api',

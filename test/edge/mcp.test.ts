@@ -148,9 +148,21 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
 
     const detail = ok<{ api: { id: string; pricePerCall: number; proxyPath: string } }>(await call(client, 'get_api', { id: weatherApi }));
     expect(detail.api).toMatchObject({ id: weatherApi, pricePerCall: 0.002 });
+    // An operator-registered API's upstream may be a private host: neither its details nor its instructions publish it (finding 14).
+    expect(detail.api).toMatchObject({ source: 'operator', baseUrl: null });
+    expect(JSON.stringify(detail)).not.toContain(upstream.url);
 
     const instructions = await call(client, 'get_api_instructions', { id: weatherApi });
     expect(ok<{ apiId: string; instructions: string }>(instructions)).toMatchObject({ apiId: weatherApi, instructions: expect.stringContaining(weatherApi) });
+    expect(JSON.stringify(instructions.content)).not.toContain(upstream.url);
+    const rest = await app.inject({ method: 'GET', url: `/api/v1/apis/${weatherApi}` });
+    expect(rest.statusCode, rest.body).toBe(200);
+    expect(rest.json()).toMatchObject({ ok: true, api: { id: weatherApi, source: 'operator', baseUrl: null } });
+    expect(rest.body).not.toContain(upstream.url);
+    const reader = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+    const restInstructions = await app.inject({ method: 'GET', url: `/api/v1/apis/${weatherApi}/instructions`, headers: { authorization: `Bearer ${reader.fullKey}` } });
+    expect(restInstructions.statusCode, restInstructions.body).toBe(200);
+    expect(restInstructions.body).not.toContain(upstream.url);
     expect(instructions._meta?.['agent-api-platform/charge']).toMatchObject({ cost: 0.01, balance: 0.99 });
 
     const called = await call(client, 'call_api', { apiId: weatherApi, path: '/forecast', query: { city: 'Oslo', days: 2 } });
@@ -308,6 +320,15 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const foreign = await post({ authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
     expect(await foreign.json()).toMatchObject({ error: { data: { code: 'forbidden' } } });
+    // The router takes /%6Dcp (and /mcp/) for /mcp: the Origin check goes by the route, so they are refused alike (finding 12's class).
+    for (const path of ['/%6Dcp', '/%6dcp', '/mcp/']) {
+      const spelled = await fetch(`${edge}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' },
+        body: JSON.stringify(init),
+      });
+      expect(spelled.status, `${path}: ${await spelled.clone().text()}`).toBe(403);
+    }
     const own = await post({ authorization: `Bearer ${account.fullKey}`, origin: new URL(app.deps.settings.PUBLIC_URL).origin });
     expect(own.status).not.toBe(403);
   });

@@ -6,6 +6,7 @@ import { clientAddress } from '#edge/plugins/rate-limit';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { loginUser, registerUser, TEST_PASSWORD } from '../helpers/session.js';
+import { registerApi, startUpstream } from '../helpers/upstream.js';
 
 const apps: FastifyInstance[] = [];
 /** An app with its own Redis prefix (so counters start at zero) and the given low limits. */
@@ -218,5 +219,69 @@ describe('client addresses', () => {
     expectLimitHeaders(await get('2001:db8:aa::ffff'), 2, 0);
     expectLimited(await get('2001:db8:aa:0:1:2:3:4'), 2, 60);
     expectLimitHeaders(await get('2001:db8:ab::1'), 2, 1);
+  });
+});
+
+describe('MCP batches (finding 6: every message counts)', () => {
+  const batchOf = (messages: { method: string; params?: object }[]) => messages.map((m, i) => ({ jsonrpc: '2.0', id: i + 1, params: {}, ...m }));
+  const postBatch = (app: FastifyInstance, key: string, body: unknown) =>
+    app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { ...bearer(key), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' },
+      payload: JSON.stringify(body),
+    });
+
+  it('counts each message of a batch, and refuses a batch past the budget whole, before any message runs', async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql);
+    const newKey = async () => expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: uniqueId('k') } }), 201).fullKey;
+
+    // 11 listings with a budget of 10: one 429 with Retry-After, no answers.
+    const flood = await postBatch(app, await newKey(), batchOf(Array.from({ length: 11 }, () => ({ method: 'tools/list' }))));
+    expectLimited(flood, 10, 60);
+    expect(flood.body).not.toContain('"tools"');
+
+    // 4 listings cost 4; then a batch of 7 exceeds the 6 left and is refused whole.
+    const key = await newKey();
+    const four = expectStatus(await postBatch(app, key, batchOf(Array.from({ length: 4 }, () => ({ method: 'tools/list' })))), 200);
+    expectLimitHeaders(four, 10, 6);
+    expect(four.body.match(/"tools"/g)?.length, four.body).toBe(4);
+    const seven = await postBatch(app, key, batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/list' }))));
+    expectLimited(seven, 10, 60);
+  });
+
+  it('counts the tool calls of a batch with the batch, once: the calls they make are not counted again', async () => {
+    const upstream = await startUpstream();
+    try {
+      const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000', ALLOW_PRIVATE_UPSTREAMS: 'true' });
+      const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+      const apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });
+      const batch = batchOf([
+        { method: 'tools/call', params: { name: 'get_balance', arguments: {} } },
+        { method: 'tools/call', params: { name: 'call_api', arguments: { apiId, path: '/hello' } } },
+        { method: 'tools/list' },
+        { method: 'tools/list' },
+      ]);
+      const answered = expectStatus(await postBatch(app, owner.fullKey, batch), 200);
+      expect(answered.body, answered.body).toContain('balance');
+      expect(upstream.seen.map((r) => r.url)).toEqual(['/hello']);
+      // 4 messages, 4 tokens: the next call sees 5 left (not 3, as counting the calls the tools made again would leave,
+      // nor 6, as counting the batch once and each tool's call would).
+      expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, 5);
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('refuses a batch of tool calls past what is left before any runs', async () => {
+    const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
+    const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+    for (const remaining of [9, 8, 7, 6]) {
+      expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, remaining);
+    }
+    // A batch of tool calls past what is left is refused before any runs (nothing is called, nothing charged).
+    const tooMany = await postBatch(app, owner.fullKey, batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }))));
+    expectLimited(tooMany, 10, 60);
   });
 });

@@ -134,6 +134,10 @@ describe('outgoing webhooks', () => {
       const strictPost = (url: string) => strict.inject({ method: 'POST', url: '/api/v1/webhooks', headers: bearer(owner.fullKey), payload: { url, eventTypes: ['key.revoked'] } });
       expectError(await strictPost('http://example.com/x'), 400, 'validation_failed');
       expect(expectError(await strictPost('https://127.0.0.1/x'), 400, 'validation_failed').error).toContain('private');
+      // IPv6 forms that carry a loopback IPv4 address (finding 13: once accepted in production).
+      for (const host of ['[::127.0.0.1]', '[::ffff:0:7f00:1]', '[2002:7f00:1::]', '[64:ff9b::7f00:1]', '[::ffff:169.254.169.254]']) {
+        expect(expectError(await strictPost(`https://${host}/x`), 400, 'validation_failed').error, host).toContain('private');
+      }
     } finally {
       await strict.close();
     }

@@ -32,6 +32,10 @@ describe('x402 per-call payments', () => {
   let apiId: string;
   const calls: { path: string; body: { x402Version: number; paymentPayload: PaymentPayload; paymentRequirements: PaymentRequirements } }[] = [];
   let verifyAnswer: () => { status: number; body: unknown };
+  /** Each test's own wallet: a payer's refused settlement keeps that payer out for a while. */
+  let payer: string;
+  /** A /slow upstream call waits for this (set when it arrives). */
+  let releaseSlow: (() => void) | null = null;
   let settleAnswer: () => { status: number; body: unknown };
 
   beforeAll(async () => {
@@ -59,6 +63,18 @@ describe('x402 per-call payments', () => {
     });
     await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
     upstream = await startUpstream((req, res) => {
+      if (req.url?.includes('slow')) {
+        releaseSlow = () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"slow":"done"}');
+        };
+        return;
+      }
+      if (req.url?.includes('missing')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{"error":"no such city"}');
+        return;
+      }
       if (req.url?.includes('empty')) {
         res.writeHead(204);
         res.end();
@@ -74,6 +90,8 @@ describe('x402 per-call payments', () => {
       X402_NETWORK: NETWORK,
       ALLOW_PRIVATE_UPSTREAMS: 'true',
       REDIS_PREFIX: uniqueId('x402'),
+      // Room for one proxied call ($0.002) of a payer in flight, not two.
+      X402_PAYER_MAX_UNSETTLED_DOLLARS: '0.003',
     });
   });
   afterAll(async () => {
@@ -83,8 +101,9 @@ describe('x402 per-call payments', () => {
   });
   beforeEach(() => {
     calls.length = 0;
-    verifyAnswer = () => ({ status: 200, body: { isValid: true, payer: '0xpayer' } });
-    settleAnswer = () => ({ status: 200, body: { success: true, transaction: `0xtx${Date.now()}`, network: NETWORK, payer: '0xpayer' } });
+    payer = uniqueId('0xpayer');
+    verifyAnswer = () => ({ status: 200, body: { isValid: true, payer } });
+    settleAnswer = () => ({ status: 200, body: { success: true, transaction: `0xtx${Date.now()}`, network: NETWORK, payer } });
   });
 
   const instructions = (account: TestAccount, headers: Record<string, string> = {}) =>
@@ -94,7 +113,7 @@ describe('x402 per-call payments', () => {
     encodePaymentSignatureHeader({
       x402Version: 2,
       accepted: requirements,
-      payload: { signature: `0xsig-${nonce}`, authorization: { from: '0xpayer', to: requirements.payTo, value: requirements.amount, nonce } },
+      payload: { signature: `0xsig-${nonce}`, authorization: { from: payer, to: requirements.payTo, value: requirements.amount, nonce } },
     });
   const offered = async (account: TestAccount) => {
     const refused = await instructions(account);
@@ -206,6 +225,9 @@ describe('x402 per-call payments', () => {
     expect(await ledger(account)).toHaveLength(0);
     const [payment] = await app.deps.sql<{ status: string; reason: string | null }[]>`select status, reason from x402_payments where account_id = ${account.accountId}`;
     expect(payment).toMatchObject({ status: 'settle_failed', reason: 'facilitator_unreachable' });
+    // No verdict is not the payer's doing: the same wallet pays again at once.
+    settleAnswer = () => ({ status: 200, body: { success: true, transaction: `0xtx${Date.now()}`, network: NETWORK, payer } });
+    expectOk(await instructions(account, { 'payment-signature': paymentFor(requirements) }));
   });
 
   it('serves a settled payment whose ledger write fails, keeps it as settled_unrecorded with its call, and an operator records it once', async () => {
@@ -300,6 +322,64 @@ describe('x402 per-call payments', () => {
     const owed = await chargesOwedARefund(app.deps.sql, 0);
     expect(owed.map((o) => o.id)).not.toContain(entries[1]!.id);
     expect(owed.map((o) => o.id)).not.toContain(entries[3]!.id);
+  });
+
+  it('settles a proxied call the upstream answered with a 4xx: it was forwarded, as a balance-paid call keeps its charge (finding 11)', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const refused = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/missing`, headers: bearer(account.fullKey) });
+    const requirements = decodePaymentRequiredHeader(String(refused.headers['payment-required'])).accepts[0]!;
+    const res = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/missing`, headers: { ...bearer(account.fullKey), 'payment-signature': paymentFor(requirements) } });
+    expect(res.statusCode, res.body).toBe(404);
+    expect(res.body).toBe('{"error":"no such city"}');
+    expect(calls.map((c) => c.path)).toEqual(['/verify', '/settle']);
+    expect(decodePaymentResponseHeader(String(res.headers['payment-response'])).success).toBe(true);
+    expect((await ledger(account)).map((e) => [e.kind, e.amount_micros])).toEqual([
+      ['x402_credit', 2000n],
+      ['charge', -2000n],
+    ]);
+  });
+
+  it('keeps a payer whose settlement the facilitator refused (an emptied wallet) from paying per call for a while, before serving (finding 11)', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const requirements = (await offered(account)).accepts[0]!;
+    settleAnswer = () => ({ status: 200, body: { success: false, errorReason: 'insufficient_funds', transaction: '', network: NETWORK } });
+    expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid');
+    // The wallet is funded again: still refused, after verification and before the call is served or settled.
+    settleAnswer = () => ({ status: 200, body: { success: true, transaction: `0xtx${Date.now()}`, network: NETWORK, payer } });
+    calls.length = 0;
+    const kept = await instructions(account, { 'payment-signature': paymentFor(requirements) });
+    const body = expectError(kept, 402, 'payment_invalid');
+    expect(body.error).toContain('could not be settled lately');
+    expect(body.hint).toContain('balance');
+    expect(kept.headers['retry-after']).toBe(String(app.deps.settings.X402_PAYER_COOLDOWN_SECONDS));
+    expect(kept.body).not.toContain('instructions"');
+    expect(calls.map((c) => c.path)).toEqual(['/verify']);
+    expect(await ledger(account)).toHaveLength(0);
+    // Another wallet of the same account pays as usual.
+    payer = uniqueId('0xother');
+    expectOk(await instructions(account, { 'payment-signature': paymentFor(requirements) }));
+  });
+
+  it("bounds a payer's calls served and not yet settled: one past X402_PAYER_MAX_UNSETTLED_DOLLARS is refused, not forwarded (finding 11)", async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const refused = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/forecast`, headers: bearer(account.fullKey) });
+    const requirements = decodePaymentRequiredHeader(String(refused.headers['payment-required'])).accepts[0]!;
+    const paid = (path: string) => app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}${path}`, headers: { ...bearer(account.fullKey), 'payment-signature': paymentFor(requirements) } });
+    releaseSlow = null;
+    const slow = paid('/slow');
+    await eventually('the slow call at the upstream', async () => releaseSlow ?? undefined, { timeoutMs: 10_000 });
+    const forwardedBefore = upstream.seen.length;
+    // $0.002 in flight and $0.002 more exceed $0.003: refused before forwarding.
+    const second = await paid('/forecast');
+    expect(expectError(second, 402, 'payment_invalid').error).toContain('not yet settled');
+    expect(upstream.seen.length).toBe(forwardedBefore);
+    releaseSlow!();
+    const first = await slow;
+    expect(first.statusCode, first.body).toBe(200);
+    expect(decodePaymentResponseHeader(String(first.headers['payment-response'])).success).toBe(true);
+    // Settled, it no longer counts.
+    expect((await paid('/forecast')).statusCode).toBe(200);
+    expect((await ledger(account)).filter((e) => e.kind === 'charge')).toHaveLength(2);
   });
 
   it('where x402 is off, a 402 carries no PAYMENT-REQUIRED and a PAYMENT-SIGNATURE is refused with 400', async () => {

@@ -41,11 +41,20 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
-/** A proxied call's query string goes to the upstream unchanged and may carry the caller's own keys. */
-const PROXY_PATH = '/api/v1/proxy/';
-export function loggedUrl(url: string): string {
+/** The proxy's routes: their query strings go to the upstream unchanged and may carry the caller's own keys. */
+const PROXY_ROUTE_PREFIX = '/api/v1/proxy/';
+export const isProxyRoute = (request: Pick<FastifyRequest, 'routeOptions'>) => request.routeOptions.url?.startsWith(PROXY_ROUTE_PREFIX) === true;
+
+/**
+ * A request's URL as logged: without its query string when the request was routed to the proxy, or
+ * to no route at all (whose query nobody vetted). Decided by the route the router matched, not by
+ * the URL's text, which can spell the proxy's path otherwise (`/api/v1/%70roxy/...`).
+ */
+export function loggedUrl(request: Pick<FastifyRequest, 'url' | 'routeOptions'>): string {
+  const url = request.url;
   const q = url.indexOf('?');
-  return q !== -1 && url.startsWith(PROXY_PATH) ? `${url.slice(0, q)}?[redacted]` : url;
+  if (q === -1) return url;
+  return request.routeOptions.url === undefined || isProxyRoute(request) ? `${url.slice(0, q)}?[redacted]` : url;
 }
 
 /**
@@ -62,7 +71,8 @@ export function edgeLogger(settings: EdgeSettings): FastifyLoggerOptions {
       // client as `remoteAddress`: a plain object has no `ip`).
       req: (request: Partial<FastifyRequest> & { remoteAddress?: string }) => ({
         method: request.method,
-        url: typeof request.url === 'string' ? loggedUrl(request.url) : undefined,
+        // A Fastify request is logged by its route; a plain summary (the request-completed line) carries its URL already as loggable.
+        url: typeof request.url !== 'string' ? undefined : request.routeOptions ? loggedUrl(request as FastifyRequest) : request.url,
         host: request.host,
         remoteAddress: request.ip ?? request.remoteAddress,
         remotePort: request.socket?.remotePort,
@@ -129,7 +139,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       if (!sampled || Math.random() < sample) {
         request.log.info(
           {
-            req: { method: request.method, url: request.url, remoteAddress: request.ip },
+            req: { method: request.method, url: loggedUrl(request), remoteAddress: request.ip },
             res: { statusCode: status },
             responseTime: reply.elapsedTime,
             // (An undefined field is left out of the line.)
@@ -147,7 +157,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   // carry a lone surrogate: the router refuses it in paths and the query parser leaves it undecoded.)
   app.addHook('preValidation', (request, _reply, done) => {
     // The proxy passes query and body through to the upstream untouched.
-    if (request.routeOptions.url?.startsWith('/api/v1/proxy/')) return done();
+    if (isProxyRoute(request)) return done();
     for (const [part, value] of [['query', request.query], ['path', request.params]] as const) {
       const found = findUnstorableText(value);
       if (found) return done(unstorableTextError(part, found));

@@ -3,6 +3,7 @@ import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, HTTPFacilita
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
+import { parseDollars } from '#contracts/money';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
 
@@ -26,6 +27,24 @@ export const x402Settings = z.object({
   /** How long a payment authorization must stay valid. */
   X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(3600).default(120),
   X402_FACILITATOR_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /**
+   * The most a payer (one wallet address) may have verified and served but not yet settled, in
+   * dollars: what the operator risks when the payer empties the wallet before settlement. A payment
+   * with nothing else of its payer in flight is always let through.
+   */
+  X402_PAYER_MAX_UNSETTLED_DOLLARS: z
+    .string()
+    .default('1')
+    .transform((value, ctx) => {
+      const micros = parseDollars(value);
+      if (micros === null || micros <= 0n) {
+        ctx.addIssue({ code: 'custom', message: 'expected a positive dollar amount such as 1.00' });
+        return z.NEVER;
+      }
+      return micros;
+    }),
+  /** How long a payer whose settlement the facilitator refused (e.g. insufficient funds) may not pay with x402. */
+  X402_PAYER_COOLDOWN_SECONDS: z.coerce.number().int().min(1).max(30 * 86_400).default(3600),
 });
 export type X402Settings = z.output<typeof x402Settings>;
 

@@ -38,6 +38,15 @@ export interface ApiDetailRow extends ApiSummaryRow {
   instructions: string | null;
 }
 
+/**
+ * The base URL an API's details and instructions may show: a catalog API's, which came from a public
+ * catalog, and never an operator-registered one's, which may be a private or internal host (see
+ * docs/decisions/published-base-urls.md).
+ */
+export function publishedBaseUrl(row: Pick<ApiDetailRow, 'base_url' | 'source'>): string | null {
+  return row.source === 'apis.guru' ? row.base_url : null;
+}
+
 /** Opaque paging cursor: base64url of {"o": offset}. The catalog changes rarely; offsets are stable enough. */
 export function encodeCursor(offset: number): string {
   return Buffer.from(JSON.stringify({ o: offset })).toString('base64url');

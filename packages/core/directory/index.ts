@@ -1,7 +1,7 @@
 export { ApiCache } from './api-cache.js';
 export { apiPageAnswer, discoverAnswer, searchAnswer, toApiSummary } from './answers.js';
 export type { DiscoverRequest, SearchRequest } from './answers.js';
-export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories, searchApis } from './catalog.js';
+export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories, publishedBaseUrl, searchApis } from './catalog.js';
 export type { RankedRow } from './catalog.js';
 export { evaluateDiscovery, loadDevset } from './eval.js';
 export { apiIdFor, directoryRoot, importDirectory, loadCuration, normalizeSpec, reindexApi, sourceCategories, specFiles } from './import.js';

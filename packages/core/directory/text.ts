@@ -56,7 +56,8 @@ export interface InstructionSource {
   provider: string;
   service: string | null;
   description: string;
-  baseUrl: string;
+  /** Null when it is not to be published (an operator-registered API's upstream may be a private host). */
+  baseUrl: string | null;
   authScheme: AuthScheme;
   categories: string[];
   endpoints: IndexedEndpoint[];
@@ -117,7 +118,7 @@ export function generateInstructions(api: InstructionSource): string {
     '## How to call it',
     '',
     `Call every endpoint through the platform's metered proxy: \`${proxyPath(api.id)}{path}\` under the platform's base URL.`,
-    `The proxy forwards the method, path remainder, query and body unchanged to \`${api.baseUrl}\` and returns the upstream response.`,
+    `The proxy forwards the method, path remainder, query and body unchanged to ${api.baseUrl === null ? "the API's upstream" : `\`${api.baseUrl}\``} and returns the upstream response.`,
     'Authenticate to the platform with `Authorization: Bearer service_sk_...` (or `X-API-Key`).',
     '',
     '## Upstream authentication',

@@ -1,3 +1,4 @@
+export { classifyAddress, isPrivateAddress, type AddressVerdict } from './addresses.js';
 export { ConnectionCache, type SealedConnectionKeys } from './connection-cache.js';
 export { saveConnection } from './connections.js';
 export { droppedRequestHeaders, planMeteredCall, upstreamFailure } from './call-plan.js';
@@ -5,6 +6,6 @@ export { MeteredCall, UpstreamSilent, bodyOf, readExcerpt, UPSTREAM_EXCERPT_BYTE
 export type { AnswerSink, CallObserver, CallOutcome, MeteredCallDeps, MeteredCallRequest, MeteredCallResult, MeteredCallSettings, UpstreamClient, UpstreamRequest, UpstreamResponse } from './metered-call.js';
 export { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
 export { canonicalPath, methodsServed, priceOf, pricedPath } from './pricing.js';
-export { PrivateUpstreamError, assertPublicHost, downstreamResponseHeaders, guardedLookup, isPrivateAddress, proxyTarget, upstreamBase, upstreamRequestHeaders, upstreamUrl, withAuthQuery, type UpstreamBase } from './upstream.js';
+export { PrivateUpstreamError, assertPublicHost, downstreamResponseHeaders, guardedLookup, proxyTarget, upstreamBase, upstreamRequestHeaders, upstreamUrl, withAuthQuery, type UpstreamBase } from './upstream.js';
 export { MIN_LEAK, SecretRedactor, secretForms } from './redaction.js';
 export { doorLocation } from './redirects.js';

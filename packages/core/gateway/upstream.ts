@@ -1,45 +1,9 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookupAsync } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { PlatformError } from '#core/platform';
 import type { AuthScheme } from '#contracts/auth-scheme';
-
-/** Addresses the proxy never connects to unless ALLOW_PRIVATE_UPSTREAMS is on: loopback, private, link-local, ... */
-const privateRanges = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  privateRanges.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['64:ff9b::', 96],
-] as const) {
-  privateRanges.addSubnet(net, bits, 'ipv6');
-}
-
-export function isPrivateAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return privateRanges.check(address, 'ipv4');
-  if (family !== 6) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped?.[1]) return privateRanges.check(mapped[1], 'ipv4');
-  return privateRanges.check(address, 'ipv6');
-}
+import { isPrivateAddress } from './addresses.js';
 
 export class PrivateUpstreamError extends Error {
   override name = 'PrivateUpstreamError';

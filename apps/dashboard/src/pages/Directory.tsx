@@ -206,7 +206,7 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
               </div>
               <div>
                 <dt>Upstream</dt>
-                <dd className="mono">{item.baseUrl}</dd>
+                <dd className="mono">{item.baseUrl ?? 'registered by the operator (not published)'}</dd>
               </div>
             </dl>
             <Votes apiId={item.id} />

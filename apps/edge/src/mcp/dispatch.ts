@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { PlatformError } from '#core/platform';
 import { errorBody } from '../errors.js';
+import { PREPAID_HEADER } from '../plugins/rate-limit.js';
 import type { ArgShape, RouteTool } from './tools.js';
 
 /** Who is calling, as the MCP request authenticated it; every tool call is made with these credentials. */
@@ -13,8 +14,10 @@ export interface ToolCaller {
   ip: string;
   /** The MCP request's id; each route call gets `<id>.<n>` so its log lines tie back to it. */
   requestId: string;
-  /** Counts one call against the caller's rate limits, as a REST route would (throws 429 `rate_limited`). */
+  /** Counts one call against the caller's rate limits, as a REST route would (throws 429 `rate_limited`); a prepaid one spends its pass instead. */
   limit(): Promise<void>;
+  /** A pass from `rateLimiter.prepay` when the MCP request counted its tool calls already (a batch). */
+  prepaid?: string;
 }
 
 /** The `_meta` key under which a priced tool's answer names what it cost. */
@@ -56,7 +59,12 @@ export async function callRoute(app: FastifyInstance, caller: ToolCaller, call: 
     query: call.query,
     payload: call.payload,
     remoteAddress: caller.ip,
-    headers: { ...call.headers, authorization: `Bearer ${caller.key}`, 'x-request-id': `${caller.requestId}.${sequence}`.slice(0, 128) },
+    headers: {
+      ...call.headers,
+      authorization: `Bearer ${caller.key}`,
+      'x-request-id': `${caller.requestId}.${sequence}`.slice(0, 128),
+      ...(caller.prepaid === undefined ? {} : { [PREPAID_HEADER]: caller.prepaid }),
+    },
   });
   return { statusCode: response.statusCode, headers: response.headers, rawPayload: response.rawPayload };
 }

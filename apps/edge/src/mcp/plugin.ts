@@ -13,7 +13,7 @@ import type { ToolCaller } from './dispatch.js';
 export const MCP_PATH = '/mcp';
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
-const isMcpUrl = (url: string) => url === MCP_PATH || url.startsWith(`${MCP_PATH}?`) || url.startsWith(`${MCP_PATH}/`);
+const isToolCall = (message: unknown) => (message as { method?: unknown } | null | undefined)?.method === 'tools/call';
 
 /** Where the protected-resource metadata of the MCP endpoint lives (RFC 9728, path-aware). */
 export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADATA_PATH}${MCP_PATH}`, settings.PUBLIC_URL).toString();
@@ -26,7 +26,8 @@ export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADA
 export function mcpOriginGuard(settings: EdgeSettings) {
   const allowed = [new URL(settings.PUBLIC_URL).hostname.toLowerCase(), ...settings.MCP_ALLOWED_ORIGINS];
   return async (request: FastifyRequest): Promise<void> => {
-    if (!isMcpUrl(request.url)) return;
+    // By the route matched, not the URL's text: the router also takes `/%6Dcp` for /mcp.
+    if (request.routeOptions.url !== MCP_PATH) return;
     const origin = request.headers.origin;
     const result = validateOriginHeader(Array.isArray(origin) ? origin[0] : origin, allowed);
     if (!result.ok) {
@@ -152,10 +153,27 @@ export default fp(
         const caller = requireAuth(request);
         const key = presentedKey(request);
         if (key === null) throw new PlatformError('missing_credentials', 'Missing API key');
-        // A tool call is counted by the API call it makes; every other MCP message counts here.
-        const method = (request.body as { method?: unknown } | undefined)?.method;
-        if (method !== 'tools/call') await app.rateLimiter.consumeCaller(request, reply);
-        const toolCaller: ToolCaller = { key, ip: request.ip, requestId: request.id, limit: () => app.rateLimiter.consumeCaller(request, reply) };
+        const toolCaller: ToolCaller = {
+          key,
+          ip: request.ip,
+          requestId: request.id,
+          // A tool call of a batch was counted with it (it spends the batch's pass); any other is counted now.
+          limit: async () => {
+            if (toolCaller.prepaid !== undefined && app.rateLimiter.usePrepaid(request, toolCaller.prepaid)) return;
+            await app.rateLimiter.consumeCaller(request, reply);
+          },
+        };
+        if (Array.isArray(request.body)) {
+          // A batch: every message counts, all before any runs, so a batch past the budget is refused
+          // whole (429). Its tool calls were counted here, so the calls they make are not counted again.
+          const messages = request.body as unknown[];
+          await app.rateLimiter.consumeCallerHits(request, reply, messages.length);
+          const toolCalls = messages.filter(isToolCall).length;
+          if (toolCalls > 0) toolCaller.prepaid = app.rateLimiter.prepay(request, toolCalls);
+        } else if (!isToolCall(request.body)) {
+          // A single tool call is counted by the call it makes (a refusal is then a tool error).
+          await app.rateLimiter.consumeCaller(request, reply);
+        }
         const authInfo: AuthInfo = { token: key, clientId: caller.keyId ?? caller.accountId, scopes: [], extra: { caller, toolCaller } };
         const response = await handler.fetch(toWebRequest(request), { authInfo, parsedBody: request.body });
         return sendWebResponse(reply, response);

@@ -56,7 +56,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
   {
     name: 'get_api',
     title: 'API details',
-    description: "One API's details: base URL, auth scheme, endpoints, price per call and the proxy path. Free.",
+    description: "One API's details: auth scheme, endpoints, price per call, the proxy path and, for catalog APIs, the upstream base URL. Free.",
     method: 'GET',
     url: '/api/v1/apis/:id',
     readOnly: true,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -28,6 +29,20 @@ export interface RateLimiter {
    */
   consumeCaller(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /**
+   * Counts `hits` hits of an authenticated request at once (the messages of an MCP batch), all
+   * before any of them is served: throws 429 `rate_limited` when the budgets cannot cover them all.
+   * Tokens granted to a refused batch stay spent, as a refused single hit's would in Redis.
+   */
+  consumeCallerHits(request: FastifyRequest, reply: FastifyReply, hits: number): Promise<void>;
+  /**
+   * A pass for `uses` route calls of this caller that were counted already (the tool calls of an
+   * MCP batch, counted with the batch): sent as the PREPAID_HEADER of those calls, it spares each
+   * one count. Bound to the caller's key or account, good for PREPAID_TTL_MS.
+   */
+  prepay(request: FastifyRequest, uses: number): string;
+  /** Spends one use of a pass from `prepay` (a tool call made in-process); false when it is spent, expired or another caller's. */
+  usePrepaid(request: FastifyRequest, id: string): boolean;
+  /**
    * Hits counted, those answered without waiting on Redis (`local`), Redis script calls made and the
    * counter increments they carried (`claims`: many hits share a call on a busy edge, and a claimed
    * block of tokens is one increment).
@@ -43,6 +58,11 @@ declare module 'fastify' {
     rateLimiter: RateLimiter;
   }
 }
+
+/** The header carrying a pass from `prepay`; an `x-service-` header, so it never reaches an upstream. */
+export const PREPAID_HEADER = 'x-service-prepaid';
+/** A pass outlives the longest batch it could be spent in (its tool calls run while it is answered). */
+const PREPAID_TTL_MS = 10 * 60_000;
 
 interface Limit extends QuotaLimit {
   /** Every hit counted in Redis before it goes on, and refused when Redis cannot count it. */
@@ -188,14 +208,54 @@ export default fp(
       if (account) settle(request, reply, 'account', account, false);
     }
 
+    /** Passes from `prepay`: calls left, whose they are and until when. */
+    const passes = new Map<string, { uses: number; subject: string; expiresAt: number }>();
+    const callerSubject = (request: FastifyRequest) => bucket(request).subject;
+
+    function prepay(request: FastifyRequest, uses: number): string {
+      const now = Date.now();
+      for (const [id, pass] of passes) if (pass.expiresAt <= now) passes.delete(id);
+      const id = randomBytes(18).toString('base64url');
+      passes.set(id, { uses, subject: callerSubject(request), expiresAt: now + PREPAID_TTL_MS });
+      return id;
+    }
+
+    /** Spends one use of pass `id` when it is live and the request's caller's. */
+    function usePrepaid(request: FastifyRequest, id: string): boolean {
+      const pass = passes.get(id);
+      if (!pass || pass.expiresAt <= Date.now() || pass.subject !== callerSubject(request)) return false;
+      pass.uses -= 1;
+      if (pass.uses <= 0) passes.delete(id);
+      return true;
+    }
+
+    /** Spends one use of the pass the request's PREPAID_HEADER names, if any. */
+    function spendPass(request: FastifyRequest): boolean {
+      const id = request.headers[PREPAID_HEADER];
+      if (id === undefined) return false;
+      // Read once: the header means nothing past this point (and never goes upstream).
+      delete request.headers[PREPAID_HEADER];
+      return typeof id === 'string' && usePrepaid(request, id);
+    }
+
     app.decorate('rateLimiter', {
       consume,
       consumeCaller: async (request, reply) => consumeLimits(request, reply),
+      // Every hit is counted before any is settled; the first refusal refuses them all.
+      consumeCallerHits: async (request, reply, hits) => {
+        await Promise.all(Array.from({ length: Math.max(1, hits) }, async () => consumeLimits(request, reply)));
+      },
+      prepay,
+      usePrepaid,
       stats: counters.stats,
     } satisfies RateLimiter);
 
     app.addHook('onRequest', async (request, reply) => {
-      if (!isLimited(request)) return;
+      if (!isLimited(request)) {
+        delete request.headers[PREPAID_HEADER];
+        return;
+      }
+      if (spendPass(request)) return;
       const pending = consumeLimits(request, reply);
       if (pending) await pending;
     });

@@ -19,7 +19,7 @@ import type { Caller } from '#core/identity';
 import { PlatformError } from '#core/platform';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { getBalance } from '#db/ledger';
-import { claimX402Payment, markX402Payment, markX402Unrecorded, recordX402Settlement } from '#db/x402';
+import { admitX402Payer, claimX402Payment, markX402Payment, markX402Unrecorded, recordX402Settlement } from '#db/x402';
 
 /** A verified x402 payment for the call in flight, settled in onSend once the answer is ready. */
 interface PendingPayment extends PresentedPayment {
@@ -28,6 +28,8 @@ interface PendingPayment extends PresentedPayment {
   caller: Caller;
   payer: string | null;
   settled: boolean;
+  /** The call failed on the platform's side (a thrown error: a refusal, an upstream 5xx, a timeout), as a balance-paid call is refunded. */
+  failed: boolean;
   /** The ledger charge, once settled. */
   chargeId: string | null;
 }
@@ -52,8 +54,13 @@ export const PAYMENT_SIGNATURE = 'payment-signature';
  *   claimed (the same payload never pays twice), verified with the facilitator, served, settled
  *   (onSend, before a byte of the answer leaves), and answered with PAYMENT-RESPONSE. A settled
  *   payment is an `x402_credit` and the call's `charge` in one transaction.
- * A call that fails (4xx/5xx) is not settled: the payer keeps the money. A settlement that fails
- * withholds the answer (402); the work done for it (an upstream call) is the operator's loss.
+ * Every answered call is settled, an upstream's 4xx included (it was forwarded, and a balance-paid
+ * one keeps its charge); a call that fails on the platform's side (an error thrown after payment:
+ * an upstream 5xx, a timeout, a refusal) is not, as a balance-paid one is refunded. A settlement that
+ * fails withholds the answer (402); the work done for it is the operator's loss, bounded per payer:
+ * at most X402_PAYER_MAX_UNSETTLED_DOLLARS of a payer's calls are served and not yet settled at once,
+ * and a payer whose settlement the facilitator refused may not pay with x402 for
+ * X402_PAYER_COOLDOWN_SECONDS (docs/decisions/x402-payer-exposure.md).
  */
 export default fp(
   async function x402Plugin(app: FastifyInstance) {
@@ -106,14 +113,44 @@ export default fp(
         await markX402Payment(sql, presented.hash, { status: 'invalid', reason: verdict.invalidReason ?? 'invalid', payer: verdict.payer ?? null });
         throw refuse(request, `The facilitator refused the payment: ${verdict.invalidReason ?? 'invalid'}`, call.costMicros, balance);
       }
-      await markX402Payment(sql, presented.hash, { status: 'verified', payer: verdict.payer ?? null });
-      request.x402Payment = { ...presented, requirements, call, caller, payer: verdict.payer ?? null, settled: false, chargeId: null };
+      // The exposure is bounded per wallet: the verified payer, else the authorization's signer, else the account.
+      const from = (presented.payload.payload as { authorization?: { from?: unknown } }).authorization?.from;
+      const payer = verdict.payer ?? (typeof from === 'string' && from !== '' ? from : `account:${caller.accountId}`);
+      const refusal = await admitX402Payer(sql, {
+        hash: presented.hash,
+        payer,
+        amountMicros: call.costMicros,
+        maxUnsettledMicros: settings.X402_PAYER_MAX_UNSETTLED_DOLLARS,
+        cooldownSeconds: settings.X402_PAYER_COOLDOWN_SECONDS,
+        // An authorization older than its timeout can no longer be settled: it stops counting then.
+        inFlightSeconds: settings.X402_MAX_TIMEOUT_SECONDS,
+      });
+      if (refusal === 'recent_settle_failure') {
+        throw new PlatformError('payment_invalid', 'A payment from this wallet could not be settled lately (the facilitator refused it); it may not pay per call for now', {
+          hint: `Nothing was charged. Pay from the balance (POST /api/v1/balance), or from this wallet again after ${settings.X402_PAYER_COOLDOWN_SECONDS} seconds.`,
+          details: { balance: toDollars(balance), cost: toDollars(call.costMicros) },
+          headers: { 'Retry-After': String(settings.X402_PAYER_COOLDOWN_SECONDS) },
+        });
+      }
+      if (refusal === 'unsettled_limit') {
+        throw new PlatformError('payment_invalid', `This wallet has calls served and not yet settled worth up to $${formatDollars(settings.X402_PAYER_MAX_UNSETTLED_DOLLARS)}; one more would exceed that`, {
+          hint: 'Nothing was charged. Retry once your calls in flight have answered, or pay from the balance (POST /api/v1/balance).',
+          details: { balance: toDollars(balance), cost: toDollars(call.costMicros) },
+          headers: { 'Retry-After': '1', 'PAYMENT-REQUIRED': paymentRequiredHeader(settings, resourceUrl(request), call.costMicros, 'too much unsettled for this payer') },
+        });
+      }
+      request.x402Payment = { ...presented, requirements, call, caller, payer, settled: false, failed: false, chargeId: null };
       reply.header('X-Service-Cost', formatDollars(call.costMicros));
       reply.header('X-Service-Payment', 'x402');
       return { chargeId: null, balanceMicros: null, costMicros: call.costMicros, holdId: null };
     }
 
     app.decorate('x402', { enabled, authorize });
+
+    // A thrown error is the platform's failure (or refusal) after payment: not settled, as a balance-paid call is refunded.
+    app.addHook('onError', async (request) => {
+      if (request.x402Payment) request.x402Payment.failed = true;
+    });
 
     app.addHook('onSend', async (request, reply, payload) => {
       const payment = request.x402Payment;
@@ -133,7 +170,7 @@ export default fp(
     });
 
     async function settleOrWithhold(request: FastifyRequest, reply: FastifyReply, payment: PendingPayment, payload: unknown): Promise<unknown> {
-      if (reply.statusCode >= 400) {
+      if (payment.failed || reply.statusCode >= 500) {
         await markX402Payment(sql, payment.hash, { status: 'not_settled', reason: `the call failed (${reply.statusCode}); nothing was settled` });
         reply.header('X-Service-Cost', '0');
         return payload;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, modelDirSetting, toApiSummary } from '#core/directory';
+import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, modelDirSetting, publishedBaseUrl, toApiSummary } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
@@ -104,7 +104,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: {
         tags: ['directory'],
-        summary: 'API details: base URL, auth scheme, endpoints and the proxy path',
+        summary: 'API details: auth scheme, endpoints, the proxy path and, for catalog APIs, the upstream base URL',
         params: z.object({ id: apiId }),
         response: { 200: z.object({ ok: z.literal(true), api: apiDetail }) },
       },
@@ -117,7 +117,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         api: {
           ...toApiSummary({ ...row, description: row.description }),
           version: row.version,
-          baseUrl: row.base_url,
+          baseUrl: publishedBaseUrl(row),
           authScheme: row.auth_scheme,
           proxyPath: proxyPath(row.id),
           byokPricePerCall: row.byok_price_micros === null ? null : toDollars(row.byok_price_micros),
@@ -156,7 +156,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
           provider: row.provider,
           service: row.service,
           description: row.description,
-          baseUrl: row.base_url,
+          baseUrl: publishedBaseUrl(row),
           authScheme: row.auth_scheme,
           categories: row.categories,
           endpoints: row.endpoints,
