@@ -10,8 +10,9 @@ export class PrivateUpstreamError extends Error {
   readonly code = 'PRIVATE_UPSTREAM';
 }
 
-const privateRefusal = (host: string) =>
-  new PlatformError('private_upstream', `The upstream ${host} resolves to a private, loopback or link-local address; the proxy refuses it`, {
+// Neither message names the host: an operator API's base URL is not published (published-base-urls).
+const privateRefusal = () =>
+  new PlatformError('private_upstream', 'The upstream resolves to a private, loopback or link-local address; the proxy refuses it', {
     hint: 'Register the API with a public base URL. (Operators: ALLOW_PRIVATE_UPSTREAMS=true is for tests only.)',
   });
 
@@ -32,7 +33,7 @@ export function knownPublicHost(hostname: string, cacheMs: number): boolean {
 export async function assertPublicHost(hostname: string, cacheMs = 0): Promise<void> {
   const host = hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) {
-    if (isPrivateAddress(host)) throw privateRefusal(host);
+    if (isPrivateAddress(host)) throw privateRefusal();
     return;
   }
   if (cacheMs > 0 && (publicHosts.get(host) ?? 0) > Date.now()) return;
@@ -40,14 +41,14 @@ export async function assertPublicHost(hostname: string, cacheMs = 0): Promise<v
   try {
     addresses = await dnsLookupAsync(host, { all: true });
   } catch {
-    throw new PlatformError('upstream_unavailable', `The upstream host ${host} could not be resolved`, {
+    throw new PlatformError('upstream_unavailable', 'The upstream host could not be resolved', {
       hint: 'Nothing was charged. Retry later.',
       headers: { 'Retry-After': '30' },
     });
   }
   if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) {
     publicHosts.delete(host);
-    throw privateRefusal(host);
+    throw privateRefusal();
   }
   if (cacheMs > 0) {
     if (publicHosts.size >= 10_000) publicHosts.clear();
