@@ -73,7 +73,7 @@ describe('planned request headers', () => {
     expect(downstreamResponseHeaders({ connection: ['close', 'x-a'], 'x-a': '1', 'x-b': '2', 'proxy-x': '3', 'x-ratelimit-limit': '4', 'x-request-id': '5' })).toEqual({
       'x-b': '2',
       // The upstream's own limits and request id reach the caller renamed, beside the edge's (docs/decisions/upstream-signals.md).
-      'X-Upstream-RateLimit-limit': '4',
+      'X-Upstream-RateLimit-Limit': '4',
       'X-Upstream-Request-Id': '5',
     });
   });
