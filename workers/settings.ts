@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { directorySettings } from '#core/directory';
 import { emailSettings, webhookSettings } from '#core/notifications';
 import { stripeSettings } from '#core/billing';
-import { isDevCodecKeys, isDevMasterKey } from '#core/platform';
+import { isDevCodecKeys, isDevMasterKey, metricsSettings } from '#core/platform';
 import { envFlag, parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
-export const workerSettings = sharedSettings.extend(directorySettings.shape).extend(emailSettings.shape).extend(webhookSettings.shape).extend(stripeSettings.shape).extend({
+export const workerSettings = sharedSettings.extend(directorySettings.shape).extend(emailSettings.shape).extend(webhookSettings.shape).extend(stripeSettings.shape).extend(metricsSettings.shape).extend({
+  /** Where the Temporal SDK serves its own metrics (host:port, loopback); the Temporal worker's /metrics includes them. Empty: off. */
+  TEMPORAL_METRICS_ADDRESS: z.string().regex(/^[\w.-]+:\d+$/).optional().or(z.literal('')).transform((value) => value || null),
   /** Lets webhook deliveries reach loopback/private addresses: tests and local development only (refused in production). */
   ALLOW_PRIVATE_UPSTREAMS: envFlag.default(false),
   /** Jobs processed at once by each BullMQ worker. */

@@ -12,6 +12,7 @@ import { byQueue, queueHandler } from './definitions.js';
 import { queueProcessors } from './registry.js';
 import { retentionJob, scheduleRetention } from './retention.js';
 import { webhookSweepJob } from './webhooks.js';
+import { queueWorkerRegistry, serveMetrics } from '../metrics.js';
 
 const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' } });
@@ -19,6 +20,7 @@ const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'queue-workers'
 const connection = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'queue-workers' }, log);
 
 const processors = queueProcessors({ sql, redis: connection, settings, log });
+const queueWorkers: Array<{ queue: string; worker: Worker }> = [];
 const workers = [...byQueue(processors)].map(([queue, list]) => {
   const worker = new Worker(queue, queueHandler(list), {
     connection,
@@ -27,8 +29,14 @@ const workers = [...byQueue(processors)].map(([queue, list]) => {
   });
   worker.on('error', (error) => log.error({ err: error, queue }, 'queue worker error'));
   worker.on('failed', (job, error) => log.warn({ queue, job: job?.name, jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, 'job failed'));
+  queueWorkers.push({ queue, worker });
   return worker;
 });
+
+// Queue depths and job outcomes for Prometheus, on a port of their own (METRICS_PORT).
+const observed = [...byQueue(processors).keys()].map((name) => createQueue(name, { connection, prefix: settings.REDIS_PREFIX }));
+const metrics = settings.METRICS_PORT === null ? null : await serveMetrics(queueWorkerRegistry(observed, queueWorkers), { host: settings.METRICS_HOST, port: settings.METRICS_PORT });
+if (metrics) log.info({ metrics: `http://${settings.METRICS_HOST}:${metrics.port}/metrics` }, 'metrics endpoint listening');
 
 // One schedule however many worker processes run (an upsert by id).
 const refunds = createQueue(reconcileRefundsJob.queue, { connection, prefix: settings.REDIS_PREFIX });
@@ -55,7 +63,7 @@ await webhooks.upsertJobScheduler(webhookSweepJob.name, { every: 60_000 }, { nam
 
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
-  await Promise.all([refunds.close(), maintenance.close(), webhooks.close(), billing.close()]);
+  await Promise.all([refunds.close(), maintenance.close(), webhooks.close(), billing.close(), ...observed.map((queue) => queue.close()), metrics?.close()]);
   await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
 });
 log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

@@ -8,13 +8,19 @@ import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { createActivities } from './activities.js';
+import { serveMetrics, temporalWorkerRegistry } from '../metrics.js';
 
 const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'temporal-worker' } });
 
 // The SDK logs through its own logger; keep it at warnings unless debugging (the bundler is chatty at info).
 const sdkLevel: LogLevel = settings.LOG_LEVEL === 'debug' || settings.LOG_LEVEL === 'trace' ? 'DEBUG' : 'WARN';
-Runtime.install({ logger: new DefaultLogger(sdkLevel) });
+// The SDK's own metrics (task slots, polls, workflow and activity latencies) on TEMPORAL_METRICS_ADDRESS,
+// served again as part of this worker's /metrics.
+Runtime.install({
+  logger: new DefaultLogger(sdkLevel),
+  ...(settings.TEMPORAL_METRICS_ADDRESS ? { telemetryOptions: { metrics: { prometheus: { bindAddress: settings.TEMPORAL_METRICS_ADDRESS, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } } : {}),
+});
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
 const redis = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'temporal-worker' }, log);
@@ -30,8 +36,20 @@ const worker = await Worker.create({
   activities: createActivities({ sql, redis, redisPrefix: settings.REDIS_PREFIX, webhooks: settings }),
 });
 
+const sdkMetrics = settings.TEMPORAL_METRICS_ADDRESS;
+const metrics =
+  settings.METRICS_PORT === null
+    ? null
+    : await serveMetrics(temporalWorkerRegistry(sql), {
+        host: settings.METRICS_HOST,
+        port: settings.METRICS_PORT,
+        ...(sdkMetrics ? { extra: async () => (await fetch(`http://${sdkMetrics}/metrics`)).text() } : {}),
+      });
+if (metrics) log.info({ metrics: `http://${settings.METRICS_HOST}:${metrics.port}/metrics` }, 'metrics endpoint listening');
+
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   worker.shutdown();
+  await metrics?.close();
 });
 
 log.info({ taskQueue: settings.TEMPORAL_TASK_QUEUE, address: settings.TEMPORAL_ADDRESS }, 'temporal worker polling');
