@@ -8,6 +8,8 @@ import { canonicalPath, methodsServed, priceOf, proxyTarget, upstreamUrl } from 
 // drops trailing dots and spaces (IIS), folds case (Express, IIS) and resolves dot segments.
 // FUZZ_RUNS raises the number of cases (scripts/fuzz.sh); npm test runs a bounded one.
 const RUNS = Number(process.env.FUZZ_RUNS ?? 500);
+/** A long run (test:fuzz) gets the time it needs. */
+const TIMEOUT = 30_000 + RUNS * 20;
 
 function lenientSegments(path: string): string[] {
   const out: string[] = [];
@@ -49,7 +51,7 @@ const api = (rules: MeteredApi['pricingRules']): MeteredApi =>
   ({ id: 'fuzz.example', name: 'Fuzz', baseUrl: 'https://upstream.example/app/v1', authScheme: { type: 'none' }, priceMicros: 1_000n, byokPriceMicros: null, pricingRules: rules, platformKeyEncrypted: null, source: 'operator' }) as MeteredApi;
 
 describe('the proxy path canonicaliser (property-based)', () => {
-  it('never lets an accepted path leave the base path, as the most lenient server reads it', () => {
+  it('never lets an accepted path leave the base path, as the most lenient server reads it', { timeout: TIMEOUT }, () => {
     fc.assert(
       fc.property(path, (raw) => {
         const target = accepted(raw);
@@ -62,7 +64,7 @@ describe('the proxy path canonicaliser (property-based)', () => {
     );
   });
 
-  it('prices every accepted spelling of a priced path at the rule, however the lenient server spells it back', () => {
+  it('prices every accepted spelling of a priced path at the rule, however the lenient server spells it back', { timeout: TIMEOUT }, () => {
     const premium = api([{ method: 'GET', path: '/premium*', priceMicros: 50_000n }]);
     fc.assert(
       fc.property(path, (raw) => {
@@ -76,7 +78,7 @@ describe('the proxy path canonicaliser (property-based)', () => {
     );
   });
 
-  it('prices a request as the most expensive method it may be served as', () => {
+  it('prices a request as the most expensive method it may be served as', { timeout: TIMEOUT }, () => {
     const rules = api([{ method: 'GET', path: '/premium*', priceMicros: 50_000n }]);
     fc.assert(
       fc.property(fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE'), fc.constantFrom('X-HTTP-Method-Override', 'x-http-method', 'X-Method-Override'), fc.constantFrom('GET', 'get', 'Get'), (method, header, override) => {

@@ -6,6 +6,8 @@ import { MIN_LEAK, SecretRedactor, secretForms } from '#core/gateway';
 // of any form of a secret survives, wherever the answer is cut and however it is chunked.
 // FUZZ_RUNS raises the number of cases (scripts/fuzz.sh runs a long session); npm test runs a bounded one.
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+/** A long run (test:fuzz) gets the time it needs. */
+const TIMEOUT = 30_000 + RUNS * 20;
 
 /** Keys as upstreams issue them: mostly URL-safe, sometimes with characters that encode. */
 const keyAlphabet = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~+/=:% &?#'.split(''));
@@ -59,7 +61,7 @@ async function throughStream(redactor: SecretRedactor, body: Buffer, cuts: numbe
 }
 
 describe('SecretRedactor (property-based)', () => {
-  it('leaves no run of MIN_LEAK characters of any form of the key in a body, whole or cut anywhere', () => {
+  it('leaves no run of MIN_LEAK characters of any form of the key in a body, whole or cut anywhere', { timeout: TIMEOUT }, () => {
     fc.assert(
       fc.property(
         key.chain((secret) => fc.tuple(fc.constant(secret), echoBody(secret), fc.nat())),
@@ -77,7 +79,7 @@ describe('SecretRedactor (property-based)', () => {
     );
   });
 
-  it('streams to the same output as the whole body, however it is chunked', async () => {
+  it('streams to the same output as the whole body, however it is chunked', { timeout: TIMEOUT }, async () => {
     await fc.assert(
       fc.asyncProperty(
         key.chain((secret) => fc.tuple(fc.constant(secret), echoBody(secret), fc.array(fc.nat(), { maxLength: 12 }))),
@@ -92,7 +94,7 @@ describe('SecretRedactor (property-based)', () => {
     );
   });
 
-  it('changes nothing in a body that shares no run of MIN_LEAK characters with the key', () => {
+  it('changes nothing in a body that shares no run of MIN_LEAK characters with the key', { timeout: TIMEOUT }, () => {
     fc.assert(
       fc.property(key, filler, (secret, text) => {
         const body = Buffer.from(text);
@@ -103,7 +105,7 @@ describe('SecretRedactor (property-based)', () => {
     );
   });
 
-  it('covers several secrets at once (platform keys and tokens)', () => {
+  it('covers several secrets at once (platform keys and tokens)', { timeout: TIMEOUT }, () => {
     fc.assert(
       fc.property(key, key, filler, (a, b, text) => {
         const body = Buffer.from(`${text}${a.slice(1)}${text}${b.slice(0, -1)}`);
@@ -120,22 +122,22 @@ describe('SecretRedactor (examples)', () => {
   const secret = 'pk_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0xyzw';
   const redactor = new SecretRedactor([secret]);
 
-  it('catches a truncated echo of a request line (38 of 40 characters)', () => {
+  it('catches a truncated echo of a request line (38 of 40 characters)', { timeout: TIMEOUT }, () => {
     const echo = `400 Bad Request: GET /v1/${'a'.repeat(30)}?key=${secret.slice(0, 38)}`;
     expect(redactor.redactText(echo)).toBe(`400 Bad Request: GET /v1/${'a'.repeat(30)}?key=[redacted]`);
   });
 
-  it('catches basic-auth base64 and its pieces', () => {
+  it('catches basic-auth base64 and its pieces', { timeout: TIMEOUT }, () => {
     const basic = Buffer.from(`${secret}:`).toString('base64');
     expect(redactor.redactText(`Authorization: Basic ${basic}`)).toBe('Authorization: Basic [redacted]');
     expect(redactor.redactText(`seen ${basic.slice(5, 20)}`)).toBe('seen [redacted]');
   });
 
-  it('keeps a short run (under MIN_LEAK characters) as it is', () => {
+  it('keeps a short run (under MIN_LEAK characters) as it is', { timeout: TIMEOUT }, () => {
     expect(redactor.redactText(`id ${secret.slice(3, 3 + MIN_LEAK - 1)} ok`)).toBe(`id ${secret.slice(3, 3 + MIN_LEAK - 1)} ok`);
   });
 
-  it('matches a secret shorter than MIN_LEAK whole', () => {
+  it('matches a secret shorter than MIN_LEAK whole', { timeout: TIMEOUT }, () => {
     expect(new SecretRedactor(['abc12']).redactText('x abc12 y abc1')).toBe('x [redacted] y abc1');
   });
 });
