@@ -4,7 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { apiId as API_ID } from '#contracts/directory';
 import { toDollars } from '#contracts/money';
-import { chargeCall, parseMaxCost } from '#core/billing';
+import { chargeCall, parseMaxCost, type ChargeReceipt } from '#core/billing';
 import { bodyOf, proxyTarget, type AnswerSink } from '#core/gateway';
 import type { Caller } from '#core/identity';
 import { PlatformError } from '#core/platform';
@@ -120,11 +120,8 @@ function queryString(query: CallApiArgs['query']): string | null {
   return text === '' ? null : text;
 }
 
-/**
- * call_api: the MCP door of the metered call (core/gateway's MeteredCall), with the same price,
- * limits, checks, refunds and usage as the REST proxy; the answer is read up to `maxBodyBytes`.
- */
-export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller, args: CallApiArgs, maxBodyBytes: number): Promise<CallToolResult> {
+/** The upstream request call_api's arguments describe, or a tool error for arguments it refuses. */
+function upstreamRequest(args: CallApiArgs): { path: string; headers: string[]; payload: string | undefined } | CallToolResult {
   let path = args.path.startsWith('/') ? args.path : `/${args.path}`;
   if (/[?#]/.test(path)) return invalid('path must not carry a query string or fragment', 'Put query parameters in the query argument.');
   if (path === '/') path = '';
@@ -142,36 +139,11 @@ export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: 
     if (!named.has('content-type')) headers.push('content-type', typeof args.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json');
     headers.push('content-length', String(Buffer.byteLength(payload)));
   }
-  const sink = new BoundedSink(maxBodyBytes);
-  let result;
-  try {
-    const query = queryString(args.query);
-    const target = proxyTarget(query === null ? path || '/' : `${path || '/'}?${query}`, 0);
-    if (path === '') target.path = '';
-    const maxCost = parseMaxCost(args.maxCost === undefined ? undefined : String(args.maxCost));
-    // Counted like a call of the proxy route: against the key's and the account's budgets.
-    await toolCaller.limit();
-    result = await app.meteredCall.run({
-      caller,
-      apiId: args.apiId,
-      method: args.method,
-      target,
-      headers,
-      body: bodyOf(payload),
-      declaredLength: payload === undefined ? 0 : Buffer.byteLength(payload),
-      charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage),
-      sink,
-      doorBase: '',
-    });
-  } catch (error) {
-    if (error instanceof PlatformError) return platformErrorResult(error);
-    app.log.error({ err: error, apiId: args.apiId }, 'call_api failed');
-    return platformErrorResult(new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, check get_usage for its outcome.' }));
-  }
-  if (result.refunded) {
-    return platformErrorResult(new PlatformError('upstream_error', `${args.apiId} closed the connection mid-answer`, { hint: 'The call was refunded.', details: { chargeId: result.receipt.chargeId } }));
-  }
+  return { path, headers, payload };
+}
 
+/** The tool's result: the upstream's answer as the sink kept it, and what the call cost. */
+function toolOutput(sink: BoundedSink, receipt: ChargeReceipt, balanceMicros: bigint): CallToolResult {
   const upstreamHeaders: Record<string, string> = {};
   for (const [name, value] of Object.entries(sink.headers)) {
     if (TRANSFER_HEADERS.test(name)) continue;
@@ -181,18 +153,50 @@ export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: 
   const contentType = upstreamHeaders['content-type'] ?? '';
   const textual = TEXTUAL.test(contentType) || (contentType === '' && !kept.includes(0));
   const declared = Number(sink.headers['content-length'] ?? sink.headers['Content-Length'] ?? Number.NaN);
-  const receipt = result.receipt;
-  const balance = receipt.balanceMicros ?? (await app.charges.balanceOf(caller.accountId));
-  const charge = { cost: toDollars(receipt.costMicros), balance: toDollars(balance), chargeId: receipt.chargeId };
+  const charge = { cost: toDollars(receipt.costMicros), balance: toDollars(balanceMicros), chargeId: receipt.chargeId };
   const output: z.output<typeof callApiOutput> = {
     status: sink.status,
     headers: upstreamHeaders,
     ...(textual ? { body: kept.toString('utf8') } : { bodyBase64: kept.toString('base64') }),
     bodyBytes: sink.truncated && Number.isSafeInteger(declared) ? declared : sink.received,
     truncated: sink.truncated,
-    cost: charge.cost,
-    balance: charge.balance,
-    chargeId: charge.chargeId,
+    ...charge,
   };
   return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: output, _meta: { [CHARGE_META]: charge } };
+}
+
+/**
+ * call_api: the MCP door of the metered call (core/gateway's MeteredCall), with the same price,
+ * limits, checks, refunds and usage as the REST proxy; the answer is read up to `maxBodyBytes`.
+ */
+export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller, args: CallApiArgs, maxBodyBytes: number): Promise<CallToolResult> {
+  const request = upstreamRequest(args);
+  if ('content' in request) return request;
+  const sink = new BoundedSink(maxBodyBytes);
+  try {
+    const query = queryString(args.query);
+    const target = proxyTarget(query === null ? request.path || '/' : `${request.path || '/'}?${query}`, 0);
+    if (request.path === '') target.path = '';
+    const maxCost = parseMaxCost(args.maxCost === undefined ? undefined : String(args.maxCost));
+    // Counted like a call of the proxy route: against the key's and the account's budgets.
+    await toolCaller.limit();
+    const result = await app.meteredCall.run({
+      caller,
+      apiId: args.apiId,
+      method: args.method,
+      target,
+      headers: request.headers,
+      body: bodyOf(request.payload),
+      declaredLength: request.payload === undefined ? 0 : Buffer.byteLength(request.payload),
+      charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage),
+      sink,
+      doorBase: '',
+    });
+    if (result.refunded) throw new PlatformError('upstream_error', `${args.apiId} closed the connection mid-answer`, { hint: 'The call was refunded.', details: { chargeId: result.receipt.chargeId } });
+    return toolOutput(sink, result.receipt, result.receipt.balanceMicros ?? (await app.charges.balanceOf(caller.accountId)));
+  } catch (error) {
+    if (error instanceof PlatformError) return platformErrorResult(error);
+    app.log.error({ err: error, apiId: args.apiId }, 'call_api failed');
+    return platformErrorResult(new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, check get_usage for its outcome.' }));
+  }
 }
