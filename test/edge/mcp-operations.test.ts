@@ -35,7 +35,8 @@ describe('MCP tools that run their route operation in-process', () => {
     clients.push(client);
     return client;
   }
-  const call = (client: Client, name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
+    client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
   const rest = (path: string, key: string) => fetch(`${edge}${path}`, { headers: { authorization: `Bearer ${key}` } });
 
   /** A priced section, as the free list says (no section slug is assumed). */
