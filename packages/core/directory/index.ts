@@ -18,3 +18,5 @@ export { loadEmbedder } from './embedder.js';
 export type { Embedder } from './embedder.js';
 export { generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';
 export { isEnglishWord, relatedWords } from './wordnet.js';
+export { listDocSections, listDocSectionsWithContent, readDocSection, searchDocSections } from './docs.js';
+export type { DocHit, DocListRow, DocRow } from './docs.js';
