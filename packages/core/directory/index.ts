@@ -20,3 +20,5 @@ export { generateInstructions, instructionsFooter, plainText, proxyPath } from '
 export { isEnglishWord, relatedWords } from './wordnet.js';
 export { listDocSections, listDocSectionsWithContent, readDocSection, searchDocSections } from './docs.js';
 export type { DocHit, DocListRow, DocRow } from './docs.js';
+export { voteOn, voteTally, withdrawVote } from './votes.js';
+export type { Tally, VoteSubject, VoteTarget } from './votes.js';
