@@ -8,8 +8,8 @@ import { readUsage } from '../routes/usage.js';
 /**
  * The MCP tools that are one REST route each. A tool names its route; its arguments are the route's
  * own params, query and body fields (the zod schemas the route validates with, read from the route
- * catalog), and its output schema is the route's success answer. Calling the tool calls the route,
- * so prices, limits, the ledger and usage are the route's, with no second implementation.
+ * catalog), and its output schema is the route's success answer. Calling the tool runs the route's
+ * operation, so prices, limits, the ledger and usage are the route's, with no second implementation.
  */
 /** A tool's arguments: name to zod schema. */
 export type ArgShape = Record<string, z.ZodType>;
