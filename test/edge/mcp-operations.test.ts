@@ -68,7 +68,7 @@ describe('MCP tools that run their route operation in-process', () => {
     const section = await pricedSection(client);
 
     const refused = toolError(await call(client, 'get_doc', { slug: section.slug, maxCost: section.price / 2 }));
-    expect(refused).toMatchObject({ status: 402, code: 'max_cost_exceeded', hint: expect.any(String) });
+    expect(refused).toMatchObject({ status: 409, code: 'max_cost_exceeded', hint: expect.any(String) });
     expect(ok<{ balance: number }>(await call(client, 'get_balance')).balance).toBe(1);
 
     const read = await call(client, 'get_doc', { slug: section.slug, maxCost: section.price });
