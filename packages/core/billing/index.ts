@@ -17,3 +17,7 @@ export { atomicAmount, createFacilitator, decodePayment, mismatch, paymentRequir
 export type { PresentedPayment, X402Settings } from './x402.js';
 export { autoTopupJob, chargeAutoTopup, reconcileAutoTopups, reconcileAutoTopupsJob, requestAutoTopup, startAutoTopupSetup } from './auto-topup.js';
 export type { AutoTopupOutcome } from './auto-topup.js';
+export { accountBalance, autoTopupSettings, changeLowBalanceThreshold, configureAutoTopup, lowBalanceThreshold, settleBalanceAlertState } from './balance.js';
+export type { AutoTopupRow } from './balance.js';
+export { apiUsageReport, usageStats, usageSummary } from './usage-reports.js';
+export type { UsageTotals } from './usage-reports.js';

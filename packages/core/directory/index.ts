@@ -18,3 +18,7 @@ export { loadEmbedder } from './embedder.js';
 export type { Embedder } from './embedder.js';
 export { generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';
 export { isEnglishWord, relatedWords } from './wordnet.js';
+export { listDocSections, listDocSectionsWithContent, readDocSection, searchDocSections } from './docs.js';
+export type { DocHit, DocListRow, DocRow } from './docs.js';
+export { voteOn, voteTally, withdrawVote } from './votes.js';
+export type { Tally, VoteSubject, VoteTarget } from './votes.js';

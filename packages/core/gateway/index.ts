@@ -1,6 +1,7 @@
 export { classifyAddress, isPrivateAddress, type AddressVerdict } from './addresses.js';
 export { ConnectionCache, type SealedConnectionKeys } from './connection-cache.js';
-export { saveConnection } from './connections.js';
+export { connectApi, disconnectApi, listConnections, saveConnection } from './connections.js';
+export type { Connection } from './connections.js';
 export { droppedRequestHeaders, planMeteredCall, upstreamFailure } from './call-plan.js';
 export { MeteredCall, UpstreamSilent, bodyOf, readExcerpt, UPSTREAM_EXCERPT_BYTES } from './metered-call.js';
 export type { AnswerSink, CallObserver, CallOutcome, MeteredCallDeps, MeteredCallRequest, MeteredCallResult, MeteredCallSettings, UpstreamClient, UpstreamRequest, UpstreamResponse } from './metered-call.js';

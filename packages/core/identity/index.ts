@@ -4,6 +4,7 @@ export { closeDashboardSession, csrfTokenMatches, openDashboardSession, verifyDa
 export type { DashboardSession, DashboardSessionSettings } from './dashboard-sessions.js';
 export { issueKey } from './key-issuing.js';
 export { changeKey, listKeys } from './key-management.js';
+export type { KeyRow } from '#db/keys';
 export { KeyVerifier, keyChangesChannel, publishKeyChange } from './key-verifier.js';
 export { PASSWORD_POLICY, assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 export { registerAccount } from './registration.js';

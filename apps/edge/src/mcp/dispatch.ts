@@ -1,8 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { PlatformError } from '#core/platform';
+import { toDollars } from '#contracts/money';
+import { chargeCall, parseMaxCost, type ChargeReceipt } from '#core/billing';
+import type { Caller } from '#core/identity';
+import { PlatformError } from '#core/platform';
 import { errorBody } from '../errors.js';
+import type { Door, Operation, OperationInput, OperationSchemas } from '../http/operation.js';
+import { findUnstorableText } from '../http/json-body.js';
 import { PREPAID_HEADER } from '../plugins/rate-limit.js';
 import type { ArgShape, RouteTool } from './tools.js';
 
@@ -146,4 +151,78 @@ export function routeResult(answer: RouteAnswer): CallToolResult {
     structuredContent: body,
     ...(charge ? { _meta: { [CHARGE_META]: charge } } : {}),
   };
+}
+
+/** A charge as a tool result states it: dollars, with the balance and charge id of a charge that debited the balance. */
+function chargeOfReceipt(receipt: ChargeReceipt): { cost: number; balance: number | null; chargeId: string | null } {
+  const debited = receipt.chargeId !== null && receipt.balanceMicros !== null;
+  return { cost: toDollars(receipt.costMicros), balance: debited ? toDollars(receipt.balanceMicros!) : null, chargeId: debited ? receipt.chargeId : null };
+}
+
+const invalidArguments = (issues: z.core.$ZodIssue[]) =>
+  new PlatformError('validation_failed', `Invalid arguments: ${issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`).join('; ')}`, {
+    hint: "See the tool's inputSchema.",
+  });
+
+/**
+ * A tool's arguments as the operation's input: checked against the tool's input schema (`shape`,
+ * which may require what the route leaves optional), then each part against the route's own
+ * schema, so an error names the argument, not where a REST client would have put it.
+ */
+function inputOf<S extends OperationSchemas>(shape: ArgShape, schemas: S, args: Record<string, unknown>): OperationInput<S> {
+  // Postgres text holds neither NUL nor a lone surrogate: refused here as the edge refuses them in a request.
+  const unstorable = findUnstorableText(args);
+  if (unstorable) {
+    const what = unstorable.problem === 'nul' ? 'the NUL character (\\u0000)' : 'a lone UTF-16 surrogate (\\uD800-\\uDFFF without its pair)';
+    throw new PlatformError('validation_failed', `Invalid arguments: ${unstorable.where} contains ${what}, which text cannot hold`, { hint: `Remove or replace it in ${unstorable.where}.` });
+  }
+  const checked = z.object(shape).safeParse(args);
+  if (!checked.success) throw invalidArguments(checked.error.issues);
+  const parts = { params: schemas.params, query: schemas.querystring, body: schemas.body };
+  const input: Record<string, unknown> = {};
+  for (const [part, schema] of Object.entries(parts)) {
+    if (!schema) continue;
+    const fields = Object.keys(fieldsOf(schema));
+    const values = Object.fromEntries(Object.entries(checked.data).filter(([name]) => fields.includes(name)));
+    const parsed = schema.safeParse(values);
+    if (!parsed.success) throw invalidArguments(parsed.error.issues);
+    input[part] = parsed.data;
+  }
+  return input as unknown as OperationInput<S>;
+}
+
+/**
+ * Runs a route tool's operation in-process, as its route would: counted against the caller's rate
+ * limits, arguments validated with the route's schemas, a priced item charged with the tool's
+ * maxCost. The answer is the route's body (through its response schema), the charge in `_meta`.
+ */
+export async function runOperation(
+  app: FastifyInstance,
+  caller: Caller,
+  toolCaller: ToolCaller,
+  tool: { name: string; shape: ArgShape; operation: Operation; output?: z.ZodType },
+  args: Record<string, unknown>,
+): Promise<CallToolResult> {
+  try {
+    await toolCaller.limit();
+    const input = inputOf(tool.shape, tool.operation.schemas, args);
+    const maxCost = parseMaxCost(args.maxCost === undefined ? undefined : String(args.maxCost));
+    let receipt: ChargeReceipt | null = null;
+    const door: Door = {
+      caller,
+      charge: async (call) => (receipt = await chargeCall(app.charges, caller, call, maxCost, app.usage)),
+    };
+    const answer = await tool.operation.run(app, door, input);
+    const body = (tool.output ? tool.output.parse(answer) : answer) as Record<string, unknown>;
+    const charge = receipt === null ? null : chargeOfReceipt(receipt);
+    return {
+      content: [{ type: 'text', text: JSON.stringify(charge ? { ...body, charge } : body) }],
+      structuredContent: body,
+      ...(charge ? { _meta: { [CHARGE_META]: charge } } : {}),
+    };
+  } catch (error) {
+    if (error instanceof PlatformError) return platformErrorResult(error);
+    app.log.error({ err: error, tool: tool.name, requestId: toolCaller.requestId }, 'MCP tool failed');
+    return platformErrorResult(new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, report the time of the call.' }));
+  }
 }

@@ -120,7 +120,7 @@ declare module 'fastify' {
 /**
  * The MCP endpoint (Streamable HTTP, 2026-07-28 revision, stateless; 2025-era clients are served
  * through the SDK's stateless fallback). Authenticated with the caller's API key or agent key as a
- * Bearer token; every tool call is a call of the matching REST route (mcp/tools.ts, mcp/dispatch.ts).
+ * Bearer token; every tool runs what its REST route runs (mcp/tools.ts, mcp/dispatch.ts).
  */
 export default fp(
   async function mcpPlugin(app: FastifyInstance) {

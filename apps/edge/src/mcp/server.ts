@@ -3,7 +3,7 @@ import { McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/se
 import { z } from 'zod';
 import type { Caller } from '#core/identity';
 import { callApi, callApiInput, callApiOutput } from './call-api.js';
-import { callRoute, fieldsOf, routeCallFor, routeResult, type ToolCaller } from './dispatch.js';
+import { callRoute, fieldsOf, routeCallFor, routeResult, runOperation, type ToolCaller } from './dispatch.js';
 import { ROUTE_TOOLS, type ArgShape } from './tools.js';
 
 export const SERVER_INFO = { name: 'agent-api-platform', title: 'Agent API Platform', version: '0.1.0' };
@@ -19,9 +19,9 @@ const INSTRUCTIONS = [
 const PRICE_META = 'agent-api-platform/price';
 
 /**
- * Advertises a route's zod schema as the tool's input schema but leaves validating to the route:
- * a bad argument then gets the route's own 400 (`validation_failed` with a hint), the same answer
- * as over REST, and defaults are applied by the route.
+ * Advertises a route's zod schema as the tool's input schema but leaves validating to the tool's
+ * call (runOperation, or the route itself for a tool still on callRoute): a bad argument then gets
+ * a `validation_failed` tool error naming it, with a hint, rather than the SDK's own error.
  */
 function describedOnly(schema: z.ZodType): StandardSchemaWithJSON {
   const standard = (schema as unknown as StandardSchemaWithJSON)['~standard'];
@@ -54,6 +54,7 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
     for (const [name, arg] of Object.entries(tool.headerArgs ?? {})) shape[name] = arg.schema;
     if (tool.price) shape.maxCost = maxCost;
     const output = route.response?.['200'] ?? route.response?.['201'];
+    const { operation } = tool;
     server.registerTool(
       tool.name,
       {
@@ -65,7 +66,11 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
         annotations: { title: tool.title, readOnlyHint: tool.readOnly && !tool.price, destructiveHint: false, idempotentHint: tool.readOnly && !tool.price, openWorldHint: false },
         ...(tool.price ? { _meta: { [PRICE_META]: tool.price } } : {}),
       },
-      async (args: unknown) => routeResult(await callRoute(app, toolCaller, routeCallFor(tool, route, (args ?? {}) as Record<string, unknown>))),
+      async (args: unknown) => {
+        const given = (args ?? {}) as Record<string, unknown>;
+        if (operation) return runOperation(app, caller, toolCaller, { name: tool.name, shape, operation, output }, given);
+        return routeResult(await callRoute(app, toolCaller, routeCallFor(tool, route, given)));
+      },
     );
   }
 

@@ -1,11 +1,15 @@
 import { z } from 'zod';
 import { formatDollars, PRICES } from '#contracts/money';
+import type { Operation } from '../http/operation.js';
+import { readBalance } from '../routes/balance.js';
+import { getDocSection, listDocSections, searchDocSections } from '../routes/docs.js';
+import { readUsage } from '../routes/usage.js';
 
 /**
  * The MCP tools that are one REST route each. A tool names its route; its arguments are the route's
  * own params, query and body fields (the zod schemas the route validates with, read from the route
- * catalog), and its output schema is the route's success answer. Calling the tool calls the route,
- * so prices, limits, the ledger and usage are the route's, with no second implementation.
+ * catalog), and its output schema is the route's success answer. Calling the tool runs the route's
+ * operation, so prices, limits, the ledger and usage are the route's, with no second implementation.
  */
 /** A tool's arguments: name to zod schema. */
 export type ArgShape = Record<string, z.ZodType>;
@@ -25,6 +29,12 @@ export interface RouteTool {
   shape?: (shape: ArgShape) => ArgShape;
   /** Arguments sent as request headers rather than params, query or body fields. */
   headerArgs?: Record<string, { header: string; schema: z.ZodType }>;
+  /**
+   * What the tool runs: the route's own operation, called in-process with the route's schemas,
+   * limits and prices (mcp/dispatch.ts runOperation). A tool without one still calls its route
+   * through `app.inject` (callRoute), until its route is split the same way.
+   */
+  operation?: Operation;
 }
 
 /** An optional field made required (a tool can demand what a route answers with a 400 without). */
@@ -77,6 +87,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/balance',
     readOnly: true,
+    operation: readBalance,
   },
   {
     name: 'get_usage',
@@ -85,6 +96,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/usage',
     readOnly: true,
+    operation: readUsage,
   },
   {
     name: 'list_cookbooks',
@@ -164,6 +176,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/docs',
     readOnly: true,
+    operation: listDocSections,
   },
   {
     name: 'search_docs',
@@ -173,6 +186,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     url: '/api/v1/docs/search',
     readOnly: true,
     shape: ({ q }) => ({ q: required(q, 'q').describe('A word or two, e.g. "rate limits"') }),
+    operation: searchDocSections,
   },
   {
     name: 'get_doc',
@@ -182,5 +196,6 @@ export const ROUTE_TOOLS: RouteTool[] = [
     url: '/api/v1/docs/:slug',
     price: `${cents(PRICES.docSection)} (unless free)`,
     readOnly: true,
+    operation: getDocSection,
   },
 ];

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PlatformError } from '#core/platform';
-import { changeKey, issueKey, listKeys } from '#core/identity';
-import type { KeyRow } from '#db/keys';
+import { changeKey, issueKey, listKeys, type KeyRow } from '#core/identity';
 import { formatDollars, parseDollars, toDollars } from '#contracts/money';
 import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID } from '#contracts/directory';

@@ -1,18 +1,26 @@
-import { billingMode } from '#core/billing';
+import {
+  accountBalance,
+  autoTopupSettings,
+  billingMode,
+  changeLowBalanceThreshold,
+  configureAutoTopup,
+  createStripe,
+  lowBalanceThreshold,
+  settleBalanceAlertState,
+  startAutoTopupSetup,
+  startCheckout,
+  topUp,
+  type AutoTopupRow,
+} from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses } from './error-responses.js';
 import { emitAfterChange } from './webhooks.js';
 import { PlatformError } from '#core/platform';
-import { getBalance } from '#db/ledger';
-import { getLowBalanceThreshold, setLowBalanceThreshold, settleBalanceAlertState } from '#db/balance-alerts';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
-import { createStripe, startAutoTopupSetup, startCheckout, topUp } from '#core/billing';
-import { getAutoTopup, setAutoTopup } from '#db/auto-topup';
 import { requireAuth } from '../plugins/auth.js';
-
-/** An Idempotency-Key header: 1 to 200 visible ASCII characters (a UUID works well). */
-export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+import { IDEMPOTENCY_KEY } from '../http/idempotency-key.js';
+import { operation, restDoor } from '../http/operation.js';
 
 const balanceResponse = z.object({ ok: z.literal(true), balance: z.number() });
 const topUpResponse = z.object({ ok: z.literal(true), balance: z.number(), credited: z.number() });
@@ -21,6 +29,12 @@ const alertsResponse = z.object({
   ok: z.literal(true),
   lowBalanceThreshold: z.number().nullable().describe('Dollars; null: no balance.low events'),
 });
+
+/** GET /balance and the get_balance tool. */
+export const readBalance = operation({}, async (app, door) => ({
+  ok: true as const,
+  balance: toDollars(await accountBalance(app.deps.sql, door.caller.accountId)),
+}));
 
 const checkoutResponse = z.object({
   ok: z.literal(true),
@@ -41,7 +55,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const threshold = await getLowBalanceThreshold(request.server.deps.sql, requireAuth(request).accountId);
+      const threshold = await lowBalanceThreshold(request.server.deps.sql, requireAuth(request).accountId);
       return { ok: true as const, lowBalanceThreshold: threshold === null ? null : toDollars(threshold) };
     },
   );
@@ -61,14 +75,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const { lowBalanceThreshold } = request.body;
-      const micros = lowBalanceThreshold === null ? null : parseDollars(lowBalanceThreshold);
-      if (micros === 0n || (lowBalanceThreshold !== null && micros === null)) {
-        throw new PlatformError('validation_failed', 'lowBalanceThreshold must be a positive dollar amount with at most six decimal places, or null', {
-          hint: 'For example {"lowBalanceThreshold": 2}.',
-        });
-      }
-      await setLowBalanceThreshold(request.server.deps.sql, auth.accountId, micros);
+      const micros = await changeLowBalanceThreshold(request.server.deps.sql, auth.accountId, request.body.lowBalanceThreshold);
       app.balanceAlerts.forget(auth.accountId);
       return { ok: true as const, lowBalanceThreshold: micros === null ? null : toDollars(micros) };
     },
@@ -85,7 +92,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     retryAfter: z.string().nullable(),
     lastError: z.string().nullable(),
   });
-  const autoTopupView = (row: NonNullable<Awaited<ReturnType<typeof getAutoTopup>>>) => ({
+  const autoTopupView = (row: AutoTopupRow) => ({
     ok: true as const,
     enabled: row.auto_topup_enabled,
     threshold: row.auto_topup_threshold_micros === null ? null : toDollars(row.auto_topup_threshold_micros),
@@ -110,9 +117,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: { tags: ['balance'], summary: 'Auto top-up: its settings and state', response: { 200: autoTopupSchema, ...errorResponses(401, 403, 429) } },
     },
     async (request) => {
-      const row = await getAutoTopup(app.deps.sql, requireAuth(request).accountId);
-      if (!row) throw new PlatformError('invalid_session', 'Account no longer exists');
-      return autoTopupView(row);
+      return autoTopupView(await autoTopupSettings(app.deps.sql, requireAuth(request).accountId));
     },
   );
 
@@ -132,14 +137,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       requireStripe();
       const auth = requireAuth(request);
-      const threshold = parseDollars(request.body.threshold);
-      const amount = parseDollars(request.body.amount);
-      const { TOPUP_MIN_DOLLARS, TOPUP_MAX_DOLLARS } = app.deps.settings;
-      if (threshold === null || threshold <= 0n) throw new PlatformError('validation_failed', 'threshold must be a positive dollar amount', { hint: 'For example {"threshold": 5}.' });
-      if (amount === null || amount % 10_000n !== 0n || Number(amount) / 1e6 < TOPUP_MIN_DOLLARS || Number(amount) / 1e6 > TOPUP_MAX_DOLLARS) {
-        throw new PlatformError('validation_failed', `amount must be between ${TOPUP_MIN_DOLLARS} and ${TOPUP_MAX_DOLLARS} dollars, with at most two decimals`, { hint: 'For example {"amount": 20}.' });
-      }
-      const row = await setAutoTopup(app.deps.sql, auth.accountId, { enabled: request.body.enabled, thresholdMicros: threshold, amountMicros: amount });
+      const row = await configureAutoTopup(app.deps.sql, app.deps.settings, auth.accountId, request.body);
       app.balanceAlerts.forget(auth.accountId);
       return autoTopupView(row);
     },
@@ -167,11 +165,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'key' },
       schema: { tags: ['balance'], summary: 'Current prepaid balance in dollars', response: { 200: balanceResponse } },
     },
-    async (request) => {
-      const auth = requireAuth(request);
-      const balance = await getBalance(request.server.deps.sql, auth.accountId);
-      return { ok: true as const, balance: toDollars(balance ?? 0n) };
-    },
+    async (request, reply) => readBalance.run(app, restDoor(request, reply), request),
   );
 
   app.post(

@@ -1,10 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { deleteConnection, listConnections, type Connection } from '#db/connections';
-import { saveConnection } from '#core/gateway';
+import { connectApi, disconnectApi, listConnections, type Connection } from '#core/gateway';
 import { notFound } from '#core/platform';
-import { getMeteredApi } from '#db/metered-apis';
 import { requireAuth } from '../plugins/auth.js';
 
 import { apiId as API_ID } from '#contracts/directory';
@@ -42,10 +40,8 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const auth = requireAuth(request);
       const { sql, settings } = request.server.deps;
-      const api = await getMeteredApi(sql, request.params.apiId);
-      if (!api) throw notFound(`API ${request.params.apiId}`, 'List APIs with GET /api/v1/apis.');
-      const connection = await saveConnection(sql, settings.CONNECTIONS_MASTER_KEY, { accountId: auth.accountId, apiId: api.id, apiKey: request.body.apiKey });
-      await announceChange(request, auth.accountId, api.id);
+      const connection = await connectApi(sql, settings.CONNECTIONS_MASTER_KEY, { accountId: auth.accountId, apiId: request.params.apiId, apiKey: request.body.apiKey });
+      await announceChange(request, auth.accountId, connection.apiId);
       return reply.code(201).send({ ok: true as const, connection: present(connection) });
     },
   );
@@ -63,7 +59,7 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const removed = await deleteConnection(request.server.deps.sql, auth.accountId, request.params.apiId);
+      const removed = await disconnectApi(request.server.deps.sql, auth.accountId, request.params.apiId);
       if (removed) await announceChange(request, auth.accountId, removed.apiId);
       if (!removed) throw notFound(`Connection to ${request.params.apiId}`, 'GET /api/v1/me/apis lists your connections.');
       return { ok: true as const, connection: present(removed) };

@@ -29,7 +29,7 @@ import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbook
 import { requireAuth } from '../plugins/auth.js';
 import type { Caller } from '#core/identity';
 import type { StreamCloseReason } from '../plugins/event-streams.js';
-import { IDEMPOTENCY_KEY } from './balance.js';
+import { IDEMPOTENCY_KEY } from '../http/idempotency-key.js';
 import { errorResponses } from './error-responses.js';
 import { apiId } from '#contracts/directory';
 import { cookbookSchema, cookbookSummarySchema, humanStepSchema, jsonObject, sessionSchema, stepSchema } from '#contracts/cookbooks';

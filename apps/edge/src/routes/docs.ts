@@ -1,14 +1,29 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getDoc, listDocs, searchDocs } from '#db/docs';
-import { notFound, PlatformError } from '#core/platform';
+import { listDocSections as listDocs, readDocSection, searchDocSections as searchDocs } from '#core/directory';
 import { toDollars } from '#contracts/money';
-import { chargeRequest } from '../http/charge.js';
+import { operation, restDoor } from '../http/operation.js';
+
+/** GET /docs and the list_docs tool. */
+export const listDocSections = operation({}, async (app) => {
+  const rows = await listDocs(app.deps.sql);
+  return { ok: true as const, docs: rows.map((r) => ({ id: r.id, slug: r.slug, title: r.title, summary: r.summary, price: toDollars(r.price_micros) })) };
+});
+
+/** GET /docs/search and the search_docs tool. */
+export const searchDocSections = operation({ querystring: z.object({ q: z.string().max(200).optional() }) }, async (app, _door, { query }) => ({
+  ok: true as const,
+  results: await searchDocs(app.deps.sql, query.q),
+}));
+
+/** GET /docs/:slug and the get_doc tool: charged at the section's price. */
+export const getDocSection = operation({ params: z.object({ slug: z.string().min(1).max(100) }) }, async (app, door, { params }) => {
+  const doc = await readDocSection(app.deps.sql, params.slug, door.charge);
+  return { ok: true as const, doc: { id: doc.id, slug: doc.slug, title: doc.title, summary: doc.summary, content: doc.content } };
+});
 
 /** Platform docs: list and search are free; a section costs its price ($0.005 unless free). */
 const docsRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { sql } = app.deps;
-
   app.get(
     '/docs',
     {
@@ -21,10 +36,7 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async () => {
-      const rows = await listDocs(sql);
-      return { ok: true as const, docs: rows.map((r) => ({ id: r.id, slug: r.slug, title: r.title, summary: r.summary, price: toDollars(r.price_micros) })) };
-    },
+    async (request, reply) => listDocSections.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -34,17 +46,11 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['docs'],
         summary: 'Search the docs; answers titles with highlighted snippets (<mark>...</mark>)',
-        querystring: z.object({ q: z.string().max(200).optional() }),
+        querystring: searchDocSections.schemas.querystring,
         response: { 200: z.object({ ok: z.literal(true), results: z.array(z.object({ slug: z.string(), title: z.string(), snippet: z.string() })) }) },
       },
     },
-    async (request) => {
-      const q = request.query.q?.trim();
-      if (!q || !/[\p{L}\p{N}]/u.test(q)) {
-        throw new PlatformError('validation_failed', 'q is required', { hint: 'Search with a word or two: GET /api/v1/docs/search?q=rate+limits' });
-      }
-      return { ok: true as const, results: await searchDocs(sql, q) };
-    },
+    async (request, reply) => searchDocSections.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -56,18 +62,13 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['docs'],
         summary: 'One documentation section in full ($0.005 unless the section is free)',
-        params: z.object({ slug: z.string().min(1).max(100) }),
+        params: getDocSection.schemas.params,
         response: {
           200: z.object({ ok: z.literal(true), doc: z.object({ id: z.string(), slug: z.string(), title: z.string(), summary: z.string(), content: z.string() }) }),
         },
       },
     },
-    async (request, reply) => {
-      const doc = await getDoc(sql, request.params.slug);
-      if (!doc) throw notFound(`Doc section ${request.params.slug}`, 'Nothing was charged. GET /api/v1/docs lists every section.');
-      await chargeRequest(request, reply, { costMicros: doc.price_micros, item: 'doc', description: `doc ${doc.slug}` });
-      return { ok: true as const, doc: { id: doc.id, slug: doc.slug, title: doc.title, summary: doc.summary, content: doc.content } };
-    },
+    async (request, reply) => getDocSection.run(app, restDoor(request, reply), request),
   );
 };
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { listDocs, listDocsWithContent, type DocListRow } from '#db/docs';
+import { listDocSections, listDocSectionsWithContent, type DocListRow } from '#core/directory';
 import { formatDollars } from '#contracts/money';
 import { MCP_PATH } from '../mcp/plugin.js';
 
@@ -42,7 +42,7 @@ const llmsTxtRoutes: FastifyPluginAsyncZod = async (app) => {
   const headers = { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'public, max-age=300' };
 
   app.get('/llms.txt', { schema: { hide: true } }, async (_request, reply) => {
-    const docs = await listDocs(sql);
+    const docs = await listDocSections(sql);
     const lines = [
       head(site),
       '## Docs',
@@ -62,7 +62,7 @@ const llmsTxtRoutes: FastifyPluginAsyncZod = async (app) => {
   });
 
   app.get('/llms-full.txt', { schema: { hide: true } }, async (_request, reply) => {
-    const docs = await listDocsWithContent(sql);
+    const docs = await listDocSectionsWithContent(sql);
     const sections = docs.map((doc) => {
       // Each section's own headings move one level down, under the section's title.
       const body = doc.content.trim().replace(/^# .*\n+/, '').replace(/^(#{1,5}) /gm, '#$1 ');

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { applyStripeEvent, createStripe, verifyStripeEvent } from '#core/billing';
-import { settleBalanceAlertState } from '#db/balance-alerts';
+import { applyStripeEvent, createStripe, settleBalanceAlertState, verifyStripeEvent } from '#core/billing';
 import { PlatformError } from '#core/platform';
 import { emitAfterChange } from './webhooks.js';
 import { enqueueEmail } from '#core/notifications';

@@ -1,12 +1,10 @@
-import { PLATFORM_USAGE_API } from '#core/billing';
+import { apiUsageReport, usageStats, usageSummary, type UsageTotals } from '#core/billing';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { notFound } from '#core/platform';
-import { getMeteredApi } from '#db/metered-apis';
 import { toDollars } from '#contracts/money';
-import { apiUsage, usageStats, usageSummary, type UsageTotals } from '#db/usage';
 import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID } from '#contracts/directory';
+import { operation, restDoor } from '../http/operation.js';
 
 const DAYS = z.coerce
   .number({ message: 'days must be an integer from 1 to 365' })
@@ -21,6 +19,19 @@ const totals = z.object({ calls: z.number(), cost: z.number(), errors: z.number(
 const day = totals.extend({ date: z.string() });
 const present = (t: UsageTotals) => ({ calls: t.calls, cost: toDollars(t.costMicros), errors: t.errors });
 
+/** GET /usage and the get_usage tool. */
+export const readUsage = operation({ querystring: daysQuery }, async (app, door, { query }) => {
+  const { days } = query;
+  const summary = await usageSummary(app.deps.sql, door.caller.accountId, days);
+  return {
+    ok: true as const,
+    days,
+    totals: present(summary.totals),
+    byDay: summary.byDay.map((d) => ({ date: d.date, ...present(d) })),
+    byApi: summary.byApi.map((a) => ({ apiId: a.apiId, ...present(a) })),
+  };
+});
+
 /** Usage read from the usage worker's aggregates; it may lag the ledger by seconds. */
 const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
@@ -30,22 +41,11 @@ const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['usage'],
         summary: 'Usage summary of metered calls per day and per API',
-        querystring: daysQuery,
+        querystring: readUsage.schemas.querystring,
         response: { 200: z.object({ ok: z.literal(true), days: z.number(), totals, byDay: z.array(day), byApi: z.array(totals.extend({ apiId: z.string() })) }) },
       },
     },
-    async (request) => {
-      const auth = requireAuth(request);
-      const { days } = request.query;
-      const summary = await usageSummary(request.server.deps.sql, auth.accountId, days);
-      return {
-        ok: true as const,
-        days,
-        totals: present(summary.totals),
-        byDay: summary.byDay.map((d) => ({ date: d.date, ...present(d) })),
-        byApi: summary.byApi.map((a) => ({ apiId: a.apiId, ...present(a) })),
-      };
-    },
+    async (request, reply) => readUsage.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -105,12 +105,9 @@ const usageRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const { sql } = request.server.deps;
       const { apiId } = request.params;
-      const reserved = (Object.values(PLATFORM_USAGE_API) as string[]).includes(apiId);
-      if (!reserved && !(await getMeteredApi(sql, apiId))) throw notFound(`API ${apiId}`, 'List APIs with GET /api/v1/apis.');
       const { days } = request.query;
-      const usage = await apiUsage(sql, auth.accountId, apiId, days);
+      const usage = await apiUsageReport(request.server.deps.sql, auth.accountId, apiId, days);
       return { ok: true as const, apiId, days, totals: present(usage.totals), byDay: usage.byDay.map((d) => ({ date: d.date, ...present(d) })) };
     },
   );

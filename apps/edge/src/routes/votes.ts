@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses } from './error-responses.js';
-import { notFound, PlatformError } from '#core/platform';
-import { castVote, myVote, removeVote, tally, targetExists, type VoteTarget } from '#db/votes';
+import { PlatformError } from '#core/platform';
+import { voteOn, voteTally, withdrawVote } from '#core/directory';
 import { requireAuth } from '../plugins/auth.js';
 
 const target = {
@@ -11,12 +11,6 @@ const target = {
 };
 const tallyBody = z.object({ up: z.number().int(), down: z.number().int(), score: z.number().int() });
 const voteValue = z.union([z.literal(1), z.literal(-1)]);
-
-async function requireTarget(app: Parameters<FastifyPluginAsyncZod>[0], targetType: VoteTarget, targetId: string) {
-  if (!(await targetExists(app.deps.sql, targetType, targetId))) {
-    throw notFound(`${targetType === 'api' ? 'API' : 'Cookbook'} ${targetId}`, targetType === 'api' ? 'GET /api/v1/apis lists API ids.' : 'GET /api/v1/cookbooks lists cookbook ids.');
-  }
-}
 
 /** Votes: POST /vote casts or changes, DELETE /vote removes, GET /votes answers the tally. */
 const voteRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -43,9 +37,8 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const { accountId } = requireAuth(request);
       const { targetType, targetId, value } = request.body;
-      await requireTarget(app, targetType, targetId);
-      await castVote(sql, accountId, targetType, targetId, value);
-      return { ok: true as const, vote: { targetType, targetId, value }, tally: await tally(sql, targetType, targetId) };
+      const counts = await voteOn(sql, accountId, { targetType, targetId }, value);
+      return { ok: true as const, vote: { targetType, targetId, value }, tally: counts };
     },
   );
 
@@ -69,10 +62,7 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
           hint: 'DELETE /api/v1/vote?targetType=api&targetId=<id> (or the same two fields in a JSON body).',
         });
       }
-      const { targetType, targetId } = parsed.data;
-      await requireTarget(app, targetType, targetId);
-      const removed = await removeVote(sql, accountId, targetType, targetId);
-      return { ok: true as const, removed, tally: await tally(sql, targetType, targetId) };
+      return { ok: true as const, ...(await withdrawVote(sql, accountId, parsed.data)) };
     },
   );
 
@@ -93,9 +83,7 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const { accountId } = requireAuth(request);
       const { targetType, targetId } = request.query;
-      await requireTarget(app, targetType, targetId);
-      const [counts, mine] = await Promise.all([tally(sql, targetType, targetId), myVote(sql, accountId, targetType, targetId)]);
-      return { ok: true as const, targetType, targetId, ...counts, myVote: mine };
+      return { ok: true as const, targetType, targetId, ...(await voteTally(sql, accountId, { targetType, targetId })) };
     },
   );
 };

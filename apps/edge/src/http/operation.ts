@@ -1,0 +1,51 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import type { ChargeReceipt, PricedCall } from '#core/billing';
+import type { Caller } from '#core/identity';
+import { requireAuth } from '../plugins/auth.js';
+import { chargeRequest } from './charge.js';
+
+/**
+ * The door a call came in through: who is calling, and how a priced item is charged. REST charges
+ * with X-Max-Cost or x402 and answers with X-Service-* headers (`restDoor`); MCP charges with the
+ * tool's maxCost and answers the charge in the result's `_meta` (mcp/dispatch.ts).
+ */
+export interface Door {
+  caller: Caller;
+  charge(call: PricedCall): Promise<ChargeReceipt>;
+}
+
+/** The REST door of a request that passed authentication. */
+export function restDoor(request: FastifyRequest, reply: FastifyReply): Door {
+  return { caller: requireAuth(request), charge: (call) => chargeRequest(request, reply, call) };
+}
+
+/** The zod schemas a route validates with; the operation's MCP tool validates its arguments with the same ones. */
+export interface OperationSchemas {
+  params?: z.ZodType;
+  querystring?: z.ZodType;
+  body?: z.ZodType;
+}
+
+type Parsed<S> = S extends z.ZodType ? z.output<S> : unknown;
+
+/** An operation's validated input, shaped like a Fastify request so a route handler passes `request` itself. */
+export interface OperationInput<S extends OperationSchemas> {
+  params: Parsed<S['params']>;
+  query: Parsed<S['querystring']>;
+  body: Parsed<S['body']>;
+}
+
+/**
+ * One thing a resource does, reachable through REST and MCP alike: the route registers `schemas`
+ * and answers what `run` returns; the tool validates its arguments with `schemas` and answers the
+ * same body. `run` calls core; prices are charged through `door.charge`, so both doors pay alike.
+ */
+export interface Operation<S extends OperationSchemas = OperationSchemas, Body extends object = object> {
+  schemas: S;
+  run(app: FastifyInstance, door: Door, input: OperationInput<S>): Promise<Body>;
+}
+
+export function operation<S extends OperationSchemas, Body extends object>(schemas: S, run: Operation<S, Body>['run']): Operation<S, Body> {
+  return { schemas, run };
+}
