@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport, type CallToolResult } from '@modelcontextprotocol/client';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadCookbooks } from '#db/cookbooks';
 import { createTestAccount, createTestApp } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 
@@ -35,8 +36,7 @@ describe('MCP tools that run their route operation in-process', () => {
     clients.push(client);
     return client;
   }
-  const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-    client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  const call = (client: Client, name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
   const rest = (path: string, key: string) => fetch(`${edge}${path}`, { headers: { authorization: `Bearer ${key}` } });
 
   /** A priced section, as the free list says (no section slug is assumed). */
@@ -123,5 +123,34 @@ describe('MCP tools that run their route operation in-process', () => {
     const [row] = await app.deps.sql<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${agent.accountId}`;
     expect(row!.balance_micros).toBe(1_000_000n - BigInt(Math.round(section.price * 1e6)) * BigInt(served));
     expect(injected - before, 'tools called app.inject').toBe(0);
+  });
+
+  it('runs the directory and cookbook tools without app.inject, answering what their REST routes answer', async () => {
+    await loadCookbooks(app.deps.sql);
+    const agent = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+    const client = await connect(agent.fullKey);
+    const before = injected;
+
+    const searched = ok<{ apis: { id: string }[] }>(await call(client, 'search_apis', { q: 'weather', limit: 2 }));
+    expect(searched.apis.length).toBeGreaterThan(0);
+    const apiId = searched.apis[0]!.id;
+    const detail = ok<{ api: { id: string } }>(await call(client, 'get_api', { id: apiId }));
+    expect(detail.api.id).toBe(apiId);
+    const instructions = await call(client, 'get_api_instructions', { id: apiId, maxCost: 0.01 });
+    expect(ok<{ apiId: string; format: string }>(instructions)).toMatchObject({ apiId, format: 'markdown' });
+    expect(instructions._meta?.['agent-api-platform/charge']).toEqual({ cost: 0.01, balance: 0.99, chargeId: expect.any(String) });
+    const cookbook = await call(client, 'get_cookbook', { id: 'weather-alert-sms', maxCost: 0.005 });
+    expect(ok<{ cookbook: { id: string } }>(cookbook).cookbook.id).toBe('weather-alert-sms');
+    expect(cookbook._meta?.['agent-api-platform/charge']).toEqual({ cost: 0.005, balance: 0.985, chargeId: expect.any(String) });
+    // A header argument is checked with the route's header schema, and the error names the argument.
+    const badKey = toolError(await call(client, 'start_cookbook', { id: 'weather-alert-sms', selectedApis: { weather: apiId }, idempotencyKey: 'has a space' }));
+    expect(badKey).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(badKey.error).toMatch(/^Invalid arguments: idempotencyKey: /);
+    expect(ok<{ sessions: unknown[] }>(await call(client, 'list_sessions')).sessions).toEqual([]);
+    expect(injected - before, 'tools called app.inject').toBe(0);
+
+    // The same bodies as the REST routes.
+    expect(await (await rest('/api/v1/apis?q=weather&limit=2', agent.fullKey)).json()).toEqual(searched);
+    expect(await (await rest(`/api/v1/apis/${apiId}`, agent.fullKey)).json()).toEqual(detail);
   });
 });

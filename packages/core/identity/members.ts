@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { getAccount } from '#db/accounts';
-import { acceptInvite, findInvitedMember, getLiveMember, insertMember, setInviteToken, type MemberRow } from '#db/members';
+import { acceptInvite, findInvitedMember, findMember, getLiveMember, insertMember, listMembers, removeMember, setInviteToken, type MemberRow } from '#db/members';
 import { createPerson, findPersonByEmail, type PersonRow } from '#db/people';
 import { assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 import type { Db } from '#db/sql';
-import { PlatformError } from '#core/platform';
+import { notFound, PlatformError } from '#core/platform';
 
 // Approvers: people an account invites by e-mail to see and complete its human steps, and nothing
 // else. The edge invites (a row, then an e-mail job by reference); the worker mints the one-time
@@ -105,4 +105,24 @@ export async function acceptInvitation(db: Db, token: string, password: string):
   const member = await acceptInvite(db, hash, person.id);
   if (!member) throw invalid();
   return { member, person: { id: person.id, email: person.email, created_at: person.created_at } };
+}
+
+/** The account's approvers, invited and active. */
+export function listApprovers(db: Db, accountId: string): Promise<MemberRow[]> {
+  return listMembers(db, accountId);
+}
+
+/** One of the account's approvers; 404 for an id that is not one. */
+export async function requireApprover(db: Db, accountId: string, memberId: string): Promise<MemberRow> {
+  const member = await findMember(db, accountId, memberId);
+  if (!member) throw notFound(`Approver ${memberId}`, 'List approvers with GET /api/v1/members.');
+  return member;
+}
+
+/**
+ * Removes an approver of the account (their sessions end, an unused invitation stops working,
+ * their assigned steps go back to the first taker); false when the account has no such approver.
+ */
+export function removeApprover(db: Db, accountId: string, memberId: string): Promise<boolean> {
+  return removeMember(db, accountId, memberId);
 }

@@ -1,5 +1,8 @@
+import { getAccount } from '#db/accounts';
+import { getLiveMember } from '#db/members';
 import { findPersonByEmail, listMemberships, type MembershipRow, type PersonRow } from '#db/people';
 import type { Db } from '#db/sql';
+import { PlatformError } from '#core/platform';
 import { verifyPassword } from './passwords.js';
 
 /**
@@ -18,3 +21,23 @@ export async function authenticatePerson(db: Db, email: string, password: string
 
 export { listMemberships };
 export type { MembershipRow, PersonRow };
+
+/** The id of the person who signs in with this address; null when nobody does. */
+export async function personIdByEmail(db: Db, email: string): Promise<string | null> {
+  return (await findPersonByEmail(db, email))?.id ?? null;
+}
+
+/**
+ * The account a caller acts in and, for an approver, the approver: 401 `invalid_session` when the
+ * account is gone or the approver was removed since the credential was issued.
+ */
+export async function callerIdentity(
+  db: Db,
+  caller: { accountId: string; memberId: string | null },
+): Promise<{ account: { id: string; email: string }; member: { id: string; email: string } | null }> {
+  const row = await getAccount(db, caller.accountId);
+  if (!row) throw new PlatformError('invalid_session', 'Account no longer exists');
+  const member = caller.memberId === null ? null : await getLiveMember(db, caller.memberId);
+  if (caller.memberId !== null && !member) throw new PlatformError('invalid_session', 'This approver has been removed');
+  return { account: { id: row.id, email: row.email }, member: member ? { id: member.id, email: member.email } : null };
+}

@@ -19,3 +19,17 @@ export {
   webhookSettings,
 } from './webhooks.js';
 export type { WebhookEventType, WebhookSettings } from './webhooks.js';
+export {
+  changeWebhookEndpoint,
+  chooseEmailedEvents,
+  createWebhookEndpoint,
+  deliveryPage,
+  emailPreferences,
+  listWebhooks,
+  recordTestEvent,
+  removeWebhookEndpoint,
+  requireWebhookEndpoint,
+  retryDelivery,
+  rotateSigningSecret,
+} from './webhook-endpoints.js';
+export type { DeliveryRow, WebhookEndpointRow } from './webhook-endpoints.js';

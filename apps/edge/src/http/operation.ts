@@ -15,9 +15,17 @@ export interface Door {
   charge(call: PricedCall): Promise<ChargeReceipt>;
 }
 
-/** The REST door of a request that passed authentication. */
+/**
+ * The REST door of a request. The caller is read when the operation asks for it, so a public
+ * route's operation (one that never does) runs for an anonymous request too.
+ */
 export function restDoor(request: FastifyRequest, reply: FastifyReply): Door {
-  return { caller: requireAuth(request), charge: (call) => chargeRequest(request, reply, call) };
+  return {
+    get caller() {
+      return requireAuth(request);
+    },
+    charge: (call) => chargeRequest(request, reply, call),
+  };
 }
 
 /** The zod schemas a route validates with; the operation's MCP tool validates its arguments with the same ones. */
@@ -25,6 +33,8 @@ export interface OperationSchemas {
   params?: z.ZodType;
   querystring?: z.ZodType;
   body?: z.ZodType;
+  /** Request headers the operation reads (an Idempotency-Key); its tool takes each as a named argument (RouteTool.headerArgs). */
+  headers?: z.ZodType;
 }
 
 type Parsed<S> = S extends z.ZodType ? z.output<S> : unknown;
@@ -34,6 +44,7 @@ export interface OperationInput<S extends OperationSchemas> {
   params: Parsed<S['params']>;
   query: Parsed<S['querystring']>;
   body: Parsed<S['body']>;
+  headers: Parsed<S['headers']>;
 }
 
 /**

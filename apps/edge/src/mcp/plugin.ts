@@ -154,8 +154,6 @@ export default fp(
         const key = presentedKey(request);
         if (key === null) throw new PlatformError('missing_credentials', 'Missing API key');
         const toolCaller: ToolCaller = {
-          key,
-          ip: request.ip,
           requestId: request.id,
           // A tool call of a batch was counted with it (it spends the batch's pass); any other is counted now.
           limit: async () => {

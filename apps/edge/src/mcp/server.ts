@@ -3,7 +3,7 @@ import { McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/se
 import { z } from 'zod';
 import type { Caller } from '#core/identity';
 import { callApi, callApiInput, callApiOutput } from './call-api.js';
-import { callRoute, fieldsOf, routeCallFor, routeResult, runOperation, type ToolCaller } from './dispatch.js';
+import { fieldsOf, runOperation, type ToolCaller } from './dispatch.js';
 import { ROUTE_TOOLS, type ArgShape } from './tools.js';
 
 export const SERVER_INFO = { name: 'agent-api-platform', title: 'Agent API Platform', version: '0.1.0' };
@@ -20,7 +20,7 @@ const PRICE_META = 'agent-api-platform/price';
 
 /**
  * Advertises a route's zod schema as the tool's input schema but leaves validating to the tool's
- * call (runOperation, or the route itself for a tool still on callRoute): a bad argument then gets
+ * call (runOperation): a bad argument then gets
  * a `validation_failed` tool error naming it, with a hint, rather than the SDK's own error.
  */
 function describedOnly(schema: z.ZodType): StandardSchemaWithJSON {
@@ -68,8 +68,7 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
       },
       async (args: unknown) => {
         const given = (args ?? {}) as Record<string, unknown>;
-        if (operation) return runOperation(app, caller, toolCaller, { name: tool.name, shape, operation, output }, given);
-        return routeResult(await callRoute(app, toolCaller, routeCallFor(tool, route, given)));
+        return runOperation(app, caller, toolCaller, { name: tool.name, shape, operation, output, headerArgs: tool.headerArgs }, given);
       },
     );
   }

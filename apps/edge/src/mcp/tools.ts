@@ -3,6 +3,17 @@ import { formatDollars, PRICES } from '#contracts/money';
 import type { Operation } from '../http/operation.js';
 import { readBalance } from '../routes/balance.js';
 import { getDocSection, listDocSections, searchDocSections } from '../routes/docs.js';
+import {
+  completeStepOperation,
+  getCookbookOperation,
+  getCurrentStepOperation,
+  getSessionEventsOperation,
+  getSessionOperation,
+  listCookbooksOperation,
+  listSessionsOperation,
+  startCookbookOperation,
+} from '../routes/cookbooks.js';
+import { discoverApis, readApi, readApiInstructions, searchApis } from '../routes/directory.js';
 import { readUsage } from '../routes/usage.js';
 
 /**
@@ -31,10 +42,9 @@ export interface RouteTool {
   headerArgs?: Record<string, { header: string; schema: z.ZodType }>;
   /**
    * What the tool runs: the route's own operation, called in-process with the route's schemas,
-   * limits and prices (mcp/dispatch.ts runOperation). A tool without one still calls its route
-   * through `app.inject` (callRoute), until its route is split the same way.
+   * limits and prices (mcp/dispatch.ts runOperation).
    */
-  operation?: Operation;
+  operation: Operation;
 }
 
 /** An optional field made required (a tool can demand what a route answers with a 400 without). */
@@ -53,6 +63,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/discover',
     readOnly: true,
+    operation: discoverApis,
     shape: ({ query, limit }) => ({ query: required(query, 'query').describe('The task, in plain words'), limit: limit! }),
   },
   {
@@ -62,6 +73,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/apis',
     readOnly: true,
+    operation: searchApis,
   },
   {
     name: 'get_api',
@@ -70,6 +82,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/apis/:id',
     readOnly: true,
+    operation: readApi,
   },
   {
     name: 'get_api_instructions',
@@ -79,6 +92,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     url: '/api/v1/apis/:id/instructions',
     price: cents(PRICES.instructions),
     readOnly: true,
+    operation: readApiInstructions,
   },
   {
     name: 'get_balance',
@@ -105,6 +119,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/cookbooks',
     readOnly: true,
+    operation: listCookbooksOperation,
   },
   {
     name: 'get_cookbook',
@@ -114,6 +129,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     url: '/api/v1/cookbooks/:id',
     price: cents(PRICES.cookbookDetails),
     readOnly: true,
+    operation: getCookbookOperation,
   },
   {
     name: 'start_cookbook',
@@ -126,6 +142,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     headerArgs: {
       idempotencyKey: { header: 'idempotency-key', schema: z.string().min(1).max(200).optional().describe('Any unique text; a retry with the same key answers the same session') },
     },
+    operation: startCookbookOperation,
   },
   {
     name: 'list_sessions',
@@ -134,6 +151,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/cookbooks/sessions',
     readOnly: true,
+    operation: listSessionsOperation,
   },
   {
     name: 'get_session',
@@ -142,6 +160,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/cookbooks/sessions/:sessionId',
     readOnly: true,
+    operation: getSessionOperation,
   },
   {
     name: 'get_current_step',
@@ -150,6 +169,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/cookbooks/sessions/:sessionId/step',
     readOnly: true,
+    operation: getCurrentStepOperation,
   },
   {
     name: 'complete_step',
@@ -159,6 +179,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'POST',
     url: '/api/v1/cookbooks/sessions/:sessionId/complete-step',
     readOnly: false,
+    operation: completeStepOperation,
   },
   {
     name: 'get_session_events',
@@ -168,6 +189,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     method: 'GET',
     url: '/api/v1/cookbooks/sessions/:sessionId/event-log',
     readOnly: true,
+    operation: getSessionEventsOperation,
   },
   {
     name: 'list_docs',

@@ -36,8 +36,8 @@ export interface RateLimiter {
   consumeCallerHits(request: FastifyRequest, reply: FastifyReply, hits: number): Promise<void>;
   /**
    * A pass for `uses` route calls of this caller that were counted already (the tool calls of an
-   * MCP batch, counted with the batch): sent as the PREPAID_HEADER of those calls, it spares each
-   * one count. Bound to the caller's key or account, good for PREPAID_TTL_MS.
+   * MCP batch, counted with the batch): each tool call spends one use (`usePrepaid`) instead of
+   * being counted again. Bound to the caller's key or account, good for PREPAID_TTL_MS.
    */
   prepay(request: FastifyRequest, uses: number): string;
   /** Spends one use of a pass from `prepay` (a tool call made in-process); false when it is spent, expired or another caller's. */
@@ -59,8 +59,6 @@ declare module 'fastify' {
   }
 }
 
-/** The header carrying a pass from `prepay`; an `x-service-` header, so it never reaches an upstream. */
-export const PREPAID_HEADER = 'x-service-prepaid';
 /** A pass outlives the longest batch it could be spent in (its tool calls run while it is answered). */
 const PREPAID_TTL_MS = 10 * 60_000;
 
@@ -229,15 +227,6 @@ export default fp(
       return true;
     }
 
-    /** Spends one use of the pass the request's PREPAID_HEADER names, if any. */
-    function spendPass(request: FastifyRequest): boolean {
-      const id = request.headers[PREPAID_HEADER];
-      if (id === undefined) return false;
-      // Read once: the header means nothing past this point (and never goes upstream).
-      delete request.headers[PREPAID_HEADER];
-      return typeof id === 'string' && usePrepaid(request, id);
-    }
-
     app.decorate('rateLimiter', {
       consume,
       consumeCaller: async (request, reply) => consumeLimits(request, reply),
@@ -251,11 +240,7 @@ export default fp(
     } satisfies RateLimiter);
 
     app.addHook('onRequest', async (request, reply) => {
-      if (!isLimited(request)) {
-        delete request.headers[PREPAID_HEADER];
-        return;
-      }
-      if (spendPass(request)) return;
+      if (!isLimited(request)) return;
       const pending = consumeLimits(request, reply);
       if (pending) await pending;
     });

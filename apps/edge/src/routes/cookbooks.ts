@@ -1,35 +1,38 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listSessions } from '#db/cookbook-sessions';
-import { assignHumanStep, findAssignee, findMember } from '#db/members';
-import { getCookbook, listCookbooks, type Cookbook, type CookbookStep } from '#db/cookbooks';
-import { notFound, PlatformError } from '#core/platform';
+import { PlatformError } from '#core/platform';
 import { PRICES } from '#contracts/money';
 import type { Actor } from '#workflows/messages';
-import { chargeRequest } from '../http/charge.js';
 import {
   agentKeyScope,
+  assertApproverMayComplete,
+  assignStep,
   cancelSession,
   completeStep,
   CookbookCache,
+  listCookbookPage,
+  listSessionPage,
   priorCompletion,
   humanStepView,
   isEnded,
   listPendingHumanSteps,
   listSessionSteps,
+  requireCookbook,
   requireSession,
   requireSessionAndCookbook,
   sessionView,
   startSession,
   stepView,
   checkDecision,
+  type Cookbook,
 } from '#core/cookbooks';
 import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbooks';
 import { requireAuth } from '../plugins/auth.js';
 import type { Caller } from '#core/identity';
 import type { StreamCloseReason } from '../plugins/event-streams.js';
 import { IDEMPOTENCY_KEY } from '../http/idempotency-key.js';
+import { operation, restDoor, type OperationInput } from '../http/operation.js';
 import { errorResponses } from './error-responses.js';
 import { apiId } from '#contracts/directory';
 import { cookbookSchema, cookbookSummarySchema, humanStepSchema, jsonObject, sessionSchema, stepSchema } from '#contracts/cookbooks';
@@ -48,17 +51,183 @@ const summary = (cookbook: Cookbook) => ({
 });
 
 /** The dashboard's cookie session is a person; any API or agent key is not. */
-const actorOf = (request: FastifyRequest): Actor => (requireAuth(request).via === 'cookie' ? 'human' : 'key');
+const actorOf = (caller: Caller): Actor => (caller.via === 'cookie' ? 'human' : 'key');
 
 /** Who the step's history names as its completer: the key, the approver or the owner signed in. */
 const completerOf = (auth: Caller) =>
   auth.keyId !== null ? { keyId: auth.keyId } : auth.memberId !== null ? { memberId: auth.memberId } : { personId: auth.accountId };
 
-async function requireCookbook(request: FastifyRequest, id: string): Promise<Cookbook> {
-  const cookbook = await getCookbook(request.server.deps.sql, id);
-  if (!cookbook) throw notFound(`Cookbook ${id}`, 'List cookbooks with GET /api/v1/cookbooks.');
-  return cookbook;
+// The cookbook of a session comes with its row (see CookbookCache): one round trip for both. One
+// cache per database, shared by the routes and their MCP tools.
+const cookbookCaches = new WeakMap<FastifyInstance['deps']['sql'], CookbookCache>();
+function cookbookCache(app: FastifyInstance): CookbookCache {
+  let cache = cookbookCaches.get(app.deps.sql);
+  if (!cache) {
+    cache = new CookbookCache(app.deps.sql);
+    cookbookCaches.set(app.deps.sql, cache);
+  }
+  return cache;
 }
+
+/** The caller's session and its cookbook: for an agent key, a session it started (docs/decisions/agent-keys-see-their-own-sessions.md). */
+const sessionAndCookbook = (app: FastifyInstance, caller: Caller, sessionId: string) =>
+  requireSessionAndCookbook(app.deps.sql, cookbookCache(app), caller.accountId, sessionId, agentKeyScope(caller));
+
+/** The caller's session: for an agent key, one it started. */
+const callersSession = (app: FastifyInstance, caller: Caller, sessionId: string) => requireSession(app.deps.sql, caller.accountId, sessionId, agentKeyScope(caller));
+
+const sessionEnded = (row: { id: string; status: string }) =>
+  new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
+
+/** GET /cookbooks and the list_cookbooks tool. */
+export const listCookbooksOperation = operation(
+  {
+    querystring: z.object({
+      q: z.string().max(200).optional(),
+      category: z.string().max(100).optional(),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+      cursor: z.string().max(100).optional(),
+    }),
+  },
+  async (app, _door, { query }) => {
+    const page = await listCookbookPage(app.deps.sql, query);
+    return { ok: true as const, cookbooks: page.cookbooks.map(summary), nextCursor: page.nextCursor };
+  },
+);
+
+/** GET /cookbooks/sessions and the list_sessions tool. */
+export const listSessionsOperation = operation(
+  {
+    querystring: z.object({
+      status: z
+        .enum(['active', 'ended', 'all'])
+        .default('active')
+        .describe('active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all'),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+      cursor: z.string().min(1).max(100).optional(),
+    }),
+  },
+  async (app, door, { query }) => {
+    const { caller } = door;
+    const page = await listSessionPage(app.deps.sql, caller.accountId, { ...query, agentKeyId: agentKeyScope(caller) });
+    return { ok: true as const, sessions: page.sessions.map(sessionView), nextCursor: page.nextCursor };
+  },
+);
+
+/** GET /cookbooks/:id and the get_cookbook tool ($0.005; an unknown cookbook costs nothing). */
+export const getCookbookOperation = operation({ params: cookbookParams }, async (app, door, { params }) => {
+  const cookbook = await requireCookbook(app.deps.sql, params.id);
+  await door.charge({ costMicros: PRICES.cookbookDetails, item: 'cookbook', description: `cookbook ${cookbook.id}` });
+  return { ok: true as const, cookbook };
+});
+
+const startSchemas = {
+  params: cookbookParams,
+  headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
+  body: z.object({ selectedApis: z.record(z.string().max(64), apiId) }),
+};
+
+/** Starts a session; `created` is false when the Idempotency-Key answered an earlier start. */
+async function startCookbook(app: FastifyInstance, caller: Caller, input: OperationInput<typeof startSchemas>) {
+  const { sql, temporal, settings } = app.deps;
+  const cookbook = await requireCookbook(sql, input.params.id);
+  const idempotencyKey = input.headers['idempotency-key'];
+  const { row, created } = await startSession(sql, temporal, settings.TEMPORAL_START_TIMEOUT_MS, {
+    accountId: caller.accountId,
+    cookbook,
+    selectedApis: input.body.selectedApis,
+    idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null,
+    startedBy: { keyId: caller.keyId, keyKind: caller.keyKind },
+    maxActive: settings.SESSIONS_MAX_ACTIVE_PER_ACCOUNT,
+  });
+  return { created, body: { ok: true as const, session: sessionView(row) } };
+}
+
+/** The start_cookbook tool: POST /cookbooks/:id/start's body (a replay answers the same session). */
+export const startCookbookOperation = operation(startSchemas, async (app, door, input) => (await startCookbook(app, door.caller, input)).body);
+
+/** GET /cookbooks/sessions/:sessionId and the get_session tool. */
+export const getSessionOperation = operation({ params: sessionParams }, async (app, door, { params }) => {
+  const { row, cookbook } = await sessionAndCookbook(app, door.caller, params.sessionId);
+  const history = await listSessionSteps(app.deps.sql, row.id);
+  const byId = new Map(history.map((step) => [step.step_id, step]));
+  const steps = cookbook.steps.map((step) => stepView(cookbook, row, step.stepId, byId.get(step.stepId))!);
+  return { ok: true as const, session: { ...sessionView(row), cookbookTitle: cookbook.title, steps } };
+});
+
+/** GET /cookbooks/sessions/:sessionId/step and the get_current_step tool. */
+export const getCurrentStepOperation = operation({ params: sessionParams }, async (app, door, { params }) => {
+  const { row, cookbook } = await sessionAndCookbook(app, door.caller, params.sessionId);
+  if (isEnded(row) || row.current_step_id === null) throw sessionEnded(row);
+  const history = await listSessionSteps(app.deps.sql, row.id);
+  const step = stepView(cookbook, row, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
+  if (!step) throw new Error(`step ${row.current_step_id} is not in cookbook ${cookbook.id}`);
+  return { ok: true as const, step };
+});
+
+/** POST /cookbooks/sessions/:sessionId/complete-step and the complete_step tool. */
+export const completeStepOperation = operation(
+  {
+    params: sessionParams,
+    body: z.object({
+      stepId: z.string().min(1).max(100),
+      resultData: jsonObject,
+      decision: z.enum(['approve', 'reject', 'request_changes']).optional().describe('Human steps only; approve (the default) validates resultData against the inputSchema'),
+      note: z.string().min(1).max(2000).optional().describe("The person's note; required with request_changes"),
+    }),
+  },
+  async (app, door, { params, body }) => {
+    const { sql, temporal, settings } = app.deps;
+    const auth = door.caller;
+    const { row, cookbook } = await sessionAndCookbook(app, auth, params.sessionId);
+    const { stepId, resultData, decision = 'approve', note } = body;
+    const actor = actorOf(auth);
+    const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
+    if (auth.role === 'approver' && step) await assertApproverMayComplete(sql, row.id, step, auth.memberId);
+    if (isEnded(row) || !step || stepId !== row.current_step_id) {
+      // A retry of a completion that already happened (its answer lost to a timeout or a 503)
+      // gets that completion's answer, not a 409.
+      const history = await listSessionSteps(sql, row.id);
+      const prior = priorCompletion(cookbook, history, { stepId, resultData, actor });
+      if (prior) {
+        const nextStep = prior.nextStepId === null ? null : stepView(cookbook, row, prior.nextStepId, history.find((h) => h.step_id === prior.nextStepId));
+        return { ok: true as const, session: sessionView(row), nextStep };
+      }
+    }
+    if (isEnded(row)) throw sessionEnded(row);
+    if (!step || stepId !== row.current_step_id) {
+      throw new PlatformError('conflict', `Step "${stepId}" is not the current step ("${row.current_step_id}")`, {
+        hint: `GET /api/v1/cookbooks/sessions/${row.id}/step for the current step.`,
+      });
+    }
+    checkDecision(cookbook.id, step, { decision, note, resultData });
+    const completion = { stepId, resultData, actor, completer: completerOf(auth), ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
+    // The Update answers the session and the next step: nothing is read back from Postgres.
+    return { ok: true as const, ...(await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, cookbook, completion)) };
+  },
+);
+
+/** GET /cookbooks/sessions/:sessionId/event-log and the get_session_events tool. */
+export const getSessionEventsOperation = operation(
+  {
+    params: sessionParams,
+    querystring: z.object({
+      afterEventId: z.string().regex(STREAM_ID, 'must be an event id from this session, such as "3-0"').default('0-0').describe('Omit (or "0-0") to read from the start'),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+  },
+  async (app, door, { params, query }) => {
+    const row = await callersSession(app, door.caller, params.sessionId);
+    const page = await readSessionEvents(app.deps.redis, app.deps.settings.REDIS_PREFIX, row.id, query.afterEventId, query.limit, isEnded(row));
+    return {
+      ok: true as const,
+      sessionId: row.id,
+      events: page.events.map((event) => ({ id: event.id, event: event.name, data: JSON.parse(event.data) as unknown })),
+      lastEventId: page.lastEventId,
+      ended: page.ended,
+    };
+  },
+);
 
 function sseFrame(event: StreamedEvent): string {
   return `id: ${event.id}\nevent: ${event.name}\ndata: ${event.data}\n\n`;
@@ -70,28 +239,6 @@ function sseFrame(event: StreamedEvent): string {
  */
 const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, temporal, settings } = app.deps;
-  // The cookbook of a session comes with its row (see CookbookCache): one round trip for both.
-  const cookbooks = new CookbookCache(sql);
-  const sessionAndCookbook = (request: FastifyRequest, sessionId: string) => {
-    const auth = requireAuth(request);
-    return requireSessionAndCookbook(sql, cookbooks, auth.accountId, sessionId, agentKeyScope(auth));
-  };
-  /** The caller's session: for an agent key, one it started (docs/decisions/agent-keys-see-their-own-sessions.md). */
-  const callersSession = (request: FastifyRequest, sessionId: string) => {
-    const auth = requireAuth(request);
-    return requireSession(sql, auth.accountId, sessionId, agentKeyScope(auth));
-  };
-
-  /** An approver completes human steps only, and not one assigned to another approver. */
-  async function assertApproverMayComplete(sessionId: string, step: CookbookStep, memberId: string | null): Promise<void> {
-    if (step.kind !== 'human') {
-      throw new PlatformError('approver_forbidden', 'Approvers complete human steps only', { hint: "The agent's key completes this step." });
-    }
-    const assignee = await findAssignee(sql, sessionId, step.stepId);
-    if (assignee && assignee.id !== memberId) {
-      throw new PlatformError('step_assigned_elsewhere', `This step is assigned to ${assignee.email}`, { hint: 'Ask the account owner to reassign it if it should be yours.' });
-    }
-  }
 
   app.get(
     '/cookbooks',
@@ -99,20 +246,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: 'List cookbooks (free text and category filters)',
-        querystring: z.object({
-          q: z.string().max(200).optional(),
-          category: z.string().max(100).optional(),
-          limit: z.coerce.number().int().min(1).max(200).default(50),
-          cursor: z.string().max(100).optional(),
-        }),
+        querystring: listCookbooksOperation.schemas.querystring,
         response: { 200: z.object({ ok: z.literal(true), cookbooks: z.array(cookbookSummarySchema), nextCursor: z.string().nullable() }), ...errorResponses(400) },
       },
     },
-    async (request) => {
-      const { q, category, limit, cursor } = request.query;
-      const page = await listCookbooks(sql, { q, category, limit, after: cursor });
-      return { ok: true as const, cookbooks: page.cookbooks.map(summary), nextCursor: page.nextCursor };
-    },
+    async (request, reply) => listCookbooksOperation.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -122,26 +260,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: "The caller's sessions, newest first: active ones (running or waiting for a human) unless status says otherwise",
-        querystring: z.object({
-          status: z
-            .enum(['active', 'ended', 'all'])
-            .default('active')
-            .describe('active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all'),
-          limit: z.coerce.number().int().min(1).max(200).default(50),
-          cursor: z.string().min(1).max(100).optional(),
-        }),
+        querystring: listSessionsOperation.schemas.querystring,
         response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema), nextCursor: z.string().nullable() }), ...errorResponses(400, 401) },
       },
     },
-    async (request) => {
-      const { limit, cursor, status } = request.query;
-      const auth = requireAuth(request);
-      const page = await listSessions(sql, auth.accountId, { limit, after: cursor, status, agentKeyId: agentKeyScope(auth) });
-      if (!page) {
-        throw new PlatformError('validation_failed', 'cursor is not a nextCursor from this list', { hint: 'Omit cursor to start from the newest session.' });
-      }
-      return { ok: true as const, sessions: page.sessions.map(sessionView), nextCursor: page.nextCursor };
-    },
+    async (request, reply) => listSessionsOperation.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -153,15 +276,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: 'Cookbook details with steps and API slots ($0.005)',
-        params: cookbookParams,
+        params: getCookbookOperation.schemas.params,
         response: { 200: z.object({ ok: z.literal(true), cookbook: cookbookSchema }), ...errorResponses(402, 404) },
       },
     },
-    async (request, reply) => {
-      const cookbook = await requireCookbook(request, request.params.id);
-      await chargeRequest(request, reply, { costMicros: PRICES.cookbookDetails, item: 'cookbook', description: `cookbook ${cookbook.id}` });
-      return { ok: true as const, cookbook };
-    },
+    async (request, reply) => getCookbookOperation.run(app, restDoor(request, reply), request),
   );
 
   app.post(
@@ -175,26 +294,16 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. ' +
           'An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. ' +
           'A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account\'s API keys and its dashboard only.',
-        params: cookbookParams,
-        headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
-        body: z.object({ selectedApis: z.record(z.string().max(64), apiId) }),
+        params: startSchemas.params,
+        headers: startSchemas.headers,
+        body: startSchemas.body,
         response: { 201: z.object({ ok: z.literal(true), session: sessionSchema }), ...errorResponses(400, 404, 409, 503) },
       },
     },
     async (request, reply) => {
-      const cookbook = await requireCookbook(request, request.params.id);
-      const idempotencyKey = request.headers['idempotency-key'] ?? null;
-      const auth = requireAuth(request);
-      const { row, created } = await startSession(sql, temporal, settings.TEMPORAL_START_TIMEOUT_MS, {
-        accountId: auth.accountId,
-        cookbook,
-        selectedApis: request.body.selectedApis,
-        idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : null,
-        startedBy: { keyId: auth.keyId, keyKind: auth.keyKind },
-        maxActive: settings.SESSIONS_MAX_ACTIVE_PER_ACCOUNT,
-      });
+      const { created, body } = await startCookbook(app, requireAuth(request), request);
       if (!created) reply.header('Idempotent-Replayed', 'true');
-      return reply.code(201).send({ ok: true as const, session: sessionView(row) });
+      return reply.code(201).send(body);
     },
   );
 
@@ -205,17 +314,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: 'A session with its progress and step history',
-        params: sessionParams,
+        params: getSessionOperation.schemas.params,
         response: { 200: z.object({ ok: z.literal(true), session: sessionSchema.extend({ cookbookTitle: z.string(), steps: z.array(stepSchema) }) }), ...errorResponses(404) },
       },
     },
-    async (request) => {
-      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
-      const history = await listSessionSteps(sql, row.id);
-      const byId = new Map(history.map((step) => [step.step_id, step]));
-      const steps = cookbook.steps.map((step) => stepView(cookbook, row, step.stepId, byId.get(step.stepId))!);
-      return { ok: true as const, session: { ...sessionView(row), cookbookTitle: cookbook.title, steps } };
-    },
+    async (request, reply) => getSessionOperation.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -225,20 +328,11 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['cookbooks'],
         summary: 'The current step, with instructions naming the chosen APIs; 409 when the session has ended',
-        params: sessionParams,
+        params: getCurrentStepOperation.schemas.params,
         response: { 200: z.object({ ok: z.literal(true), step: stepSchema }), ...errorResponses(404, 409) },
       },
     },
-    async (request) => {
-      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
-      if (isEnded(row) || row.current_step_id === null) {
-        throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
-      }
-      const history = await listSessionSteps(sql, row.id);
-      const step = stepView(cookbook, row, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
-      if (!step) throw new Error(`step ${row.current_step_id} is not in cookbook ${cookbook.id}`);
-      return { ok: true as const, step };
-    },
+    async (request, reply) => getCurrentStepOperation.run(app, restDoor(request, reply), request),
   );
 
   app.post(
@@ -251,49 +345,15 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           '409 when stepId is not the current step or the session has ended; 400 when resultData breaks the inputSchema; 403 when an API key completes a human step (a person completes those in the dashboard). ' +
           'A human step may offer decisions besides approving: decision "reject" ends the session (completed, outcome rejected), "request_changes" with a note sends it back to the step the cookbook names.',
-        params: sessionParams,
-        body: z.object({
-          stepId: z.string().min(1).max(100),
-          resultData: jsonObject,
-          decision: z.enum(['approve', 'reject', 'request_changes']).optional().describe('Human steps only; approve (the default) validates resultData against the inputSchema'),
-          note: z.string().min(1).max(2000).optional().describe("The person's note; required with request_changes"),
-        }),
+        params: completeStepOperation.schemas.params,
+        body: completeStepOperation.schemas.body,
         response: {
           200: z.object({ ok: z.literal(true), session: sessionSchema, nextStep: stepSchema.nullable() }),
           ...errorResponses(400, 403, 404, 409, 503),
         },
       },
     },
-    async (request) => {
-      const auth = requireAuth(request);
-      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
-      const { stepId, resultData, decision = 'approve', note } = request.body;
-      const actor = actorOf(request);
-      const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
-      if (auth.role === 'approver' && step) await assertApproverMayComplete(row.id, step, auth.memberId);
-      if (isEnded(row) || !step || stepId !== row.current_step_id) {
-        // A retry of a completion that already happened (its answer lost to a timeout or a 503)
-        // gets that completion's answer, not a 409.
-        const history = await listSessionSteps(sql, row.id);
-        const prior = priorCompletion(cookbook, history, { stepId, resultData, actor });
-        if (prior) {
-          const nextStep = prior.nextStepId === null ? null : stepView(cookbook, row, prior.nextStepId, history.find((h) => h.step_id === prior.nextStepId));
-          return { ok: true as const, session: sessionView(row), nextStep };
-        }
-      }
-      if (isEnded(row)) {
-        throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
-      }
-      if (!step || stepId !== row.current_step_id) {
-        throw new PlatformError('conflict', `Step "${stepId}" is not the current step ("${row.current_step_id}")`, {
-          hint: `GET /api/v1/cookbooks/sessions/${row.id}/step for the current step.`,
-        });
-      }
-      checkDecision(cookbook.id, step, { decision, note, resultData });
-      const completion = { stepId, resultData, actor, completer: completerOf(auth), ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
-      // The Update answers the session and the next step: nothing is read back from Postgres.
-      return { ok: true as const, ...(await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, cookbook, completion)) };
-    },
+    async (request, reply) => completeStepOperation.run(app, restDoor(request, reply), request),
   );
 
   app.post(
@@ -311,7 +371,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await callersSession(request, request.params.sessionId);
+      const row = await callersSession(app, auth, request.params.sessionId);
       if (isEnded(row)) {
         throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: 'Only running sessions and sessions waiting for a human can be cancelled.' });
       }
@@ -340,7 +400,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const { row, cookbook } = await sessionAndCookbook(request, request.params.sessionId);
+      const { row, cookbook } = await sessionAndCookbook(app, auth, request.params.sessionId);
       const { stepId } = request.params;
       const step = cookbook.steps.find((candidate) => candidate.stepId === stepId);
       if (!step || step.kind !== 'human' || row.status !== 'waiting_for_human' || row.current_step_id !== stepId) {
@@ -348,11 +408,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
           hint: `GET /api/v1/cookbooks/sessions/${row.id}/human-steps for the steps that can be assigned.`,
         });
       }
-      const { memberId } = request.body;
-      const member = memberId === null ? null : await findMember(sql, auth.accountId, memberId);
-      if (memberId !== null && !member) throw notFound(`Approver ${memberId}`, 'List the account\'s approvers with GET /api/v1/members.');
-      await assignHumanStep(sql, row.id, stepId, member?.id ?? null);
-      return { ok: true as const, sessionId: row.id, stepId, assignee: member ? { id: member.id, email: member.email } : null };
+      const assignee = await assignStep(sql, auth.accountId, row.id, stepId, request.body.memberId);
+      return { ok: true as const, sessionId: row.id, stepId, assignee };
     },
   );
 
@@ -369,7 +426,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await callersSession(request, request.params.sessionId);
+      const row = await callersSession(app, auth, request.params.sessionId);
       const rows = await listPendingHumanSteps(sql, auth.accountId, row.id, auth.memberId, agentKeyScope(auth));
       return { ok: true as const, humanSteps: rows.map(humanStepView) };
     },
@@ -401,11 +458,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'The session events after a given id, as JSON pages: for clients that poll instead of holding an event stream',
         description:
           'The same events, ids and names as the server-sent event stream. Pass the answer\'s lastEventId as afterEventId to get what came since; `ended: true` means the final event has been delivered.',
-        params: sessionParams,
-        querystring: z.object({
-          afterEventId: z.string().regex(STREAM_ID, 'must be an event id from this session, such as "3-0"').default('0-0').describe('Omit (or "0-0") to read from the start'),
-          limit: z.coerce.number().int().min(1).max(500).default(100),
-        }),
+        params: getSessionEventsOperation.schemas.params,
+        querystring: getSessionEventsOperation.schemas.querystring,
         response: {
           200: z.object({
             ok: z.literal(true),
@@ -418,18 +472,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request) => {
-      const row = await callersSession(request, request.params.sessionId);
-      const { afterEventId, limit } = request.query;
-      const page = await readSessionEvents(app.deps.redis, settings.REDIS_PREFIX, row.id, afterEventId, limit, isEnded(row));
-      return {
-        ok: true as const,
-        sessionId: row.id,
-        events: page.events.map((event) => ({ id: event.id, event: event.name, data: JSON.parse(event.data) as unknown })),
-        lastEventId: page.lastEventId,
-        ended: page.ended,
-      };
-    },
+    async (request, reply) => getSessionEventsOperation.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -447,7 +490,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const row = await callersSession(request, request.params.sessionId);
+      const row = await callersSession(app, requireAuth(request), request.params.sessionId);
       const header = request.headers['last-event-id'];
       const lastEventId = (typeof header === 'string' ? header.trim() : undefined) || request.query.lastEventId || '0-0';
       if (!STREAM_ID.test(lastEventId)) {

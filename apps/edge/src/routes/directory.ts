@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, modelDirSetting, publishedBaseUrl, toApiSummary } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
-import { chargeRequest } from '../http/charge.js';
+import { operation, restDoor } from '../http/operation.js';
 import { cachedBytes, cachedJson } from '#core/platform';
 import { apiDetail, apiId, apiSummary } from '#contracts/directory';
 
@@ -27,6 +27,108 @@ const plainJson = () => (data: unknown) => (typeof data === 'string' ? data : JS
 /** Sends an answer already rendered to JSON bytes (matching the route's schema) as they are. */
 const sendJsonBytes = (reply: FastifyReply, body: Buffer) => reply.type('application/json; charset=utf-8').send(body);
 
+/** The Redis key of a cached directory answer, per edge settings (computed once per database). */
+const cacheKeys = new Map<string, string>();
+function cacheKey(settings: FastifyInstance['deps']['settings'], ...parts: (string | number | undefined)[]): string {
+  // The database is part of the key: deployments (and test runs) sharing one Redis never mix answers.
+  let database = cacheKeys.get(settings.DATABASE_URL);
+  if (database === undefined) {
+    database = createHash('sha256').update(settings.DATABASE_URL).digest('hex').slice(0, 12);
+    cacheKeys.set(settings.DATABASE_URL, database);
+  }
+  return `${settings.REDIS_PREFIX}:directory-cache:${database}:${JSON.stringify(parts)}`;
+}
+
+const searchQuery = z.object({ q: z.string().optional(), category: z.string().max(100).optional(), ...paging });
+const discoverQuery = z.object({
+  q: z.string().optional(),
+  query: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(50).default(10),
+});
+const apiParams = z.object({ id: apiId });
+
+/** GET /apis as JSON bytes (cached): the route sends them as they are, the search_apis tool reads them. */
+async function searchApiBytes(app: FastifyInstance, query: z.output<typeof searchQuery>): Promise<Buffer> {
+  const { sql, redis, settings } = app.deps;
+  const { q, cursor, limit } = query;
+  const category = query.category?.toLowerCase();
+  return cachedBytes(redis, cacheKey(settings, 'apis', q, category, limit, cursor), settings.DIRECTORY_CACHE_SECONDS, async () =>
+    q === undefined
+      ? apiPageAnswer(await listApis(sql, app.directoryIndex, { category, limit, cursor }), false, cursor)
+      : app.directoryRanking.search({ q, category, limit, cursor }),
+  );
+}
+
+/** GET /discover as JSON bytes (cached): the route sends them as they are, the discover_apis tool reads them. */
+async function discoverBytes(app: FastifyInstance, query: z.output<typeof discoverQuery>): Promise<Buffer> {
+  const { redis, settings } = app.deps;
+  const text = query.q ?? query.query;
+  if (text === undefined) {
+    throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
+  }
+  // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
+  const discoveryMode = modelDirSetting(settings.DISCOVERY_MODEL_DIR) ?? 'words';
+  return cachedBytes(redis, cacheKey(settings, 'discover', discoveryMode, text, query.limit), settings.DIRECTORY_CACHE_SECONDS, () =>
+    app.directoryRanking.discover({ text, limit: query.limit }),
+  );
+}
+
+/** The search_apis tool: GET /apis's answer. */
+export const searchApis = operation({ querystring: searchQuery }, async (app, _door, { query }) => JSON.parse((await searchApiBytes(app, query)).toString('utf8')) as object);
+
+/** The discover_apis tool: GET /discover's answer. */
+export const discoverApis = operation({ querystring: discoverQuery }, async (app, _door, { query }) => JSON.parse((await discoverBytes(app, query)).toString('utf8')) as object);
+
+/** GET /apis/:id and the get_api tool. */
+export const readApi = operation({ params: apiParams }, async (app, _door, { params }) => {
+  const row = await getApi(app.deps.sql, params.id);
+  if (!row) throw notFound(`API ${params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
+  return {
+    ok: true as const,
+    api: {
+      ...toApiSummary({ ...row, description: row.description }),
+      version: row.version,
+      baseUrl: publishedBaseUrl(row),
+      authScheme: row.auth_scheme,
+      proxyPath: proxyPath(row.id),
+      byokPricePerCall: row.byok_price_micros === null ? null : toDollars(row.byok_price_micros),
+      platformKey: row.has_platform_key,
+      source: row.source,
+      endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
+      endpoints: row.endpoints,
+    },
+  };
+});
+
+/** GET /apis/:id/instructions and the get_api_instructions tool ($0.01; an unknown API costs nothing). */
+export const readApiInstructions = operation({ params: apiParams }, async (app, door, { params }) => {
+  const row = await getApi(app.deps.sql, params.id);
+  // Looked up before charging: an unknown API costs nothing.
+  if (!row) throw notFound(`API ${params.id}`, 'Nothing was charged. Search with GET /api/v1/apis?q=...');
+  await door.charge({ costMicros: PRICES.instructions, item: 'instructions', apiId: row.id });
+  const body =
+    row.instructions ??
+    generateInstructions({
+      id: row.id,
+      name: row.name,
+      provider: row.provider,
+      service: row.service,
+      description: row.description,
+      baseUrl: publishedBaseUrl(row),
+      authScheme: row.auth_scheme,
+      categories: row.categories,
+      endpoints: row.endpoints,
+      endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
+    });
+  return {
+    ok: true as const,
+    apiId: row.id,
+    format: 'markdown' as const,
+    // The examples' $BASE_URL becomes this deployment's address.
+    instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll('$BASE_URL', app.deps.settings.PUBLIC_URL),
+  };
+});
+
 /**
  * The directory: browse and search (public), categories, natural-language discovery (public) and
  * agent-readable instructions ($0.01, charged only for an API that exists).
@@ -34,11 +136,6 @@ const sendJsonBytes = (reply: FastifyReply, body: Buffer) => reply.type('applica
 const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   const { sql, redis, settings } = app.deps;
   const ttl = settings.DIRECTORY_CACHE_SECONDS;
-  // The database is part of the key: deployments (and test runs) sharing one Redis never mix answers.
-  const database = createHash('sha256').update(settings.DATABASE_URL).digest('hex').slice(0, 12);
-  const cacheKey = (...parts: (string | number | undefined)[]) => `${settings.REDIS_PREFIX}:directory-cache:${database}:${JSON.stringify(parts)}`;
-  // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
-  const discoveryMode = modelDirSetting(settings.DISCOVERY_MODEL_DIR) ?? 'words';
 
   app.get(
     '/apis',
@@ -47,21 +144,11 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['directory'],
         summary: 'List or search APIs (relevance-ranked when q is given)',
-        querystring: z.object({ q: z.string().optional(), category: z.string().max(100).optional(), ...paging }),
+        querystring: searchQuery,
         response: { 200: page },
       },
     },
-    async (request, reply) => {
-      const { q, cursor } = request.query;
-      const category = request.query.category?.toLowerCase();
-      const limit = request.query.limit;
-      const body = await cachedBytes(redis, cacheKey('apis', q, category, limit, cursor), ttl, async () =>
-        q === undefined
-          ? apiPageAnswer(await listApis(sql, app.directoryIndex, { category, limit, cursor }), false, cursor)
-          : app.directoryRanking.search({ q, category, limit, cursor }),
-      );
-      return sendJsonBytes(reply, body);
-    },
+    async (request, reply) => sendJsonBytes(reply, await searchApiBytes(app, request.query)),
   );
 
   app.get(
@@ -93,7 +180,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async () =>
-      cachedJson(redis, cacheKey('categories'), ttl, async () => {
+      cachedJson(redis, cacheKey(settings, 'categories'), ttl, async () => {
         const rows = await listCategories(sql);
         return { ok: true as const, categories: rows.map((r) => ({ id: r.id, name: categoryName(r.id), apiCount: r.api_count })) };
       }),
@@ -105,29 +192,11 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['directory'],
         summary: 'API details: auth scheme, endpoints, the proxy path and, for catalog APIs, the upstream base URL',
-        params: z.object({ id: apiId }),
+        params: readApi.schemas.params,
         response: { 200: z.object({ ok: z.literal(true), api: apiDetail }) },
       },
     },
-    async (request) => {
-      const row = await getApi(sql, request.params.id);
-      if (!row) throw notFound(`API ${request.params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
-      return {
-        ok: true as const,
-        api: {
-          ...toApiSummary({ ...row, description: row.description }),
-          version: row.version,
-          baseUrl: publishedBaseUrl(row),
-          authScheme: row.auth_scheme,
-          proxyPath: proxyPath(row.id),
-          byokPricePerCall: row.byok_price_micros === null ? null : toDollars(row.byok_price_micros),
-          platformKey: row.has_platform_key,
-          source: row.source,
-          endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
-          endpoints: row.endpoints,
-        },
-      };
-    },
+    async (request, reply) => readApi.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -139,37 +208,11 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['directory'],
         summary: 'Agent-readable instructions for one API ($0.01)',
-        params: z.object({ id: apiId }),
+        params: readApiInstructions.schemas.params,
         response: { 200: z.object({ ok: z.literal(true), apiId: z.string(), format: z.literal('markdown'), instructions: z.string() }) },
       },
     },
-    async (request, reply) => {
-      const row = await getApi(sql, request.params.id);
-      // Looked up before charging: an unknown API costs nothing.
-      if (!row) throw notFound(`API ${request.params.id}`, 'Nothing was charged. Search with GET /api/v1/apis?q=...');
-      await chargeRequest(request, reply, { costMicros: PRICES.instructions, item: 'instructions', apiId: row.id });
-      const body =
-        row.instructions ??
-        generateInstructions({
-          id: row.id,
-          name: row.name,
-          provider: row.provider,
-          service: row.service,
-          description: row.description,
-          baseUrl: publishedBaseUrl(row),
-          authScheme: row.auth_scheme,
-          categories: row.categories,
-          endpoints: row.endpoints,
-          endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
-        });
-      return {
-        ok: true as const,
-        apiId: row.id,
-        format: 'markdown' as const,
-        // The examples' $BASE_URL becomes this deployment's address.
-        instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll('$BASE_URL', settings.PUBLIC_URL),
-      };
-    },
+    async (request, reply) => readApiInstructions.run(app, restDoor(request, reply), request),
   );
 
   app.get(
@@ -179,11 +222,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['directory'],
         summary: 'Natural-language discovery: describe a task, get the APIs that can do it',
-        querystring: z.object({
-          q: z.string().optional(),
-          query: z.string().optional(),
-          limit: z.coerce.number().int().min(1).max(50).default(10),
-        }),
+        querystring: discoverQuery,
         response: {
           200: z.object({
             ok: z.literal(true),
@@ -201,15 +240,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request, reply) => {
-      const text = request.query.q ?? request.query.query;
-      if (text === undefined) {
-        throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
-      }
-      const limit = request.query.limit;
-      const body = await cachedBytes(redis, cacheKey('discover', discoveryMode, text, limit), ttl, () => app.directoryRanking.discover({ text, limit }));
-      return sendJsonBytes(reply, body);
-    },
+    async (request, reply) => sendJsonBytes(reply, await discoverBytes(app, request.query)),
   );
 };
 

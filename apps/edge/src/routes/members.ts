@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { claimInviteSend, inviteMember, memberView } from '#core/identity';
+import { claimInviteSend, inviteMember, listApprovers, memberView, removeApprover, requireApprover } from '#core/identity';
 import { enqueueEmail } from '#core/notifications';
 import { notFound, PlatformError } from '#core/platform';
-import { findMember, listMembers, removeMember } from '#db/members';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
 import { emailSchema } from './register.js';
@@ -52,7 +51,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
         await sendInvite(member.id);
       } catch (error) {
         // No e-mail on its way: take the invitation back, so the caller can simply try again.
-        await removeMember(sql, auth.accountId, member.id);
+        await removeApprover(sql, auth.accountId, member.id);
         throw new PlatformError('service_unavailable', 'The invitation could not be queued for sending', {
           hint: 'Try again in a moment.',
           headers: { 'retry-after': '5' },
@@ -75,7 +74,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const rows = await listMembers(sql, requireAuth(request).accountId);
+      const rows = await listApprovers(sql, requireAuth(request).accountId);
       return { ok: true as const, members: rows.map(memberView) };
     },
   );
@@ -93,8 +92,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const member = await findMember(sql, auth.accountId, request.params.memberId);
-      if (!member) throw notFound(`Approver ${request.params.memberId}`, 'List approvers with GET /api/v1/members.');
+      const member = await requireApprover(sql, auth.accountId, request.params.memberId);
       if (member.accepted_at) throw new PlatformError('conflict', 'This approver has already accepted the invitation', { hint: 'They sign in with their e-mail and password.' });
       await claimSend(auth.accountId);
       await sendInvite(member.id);
@@ -115,7 +113,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      if (!(await removeMember(sql, auth.accountId, request.params.memberId))) {
+      if (!(await removeApprover(sql, auth.accountId, request.params.memberId))) {
         throw notFound(`Approver ${request.params.memberId}`, 'List approvers with GET /api/v1/members.');
       }
       request.log.info({ memberId: request.params.memberId }, 'approver removed');

@@ -2,12 +2,9 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getAccount } from '#db/accounts';
-import { getLiveMember } from '#db/members';
-import { findPersonByEmail } from '#db/people';
 import { notFound, PlatformError } from '#core/platform';
 import { enqueueEmail } from '#core/notifications';
-import { acceptInvitation, authenticatePerson, listMemberships, LoginThrottle, PASSWORD_POLICY, type MembershipRow } from '#core/identity';
+import { acceptInvitation, authenticatePerson, callerIdentity, listMemberships, LoginThrottle, personIdByEmail, PASSWORD_POLICY, type MembershipRow } from '#core/identity';
 import { closeDashboardSession, openDashboardSession, verifyDashboardSession } from '#core/identity';
 import { assertCsrf, assertSameOrigin, clearSessionCookies, SESSION_COOKIE, setSessionCookies } from '../http/dashboard-session.js';
 import { clientAddress } from '../plugins/rate-limit.js';
@@ -67,7 +64,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
 
   /** Tells the person by e-mail (once per alert window) that many networks fail at their address. */
   async function alertPerson(request: FastifyRequest, email: string, failingClients: number) {
-    const personId = (await findPersonByEmail(sql, email))?.id;
+    const personId = await personIdByEmail(sql, email);
     // An address nobody signs in with has nobody to tell.
     if (!personId) return;
     try {
@@ -210,10 +207,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const row = await getAccount(sql, auth.accountId);
-      if (!row) throw new PlatformError('invalid_session', 'Account no longer exists');
-      const member = auth.memberId === null ? null : await getLiveMember(sql, auth.memberId);
-      if (auth.memberId !== null && !member) throw new PlatformError('invalid_session', 'This approver has been removed');
+      const { account: row, member } = await callerIdentity(sql, auth);
       const token = request.cookies[SESSION_COOKIE];
       const session = auth.via === 'cookie' && token ? await verifyDashboardSession(sql, settings, token) : null;
       const memberships = session?.personId ? await listMemberships(sql, session.personId) : [];
@@ -221,7 +215,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
         ok: true as const,
         account: { id: row.id, email: row.email },
         role: auth.role,
-        member: member ? { id: member.id, email: member.email } : null,
+        member,
         accounts: memberships.length > 0 ? choicesOf(memberships, row.id) : [{ id: row.id, email: row.email, role: auth.role, current: true }],
         via: auth.via,
         keyKind: auth.keyKind,

@@ -4,34 +4,26 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { assertPublicHost } from '#core/gateway';
 import {
+  changeWebhookEndpoint,
+  chooseEmailedEvents,
+  createWebhookEndpoint,
+  deliveryPage,
   EMAILABLE_EVENT_TYPES,
+  emailPreferences as readEmailPreferences,
   enqueueDeliveries,
-  newWebhookSecret,
-  sealWebhookSecret,
+  listWebhooks,
+  recordTestEvent,
+  removeWebhookEndpoint,
+  retryDelivery,
+  rotateSigningSecret,
   WEBHOOK_EVENT_TYPES,
   webhookDeliveryJob,
   WebhookEmitter,
-  type WebhookEventType,
-} from '#core/notifications';
-import { notFound, PlatformError, createQueue } from '#core/platform';
-import {
-  countWebhookEndpoints,
-  deleteWebhookEndpoint,
-  findWebhookEndpoint,
-  getEmailPreferences,
-  setEmailPreferences,
-  insertWebhookEndpoint,
-  listDeliveries,
-  listWebhookEndpoints,
-  newWebhookId,
-  recentEventsOfType,
-  recordWebhookEventFor,
-  resetDelivery,
-  rotateWebhookSecret,
-  updateWebhookEndpoint,
   type DeliveryRow,
   type WebhookEndpointRow,
-} from '#db/webhooks';
+  type WebhookEventType,
+} from '#core/notifications';
+import { PlatformError, createQueue } from '#core/platform';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
 
@@ -41,12 +33,6 @@ declare module 'fastify' {
     webhooks: WebhookEmitter;
   }
 }
-
-/** Test deliveries are counted over the last hour (WEBHOOK_TEST_DELIVERIES_PER_HOUR). */
-const TEST_WINDOW_SECONDS = 3_600;
-
-/** How long the previous secret keeps signing after a rotation, so receivers can switch without a gap. */
-const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
 const eventType = z.enum(WEBHOOK_EVENT_TYPES);
 const webhookSchema = z.object({
@@ -155,12 +141,6 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     return url.toString();
   }
 
-  const requireEndpoint = async (accountId: string, id: string) => {
-    const row = await findWebhookEndpoint(sql, accountId, id);
-    if (!row) throw notFound(`Webhook ${id}`, 'List yours with GET /api/v1/webhooks.');
-    return row;
-  };
-
   const emailPreferences = z.object({
     ok: z.literal(true),
     email: z.string().describe("The owner's address the e-mails go to"),
@@ -178,8 +158,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const preferences = await getEmailPreferences(sql, requireAuth(request).accountId);
-      if (!preferences) throw new PlatformError('invalid_session', 'Account no longer exists');
+      const preferences = await readEmailPreferences(sql, requireAuth(request).accountId);
       return { ok: true as const, email: preferences.email, eventTypes: preferences.eventTypes as (typeof EMAILABLE_EVENT_TYPES)[number][] };
     },
   );
@@ -197,11 +176,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const auth = requireAuth(request);
-      const eventTypes = [...new Set(request.body.eventTypes)];
-      await setEmailPreferences(sql, auth.accountId, eventTypes);
-      const preferences = await getEmailPreferences(sql, auth.accountId);
-      return { ok: true as const, email: preferences?.email ?? '', eventTypes };
+      return { ok: true as const, ...(await chooseEmailedEvents(sql, requireAuth(request).accountId, request.body.eventTypes)) };
     },
   );
 
@@ -220,19 +195,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const auth = requireAuth(request);
       const url = await checkUrl(request.body.url);
-      if ((await countWebhookEndpoints(sql, auth.accountId)) >= settings.WEBHOOK_MAX_ENDPOINTS) {
-        throw new PlatformError('conflict', `An account may have at most ${settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints`, { hint: 'Delete one, or listen to more event types on one endpoint.' });
-      }
-      const id = newWebhookId();
-      const secret = newWebhookSecret();
-      const row = await insertWebhookEndpoint(sql, {
-        id,
-        accountId: auth.accountId,
-        url,
-        description: request.body.description ?? '',
-        eventTypes: [...new Set(request.body.eventTypes)],
-        secretSealed: sealWebhookSecret(settings.CONNECTIONS_MASTER_KEY, id, secret),
-      });
+      const { row, secret } = await createWebhookEndpoint(sql, settings, auth.accountId, { ...request.body, url });
       return reply.code(201).send({ ok: true as const, webhook: webhookView(row), secret });
     },
   );
@@ -247,7 +210,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: z.object({ ok: z.literal(true), webhooks: z.array(webhookSchema) }), ...errorResponses(401, 403, 429) },
       },
     },
-    async (request) => ({ ok: true as const, webhooks: (await listWebhookEndpoints(sql, requireAuth(request).accountId)).map(webhookView) }),
+    async (request) => ({ ok: true as const, webhooks: (await listWebhooks(sql, requireAuth(request).accountId)).map(webhookView) }),
   );
 
   app.patch(
@@ -268,13 +231,12 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const auth = requireAuth(request);
       const { url, eventTypes, description, enabled } = request.body;
-      const row = await updateWebhookEndpoint(sql, auth.accountId, request.params.id, {
+      const row = await changeWebhookEndpoint(sql, auth.accountId, request.params.id, {
         ...(url === undefined ? {} : { url: await checkUrl(url) }),
-        ...(eventTypes === undefined ? {} : { eventTypes: [...new Set(eventTypes)] }),
+        ...(eventTypes === undefined ? {} : { eventTypes }),
         ...(description === undefined ? {} : { description }),
         ...(enabled === undefined ? {} : { enabled }),
       });
-      if (!row) throw notFound(`Webhook ${request.params.id}`, 'List yours with GET /api/v1/webhooks.');
       return { ok: true as const, webhook: webhookView(row) };
     },
   );
@@ -291,9 +253,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      if (!(await deleteWebhookEndpoint(sql, requireAuth(request).accountId, request.params.id))) {
-        throw notFound(`Webhook ${request.params.id}`, 'List yours with GET /api/v1/webhooks.');
-      }
+      await removeWebhookEndpoint(sql, requireAuth(request).accountId, request.params.id);
       return { ok: true as const, deleted: true as const };
     },
   );
@@ -310,13 +270,8 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const auth = requireAuth(request);
-      const secret = newWebhookSecret();
-      const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
-      if (!(await rotateWebhookSecret(sql, auth.accountId, request.params.id, sealWebhookSecret(settings.CONNECTIONS_MASTER_KEY, request.params.id, secret), until))) {
-        throw notFound(`Webhook ${request.params.id}`, 'List yours with GET /api/v1/webhooks.');
-      }
-      return { ok: true as const, secret, previousSecretValidUntil: until.toISOString() };
+      const rotated = await rotateSigningSecret(sql, settings.CONNECTIONS_MASTER_KEY, requireAuth(request).accountId, request.params.id);
+      return { ok: true as const, secret: rotated.secret, previousSecretValidUntil: rotated.previousSecretValidUntil.toISOString() };
     },
   );
 
@@ -334,22 +289,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const auth = requireAuth(request);
-      const endpoint = await requireEndpoint(auth.accountId, request.params.id);
-      if (endpoint.status !== 'enabled') throw new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
-      const cap = settings.WEBHOOK_TEST_DELIVERIES_PER_HOUR;
-      // A test delivery is free and makes us call out to a URL the account chose: capped per account,
-      // counted under a lock so racing tests cannot all pass the count.
-      const delivery = await sql.begin(async (tx) => {
-        await tx`select pg_advisory_xact_lock(hashtextextended(${`webhook-test:${auth.accountId}`}, 0))`;
-        const recent = await recentEventsOfType(tx, auth.accountId, 'webhook.test', TEST_WINDOW_SECONDS);
-        if (recent.count >= cap) {
-          throw new PlatformError('rate_limited', `This account has sent ${recent.count} test deliveries in the last hour, the most it may (${cap})`, {
-            hint: `The next test delivery can be sent in ${recent.firstLeavesInSeconds} seconds (Retry-After), when the oldest of them is an hour old; real events are delivered meanwhile as usual.`,
-            headers: { 'Retry-After': String(recent.firstLeavesInSeconds) },
-          });
-        }
-        return recordWebhookEventFor(tx, endpoint, { type: 'webhook.test', data: { message: 'A test event sent from the API or the dashboard.' } });
-      });
+      const delivery = await recordTestEvent(sql, auth.accountId, request.params.id, settings.WEBHOOK_TEST_DELIVERIES_PER_HOUR);
       await enqueueDeliveries(queue, settings, [delivery.id]);
       return reply.code(202).send({ ok: true as const, delivery: deliveryView(delivery) });
     },
@@ -368,10 +308,8 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const endpoint = await requireEndpoint(requireAuth(request).accountId, request.params.id);
-      const rows = await listDeliveries(sql, endpoint.id, request.query.limit + 1, request.query.cursor ?? null);
-      const page = rows.slice(0, request.query.limit);
-      return { ok: true as const, deliveries: page.map(deliveryView), nextCursor: rows.length > request.query.limit ? page[page.length - 1]!.id : null };
+      const page = await deliveryPage(sql, requireAuth(request).accountId, request.params.id, request.query);
+      return { ok: true as const, deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor };
     },
   );
 
@@ -387,14 +325,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const endpoint = await requireEndpoint(requireAuth(request).accountId, request.params.id);
-      if (endpoint.status !== 'enabled') throw new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
-      const delivery = await resetDelivery(sql, endpoint.id, request.params.deliveryId);
-      if (!delivery) {
-        throw new PlatformError('conflict', `Delivery ${request.params.deliveryId} is still being sent, or is not this endpoint's`, {
-          hint: `Its attempts show in GET /api/v1/webhooks/${endpoint.id}/deliveries; retry it once it has succeeded or failed.`,
-        });
-      }
+      const delivery = await retryDelivery(sql, requireAuth(request).accountId, request.params.id, request.params.deliveryId);
       await enqueueDeliveries(queue, settings, [delivery.id], { manualRetry: true });
       return reply.code(202).send({ ok: true as const, delivery: deliveryView(delivery) });
     },
