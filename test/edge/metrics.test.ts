@@ -22,6 +22,16 @@ export function sample(text: string, name: string, labels: Record<string, string
   return undefined;
 }
 
+describe('the monitoring configuration (ops/)', () => {
+  it('has alert rules and a scrape configuration promtool accepts', () => {
+    const rules = spawnSync('promtool', ['check', 'rules', 'ops/prometheus/alerts.yml'], { encoding: 'utf8' });
+    expect(rules.status, `${rules.stdout}${rules.stderr}`).toBe(0);
+    expect(rules.stdout).toMatch(/SUCCESS: [1-9]\d* rules found/);
+    const config = spawnSync('promtool', ['check', 'config', '--syntax-only', 'ops/prometheus/prometheus.yml'], { encoding: 'utf8' });
+    expect(config.status, `${config.stdout}${config.stderr}`).toBe(0);
+  });
+});
+
 describe("the edge's Prometheus metrics", () => {
   let app: FastifyInstance;
   let edge: string;
