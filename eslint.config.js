@@ -15,7 +15,10 @@ export default tseslint.config(
       // The layout's first rule: no import climbs more than one folder. Reach another area through
       // its subpath import (#core/<context>, #db/<table group>, #contracts/<name>, ...; package.json
       // "imports"). Which area may import which is checked by dependency-cruiser (.dependency-cruiser.cjs).
-      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./){2,}', message: 'Import through a subpath import (#core/..., #db/...) instead of climbing folders.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./){2,}', message: 'Import through a subpath import (#core/..., #db/...) instead of climbing folders.' }] },
+      ],
     },
   },
   // The dashboard (React): the two classic hook rules.

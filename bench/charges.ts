@@ -51,11 +51,16 @@ async function verifyLedger(db: Sql, expected: number): Promise<void> {
 
 // The edge's own defaults (CHARGE_BATCH_MAX, CHARGE_BATCH_CONCURRENCY).
 const edgeDefaults = edgeSettings.parse({});
-const batcher = new ChargeBatcher(sql, { maxBatch: edgeDefaults.CHARGE_BATCH_MAX, maxInFlight: edgeDefaults.CHARGE_BATCH_CONCURRENCY, log: pino({ level: 'warn' }) });
+const batcher = new ChargeBatcher(sql, {
+  maxBatch: edgeDefaults.CHARGE_BATCH_MAX,
+  maxInFlight: edgeDefaults.CHARGE_BATCH_CONCURRENCY,
+  log: pino({ level: 'warn' }),
+});
 
 async function runPlatform(accounts: number, mode: 'statement' | 'batched'): Promise<number> {
   await resetAccounts(accounts);
-  const chargeOne = mode === 'batched' ? (req: Parameters<typeof charge>[1]) => batcher.charge(req) : (req: Parameters<typeof charge>[1]) => charge(sql, req);
+  const chargeOne =
+    mode === 'batched' ? (req: Parameters<typeof charge>[1]) => batcher.charge(req) : (req: Parameters<typeof charge>[1]) => charge(sql, req);
   let done = 0;
   const deadline = Date.now() + duration * 1000;
   const start = performance.now();
@@ -96,8 +101,28 @@ async function runPgbench(accounts: number): Promise<number> {
   const url = new URL(settings.DATABASE_URL);
   const out = execFileSync(
     'pgbench',
-    ['-n', '-M', 'prepared', '-c', String(CLIENTS), '-j', '2', '-T', String(duration), '-D', `accounts=${accounts}`, '-f', script,
-      '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), url.pathname.slice(1)],
+    [
+      '-n',
+      '-M',
+      'prepared',
+      '-c',
+      String(CLIENTS),
+      '-j',
+      '2',
+      '-T',
+      String(duration),
+      '-D',
+      `accounts=${accounts}`,
+      '-f',
+      script,
+      '-h',
+      url.hostname,
+      '-p',
+      url.port || '5432',
+      '-U',
+      decodeURIComponent(url.username || 'postgres'),
+      url.pathname.slice(1),
+    ],
     { encoding: 'utf8' },
   );
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
@@ -114,14 +139,20 @@ interface Runs {
 }
 const results: Record<string, Runs> = { hot: { pgbench: [], platform: [], batched: [] }, many: { pgbench: [], platform: [], batched: [] } };
 for (let run = 1; run <= settings.BENCH_REPEATS; run += 1) {
-  for (const [shape, accounts] of [['hot', 1], ['many', MANY]] as const) {
+  for (const [shape, accounts] of [
+    ['hot', 1],
+    ['many', MANY],
+  ] as const) {
     const baseline = await runPgbench(accounts);
     const platform = await runPlatform(accounts, 'statement');
     const batched = await runPlatform(accounts, 'batched');
     results[shape]!.pgbench.push(baseline);
     results[shape]!.platform.push(platform);
     results[shape]!.batched.push(batched);
-    log(scenario, `run ${run} ${shape}: pgbench ${fmt(baseline, 0)} charges/s, charge() ${fmt(platform, 0)} (${fmt(platform / baseline)}), group commit ${fmt(batched, 0)} (${fmt(batched / baseline)})`);
+    log(
+      scenario,
+      `run ${run} ${shape}: pgbench ${fmt(baseline, 0)} charges/s, charge() ${fmt(platform, 0)} (${fmt(platform / baseline)}), group commit ${fmt(batched, 0)} (${fmt(batched / baseline)})`,
+    );
   }
 }
 // Where the time goes for one hot account: this process under the V8 profiler for one more run.
@@ -159,7 +190,7 @@ each, so one hot account gets no batching (one charge per statement) and many ac
 (${fmt(batcher.stats.charges / Math.max(1, batcher.stats.statements))} charges per statement on average over every run here).
 
 Where the time goes with one hot account: one more run of the edge's path (${fmt(hotProfile.result, 0)} charges/s) with this process under
-the V8 profiler: it was busy ${fmt(hotBusyShare * 100, 0)} % of the run (${fmt(hotProfile.summary.busyMs / Math.max(1, hotProfile.result * duration) * 1000, 1)} µs of CPU per charge) and idle the rest, waiting for
+the V8 profiler: it was busy ${fmt(hotBusyShare * 100, 0)} % of the run (${fmt((hotProfile.summary.busyMs / Math.max(1, hotProfile.result * duration)) * 1000, 1)} µs of CPU per charge) and idle the rest, waiting for
 Postgres: every charge of the account takes the row lock the previous one holds until its commit, so charges of one account
 are as fast as one commit after another, in pgbench as here. Run to run the two move together with the disk's commit time.`,
 );

@@ -83,14 +83,17 @@ async function viaEdge(sessionId: string): Promise<number> {
   const t = performance.now();
   const res = await post(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, { stepId: 'fetch-forecast', resultData: FORECAST });
   const ms = performance.now() - t;
-  if (res.status !== 200 || (res.json.session as { currentStep?: string })?.currentStep !== 'draft-message') throw new Error(`complete-step answered ${res.status}: ${JSON.stringify(res.json)}`);
+  if (res.status !== 200 || (res.json.session as { currentStep?: string })?.currentStep !== 'draft-message')
+    throw new Error(`complete-step answered ${res.status}: ${JSON.stringify(res.json)}`);
   return ms;
 }
 
 /** The baseline: the same Update from a plain Temporal client. */
 async function viaClient(sessionId: string): Promise<number> {
   const t = performance.now();
-  const result = await plain.workflow.getHandle(workflowIdFor(sessionId)).executeUpdate(completeStepUpdate, { args: [{ stepId: 'fetch-forecast', resultData: FORECAST, actor: 'key' }] });
+  const result = await plain.workflow
+    .getHandle(workflowIdFor(sessionId))
+    .executeUpdate(completeStepUpdate, { args: [{ stepId: 'fetch-forecast', resultData: FORECAST, actor: 'key' }] });
   const ms = performance.now() - t;
   if (result.nextStepId !== 'draft-message') throw new Error(`unexpected Update result: ${JSON.stringify(result)}`);
   return ms;
@@ -133,9 +136,19 @@ try {
     const rest = ids.slice(2 * LATENCY_OPS);
     const edgeRps = await throughput(viaEdge, rest.slice(0, THROUGHPUT_OPS));
     const clientRps = await throughput(viaClient, rest.slice(THROUGHPUT_OPS));
-    const r = { edgeP50: percentile(edgeLat, 50), edgeP99: percentile(edgeLat, 99), clientP50: percentile(clientLat, 50), clientP99: percentile(clientLat, 99), edgeRps, clientRps };
+    const r = {
+      edgeP50: percentile(edgeLat, 50),
+      edgeP99: percentile(edgeLat, 99),
+      clientP50: percentile(clientLat, 50),
+      clientP99: percentile(clientLat, 99),
+      edgeRps,
+      clientRps,
+    };
     runs.push(r);
-    log(scenario, `run ${run}: edge p50 ${fmt(r.edgeP50)} / p99 ${fmt(r.edgeP99)} ms, ${fmt(edgeRps, 0)}/s; plain client p50 ${fmt(r.clientP50)} / p99 ${fmt(r.clientP99)} ms, ${fmt(clientRps, 0)}/s`);
+    log(
+      scenario,
+      `run ${run}: edge p50 ${fmt(r.edgeP50)} / p99 ${fmt(r.edgeP99)} ms, ${fmt(edgeRps, 0)}/s; plain client p50 ${fmt(r.clientP50)} / p99 ${fmt(r.clientP99)} ms, ${fmt(clientRps, 0)}/s`,
+    );
   }
 
   // Where the time goes: this process (edge, worker and the plain client all live here) profiled over
@@ -153,12 +166,17 @@ try {
   const perOp = (p: { result: number; summary: ProfileSummary }) => ({ wall: p.result / LATENCY_OPS, cpu: p.summary.busyMs / LATENCY_OPS });
   const plainCost = perOp(plainProfile);
   const edgeCost = perOp(edgeProfile);
-  const EDGE_AREAS = /^(apps\/edge\/|db\/src\/|fastify|@fastify\/|find-my-way|avvio|light-my-request|zod|fastify-type-provider-zod|ajv|postgres$|pino|@pinojs\/|jose)/;
-  const edgeAreasMs = (p: { summary: ProfileSummary }) => p.summary.allAreas.filter((a) => EDGE_AREAS.test(a.name)).reduce((ms, a) => ms + a.ms, 0) / LATENCY_OPS;
+  const EDGE_AREAS =
+    /^(apps\/edge\/|db\/src\/|fastify|@fastify\/|find-my-way|avvio|light-my-request|zod|fastify-type-provider-zod|ajv|postgres$|pino|@pinojs\/|jose)/;
+  const edgeAreasMs = (p: { summary: ProfileSummary }) =>
+    p.summary.allAreas.filter((a) => EDGE_AREAS.test(a.name)).reduce((ms, a) => ms + a.ms, 0) / LATENCY_OPS;
   // The worker's activities use db/src and postgres.js too, so both paths are shown.
   const edgeSelfMs = edgeAreasMs(edgeProfile);
   const plainSelfMs = edgeAreasMs(plainProfile);
-  log(scenario, `profiled: plain ${fmt(plainCost.cpu)} ms CPU / ${fmt(plainCost.wall)} ms per completion; edge ${fmt(edgeCost.cpu)} ms CPU / ${fmt(edgeCost.wall)} ms, ${fmt(edgeSelfMs)} ms in the edge's code and libraries (plain path: ${fmt(plainSelfMs)} ms)`);
+  log(
+    scenario,
+    `profiled: plain ${fmt(plainCost.cpu)} ms CPU / ${fmt(plainCost.wall)} ms per completion; edge ${fmt(edgeCost.cpu)} ms CPU / ${fmt(edgeCost.wall)} ms, ${fmt(edgeSelfMs)} ms in the edge's code and libraries (plain path: ${fmt(plainSelfMs)} ms)`,
+  );
 
   const sm = (k: keyof Run) => summarize(runs.map((r) => r[k]));
   const addedP50 = summarize(runs.map((r) => r.edgeP50 - r.clientP50));

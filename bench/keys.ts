@@ -71,7 +71,10 @@ for (let run = 1; run <= settings.BENCH_REPEATS; run += 1) {
   baseline.push(await timeBaseline(fullKey));
   cached.push(await timeCached(fullKey));
   revocation.push(await timeRevocation());
-  log(scenario, `run ${run}: baseline ${fmt(baseline.at(-1)!)} µs, cached verify ${fmt(cached.at(-1)!)} µs, revocation seen in ${fmt(revocation.at(-1)!)} ms`);
+  log(
+    scenario,
+    `run ${run}: baseline ${fmt(baseline.at(-1)!)} µs, cached verify ${fmt(cached.at(-1)!)} µs, revocation seen in ${fmt(revocation.at(-1)!)} ms`,
+  );
 }
 
 const b = summarize(baseline);

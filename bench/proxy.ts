@@ -81,7 +81,10 @@ try {
 
   // --- the platform's API row and accounts -------------------------------------------------------
   const apiId = `bench-proxy-${process.pid}`;
-  await runApiCli(['add', '--id', apiId, '--name', 'Bench upstream', '--base-url', upstreamOrigin, '--price', '0.000001'], { ...process.env, DATABASE_URL: settings.DATABASE_URL });
+  await runApiCli(['add', '--id', apiId, '--name', 'Bench upstream', '--base-url', upstreamOrigin, '--price', '0.000001'], {
+    ...process.env,
+    DATABASE_URL: settings.DATABASE_URL,
+  });
   // One account per connection: this measures the proxy, not the serialisation of charges on one hot
   // account row (that is the charges scenario's "one hot account").
   const accounts = await Promise.all(
@@ -207,7 +210,14 @@ http {
              (select sum(held_micros) from accounts where id = any(${accountIds}::uuid[]))::bigint as held_micros,
              (select count(*) from credit_holds where account_id = any(${accountIds}::uuid[]) and closed_at is null)::text as open_holds`;
     if (!row) throw new Error('ledger check: no answer');
-    return { charges: Number(row.charges), held: Number(row.held), balance: row.balance, sum: row.sum, heldMicros: row.held_micros, openHolds: Number(row.open_holds) };
+    return {
+      charges: Number(row.charges),
+      held: Number(row.held),
+      balance: row.balance,
+      sum: row.sum,
+      heldMicros: row.held_micros,
+      openHolds: Number(row.open_holds),
+    };
   };
   /**
    * Calls charged from a credit hold get their ledger row from a settlement up to CREDIT_HOLD_SETTLE_MS
@@ -228,8 +238,10 @@ http {
     if (state.charges < okTotal) problems.push(`${state.charges} charges for ${okTotal} answered calls after waiting ${LEDGER_WAIT_MS} ms`);
     if (state.charges > sentTotal) problems.push(`${state.charges} charges for ${sentTotal} calls sent`);
     if (state.balance !== state.sum) problems.push(`balance ${state.balance} but ledger sum ${state.sum}`);
-    if (state.balance !== opening - BigInt(state.charges)) problems.push(`balance ${state.balance}, expected ${opening - BigInt(state.charges)} (opening - charges)`);
-    if (edgeStopped && (state.heldMicros !== 0n || state.openHolds !== 0)) problems.push(`${state.heldMicros} µ$ still held in ${state.openHolds} open holds after the edge stopped`);
+    if (state.balance !== opening - BigInt(state.charges))
+      problems.push(`balance ${state.balance}, expected ${opening - BigInt(state.charges)} (opening - charges)`);
+    if (edgeStopped && (state.heldMicros !== 0n || state.openHolds !== 0))
+      problems.push(`${state.heldMicros} µ$ still held in ${state.openHolds} open holds after the edge stopped`);
     if (problems.length > 0) throw new Error(`ledger check failed: ${problems.join('; ')}`);
     return state;
   }
@@ -279,10 +291,20 @@ http {
   }
 
   /** `afterRun`: called as soon as the load generator is done, before the ledger check. */
-  async function load(target: Target, mode: 'peak' | 'rate', secs: number, rate?: number, afterRun?: (result: LoadResult, started: Date) => void): Promise<LoadResult> {
+  async function load(
+    target: Target,
+    mode: 'peak' | 'rate',
+    secs: number,
+    rate?: number,
+    afterRun?: (result: LoadResult, started: Date) => void,
+  ): Promise<LoadResult> {
     const t = targets[target];
     const started = new Date();
-    const result = await runJson<LoadResult>('bench/children/load.ts', { mode, origin: t.origin, path: t.path, connections: CONNECTIONS, seconds: secs, rate, headers: t.headers }, { cpu: CPU_LOAD });
+    const result = await runJson<LoadResult>(
+      'bench/children/load.ts',
+      { mode, origin: t.origin, path: t.path, connections: CONNECTIONS, seconds: secs, rate, headers: t.headers },
+      { cpu: CPU_LOAD },
+    );
     if (result.errors > 0 && mode === 'rate') throw new Error(`${t.label}: ${result.errors} failed requests at ${rate}/s`);
     if (target === 'platform') {
       platformRunEnded = performance.now();
@@ -361,7 +383,11 @@ http {
   );
   const chargeSql = createSql(settings.DATABASE_URL, { max: 20, appName: 'bench-proxy-ceiling' });
   const edgeDefaults = edgeSettings.parse({});
-  const batcher = new ChargeBatcher(chargeSql, { maxBatch: edgeDefaults.CHARGE_BATCH_MAX, maxInFlight: edgeDefaults.CHARGE_BATCH_CONCURRENCY, log: pino({ level: 'warn' }) });
+  const batcher = new ChargeBatcher(chargeSql, {
+    maxBatch: edgeDefaults.CHARGE_BATCH_MAX,
+    maxInFlight: edgeDefaults.CHARGE_BATCH_CONCURRENCY,
+    log: pino({ level: 'warn' }),
+  });
   const ceiling: number[] = [];
   for (let run = 1; run <= repeats; run += 1) {
     let n = 0;
@@ -382,7 +408,10 @@ http {
   await chargeSql.end({ timeout: 5 });
 
   // The edge closes its credit holds when it stops: every charge is in the ledger then, nothing held.
-  const logLines = () => readFileSync(edgeLog, 'utf8').split('\n').filter((l) => l.trim()).length;
+  const logLines = () =>
+    readFileSync(edgeLog, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim()).length;
   await edge.child.stop();
   await verifyLedger(true);
   const edgeLines = logLines();
@@ -422,7 +451,13 @@ http {
   // The usage pipeline, from the end of this (the last) platform run: every charged call's usage event
   // goes through the edge's batches, BullMQ and the queue workers into usage_events.
   const usageWatch: { current?: ReturnType<typeof watchUsage> } = {};
-  const profiled = await load('platform', 'peak', seconds, undefined, (result, started) => (usageWatch.current = watchUsage(platformRunEnded, started, result.ok)));
+  const profiled = await load(
+    'platform',
+    'peak',
+    seconds,
+    undefined,
+    (result, started) => (usageWatch.current = watchUsage(platformRunEnded, started, result.ok)),
+  );
   await edge.child.stop();
   const final = await verifyLedger(true);
   const usage = await usageWatch.current!.until(final.charges);
@@ -450,7 +485,11 @@ http {
         maxBytes: FLAMEGRAPH_MAX_BYTES,
       })
     : null;
-  if (flame) log(scenario, `flame graph ${FLAMEGRAPH}: ${fmt(flame.bytes / 1e6)} MB, ${flame.samples} stacks, ${flame.frames} frames${flame.aggregated ? ' (identical stacks summed to fit)' : ''}`);
+  if (flame)
+    log(
+      scenario,
+      `flame graph ${FLAMEGRAPH}: ${fmt(flame.bytes / 1e6)} MB, ${flame.samples} stacks, ${flame.frames} frames${flame.aggregated ? ' (identical stacks summed to fit)' : ''}`,
+    );
 
   // --- the report ---------------------------------------------------------------------------------
   const s = (rs: LoadResult[], k: keyof LoadResult): Summary => summarize(rs.map((r) => r[k]));
@@ -461,7 +500,10 @@ http {
   const addedP99 = added(fixed.platform, fixed.bare, 'p99');
   const verdict = (ok: boolean) => (ok ? '**met**' : '**missed**');
   const rows = order
-    .map((t) => `| ${targets[t].label}${overloaded(t) ? ` (overloaded at ${rate}/s: 3 s runs)` : ''} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | ${fmtSummary(s(fixed[t], 'p50'))} | ${fmtSummary(s(fixed[t], 'p99'))} |`)
+    .map(
+      (t) =>
+        `| ${targets[t].label}${overloaded(t) ? ` (overloaded at ${rate}/s: 3 s runs)` : ''} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | ${fmtSummary(s(fixed[t], 'p50'))} | ${fmtSummary(s(fixed[t], 'p99'))} |`,
+    )
     .join('\n');
 
   writeSection(
@@ -544,17 +586,19 @@ quota claim) or Postgres (a hold's grant or settlement, a group commit), with Po
 competing for both cores.
 
 ${
-    flame
-      ? `Flame graph of the same run: [\`${FLAMEGRAPH}\`](flamegraphs/${FLAMEGRAPH.split('/').pop()}) (${fmt(flame.bytes / 1e6, 1)} MB; open it at https://www.speedscope.app).
+  flame
+    ? `Flame graph of the same run: [\`${FLAMEGRAPH}\`](flamegraphs/${FLAMEGRAPH.split('/').pop()}) (${fmt(flame.bytes / 1e6, 1)} MB; open it at https://www.speedscope.app).
 The edge's main thread, start-up, warm-up and idle time left out, ${flame.aggregated ? 'identical stacks summed to keep the file small (no time order: use "Left Heavy" or "Sandwich")' : 'in time order, consecutive identical stacks merged'};
 paths relative to the repository or from the package name. Positions are those of the code that ran: tsx compiles each TypeScript
 module to a single line, so the project's own frames read \`file:1:column\` (go by the function's name); JavaScript dependencies keep their lines.`
-      : '(no flame graph: the profile was not written)'
-  }`,
+    : '(no flame graph: the profile was not written)'
+}`,
   );
 } finally {
   await stopAll();
   await sql.end({ timeout: 5 });
   // The run's queues (with their completed jobs and schedules) and counters are of no use to anyone after it.
-  await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch((error: unknown) => log(scenario, `could not drop the Redis keys under ${RUN_ID}: ${String(error)}`));
+  await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch((error: unknown) =>
+    log(scenario, `could not drop the Redis keys under ${RUN_ID}: ${String(error)}`),
+  );
 }

@@ -55,7 +55,8 @@ const typo = (text: string) => {
   if (w.length < 5) return null;
   const i = 1 + Math.floor(random() * (w.length - 3));
   const kind = Math.floor(random() * 3);
-  words[at] = kind === 0 ? w.slice(0, i) + w.slice(i + 1) : kind === 1 ? w.slice(0, i) + w[i] + w.slice(i) : w.slice(0, i) + w[i + 1] + w[i] + w.slice(i + 2);
+  words[at] =
+    kind === 0 ? w.slice(0, i) + w.slice(i + 1) : kind === 1 ? w.slice(0, i) + w[i] + w.slice(i) : w.slice(0, i) + w[i + 1] + w[i] + w.slice(i + 2);
   return words.join(' ');
 };
 
@@ -64,14 +65,29 @@ const catalog = await sql<{ name: string; categories: string[]; description: str
 const tasks = ['devset', 'heldout'].flatMap((set) =>
   (JSON.parse(readFileSync(`${root}docs/discovery-${set}.json`, 'utf8')) as { tasks: { q: string }[] }).tasks.map((t) => t.q),
 );
-const names = sample(catalog.map((a) => a.name.toLowerCase()), 200);
-const typos = sample(names, 150).map(typo).filter((t): t is string => t !== null).slice(0, 100);
+const names = sample(
+  catalog.map((a) => a.name.toLowerCase()),
+  200,
+);
+const typos = sample(names, 150)
+  .map(typo)
+  .filter((t): t is string => t !== null)
+  .slice(0, 100);
 const categories = [...new Set(catalog.flatMap((a) => a.categories))].map((c) => c.replace(/_/g, ' '));
 const taskWords = [...new Set(tasks.flatMap((q) => q.toLowerCase().split(/[^a-z]+/)).filter((w) => w.length >= 5))];
 const keywordPairs = sample(taskWords, 60).map((w, i, all) => (i % 2 ? `${w} ${all[(i + 7) % all.length]}` : w));
 // Task-like descriptions from the catalog: the first words of a description ("Send transactional email ...").
-const described = sample(catalog.filter((a) => a.description.split(' ').length >= 6), 160).map((a) =>
-  a.description.replace(/[^\p{L}\p{N} ]+/gu, ' ').split(/\s+/).filter(Boolean).slice(0, 7).join(' ').toLowerCase(),
+const described = sample(
+  catalog.filter((a) => a.description.split(' ').length >= 6),
+  160,
+).map((a) =>
+  a.description
+    .replace(/[^\p{L}\p{N} ]+/gu, ' ')
+    .split(/\s+/)
+    .filter(Boolean)
+    .slice(0, 7)
+    .join(' ')
+    .toLowerCase(),
 );
 const unique = (items: string[]) => [...new Set(items.filter((q) => q.trim() && q.length <= 200))];
 const searchQueries = unique([...names, ...typos, ...categories, ...keywordPairs]);
@@ -201,7 +217,14 @@ async function bareFullText(seconds: number): Promise<Run> {
       }
     }),
   );
-  return { requests: latencies.length, rps: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), errors: 0 };
+  return {
+    requests: latencies.length,
+    rps: latencies.length / seconds,
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    p99: percentile(latencies, 99),
+    errors: 0,
+  };
 }
 
 /** The ranking alone, in this process, one query at a time: what a request costs before HTTP. */
@@ -219,7 +242,14 @@ async function inProcess(kind: 'search' | 'discover'): Promise<Run> {
     }
   }
   const seconds = (performance.now() - started) / 1000;
-  return { requests: latencies.length, rps: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), errors: 0 };
+  return {
+    requests: latencies.length,
+    rps: latencies.length / seconds,
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    p99: percentile(latencies, 99),
+    errors: 0,
+  };
 }
 
 const searchPaths = searchQueries.map((q) => `/api/v1/apis?q=${encodeURIComponent(q)}`);
@@ -227,12 +257,21 @@ const discoverPaths = discoverQueries.map((q) => `/api/v1/discover?q=${encodeURI
 const rows = new Map<string, Run[]>();
 const record = (name: string, run: Run) => {
   rows.set(name, [...(rows.get(name) ?? []), run]);
-  log(scenario, `${name}: ${fmt(run.rps, 0)} req/s, p50 ${fmt(run.p50, 1)} ms, p95 ${fmt(run.p95, 1)} ms, p99 ${fmt(run.p99, 1)} ms, errors ${run.errors}`);
+  log(
+    scenario,
+    `${name}: ${fmt(run.rps, 0)} req/s, p50 ${fmt(run.p50, 1)} ms, p95 ${fmt(run.p95, 1)} ms, p99 ${fmt(run.p99, 1)} ms, errors ${run.errors}`,
+  );
 };
 const loadBefore = os.loadavg();
 
 for (let r = 1; r <= repeats; r++) {
-  log(scenario, `repeat ${r}/${repeats} (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  log(
+    scenario,
+    `repeat ${r}/${repeats} (load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')})`,
+  );
   record('ranking in process, no HTTP: search (1 caller, 50 results)', await inProcess('search'));
   record('ranking in process, no HTTP: discover (1 caller, 10 results)', await inProcess('discover'));
 

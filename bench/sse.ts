@@ -25,7 +25,16 @@ const prefix = `bench-sse-${process.pid}`;
 // All clients share one key here; in production they would hold many keys, so the per-key rate
 // limit is lifted out of the way of what is measured.
 const app = await buildApp(
-  edgeSettings.parse({ ...process.env, DATABASE_URL: settings.DATABASE_URL, LOG_LEVEL: 'warn', REDIS_PREFIX: prefix, SSE_HEARTBEAT_MS: '5000', RATE_LIMIT_KEY_MAX: '1000000', RATE_LIMIT_ACCOUNT_MAX: '1000000', SSE_MAX_STREAMS_PER_ACCOUNT: '10000' }),
+  edgeSettings.parse({
+    ...process.env,
+    DATABASE_URL: settings.DATABASE_URL,
+    LOG_LEVEL: 'warn',
+    REDIS_PREFIX: prefix,
+    SSE_HEARTBEAT_MS: '5000',
+    RATE_LIMIT_KEY_MAX: '1000000',
+    RATE_LIMIT_ACCOUNT_MAX: '1000000',
+    SSE_MAX_STREAMS_PER_ACCOUNT: '10000',
+  }),
 );
 const { sql, redis } = app.deps;
 await loadCookbooks(sql);
@@ -35,7 +44,8 @@ const { fullKey } = await createKey(sql, { accountId: account.id, kind: 'api', n
 await app.listen({ host: '127.0.0.1', port: 0 });
 const port = (app.server.address() as AddressInfo).port;
 
-const hubConnections = async () => ((await redis.client('LIST')) as string).split('\n').filter((line) => line.includes(`name=${prefix}:sse-hub`)).length;
+const hubConnections = async () =>
+  ((await redis.client('LIST')) as string).split('\n').filter((line) => line.includes(`name=${prefix}:sse-hub`)).length;
 const waitUntil = async (what: string, check: () => boolean, timeoutMs = 60_000) => {
   const start = Date.now();
   while (!check()) {
@@ -94,13 +104,16 @@ async function run(index: number): Promise<Run> {
       { length: STREAMS },
       () =>
         new Promise<void>((resolve, reject) => {
-          const req = request({ host: '127.0.0.1', port, path: `/api/v1/cookbooks/sessions/${sessionId}/events`, headers: { authorization: `Bearer ${fullKey}` } }, (res) => {
-            if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => (received += (chunk.match(/^event: /gm) ?? []).length));
-            res.on('end', () => (ended += 1));
-            resolve();
-          });
+          const req = request(
+            { host: '127.0.0.1', port, path: `/api/v1/cookbooks/sessions/${sessionId}/events`, headers: { authorization: `Bearer ${fullKey}` } },
+            (res) => {
+              if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => (received += (chunk.match(/^event: /gm) ?? []).length));
+              res.on('end', () => (ended += 1));
+              resolve();
+            },
+          );
           req.on('error', reject);
           req.end();
           closers.push(() => req.destroy());
@@ -130,7 +143,10 @@ const runs: Run[] = [];
 for (let i = 1; i <= settings.BENCH_REPEATS; i += 1) {
   runs.push(await run(i));
   const r = runs.at(-1)!;
-  log(scenario, `run ${i}: ${STREAMS} streams open+replayed in ${r.openMs.toFixed(0)} ms, live event on all in ${r.fanOutMs.toFixed(1)} ms, ${r.kbPerStream.toFixed(1)} KiB/stream, ${r.connections} subscriber connection(s), freed: ${r.freed}`);
+  log(
+    scenario,
+    `run ${i}: ${STREAMS} streams open+replayed in ${r.openMs.toFixed(0)} ms, live event on all in ${r.fanOutMs.toFixed(1)} ms, ${r.kbPerStream.toFixed(1)} KiB/stream, ${r.connections} subscriber connection(s), freed: ${r.freed}`,
+  );
 }
 const open = summarize(runs.map((r) => r.openMs));
 const fanOut = summarize(runs.map((r) => r.fanOutMs));

@@ -32,7 +32,9 @@ function proxyPeak(): { rate: number; source: string } {
   if (process.env.BENCH_USAGE_RATE) return { rate: Number(process.env.BENCH_USAGE_RATE), source: 'BENCH_USAGE_RATE' };
   const doc = existsSync(BENCHMARKS_MD) ? readFileSync(BENCHMARKS_MD, 'utf8') : '';
   const match = /\| platform metered proxy[^|]*\| ([\d.]+) /.exec(doc);
-  return match?.[1] ? { rate: Math.round(Number(match[1])), source: "the proxy section's median peak" } : { rate: 2_000, source: 'a default (no proxy result yet)' };
+  return match?.[1]
+    ? { rate: Math.round(Number(match[1])), source: "the proxy section's median peak" }
+    : { rate: 2_000, source: 'a default (no proxy result yet)' };
 }
 
 await prepareDatabase();
@@ -107,7 +109,16 @@ const event = (accountId: string): UsageEvent => ({
   at: new Date().toISOString(),
 });
 const recorder = () =>
-  new UsageRecorder({ sql, redis, prefix, batchSize: edge.USAGE_BATCH_SIZE, flushMs: edge.USAGE_FLUSH_MS, bufferMax: edge.USAGE_BUFFER_MAX, addTimeoutMs: edge.USAGE_QUEUE_TIMEOUT_MS, log: silent });
+  new UsageRecorder({
+    sql,
+    redis,
+    prefix,
+    batchSize: edge.USAGE_BATCH_SIZE,
+    flushMs: edge.USAGE_FLUSH_MS,
+    bufferMax: edge.USAGE_BUFFER_MAX,
+    addTimeoutMs: edge.USAGE_QUEUE_TIMEOUT_MS,
+    log: silent,
+  });
 
 /** Polls the aggregate until it reaches `target`, noting when each count was first seen. */
 async function watch(accountId: string, target: number, onCount: (count: number, at: number) => void, timeoutMs = 120_000): Promise<void> {

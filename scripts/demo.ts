@@ -63,10 +63,16 @@ interface Answer<T> {
 }
 
 const notRunning = (what: string, error: unknown) =>
-  new DemoError(`${what} could not connect (${(error as Error).cause ?? (error as Error).message}). Is the stack running? Start it with \`npm run up\` in another terminal.`);
+  new DemoError(
+    `${what} could not connect (${(error as Error).cause ?? (error as Error).message}). Is the stack running? Start it with \`npm run up\` in another terminal.`,
+  );
 
 /** A typed client call that must answer `expected`: its data (or, for an expected error status, its error body) and headers. */
-async function expectStatus<D, E>(what: string, request: Promise<{ data?: D; error?: E; response: Response }>, expected = 200): Promise<Answer<NonNullable<D>> & { error: E }> {
+async function expectStatus<D, E>(
+  what: string,
+  request: Promise<{ data?: D; error?: E; response: Response }>,
+  expected = 200,
+): Promise<Answer<NonNullable<D>> & { error: E }> {
   let answer: { data?: D; error?: E; response: Response };
   try {
     answer = await request;
@@ -74,7 +80,9 @@ async function expectStatus<D, E>(what: string, request: Promise<{ data?: D; err
     throw notRunning(what, error);
   }
   if (answer.response.status !== expected) {
-    throw new DemoError(`${what} answered ${answer.response.status}, expected ${expected}: ${JSON.stringify(answer.error ?? answer.data).slice(0, 600)}`);
+    throw new DemoError(
+      `${what} answered ${answer.response.status}, expected ${expected}: ${JSON.stringify(answer.error ?? answer.data).slice(0, 600)}`,
+    );
   }
   return { status: answer.response.status, headers: answer.response.headers, body: answer.data as NonNullable<D>, error: answer.error as E };
 }
@@ -104,8 +112,7 @@ async function call<T = Record<string, unknown>>(
   return { status: response.status, headers: response.headers, body: body as T };
 }
 
-const costHeaders = (headers: Headers) =>
-  `cost $${headers.get('x-service-cost') ?? '?'}, balance after $${headers.get('x-service-balance') ?? '?'}`;
+const costHeaders = (headers: Headers) => `cost $${headers.get('x-service-cost') ?? '?'}, balance after $${headers.get('x-service-balance') ?? '?'}`;
 
 // ---------------------------------------------------------------------------------------------
 // The example upstream: what a third-party weather and SMS provider would answer.
@@ -177,7 +184,23 @@ async function registerUpstreamApi(id: string, name: string, baseUrl: string, pr
   const shown = await operatorCli(['show', '--id', id]);
   const args = shown.ok
     ? ['update', '--id', id, '--base-url', baseUrl, '--price', price]
-    : ['add', '--id', id, '--name', name, '--base-url', baseUrl, '--price', price, '--auth', 'none', '--category', category, '--description', description];
+    : [
+        'add',
+        '--id',
+        id,
+        '--name',
+        name,
+        '--base-url',
+        baseUrl,
+        '--price',
+        price,
+        '--auth',
+        'none',
+        '--category',
+        category,
+        '--description',
+        description,
+      ];
   const result = await operatorCli(args);
   if (!result.ok) throw new DemoError(`npm run api -- ${args.slice(0, 3).join(' ')} failed:\n${result.out.trim()}`);
   show(`npm run api -- ${args[0]}`, `${id} -> ${baseUrl} at $${price} a call`);
@@ -215,9 +238,15 @@ function followEvents(path: string, headers: Record<string, string>) {
           fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
         }
         if (!fields.has('event')) continue;
-        const event = { id: fields.get('id') ?? '', event: fields.get('event')!, data: JSON.parse(fields.get('data') ?? '{}') as Record<string, unknown> };
+        const event = {
+          id: fields.get('id') ?? '',
+          event: fields.get('event')!,
+          data: JSON.parse(fields.get('data') ?? '{}') as Record<string, unknown>,
+        };
         events.push(event);
-        const detail = [event.data.stepId, event.data.kind, event.data.progress ? JSON.stringify(event.data.progress) : undefined].filter(Boolean).join(' ');
+        const detail = [event.data.stepId, event.data.kind, event.data.progress ? JSON.stringify(event.data.progress) : undefined]
+          .filter(Boolean)
+          .join(' ');
         console.log(`    ${dim('event')} id=${event.id.padEnd(5)} ${event.event.padEnd(21)} ${detail}`);
         for (const waiter of waiters.filter((w) => w.name === event.event)) {
           waiters.splice(waiters.indexOf(waiter), 1);
@@ -237,7 +266,10 @@ function followEvents(path: string, headers: Record<string, string>) {
       const seen = events.find((event) => event.event === name);
       if (seen) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new DemoError(`no "${name}" event on the session's stream within ${timeoutMs / 1000}s (is the Temporal worker running?)`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new DemoError(`no "${name}" event on the session's stream within ${timeoutMs / 1000}s (is the Temporal worker running?)`)),
+          timeoutMs,
+        );
         waiters.push({ name, resolve: (event) => (clearTimeout(timer), resolve(event)) });
       });
     },
@@ -299,7 +331,9 @@ async function startWebhookReceiver() {
       if (events.some((event) => event.webhookId === webhookId)) return;
       const event = { webhookId, type: payload.type, data: payload.data ?? {}, receivedAt: Date.now() };
       events.push(event);
-      console.log(`    ${dim('webhook')} ${event.type.padEnd(21)} webhook-id=${webhookId} ${summarize(event.type, event.data)} ${dim('(signature verified)')}`);
+      console.log(
+        `    ${dim('webhook')} ${event.type.padEnd(21)} webhook-id=${webhookId} ${summarize(event.type, event.data)} ${dim('(signature verified)')}`,
+      );
       for (const waiter of waiters.filter((w) => w.type === event.type)) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve(event);
@@ -328,7 +362,9 @@ async function startWebhookReceiver() {
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(waiter), 1);
           const refused = rejected.length > 0 ? ` The receiver refused ${rejected.length} delivery(ies): ${rejected.join('; ')}.` : '';
-          void why().then((reason) => reject(new DemoError(`no verified "${type}" webhook reached the receiver within ${timeoutMs / 1000}s.${refused} ${reason}`)));
+          void why().then((reason) =>
+            reject(new DemoError(`no verified "${type}" webhook reached the receiver within ${timeoutMs / 1000}s.${refused} ${reason}`)),
+          );
         }, timeoutMs);
         waiters.push(waiter);
       });
@@ -385,7 +421,9 @@ async function waitForMail(match: (mail: CaughtMail) => boolean, timeoutMs: numb
     const found = messages.find(match);
     if (found) return found;
     if (Date.now() > deadline) {
-      throw new DemoError(`the mail catcher at ${MAIL_CATCHER}/ caught no ${what} within ${timeoutMs / 1000}s (${messages.length} other message(s)): is the queue worker (the e-mail queue) running? Its [queue-workers] lines in \`npm run up\` say why a message failed.`);
+      throw new DemoError(
+        `the mail catcher at ${MAIL_CATCHER}/ caught no ${what} within ${timeoutMs / 1000}s (${messages.length} other message(s)): is the queue worker (the e-mail queue) running? Its [queue-workers] lines in \`npm run up\` say why a message failed.`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
@@ -406,8 +444,22 @@ async function main() {
   show('example upstream', `${upstreamUrl} (GET /weather/forecast, POST /sms/messages)`);
   const receiver = await startWebhookReceiver();
   try {
-    await registerUpstreamApi(WEATHER_API, 'Demo Weather', `${upstreamUrl}/weather`, WEATHER_PRICE, 'weather', 'Example forecast and severe-weather alerts for a city (the demo upstream).');
-    await registerUpstreamApi(SMS_API, 'Demo SMS', `${upstreamUrl}/sms`, SMS_PRICE, 'messaging', 'Example SMS sender: send text messages to phone numbers (the demo upstream).');
+    await registerUpstreamApi(
+      WEATHER_API,
+      'Demo Weather',
+      `${upstreamUrl}/weather`,
+      WEATHER_PRICE,
+      'weather',
+      'Example forecast and severe-weather alerts for a city (the demo upstream).',
+    );
+    await registerUpstreamApi(
+      SMS_API,
+      'Demo SMS',
+      `${upstreamUrl}/sms`,
+      SMS_PRICE,
+      'messaging',
+      'Example SMS sender: send text messages to phone numbers (the demo upstream).',
+    );
     await walk(upstream, receiver);
   } finally {
     upstream.server.closeAllConnections();
@@ -422,12 +474,16 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   const email = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
   const password = `demo ${randomBytes(12).toString('base64url')}`;
   const anonymous = createPlatformClient({ baseUrl: BASE });
-  const registered = await expectStatus('POST /register', anonymous.POST('/api/v1/register', { body: { email, password } }), 201).catch((error: unknown) => {
-    if (error instanceof DemoError && / 429,/.test(error.message)) {
-      throw new DemoError(`${error.message}\nRegistration is rate limited per address (RATE_LIMIT_REGISTER_MAX a window); wait, or start the stack with a higher RATE_LIMIT_REGISTER_MAX.`);
-    }
-    throw error;
-  });
+  const registered = await expectStatus('POST /register', anonymous.POST('/api/v1/register', { body: { email, password } }), 201).catch(
+    (error: unknown) => {
+      if (error instanceof DemoError && / 429,/.test(error.message)) {
+        throw new DemoError(
+          `${error.message}\nRegistration is rate limited per address (RATE_LIMIT_REGISTER_MAX a window); wait, or start the stack with a higher RATE_LIMIT_REGISTER_MAX.`,
+        );
+      }
+      throw error;
+    },
+  );
   const key = registered.body.fullKey;
   const auth = { authorization: `Bearer ${key}` };
   const api: PlatformClient = createPlatformClient({ baseUrl: BASE, apiKey: key });
@@ -439,7 +495,9 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   step('Listen for account events: a local webhook receiver, registered with POST /webhooks');
   const hook = await expectStatus(
     'POST /webhooks',
-    api.POST('/api/v1/webhooks', { body: { url: receiver.url, eventTypes: ['balance.low', 'human_step.pending'], description: 'npm run demo receiver' } }),
+    api.POST('/api/v1/webhooks', {
+      body: { url: receiver.url, eventTypes: ['balance.low', 'human_step.pending'], description: 'npm run demo receiver' },
+    }),
     201,
   ).catch((error: unknown) => {
     if (error instanceof DemoError && /url must be https|resolves to a private/.test(error.message)) {
@@ -457,8 +515,11 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   const deliveryLog = async () => {
     const log = await api.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id: hook.body.webhook.id } } }).catch(() => undefined);
     const rows = log?.data?.deliveries ?? [];
-    if (rows.length === 0) return 'Its delivery log (GET /webhooks/{id}/deliveries) is empty: the event was not recorded (see the [edge] and [temporal-worker] lines of `npm run up`).';
-    const described = rows.map((row) => `${row.eventType} ${row.status} after ${row.attempts} attempt(s)${row.lastError ? ` (${row.lastError})` : ''}`);
+    if (rows.length === 0)
+      return 'Its delivery log (GET /webhooks/{id}/deliveries) is empty: the event was not recorded (see the [edge] and [temporal-worker] lines of `npm run up`).';
+    const described = rows.map(
+      (row) => `${row.eventType} ${row.status} after ${row.attempts} attempt(s)${row.lastError ? ` (${row.lastError})` : ''}`,
+    );
     return `Its delivery log: ${described.join('; ')}. Is the queue worker running (the [queue-workers] lines of \`npm run up\`)?`;
   };
 
@@ -471,11 +532,14 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
     note(`${result.score.toFixed(3).padStart(6)}  ${result.api.id.padEnd(36)} $${result.api.pricePerCall}/call  ${result.api.name}`);
   }
   const rank = discovered.body.results.findIndex((result) => result.api.id === WEATHER_API);
-  show('chosen', `${WEATHER_API} (${rank >= 0 ? `result #${rank + 1}` : 'the operator\'s local example; the catalog APIs need the internet'})`);
+  show('chosen', `${WEATHER_API} (${rank >= 0 ? `result #${rank + 1}` : "the operator's local example; the catalog APIs need the internet"})`);
 
   // -- 3. instructions -------------------------------------------------------------------------
   step(`Read its instructions (GET /apis/${WEATHER_API}/instructions, paid)`);
-  const instructions = await expectStatus('GET /apis/{id}/instructions', api.GET('/api/v1/apis/{id}/instructions', { params: { path: { id: WEATHER_API } } }));
+  const instructions = await expectStatus(
+    'GET /apis/{id}/instructions',
+    api.GET('/api/v1/apis/{id}/instructions', { params: { path: { id: WEATHER_API } } }),
+  );
   show('charged', costHeaders(instructions.headers));
   const lines = instructions.body.instructions.split('\n').filter((line) => line.trim() !== '');
   show('instructions', `${instructions.body.instructions.length} characters of markdown, starting:`);
@@ -487,7 +551,10 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   const priceMicros = Math.round(Number(WEATHER_PRICE) * 1e6);
   const thresholdMicros = Math.round(current.body.balance * 1e6) - Math.floor(priceMicros / 2);
   if (thresholdMicros <= 0) throw new DemoError(`the balance ($${current.body.balance}) is too low to set a threshold under it`);
-  const alerts = await expectStatus('PUT /balance/alerts', api.PUT('/api/v1/balance/alerts', { body: { lowBalanceThreshold: (thresholdMicros / 1e6).toFixed(6) } }));
+  const alerts = await expectStatus(
+    'PUT /balance/alerts',
+    api.PUT('/api/v1/balance/alerts', { body: { lowBalanceThreshold: (thresholdMicros / 1e6).toFixed(6) } }),
+  );
   show('balance', `$${current.body.balance}`);
   show('threshold', `$${alerts.body.lowBalanceThreshold} (the next call, $${WEATHER_PRICE}, takes the balance below it)`);
 
@@ -495,11 +562,10 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   step(`Call it through the metered proxy (GET /proxy/${WEATHER_API}/forecast?city=Oslo)`);
   const before = upstream.requests;
   const calledAt = Date.now();
-  const proxied = await call<{ location: { name: string; lat: number; lon: number }; alerts: { title: string; severity: string; expires: string }[] }>(
-    'GET',
-    `/proxy/${WEATHER_API}/forecast?city=Oslo`,
-    { headers: { ...auth, 'x-max-cost': '0.01' } },
-  ).catch((error: unknown) => {
+  const proxied = await call<{
+    location: { name: string; lat: number; lon: number };
+    alerts: { title: string; severity: string; expires: string }[];
+  }>('GET', `/proxy/${WEATHER_API}/forecast?city=Oslo`, { headers: { ...auth, 'x-max-cost': '0.01' } }).catch((error: unknown) => {
     if (error instanceof DemoError && /private_upstream/.test(error.message)) {
       throw new DemoError(
         `${error.message}\nThe running edge refuses loopback upstreams. \`npm run up\` allows them outside production unless ALLOW_PRIVATE_UPSTREAMS=false is set (environment or .env); restart the edge with ALLOW_PRIVATE_UPSTREAMS=true (development only, never in production).`,
@@ -520,7 +586,8 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   // -- 5. cookbook session ---------------------------------------------------------------------
   step(`Find a cookbook and start a session (GET /cookbooks?q=sms, GET /cookbooks/${COOKBOOK}, POST .../start)`);
   const found = await expectStatus('GET /cookbooks', api.GET('/api/v1/cookbooks', { params: { query: { q: 'sms' } } }));
-  for (const cookbook of found.body.cookbooks) note(`${cookbook.id.padEnd(28)} ${cookbook.stepCount} steps (${cookbook.humanSteps} human)  ${cookbook.title}`);
+  for (const cookbook of found.body.cookbooks)
+    note(`${cookbook.id.padEnd(28)} ${cookbook.stepCount} steps (${cookbook.humanSteps} human)  ${cookbook.title}`);
   const details = await expectStatus('GET /cookbooks/{id}', api.GET('/api/v1/cookbooks/{id}', { params: { path: { id: COOKBOOK } } }));
   show('details charged', costHeaders(details.headers));
   show('slots', details.body.cookbook.slots.map((slot) => `${slot.name}${slot.required ? '*' : ''} (${slot.category})`).join(', '));
@@ -528,12 +595,18 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   const selectedApis = { weather: WEATHER_API, sms: SMS_API };
   const idempotencyKey = `demo-${randomBytes(8).toString('hex')}`;
   const start = () =>
-    api.POST('/api/v1/cookbooks/{id}/start', { params: { path: { id: COOKBOOK }, header: { 'idempotency-key': idempotencyKey } }, body: { selectedApis } });
+    api.POST('/api/v1/cookbooks/{id}/start', {
+      params: { path: { id: COOKBOOK }, header: { 'idempotency-key': idempotencyKey } },
+      body: { selectedApis },
+    });
   const started = await expectStatus('POST /cookbooks/{id}/start', start(), 201);
   const session = started.body.session;
   const sessionPath = `/cookbooks/sessions/${session.sessionId}`;
   const inSession = { params: { path: { sessionId: session.sessionId } } };
-  show('session', `${session.sessionId} status=${session.status} currentStep=${session.currentStep} progress=${session.progress.completed}/${session.progress.total}`);
+  show(
+    'session',
+    `${session.sessionId} status=${session.status} currentStep=${session.currentStep} progress=${session.progress.completed}/${session.progress.total}`,
+  );
   show('selectedApis', selectedApis);
   const replay = await expectStatus('POST /cookbooks/{id}/start (retry)', start(), 201);
   if (replay.body.session.sessionId !== session.sessionId) throw new DemoError('a replayed Idempotency-Key started another session');
@@ -557,14 +630,27 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
     alerts: proxied.body.alerts,
   };
   const completeStep = (stepId: string, resultData: Record<string, unknown>, expected = 200) =>
-    expectStatus(`POST .../complete-step (${stepId})`, api.POST('/api/v1/cookbooks/sessions/{sessionId}/complete-step', { ...inSession, body: { stepId, resultData } }), expected);
+    expectStatus(
+      `POST .../complete-step (${stepId})`,
+      api.POST('/api/v1/cookbooks/sessions/{sessionId}/complete-step', { ...inSession, body: { stepId, resultData } }),
+      expected,
+    );
   let completed = await completeStep(first.body.step.stepId, forecastResult);
-  show('completed', `${first.body.step.stepId} -> next ${completed.body.nextStep?.stepId} (progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total})`);
-  const draft = { message: 'Storm warning for Oslo tonight from 18:00, gusts to 31 m/s. Stay indoors, secure loose objects.', recipients: ['+4712345678', '+4798765432'] };
+  show(
+    'completed',
+    `${first.body.step.stepId} -> next ${completed.body.nextStep?.stepId} (progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total})`,
+  );
+  const draft = {
+    message: 'Storm warning for Oslo tonight from 18:00, gusts to 31 m/s. Stay indoors, secure loose objects.',
+    recipients: ['+4712345678', '+4798765432'],
+  };
   const invalid = await completeStep('draft-message', { message: draft.message, recipients: ['12345'] }, 400);
   show('bad resultData', `400 ${invalid.error.code}: ${invalid.error.error}`);
   completed = await completeStep('draft-message', draft);
-  show('completed', `draft-message -> next ${completed.body.nextStep?.stepId} [${completed.body.nextStep?.kind}], status ${completed.body.session.status}`);
+  show(
+    'completed',
+    `draft-message -> next ${completed.body.nextStep?.stepId} [${completed.body.nextStep?.kind}], status ${completed.body.session.status}`,
+  );
 
   // -- 8. the pending human step ---------------------------------------------------------------
   step('The human step waits for a person, announced by e-mail and webhook (GET /me/human-steps; an API key gets 403)');
@@ -579,7 +665,10 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   const mail =
     mailElsewhere() ??
     (await waitForMail(
-      (m) => (m.subject ?? '').startsWith('Waiting for you:') && recipients(m).some((to) => to.toLowerCase() === email) && (m.text ?? '').includes(session.sessionId),
+      (m) =>
+        (m.subject ?? '').startsWith('Waiting for you:') &&
+        recipients(m).some((to) => to.toLowerCase() === email) &&
+        (m.text ?? '').includes(session.sessionId),
       30000,
       `"Waiting for you: ..." message to ${email}`,
     ));
@@ -596,7 +685,10 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
     show('e-mail link', link);
   }
   const announced = await receiver.waitFor('human_step.pending', 30000, deliveryLog);
-  show('webhook', `human_step.pending ${announced.webhookId}, signature verified: step ${String(announced.data.stepId)} of ${String(announced.data.sessionId)}`);
+  show(
+    'webhook',
+    `human_step.pending ${announced.webhookId}, signature verified: step ${String(announced.data.stepId)} of ${String(announced.data.sessionId)}`,
+  );
 
   // -- 9. a person completes it ----------------------------------------------------------------
   step('A person signs in to the dashboard (POST /api/auth/login) and approves it');
@@ -642,7 +734,10 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   show('sent', `${sms.body.messageIds.length} messages (${sms.body.messageIds.join(', ')}), ${costHeaders(sms.headers)}`);
   if (upstream.sent.length !== draft.recipients.length) throw new DemoError(`the example upstream received ${upstream.sent.length} messages`);
   completed = await completeStep('send-sms', { messageIds: sms.body.messageIds });
-  show('completed', `send-sms -> status ${completed.body.session.status}, progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total}`);
+  show(
+    'completed',
+    `send-sms -> status ${completed.body.session.status}, progress ${completed.body.session.progress.completed}/${completed.body.session.progress.total}`,
+  );
 
   // -- 11. the session completes ---------------------------------------------------------------
   step('The session completes and the event stream ends');
@@ -666,7 +761,8 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   for (;;) {
     usage = await expectStatus('GET /usage', api.GET('/api/v1/usage', { params: { query: { days: 1 } } }));
     if (usage.body.totals.calls >= 2) break;
-    if (Date.now() > deadline) throw new DemoError(`usage still shows ${usage.body.totals.calls} calls after 30s: is the queue worker running? ${JSON.stringify(usage.body)}`);
+    if (Date.now() > deadline)
+      throw new DemoError(`usage still shows ${usage.body.totals.calls} calls after 30s: is the queue worker running? ${JSON.stringify(usage.body)}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   show('usage totals', usage.body.totals);
@@ -681,7 +777,9 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   try {
     const { tools } = await mcp.listTools();
     show('tools', `${tools.length}: ${tools.map((tool) => tool.name).join(', ')}`);
-    const viaMcp = (await mcp.callTool({ name: 'discover_apis', arguments: { query: 'send an sms', limit: 3 } })) as { structuredContent?: { results: { api: { id: string } }[] } };
+    const viaMcp = (await mcp.callTool({ name: 'discover_apis', arguments: { query: 'send an sms', limit: 3 } })) as {
+      structuredContent?: { results: { api: { id: string } }[] };
+    };
     show('discover_apis', (viaMcp.structuredContent?.results ?? []).map((result) => result.api.id).join(', '));
     const balanceViaMcp = (await mcp.callTool({ name: 'get_balance', arguments: {} })) as { structuredContent?: { balance: number } };
     show('get_balance', `$${balanceViaMcp.structuredContent?.balance} (the same account, the same ledger)`);
@@ -694,7 +792,9 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    console.error(`\n${bold('Demo failed')} at step ${stepNo}: ${error instanceof DemoError ? error.message : (error as Error).stack ?? String(error)}`);
+    console.error(
+      `\n${bold('Demo failed')} at step ${stepNo}: ${error instanceof DemoError ? error.message : ((error as Error).stack ?? String(error))}`,
+    );
     process.exit(1);
   },
 );

@@ -11,20 +11,30 @@ import { createSql } from '#db/sql';
 
 const settings = parseSettings(sharedSettings.pick({ DATABASE_URL: true }).extend(directorySettings.pick({ DISCOVERY_MODEL_DIR: true }).shape));
 const sql = createSql(settings.DATABASE_URL, { max: 2, appName: 'discover-eval' });
-const index = new LiveDirectoryIndex(sql, { warn: (object, message) => console.warn(message, object) }, { modelDir: modelDirSetting(settings.DISCOVERY_MODEL_DIR) });
+const index = new LiveDirectoryIndex(
+  sql,
+  { warn: (object, message) => console.warn(message, object) },
+  { modelDir: modelDirSetting(settings.DISCOVERY_MODEL_DIR) },
+);
 try {
   const [{ n } = { n: 0 }] = await sql<{ n: number }[]>`select count(*)::int as n from apis`;
   console.log(`catalog: ${n} APIs`);
-  const only = process.argv.find((a) => a.startsWith('--sets='))?.slice('--sets='.length).split(',');
+  const only = process.argv
+    .find((a) => a.startsWith('--sets='))
+    ?.slice('--sets='.length)
+    .split(',');
   for (const set of ['devset', 'everyday', 'heldout', 'fresh'].filter((s) => !only || only.includes(s))) {
     const tasks = await loadDevset(fileURLToPath(new URL(`../docs/discovery-${set}.json`, import.meta.url)));
     const result = await evaluateDiscovery(sql, index, tasks);
     // The held-out sets print their figures only: reading their misses is the first step of tuning on them.
     const tuning = set === 'devset' || set === 'everyday';
     if (tuning || process.argv.includes('--show-heldout-misses'))
-      for (const miss of result.misses) console.log(`  miss: "${miss.q}"\n    expected one of ${miss.expected.join(', ')}\n    got ${miss.got.join(', ')}`);
+      for (const miss of result.misses)
+        console.log(`  miss: "${miss.q}"\n    expected one of ${miss.expected.join(', ')}\n    got ${miss.got.join(', ')}`);
     if (result.unknownExpected.length) console.log(`  expected ids not in the catalog: ${result.unknownExpected.join(', ')}`);
-    console.log(`${set} (${result.tasks} tasks): recall@1 ${result.recallAt1.toFixed(3)}  recall@5 ${result.recallAt5.toFixed(3)}  MRR ${result.mrr.toFixed(3)}`);
+    console.log(
+      `${set} (${result.tasks} tasks): recall@1 ${result.recallAt1.toFixed(3)}  recall@5 ${result.recallAt5.toFixed(3)}  MRR ${result.mrr.toFixed(3)}`,
+    );
   }
 } finally {
   await index.close();

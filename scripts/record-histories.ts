@@ -42,8 +42,14 @@ const redisPrefix = uniqueId('record');
 const dataConverter = temporalDataConverter(parseCodecKeys(DEV_CODEC_KEYS));
 
 quietTemporalRuntime();
-const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServer } }, client: { dataConverter } });
-await env.connection.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes: { AccountId: 2, CookbookId: 2, SessionStatus: 2, CurrentStep: 2 } });
+const env = await TestWorkflowEnvironment.createTimeSkipping({
+  server: { executable: { type: 'existing-path', path: testServer } },
+  client: { dataConverter },
+});
+await env.connection.operatorService.addSearchAttributes({
+  namespace: 'default',
+  searchAttributes: { AccountId: 2, CookbookId: 2, SessionStatus: 2, CurrentStep: 2 },
+});
 const sql = createSql(settings.DATABASE_URL, { max: 4, appName: 'record-histories' });
 const redis = createRedis(settings.REDIS_URL, 'queue');
 await loadCookbooks(sql);
@@ -87,7 +93,11 @@ const complete = (
 const sessionIdOf = (handle: WorkflowHandle) => handle.workflowId.replace(/^cookbook-session-/, '');
 const agentSteps = async (handle: WorkflowHandle) => {
   const id = sessionIdOf(handle);
-  await complete(handle, id, 'fetch-forecast', { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm', severity: 'severe' }] });
+  await complete(handle, id, 'fetch-forecast', {
+    location: { name: 'Oslo', lat: 59.91, lon: 10.75 },
+    severe: true,
+    alerts: [{ title: 'Storm', severity: 'severe' }],
+  });
   await complete(handle, id, 'draft-message', { message: 'Storm tonight from 20:00.', recipients: ['+4712345678'] });
 };
 

@@ -165,10 +165,20 @@ class CookbookSession {
       });
     }
     if (step.kind === 'human' && request.actor !== 'human') {
-      throw ApplicationFailure.create({ type: REJECTIONS.humanRequired, message: `Step "${step.stepId}" must be completed by a person`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: REJECTIONS.humanRequired,
+        message: `Step "${step.stepId}" must be completed by a person`,
+        nonRetryable: true,
+      });
     }
     const refusal = decisionRefusal(step, request.decision ?? 'approve', request.note);
-    if (refusal) throw ApplicationFailure.create({ type: REJECTIONS.decisionNotOffered, message: refusal.message, nonRetryable: true, details: [{ hint: refusal.hint }] });
+    if (refusal)
+      throw ApplicationFailure.create({
+        type: REJECTIONS.decisionNotOffered,
+        message: refusal.message,
+        nonRetryable: true,
+        details: [{ hint: refusal.hint }],
+      });
   }
 
   private async onCompleteStep(request: CompleteStepRequest): Promise<CompleteStepResult> {
@@ -192,7 +202,11 @@ class CookbookSession {
 
   private emit(name: SessionEventName, data: Record<string, unknown> = {}): void {
     this.seq += 1;
-    this.events.push({ seq: this.seq, name, data: { sessionId: this.input.sessionId, cookbookId: this.input.cookbookId, ...data, at: iso(Date.now()) } });
+    this.events.push({
+      seq: this.seq,
+      name,
+      data: { sessionId: this.input.sessionId, cookbookId: this.input.cookbookId, ...data, at: iso(Date.now()) },
+    });
   }
 
   private markDirty(record: StepRecord): void {

@@ -110,7 +110,11 @@ export const REJECTIONS = {
  * workflow (to answer 400 with this hint), the workflow's update validator again (for callers that
  * reach Temporal directly).
  */
-export function decisionRefusal(step: Pick<StepPlan, 'stepId' | 'decisions'>, decision: Decision, note: string | undefined): { message: string; hint: string } | null {
+export function decisionRefusal(
+  step: Pick<StepPlan, 'stepId' | 'decisions'>,
+  decision: Decision,
+  note: string | undefined,
+): { message: string; hint: string } | null {
   if (decision === 'approve') return null;
   const offered = decision === 'reject' ? step.decisions?.reject === true : step.decisions?.requestChangesBackTo !== undefined;
   if (!offered) {

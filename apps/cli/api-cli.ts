@@ -1,6 +1,16 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { getMeteredApi, insertOperatorApi, listMeteredApis, publishApiChange, setPlatformKey, updateApi, type AuthScheme, type MeteredApi, type PricingRule } from '#db/metered-apis';
+import {
+  getMeteredApi,
+  insertOperatorApi,
+  listMeteredApis,
+  publishApiChange,
+  setPlatformKey,
+  updateApi,
+  type AuthScheme,
+  type MeteredApi,
+  type PricingRule,
+} from '#db/metered-apis';
 import { formatDollars, parseDollars } from '#contracts/money';
 import { masterKeySetting, platformKeyContext, sealSecret } from '#core/platform';
 import { parseSettings, sharedSettings } from '#core/platform';
@@ -27,7 +37,6 @@ CONNECTIONS_MASTER_KEY and never printed.`;
 export class CliError extends Error {
   override name = 'CliError';
 }
-
 
 function dollars(value: string, flag: string): bigint {
   const micros = parseDollars(value);
@@ -85,14 +94,21 @@ function describe(api: MeteredApi) {
   };
 }
 
-const cliSettings = sharedSettings.pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_PREFIX: true }).extend({ CONNECTIONS_MASTER_KEY: masterKeySetting });
+const cliSettings = sharedSettings
+  .pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_PREFIX: true })
+  .extend({ CONNECTIONS_MASTER_KEY: masterKeySetting });
 
 /**
  * Tells the edges to drop their cached copy of a changed API row (see packages/core/directory/api-cache.ts).
  * Returns a note for the output when Redis could not be told: the edges then see it when their copy expires.
  */
 async function announceChange(settings: { REDIS_URL: string; REDIS_PREFIX: string }, id: string): Promise<string> {
-  const redis = createRedis(settings.REDIS_URL, 'request-path', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = createRedis(settings.REDIS_URL, 'request-path', {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   try {
     await redis.connect();
     await publishApiChange(redis, settings.REDIS_PREFIX, id);

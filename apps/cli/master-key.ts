@@ -38,7 +38,11 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
       return sealSecret(newKey, plain, context);
     };
     for (const row of connections) {
-      const sealed = reseal(row.key_encrypted, connectionContext(row.account_id, row.api_id), `the connection of account ${row.account_id} to ${row.api_id}`);
+      const sealed = reseal(
+        row.key_encrypted,
+        connectionContext(row.account_id, row.api_id),
+        `the connection of account ${row.account_id} to ${row.api_id}`,
+      );
       await tx`update connections set key_encrypted = ${sealed} where account_id = ${row.account_id} and api_id = ${row.api_id}`;
     }
     for (const row of apis) {
@@ -48,7 +52,8 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
     for (const row of endpoints) {
       const context = webhookSecretContext(row.id);
       const sealed = reseal(row.secret_sealed, context, `the signing secret of webhook ${row.id}`);
-      const previous = row.previous_secret_sealed === null ? null : reseal(row.previous_secret_sealed, context, `the previous signing secret of webhook ${row.id}`);
+      const previous =
+        row.previous_secret_sealed === null ? null : reseal(row.previous_secret_sealed, context, `the previous signing secret of webhook ${row.id}`);
       await tx`update webhook_endpoints set secret_sealed = ${sealed}, previous_secret_sealed = ${previous} where id = ${row.id}`;
     }
     return { connections: connections.length, platformKeys: apis.length, webhookSecrets: endpoints.length };

@@ -52,7 +52,9 @@ export async function runPaymentsCli(argv: string[], env: NodeJS.ProcessEnv = pr
     if (!values.hash || !/^[0-9a-f]{64}$/.test(values.hash)) throw new CliError('--hash is required: the 64 hex digits x402-unrecorded lists');
     const recorded = await recordUnrecordedX402Payment(sql, Buffer.from(values.hash, 'hex'));
     if (!recorded) {
-      throw new CliError(`no payment ${values.hash} is waiting to be recorded (recorded already, never settled, or kept without its settlement); see x402-unrecorded`);
+      throw new CliError(
+        `no payment ${values.hash} is waiting to be recorded (recorded already, never settled, or kept without its settlement); see x402-unrecorded`,
+      );
     }
     return `recorded: charge ${recorded.chargeId}`;
   } finally {

@@ -14,10 +14,22 @@ const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host']);
 app.all('/*', async (request, reply) => {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) if (!HOP.has(name) && typeof value === 'string') headers[name] = value;
-  const upstream = await pool.request({ method: request.method as Dispatcher.HttpMethod, path: request.raw.url ?? '/', headers, body: (request.body as Readable | undefined) ?? null });
+  const upstream = await pool.request({
+    method: request.method as Dispatcher.HttpMethod,
+    path: request.raw.url ?? '/',
+    headers,
+    body: (request.body as Readable | undefined) ?? null,
+  });
   reply.code(upstream.statusCode);
   for (const [name, value] of Object.entries(upstream.headers)) if (!HOP.has(name) && value !== undefined) reply.header(name, value);
   return reply.send(upstream.body);
 });
 await app.listen({ host: '127.0.0.1', port });
-process.on('SIGTERM', () => void app.close().then(() => pool.close()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => pool.close())
+      .then(() => process.exit(0)),
+);

@@ -104,7 +104,14 @@ async function rate() {
   await pool.close();
   latencies.sort((a, b) => a - b);
   // ok and sent include the warm-up requests (they were charged too); rps and latencies do not.
-  return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), ok: latencies.length + warmOk, sent: sent + options.connections, errors };
+  return {
+    rps: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    ok: latencies.length + warmOk,
+    sent: sent + options.connections,
+    errors,
+  };
 }
 
 const result = options.mode === 'peak' ? await peak() : await rate();

@@ -186,7 +186,11 @@ export function speedscopeJson(profile: V8CpuProfile, options: SpeedscopeOptions
  * Reads a `.cpuprofile` and writes its speedscope file (creating the folder); returns the file's size,
  * its number of (merged) samples and frames, and whether the size budget made it aggregated.
  */
-export function writeSpeedscope(cpuprofilePath: string, outPath: string, options: SpeedscopeOptions): { bytes: number; samples: number; frames: number; aggregated: boolean } {
+export function writeSpeedscope(
+  cpuprofilePath: string,
+  outPath: string,
+  options: SpeedscopeOptions,
+): { bytes: number; samples: number; frames: number; aggregated: boolean } {
   const { file, json, aggregated } = speedscopeJson(JSON.parse(readFileSync(cpuprofilePath, 'utf8')) as V8CpuProfile, options);
   mkdirSync(dirname(outPath), { recursive: true });
   writeFileSync(outPath, json);

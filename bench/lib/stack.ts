@@ -40,7 +40,8 @@ function tail(path: string, lines = 20): string {
 async function waitUntil(what: string, child: Child, logFile: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.process.exitCode !== null || child.process.signalCode !== null) throw new Error(`${child.name} exited before ${what}; its log:\n${tail(logFile)}`);
+    if (child.process.exitCode !== null || child.process.signalCode !== null)
+      throw new Error(`${child.name} exited before ${what}; its log:\n${tail(logFile)}`);
     if (await ready().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs} ms; ${child.name}'s log:\n${tail(logFile)}`);
     await sleep(200);

@@ -22,7 +22,11 @@ export async function getAutoTopup(db: Db, accountId: string): Promise<AutoTopup
   return row ?? null;
 }
 
-export async function setAutoTopup(db: Db, accountId: string, config: { enabled: boolean; thresholdMicros: bigint; amountMicros: bigint }): Promise<AutoTopupRow> {
+export async function setAutoTopup(
+  db: Db,
+  accountId: string,
+  config: { enabled: boolean; thresholdMicros: bigint; amountMicros: bigint },
+): Promise<AutoTopupRow> {
   const [row] = await db<AutoTopupRow[]>`
     update accounts set auto_topup_enabled = ${config.enabled}, auto_topup_threshold_micros = ${config.thresholdMicros},
            auto_topup_amount_micros = ${config.amountMicros}, auto_topup_failures = 0, auto_topup_retry_after = null

@@ -33,7 +33,8 @@ export async function markBalanceLow(db: Db, accountId: string): Promise<boolean
 
 /** Moves an account to 'depleted' unless it is already; true when it moved (announce it once). */
 export async function markBalanceDepleted(db: Db, accountId: string): Promise<boolean> {
-  const rows = await db`update accounts set balance_alert_state = 'depleted' where id = ${accountId} and balance_alert_state <> 'depleted' returning id`;
+  const rows =
+    await db`update accounts set balance_alert_state = 'depleted' where id = ${accountId} and balance_alert_state <> 'depleted' returning id`;
   return rows.length > 0;
 }
 

@@ -16,7 +16,12 @@ interface ConnectionRow {
   updated_at: Date;
 }
 
-const toConnection = (row: ConnectionRow): Connection => ({ apiId: row.api_id, keyHint: row.key_hint, createdAt: row.created_at, updatedAt: row.updated_at });
+const toConnection = (row: ConnectionRow): Connection => ({
+  apiId: row.api_id,
+  keyHint: row.key_hint,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
 
 /** Stores (or replaces) an account's sealed key for an API (core's gateway seals and opens it). */
 export async function upsertConnection(db: Db, input: { accountId: string; apiId: string; sealed: Buffer; keyHint: string }): Promise<Connection> {

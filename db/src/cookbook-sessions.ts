@@ -221,7 +221,14 @@ const STATUS_FILTER: Record<SessionListStatus, string[] | null> = {
 export interface PendingHumanStepRow extends StepRow {
   cookbook_id: string;
   cookbook_title: string;
-  steps: { stepId: string; title: string; instructions: string; inputSchema: Record<string, unknown>; context?: { from: string; fields?: string[] }[]; decisions?: { reject?: boolean; requestChanges?: string } }[];
+  steps: {
+    stepId: string;
+    title: string;
+    instructions: string;
+    inputSchema: Record<string, unknown>;
+    context?: { from: string; fields?: string[] }[];
+    decisions?: { reject?: boolean; requestChanges?: string };
+  }[];
   selected_apis: Record<string, string>;
   /** The results of the session's earlier steps, by step id (what the step's context draws on). */
   prior_results: Record<string, Record<string, unknown> | null> | null;

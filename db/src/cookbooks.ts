@@ -60,7 +60,10 @@ const stepSchema = z.object({
    * completed with outcome rejected; `requestChanges: "<earlier agent step>"` sends it back there
    * with the person's note.
    */
-  decisions: z.object({ reject: z.boolean().optional(), requestChanges: z.string().regex(STEP_ID).optional() }).strict().optional(),
+  decisions: z
+    .object({ reject: z.boolean().optional(), requestChanges: z.string().regex(STEP_ID).optional() })
+    .strict()
+    .optional(),
 });
 
 export const cookbookFileSchema = z.object({
@@ -164,10 +167,12 @@ function checkContext(step: z.output<typeof stepSchema>, steps: z.output<typeof 
   const position = steps.indexOf(step);
   for (const entry of step.context) {
     const earlier = steps.findIndex((candidate) => candidate.stepId === entry.from);
-    if (earlier < 0 || earlier >= position) throw new Error(`${source}: step "${step.stepId}" context names "${entry.from}", which is not an earlier step`);
+    if (earlier < 0 || earlier >= position)
+      throw new Error(`${source}: step "${step.stepId}" context names "${entry.from}", which is not an earlier step`);
     const properties = (steps[earlier]!.inputSchema.properties ?? {}) as Record<string, unknown>;
     for (const field of entry.fields ?? []) {
-      if (!(field in properties)) throw new Error(`${source}: step "${step.stepId}" context field "${field}" is not in step "${entry.from}"'s inputSchema`);
+      if (!(field in properties))
+        throw new Error(`${source}: step "${step.stepId}" context field "${field}" is not in step "${entry.from}"'s inputSchema`);
     }
   }
 }
@@ -195,7 +200,9 @@ function checkApproval(step: z.output<typeof stepSchema>, source: string): void 
   for (const name of (step.inputSchema.required ?? []) as string[]) {
     const field = properties[name];
     if (field?.type === 'boolean' && field.const !== true) {
-      throw new Error(`${source}: step "${step.stepId}" field "${name}" must be {"type": "boolean", "const": true}: a person declines with a decision (reject, request changes), not with false`);
+      throw new Error(
+        `${source}: step "${step.stepId}" field "${name}" must be {"type": "boolean", "const": true}: a person declines with a decision (reject, request changes), not with false`,
+      );
     }
   }
 }

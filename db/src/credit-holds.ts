@@ -23,9 +23,7 @@ export interface HeldCharge {
   at: Date;
 }
 
-export type ReserveResult =
-  | { ok: true; holdId: string; grantedMicros: bigint; availableMicros: bigint }
-  | { ok: false; availableMicros: bigint };
+export type ReserveResult = { ok: true; holdId: string; grantedMicros: bigint; availableMicros: bigint } | { ok: false; availableMicros: bigint };
 
 /**
  * Grants up to `wantMicros` (at least `needMicros`, else nothing) of the account's spendable balance
@@ -133,7 +131,10 @@ async function settleInTransaction(sql: Sql, edgeId: string, items: HoldSettleme
       const chargedTotal = hold.charged_micros + charged;
       const released = item.close
         ? hold.reserved_micros - chargedTotal
-        : maxOf(hold.released_micros, item.releasedMicros < hold.reserved_micros - chargedTotal ? item.releasedMicros : hold.reserved_micros - chargedTotal);
+        : maxOf(
+            hold.released_micros,
+            item.releasedMicros < hold.reserved_micros - chargedTotal ? item.releasedMicros : hold.reserved_micros - chargedTotal,
+          );
       const releasedNow = released - hold.released_micros;
       await tx`
         update credit_holds set charged_micros = ${chargedTotal}, released_micros = ${released},
@@ -181,7 +182,12 @@ async function insertHeldCharges(db: Db, accountId: string, holdId: string, bala
 }
 
 /** Charges of a closed hold, each as an ordinary charge (no hold) while the spendable balance covers it. */
-async function chargeOutsideHold(db: Db, accountId: string, account: { balance: bigint; held: bigint }, charges: HeldCharge[]): Promise<HeldCharge[]> {
+async function chargeOutsideHold(
+  db: Db,
+  accountId: string,
+  account: { balance: bigint; held: bigint },
+  charges: HeldCharge[],
+): Promise<HeldCharge[]> {
   if (charges.length === 0) return [];
   const written = await db<{ id: string }[]>`select id from ledger_entries where id = any(${charges.map((c) => c.id)}::uuid[])`;
   const skip = new Set(written.map((w) => w.id));
@@ -249,7 +255,15 @@ export async function settleExpiredHolds(
         for (const p of paid) {
           if (sum + p.cost_micros > room) break;
           sum += p.cost_micros;
-          fitting.push({ id: p.charge_id, costMicros: p.cost_micros, keyId: p.key_id, apiId: p.api_id, item: p.item, description: 'charged from an expired hold', at: p.at });
+          fitting.push({
+            id: p.charge_id,
+            costMicros: p.cost_micros,
+            keyId: p.key_id,
+            apiId: p.api_id,
+            item: p.item,
+            description: 'charged from an expired hold',
+            at: p.at,
+          });
         }
         const charged = await insertHeldCharges(tx, candidate.account_id, candidate.id, account.balance_micros, fitting);
         const chargedTotal = hold.charged_micros + charged;

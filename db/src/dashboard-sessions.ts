@@ -14,7 +14,10 @@ export interface DashboardSessionRow {
 }
 
 /** Opens a dashboard session; its id becomes the JWT's `jti`. Expired rows are swept on the way. */
-export async function createDashboardSession(db: Db, input: { accountId: string; memberId?: string | null; personId?: string | null; expiresAt: Date }): Promise<DashboardSessionRow> {
+export async function createDashboardSession(
+  db: Db,
+  input: { accountId: string; memberId?: string | null; personId?: string | null; expiresAt: Date },
+): Promise<DashboardSessionRow> {
   await db`delete from dashboard_sessions where id in (
     select id from dashboard_sessions where expires_at < now() - interval '1 day' limit 100)`;
   const [row] = await db<DashboardSessionRow[]>`

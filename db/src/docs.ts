@@ -12,7 +12,10 @@ const frontMatter = z.object({
   slug: z.string().regex(/^[a-z0-9][a-z0-9-]{0,99}$/),
   title: z.string().min(1),
   summary: z.string().default(''),
-  price: z.string().regex(/^\d+(\.\d{1,6})?$/).default('0.005'),
+  price: z
+    .string()
+    .regex(/^\d+(\.\d{1,6})?$/)
+    .default('0.005'),
   position: z.coerce.number().int().default(0),
 });
 
@@ -35,7 +38,14 @@ export function parseDocFile(text: string, name = 'doc'): DocFile {
     if (kv) fields[kv[1]!] = kv[2]!.replace(/^(["'])(.*)\1$/, '$2');
   }
   const meta = frontMatter.parse(fields);
-  return { slug: meta.slug, title: meta.title, summary: meta.summary, priceMicros: parseDollars(meta.price)!, position: meta.position, content: match[2]!.trim() + '\n' };
+  return {
+    slug: meta.slug,
+    title: meta.title,
+    summary: meta.summary,
+    priceMicros: parseDollars(meta.price)!,
+    position: meta.position,
+    content: match[2]!.trim() + '\n',
+  };
 }
 
 /** Upserts every *.md section of `dir`; returns how many were read. Idempotent. */

@@ -155,7 +155,8 @@ export async function chargeBatch(db: Db, reqs: ChargeRequest[]): Promise<Array<
   return reqs.map((req, i) => {
     const row = rows[i];
     if (!row || Number(row.ord) !== i + 1) throw new Error('charge batch answered out of order');
-    if (row.id !== null && row.balance_micros !== null) return { ok: true, chargeId: row.id, balanceMicros: row.balance_micros, costMicros: req.costMicros };
+    if (row.id !== null && row.balance_micros !== null)
+      return { ok: true, chargeId: row.id, balanceMicros: row.balance_micros, costMicros: req.costMicros };
     if (row.balance_micros === null) return null;
     return { ok: false, reason: 'insufficient_balance', balanceMicros: row.balance_micros, costMicros: req.costMicros };
   });
@@ -198,14 +199,21 @@ export async function refund(
       select account_id, 'refund', amount, balance_micros, key_id, api_id, item, ${description}, ${chargeId} from credited
       returning id, balance_after_micros, account_id, amount_micros`;
     const row = rows[0];
-    if (row) return { refundId: row.id, balanceMicros: row.balance_after_micros, accountId: row.account_id, amountMicros: row.amount_micros, created: true };
+    if (row)
+      return { refundId: row.id, balanceMicros: row.balance_after_micros, accountId: row.account_id, amountMicros: row.amount_micros, created: true };
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
   }
   const [existing] = await db<{ id: string; balance_micros: bigint; account_id: string; amount_micros: bigint }[]>`
     select r.id, a.balance_micros, r.account_id, r.amount_micros from ledger_entries r join accounts a on a.id = r.account_id where r.refund_of = ${chargeId}`;
   if (!existing) throw new Error(`charge ${chargeId} does not exist`);
-  return { refundId: existing.id, balanceMicros: existing.balance_micros, accountId: existing.account_id, amountMicros: existing.amount_micros, created: false };
+  return {
+    refundId: existing.id,
+    balanceMicros: existing.balance_micros,
+    accountId: existing.account_id,
+    amountMicros: existing.amount_micros,
+    created: false,
+  };
 }
 
 /**
@@ -215,7 +223,13 @@ export async function refund(
  */
 export async function credit(
   db: Db,
-  req: { accountId: string; amountMicros: bigint; kind: 'signup_credit' | 'topup' | 'adjustment'; description?: string; idempotencyKey?: string | null },
+  req: {
+    accountId: string;
+    amountMicros: bigint;
+    kind: 'signup_credit' | 'topup' | 'adjustment';
+    description?: string;
+    idempotencyKey?: string | null;
+  },
 ): Promise<{ entryId: string; balanceMicros: bigint; amountMicros: bigint; created: boolean }> {
   if (req.amountMicros < 0n) throw new RangeError('a credit cannot be negative');
   const idem = req.idempotencyKey ?? null;
@@ -288,7 +302,11 @@ export async function getBalance(db: Db, accountId: string): Promise<bigint | nu
  * (the edge decided to refund, the refund did not land) or no usage event at all (the edge never
  * recorded an outcome: it died, or the charge's commit outcome was unknown to it).
  */
-export async function chargesOwedARefund(db: Db, olderThanSeconds: number, limit = 500): Promise<{ id: string; reason: 'refund_not_written' | 'no_outcome' }[]> {
+export async function chargesOwedARefund(
+  db: Db,
+  olderThanSeconds: number,
+  limit = 500,
+): Promise<{ id: string; reason: 'refund_not_written' | 'no_outcome' }[]> {
   return db<{ id: string; reason: 'refund_not_written' | 'no_outcome' }[]>`
     select c.id, case when u.charge_id is null then 'no_outcome' else 'refund_not_written' end as reason
       from ledger_entries c

@@ -33,7 +33,11 @@ export async function insertTopup(
 }
 
 /** The top-up an account asked for with this Idempotency-Key, if any. */
-export async function findTopupByIdempotencyKey(db: Db, accountId: string, key: string): Promise<(TopupRow & { checkout_url: string | null }) | null> {
+export async function findTopupByIdempotencyKey(
+  db: Db,
+  accountId: string,
+  key: string,
+): Promise<(TopupRow & { checkout_url: string | null }) | null> {
   const [row] = await db<(TopupRow & { checkout_url: string | null })[]>`
     select ${db.unsafe(TOPUP_COLUMNS)}, checkout_url from topups where account_id = ${accountId} and idempotency_key = ${key}`;
   return row ?? null;

@@ -79,7 +79,21 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
   });
 }
 
-const EVENT_COLUMNS: string[] = ['id', 'account_id', 'key_id', 'api_id', 'item', 'status', 'latency_ms', 'bytes_in', 'bytes_out', 'cost_micros', 'charge_id', 'hold_id', 'at'];
+const EVENT_COLUMNS: string[] = [
+  'id',
+  'account_id',
+  'key_id',
+  'api_id',
+  'item',
+  'status',
+  'latency_ms',
+  'bytes_in',
+  'bytes_out',
+  'cost_micros',
+  'charge_id',
+  'hold_id',
+  'at',
+];
 
 export interface UsageTotals {
   calls: number;
@@ -113,11 +127,14 @@ async function dailyRows(db: Db, accountId: string, days: number, apiId: string 
 }
 
 function sumRows(rows: DailyRow[]): UsageTotals {
-  return rows.reduce((t, r) => ({ calls: t.calls + Number(r.calls), errors: t.errors + Number(r.errors), costMicros: t.costMicros + r.cost_micros }), {
-    calls: 0,
-    errors: 0,
-    costMicros: 0n,
-  });
+  return rows.reduce(
+    (t, r) => ({ calls: t.calls + Number(r.calls), errors: t.errors + Number(r.errors), costMicros: t.costMicros + r.cost_micros }),
+    {
+      calls: 0,
+      errors: 0,
+      costMicros: 0n,
+    },
+  );
 }
 
 function groupBy<K extends string>(rows: DailyRow[], key: (r: DailyRow) => K): Map<K, DailyRow[]> {

@@ -242,7 +242,12 @@ export async function recordWebhookEventFor(
  * The account's events of `type` in the last `windowSeconds`: how many, and in how many seconds the
  * oldest of them leaves the window (0 when there are none).
  */
-export async function recentEventsOfType(db: Db, accountId: string, type: string, windowSeconds: number): Promise<{ count: number; firstLeavesInSeconds: number }> {
+export async function recentEventsOfType(
+  db: Db,
+  accountId: string,
+  type: string,
+  windowSeconds: number,
+): Promise<{ count: number; firstLeavesInSeconds: number }> {
   const [row] = await db<{ count: number; leaves: number | null }[]>`
     select count(*)::int as count,
            ceil(extract(epoch from (min(created_at) + make_interval(secs => ${windowSeconds}) - now())))::int as leaves

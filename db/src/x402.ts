@@ -97,7 +97,10 @@ export async function recordX402Settlement(
   return sql.begin((tx) => writeX402Settlement(tx, settled)) as Promise<string>;
 }
 
-async function writeX402Settlement(tx: Db, settled: { hash: Buffer; accountId: string; costMicros: bigint } & X402Call & X402Settlement): Promise<string> {
+async function writeX402Settlement(
+  tx: Db,
+  settled: { hash: Buffer; accountId: string; costMicros: bigint } & X402Call & X402Settlement,
+): Promise<string> {
   const [account] = await tx<{ balance_micros: bigint }[]>`select balance_micros from accounts where id = ${settled.accountId} for no key update`;
   if (!account) throw new Error(`account ${settled.accountId} does not exist`);
   const balance = account.balance_micros;
@@ -132,7 +135,17 @@ export interface UnrecordedX402Payment {
 
 export async function listUnrecordedX402Payments(db: Db): Promise<UnrecordedX402Payment[]> {
   const rows = await db<
-    { payload_hash: Buffer; account_id: string; amount_micros: bigint; transaction: string | null; network: string | null; payer: string | null; call: X402Call | null; reason: string | null; updated_at: Date }[]
+    {
+      payload_hash: Buffer;
+      account_id: string;
+      amount_micros: bigint;
+      transaction: string | null;
+      network: string | null;
+      payer: string | null;
+      call: X402Call | null;
+      reason: string | null;
+      updated_at: Date;
+    }[]
   >`
     select payload_hash, account_id, amount_micros, transaction, network, payer, call, reason, updated_at
       from x402_payments where status = 'settled_unrecorded' order by updated_at`;
@@ -156,7 +169,9 @@ export async function listUnrecordedX402Payments(db: Db): Promise<UnrecordedX402
  */
 export async function recordUnrecordedX402Payment(sql: Sql, hash: Buffer): Promise<{ chargeId: string } | null> {
   return sql.begin(async (tx) => {
-    const [row] = await tx<{ account_id: string; amount_micros: bigint; transaction: string | null; network: string | null; payer: string | null; call: X402Call | null }[]>`
+    const [row] = await tx<
+      { account_id: string; amount_micros: bigint; transaction: string | null; network: string | null; payer: string | null; call: X402Call | null }[]
+    >`
       select account_id, amount_micros, transaction, network, payer, call from x402_payments
        where payload_hash = ${hash} and status = 'settled_unrecorded' for update`;
     if (!row || row.transaction === null || row.network === null) return null;

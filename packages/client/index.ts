@@ -67,6 +67,8 @@ export class PlatformApiError extends Error {
 export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await call;
   if (response.ok && data !== undefined) return data;
-  const body = (error && typeof error === 'object' ? error : { ok: false, error: String(error ?? response.statusText), code: 'http_error' }) as PlatformErrorBody;
+  const body = (
+    error && typeof error === 'object' ? error : { ok: false, error: String(error ?? response.statusText), code: 'http_error' }
+  ) as PlatformErrorBody;
   throw new PlatformApiError(response.status, body);
 }

@@ -26,7 +26,9 @@ export const apiDetail = apiSummary.extend({
   baseUrl: z
     .string()
     .nullable()
-    .describe("The upstream's base URL for APIs from the public catalog; null for APIs the operator registered, whose upstream may be a private host"),
+    .describe(
+      "The upstream's base URL for APIs from the public catalog; null for APIs the operator registered, whose upstream may be a private host",
+    ),
   authScheme: z.record(z.string(), z.unknown()),
   proxyPath: z.string(),
   byokPricePerCall: z.number().nullable(),

@@ -62,7 +62,10 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
       res.end('{"ok":true}');
     });
     apiId = uniqueId('chaos-api-');
-    await runApiCli(['add', '--id', apiId, '--name', 'Chaos upstream', '--base-url', upstream.url, '--price', '0.001'], { ...process.env, DATABASE_URL: databaseUrl });
+    await runApiCli(['add', '--id', apiId, '--name', 'Chaos upstream', '--base-url', upstream.url, '--price', '0.001'], {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+    });
     account = await createTestAccount(sql, { balanceMicros: 1_000_000_000n });
     app = await createTestApp({
       DATABASE_URL: databaseUrl,
@@ -83,7 +86,11 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     // The workers, on the same throwaway services: usage aggregation, refunds, the session workflow.
     const processors = [usageProcessor({ sql }), refundProcessor({ sql })];
     queueWorkers = processors.map((processor) => {
-      const worker = new Worker(processor.job.queue, processor.process, { connection: createRedis(redisService.url, 'queue'), prefix, concurrency: 4 });
+      const worker = new Worker(processor.job.queue, processor.process, {
+        connection: createRedis(redisService.url, 'queue'),
+        prefix,
+        concurrency: 4,
+      });
       worker.on('error', () => {});
       return worker;
     });
@@ -119,7 +126,13 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     const client = async () => {
       while (!stop) {
         try {
-          const res = await pool.request({ method: 'GET', path: `/api/v1/proxy/${apiId}/ping`, headers: bearer(account.fullKey), headersTimeout: 20_000, bodyTimeout: 20_000 });
+          const res = await pool.request({
+            method: 'GET',
+            path: `/api/v1/proxy/${apiId}/ping`,
+            headers: bearer(account.fullKey),
+            headersTimeout: 20_000,
+            bodyTimeout: 20_000,
+          });
           await res.body.text();
           outcomes.set(res.statusCode, (outcomes.get(res.statusCode) ?? 0) + 1);
           const chargeId = res.headers['x-service-charge-id'];
@@ -135,13 +148,23 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     // A session worked through the outages: each step is retried (same body, same Update id) until it lands.
     const session = await (async () => {
       const [weather, sms] = [await createTestApi(sql, 'weather'), await createTestApi(sql, 'sms')];
-      const started = await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(account.fullKey), payload: { selectedApis: { weather, sms } } });
+      const started = await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: bearer(account.fullKey),
+        payload: { selectedApis: { weather, sms } },
+      });
       expect(started.statusCode, started.body).toBe(201);
       return (JSON.parse(started.body) as { session: { sessionId: string } }).session.sessionId;
     })();
     const completeUntilDone = async (stepId: string, resultData: Record<string, unknown>) => {
       for (let attempt = 1; ; attempt++) {
-        const res = await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session}/complete-step`, headers: bearer(account.fullKey), payload: { stepId, resultData } });
+        const res = await app.inject({
+          method: 'POST',
+          url: `/api/v1/cookbooks/sessions/${session}/complete-step`,
+          headers: bearer(account.fullKey),
+          payload: { stepId, resultData },
+        });
         if (res.statusCode === 200) return attempt;
         note(`complete ${stepId}: ${res.statusCode} ${res.body.slice(0, 120)}`);
         if (attempt > 200) throw new Error(`step ${stepId} never completed: ${res.statusCode} ${res.body}`);

@@ -56,7 +56,11 @@ export async function startChaosRedis(): Promise<ChaosService> {
   const service: ChaosService = {
     url,
     async start() {
-      child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''], { stdio: 'ignore' });
+      child = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''],
+        { stdio: 'ignore' },
+      );
       await waitUntil(`redis on ${port}`, ping);
     },
     async kill() {

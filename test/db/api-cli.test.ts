@@ -19,12 +19,37 @@ describe('operator CLI: npm run api', () => {
 
   it('adds an API with price, auth, BYOK price, rules and a sealed platform key', async () => {
     const id = uniqueId('cli-');
-    const out = await run(['add', '--id', id, '--name', 'Weather', '--base-url', 'https://api.example.com/v2/', '--price', '0.002', '--auth', 'header:X-Api-Key',
-      '--platform-key', 'plat-KEY-0001', '--byok-price', '0.0005', '--rule', 'POST /forecast*=0.01', '--category', 'weather']);
+    const out = await run([
+      'add',
+      '--id',
+      id,
+      '--name',
+      'Weather',
+      '--base-url',
+      'https://api.example.com/v2/',
+      '--price',
+      '0.002',
+      '--auth',
+      'header:X-Api-Key',
+      '--platform-key',
+      'plat-KEY-0001',
+      '--byok-price',
+      '0.0005',
+      '--rule',
+      'POST /forecast*=0.01',
+      '--category',
+      'weather',
+    ]);
     expect(out).toContain(id);
     expect(out).not.toContain('plat-KEY-0001');
     const api = (await getMeteredApi(sql, id))!;
-    expect(api).toMatchObject({ baseUrl: 'https://api.example.com/v2', authScheme: { type: 'apiKey', in: 'header', name: 'X-Api-Key' }, priceMicros: 2_000n, byokPriceMicros: 500n, source: 'operator' });
+    expect(api).toMatchObject({
+      baseUrl: 'https://api.example.com/v2',
+      authScheme: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+      priceMicros: 2_000n,
+      byokPriceMicros: 500n,
+      source: 'operator',
+    });
     expect(openSecret(testEdgeSettings().CONNECTIONS_MASTER_KEY, api.platformKeyEncrypted!, platformKeyContext(id))).toBe('plat-KEY-0001');
     expect(priceOf(api, 'POST', '/forecast/daily', false)).toBe(10_000n);
     expect(priceOf(api, 'GET', '/forecast/daily', false)).toBe(2_000n);
@@ -37,7 +62,13 @@ describe('operator CLI: npm run api', () => {
     await run(['add', '--id', id, '--name', 'Maps', '--base-url', 'https://maps.example.com', '--price', '0.001']);
     await run(['update', '--id', id, '--price', '0.003', '--auth', 'query:key', '--byok-price', '0.001', '--name', 'Maps v2']);
     let api = (await getMeteredApi(sql, id))!;
-    expect(api).toMatchObject({ name: 'Maps v2', priceMicros: 3_000n, byokPriceMicros: 1_000n, authScheme: { type: 'apiKey', in: 'query', name: 'key' }, baseUrl: 'https://maps.example.com' });
+    expect(api).toMatchObject({
+      name: 'Maps v2',
+      priceMicros: 3_000n,
+      byokPriceMicros: 1_000n,
+      authScheme: { type: 'apiKey', in: 'query', name: 'key' },
+      baseUrl: 'https://maps.example.com',
+    });
     await run(['update', '--id', id, '--byok-price', 'none']);
     expect((await getMeteredApi(sql, id))!.byokPriceMicros).toBeNull();
     expect(await run(['set-key', '--id', id, '--key', 'secret-maps-key'])).toContain('set the platform key');
@@ -74,7 +105,11 @@ describe('operator CLI: npm run api', () => {
   it('runs as a process through tsx', async () => {
     const id = uniqueId('cli-');
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn('npx', ['tsx', 'apps/cli/api.ts', 'add', '--id', id, '--name', 'Spawned', '--base-url', 'https://spawned.example', '--price', '0.004'], { env: env() });
+      const child = spawn(
+        'npx',
+        ['tsx', 'apps/cli/api.ts', 'add', '--id', id, '--name', 'Spawned', '--base-url', 'https://spawned.example', '--price', '0.004'],
+        { env: env() },
+      );
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -40,7 +40,13 @@ describe('directory importer', () => {
               values (${operatorId}, 'Operator API', ${providers[2]!}, 'https://operator.example', 'operator', 7777, 'kept')`;
     const lines: string[] = [];
     const progress: unknown[] = [];
-    const first = await importDirectory(sql, { root, defaultPriceMicros: 1000n, progressEvery: 1, log: (l) => lines.push(l), onProgress: (p) => void progress.push(p) });
+    const first = await importDirectory(sql, {
+      root,
+      defaultPriceMicros: 1000n,
+      progressEvery: 1,
+      log: (l) => lines.push(l),
+      onProgress: (p) => void progress.push(p),
+    });
     expect(first).toMatchObject({ processed: 3, total: 3, inserted: 2, updated: 0, operatorOwned: 1, failed: 0 });
     expect(progress.length).toBeGreaterThanOrEqual(3);
     expect(lines.some((l) => l.includes('1/3 processed'))).toBe(true);
@@ -57,9 +63,13 @@ describe('directory importer', () => {
     expect(forced).toMatchObject({ inserted: 0, updated: 2, operatorOwned: 1 });
     expect(await count()).toBe(3);
 
-    const [imported] = await sql<{ price_micros: bigint; featured: boolean; name: string; source: string }[]>`select price_micros, featured, name, source from apis where id = ${importedId}`;
+    const [imported] = await sql<
+      { price_micros: bigint; featured: boolean; name: string; source: string }[]
+    >`select price_micros, featured, name, source from apis where id = ${importedId}`;
     expect(imported).toMatchObject({ price_micros: 4242n, featured: true, name: 'XKCD', source: 'apis.guru' });
-    const [operator] = await sql<{ price_micros: bigint; description: string; source: string }[]>`select price_micros, description, source from apis where id = ${operatorId}`;
+    const [operator] = await sql<
+      { price_micros: bigint; description: string; source: string }[]
+    >`select price_micros, description, source from apis where id = ${operatorId}`;
     expect(operator).toMatchObject({ price_micros: 7777n, description: 'kept', source: 'operator' });
 
     // Re-indexing one API is a job of its own.
@@ -94,7 +104,14 @@ describe('directory importer', () => {
   it('normalizes a description: id, categories, plain text, base URL, auth and endpoints', async () => {
     const spec = JSON.parse(await readFile(join(directoryRoot(), 'twilio.com/api.json'), 'utf8')) as Record<string, unknown>;
     const record = normalizeSpec(spec);
-    expect(record).toMatchObject({ id: 'twilio.com-api', provider: 'twilio.com', service: 'api', categories: ['telecom', 'messaging'], base_url: 'https://api.twilio.com', auth_scheme: { type: 'basic' } });
+    expect(record).toMatchObject({
+      id: 'twilio.com-api',
+      provider: 'twilio.com',
+      service: 'api',
+      categories: ['telecom', 'messaging'],
+      base_url: 'https://api.twilio.com',
+      auth_scheme: { type: 'basic' },
+    });
     expect(record.endpoints[0]).toEqual({ method: expect.any(String), path: expect.any(String), summary: expect.any(String) });
     expect(record.instructions).toContain('/api/v1/proxy/twilio.com-api/');
     expect(plainText('<p>Hello <b>world</b> &amp; [docs](https://x.y) **bold**</p>')).toBe('Hello world & docs bold');

@@ -8,7 +8,9 @@ const sql = createSql(testDatabaseUrl(), { max: 20 });
 afterAll(async () => sql.end());
 
 async function ledgerSum(accountId: string): Promise<bigint> {
-  const [row] = await sql<{ sum: bigint }[]>`select coalesce(sum(amount_micros), 0)::bigint as sum from ledger_entries where account_id = ${accountId}`;
+  const [row] = await sql<
+    { sum: bigint }[]
+  >`select coalesce(sum(amount_micros), 0)::bigint as sum from ledger_entries where account_id = ${accountId}`;
   return row!.sum;
 }
 
@@ -39,7 +41,9 @@ describe('ledger', () => {
   it('credits once per idempotency key, even when credits race', async () => {
     const account = await createTestAccount(sql);
     const results = await Promise.all(
-      Array.from({ length: 6 }, () => credit(sql, { accountId: account.accountId, amountMicros: 2_500_000n, kind: 'topup', idempotencyKey: 'same-key' })),
+      Array.from({ length: 6 }, () =>
+        credit(sql, { accountId: account.accountId, amountMicros: 2_500_000n, kind: 'topup', idempotencyKey: 'same-key' }),
+      ),
     );
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.entryId)).size).toBe(1);
@@ -50,7 +54,9 @@ describe('ledger', () => {
     const account = await createTestAccount(sql, { balanceMicros: 1_000_000n, keyKind: 'agent' });
     await sql`update api_keys set spend_limit_micros = 30000 where id = ${account.keyId}`;
     const results = await Promise.all(
-      Array.from({ length: 10 }, () => charge(sql, { accountId: account.accountId, costMicros: 10_000n, keyId: account.keyId, spendLimited: true, item: 'test' })),
+      Array.from({ length: 10 }, () =>
+        charge(sql, { accountId: account.accountId, costMicros: 10_000n, keyId: account.keyId, spendLimited: true, item: 'test' }),
+      ),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(3);
     expect(results.find((r) => !r.ok)).toMatchObject({ reason: 'spend_limit_exceeded', spendLimitMicros: 30_000n });
@@ -71,7 +77,11 @@ describe('ledger', () => {
     expect(results[0]).toMatchObject({ ok: true, balanceMicros: 95_000n, costMicros: 5_000n });
     expect(results[1]).toEqual({ ok: false, reason: 'insufficient_balance', balanceMicros: 3_000n, costMicros: 5_000n });
     expect(results[2]).toMatchObject({ ok: true, balanceMicros: 0n });
-    for (const [account, balance] of [[rich, 95_000n], [poor, 3_000n], [exact, 0n]] as const) {
+    for (const [account, balance] of [
+      [rich, 95_000n],
+      [poor, 3_000n],
+      [exact, 0n],
+    ] as const) {
       expect(await getBalance(sql, account.accountId)).toBe(balance);
       expect(await ledgerSum(account.accountId)).toBe(balance);
     }

@@ -20,17 +20,39 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
   afterAll(async () => sql.end());
 
   const sealedConnection = async (accountId: string, apiId: string) =>
-    (await sql<{ key_encrypted: Buffer }[]>`select key_encrypted from connections where account_id = ${accountId} and api_id = ${apiId}`)[0]!.key_encrypted;
-  const sealedPlatformKey = async (apiId: string) => (await sql<{ platform_key_encrypted: Buffer }[]>`select platform_key_encrypted from apis where id = ${apiId}`)[0]!.platform_key_encrypted;
+    (await sql<{ key_encrypted: Buffer }[]>`select key_encrypted from connections where account_id = ${accountId} and api_id = ${apiId}`)[0]!
+      .key_encrypted;
+  const sealedPlatformKey = async (apiId: string) =>
+    (await sql<{ platform_key_encrypted: Buffer }[]>`select platform_key_encrypted from apis where id = ${apiId}`)[0]!.platform_key_encrypted;
 
   it('re-seals every connection and platform key in one go, refuses a wrong old key without changing anything, and the CLI prints no secret', async () => {
     const apiId = uniqueId('rot-');
-    await runApiCli(['add', '--id', apiId, '--name', 'Rotating', '--base-url', 'https://rot.example.com', '--price', '0.001', '--platform-key', 'platform-SECRET-1'], {
-      ...process.env,
-      DATABASE_URL: testDatabaseUrl(),
-    });
+    await runApiCli(
+      [
+        'add',
+        '--id',
+        apiId,
+        '--name',
+        'Rotating',
+        '--base-url',
+        'https://rot.example.com',
+        '--price',
+        '0.001',
+        '--platform-key',
+        'platform-SECRET-1',
+      ],
+      {
+        ...process.env,
+        DATABASE_URL: testDatabaseUrl(),
+      },
+    );
     const account = await createTestAccount(sql);
-    await upsertConnection(sql, { accountId: account.accountId, apiId, sealed: sealSecret(devKey, 'byok-SECRET-2', connectionContext(account.accountId, apiId)), keyHint: '…T-2' });
+    await upsertConnection(sql, {
+      accountId: account.accountId,
+      apiId,
+      sealed: sealSecret(devKey, 'byok-SECRET-2', connectionContext(account.accountId, apiId)),
+      keyHint: '…T-2',
+    });
 
     const webhookId = uniqueId('whe_rot');
     await insertWebhookEndpoint(sql, {
@@ -41,7 +63,8 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
       eventTypes: ['key.revoked'],
       secretSealed: sealWebhookSecret(devKey, webhookId, 'whsec_SECRET-3'),
     });
-    const sealedWebhook = async () => (await sql<{ secret_sealed: Buffer }[]>`select secret_sealed from webhook_endpoints where id = ${webhookId}`)[0]!.secret_sealed;
+    const sealedWebhook = async () =>
+      (await sql<{ secret_sealed: Buffer }[]>`select secret_sealed from webhook_endpoints where id = ${webhookId}`)[0]!.secret_sealed;
 
     const newKey = randomBytes(32);
     const before = await sealedConnection(account.accountId, apiId);
@@ -63,7 +86,12 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
     // The operator's command rotates back to the development key, printing counts only.
     const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'apps/cli/rotate-master-key.ts'], {
-        env: { ...process.env, DATABASE_URL: testDatabaseUrl(), CONNECTIONS_MASTER_KEY: newKey.toString('hex'), NEW_CONNECTIONS_MASTER_KEY: devKey.toString('base64') },
+        env: {
+          ...process.env,
+          DATABASE_URL: testDatabaseUrl(),
+          CONNECTIONS_MASTER_KEY: newKey.toString('hex'),
+          NEW_CONNECTIONS_MASTER_KEY: devKey.toString('base64'),
+        },
       });
       let out = '';
       child.stdout.on('data', (chunk) => (out += chunk));

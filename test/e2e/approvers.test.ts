@@ -6,7 +6,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
-import { type RunningBrowser, docScreenshot, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors, asNewOwner } from '../helpers/browser.js';
+import {
+  type RunningBrowser,
+  docScreenshot,
+  freePort,
+  launchBrowser,
+  screenshotOnFailure,
+  signUpInBrowser,
+  expectNoScriptErrors,
+  asNewOwner,
+} from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
 import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
@@ -99,7 +108,9 @@ describe('approvers in a browser', () => {
     await nav('Approvers').click();
     await page.getByRole('heading', { name: 'Approvers', exact: true }).waitFor();
     await page.getByText('No approvers yet').waitFor();
-    await expect(page.getByText(/to see and complete this account's human steps in the Inbox; they cannot see or change keys/).isVisible()).resolves.toBe(true);
+    await expect(
+      page.getByText(/to see and complete this account's human steps in the Inbox; they cannot see or change keys/).isVisible(),
+    ).resolves.toBe(true);
 
     await page.getByLabel('Email address').fill(approverEmail);
     await page.getByRole('button', { name: 'Send invitation', exact: true }).click();
@@ -121,7 +132,10 @@ describe('approvers in a browser', () => {
     // Inviting the same address again is refused in words; the list still holds one approver.
     await page.getByLabel('Email address').fill(approverEmail);
     await page.getByRole('button', { name: 'Send invitation', exact: true }).click();
-    await page.getByRole('alert').filter({ hasText: `${approverEmail} is already invited to or an approver of this account` }).waitFor();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: `${approverEmail} is already invited to or an approver of this account` })
+      .waitFor();
     await expect(page.getByTestId('approver-row').count()).resolves.toBe(1);
 
     // "Resend invitation" mails a fresh link; the first one stops working (checked in the next test).
@@ -205,17 +219,28 @@ describe('approvers in a browser', () => {
     await card.waitFor();
     // Unassigned, the approver's inbox offers it to any approver (it arrives there too).
     await approverPage.goto(`${base}/inbox`);
-    await approverPage.getByTestId('human-step').filter({ hasText: `Gale warning ${sessionId}.` }).getByTestId('step-assignee').filter({ hasText: 'Any approver can take this' }).waitFor();
+    await approverPage
+      .getByTestId('human-step')
+      .filter({ hasText: `Gale warning ${sessionId}.` })
+      .getByTestId('step-assignee')
+      .filter({ hasText: 'Any approver can take this' })
+      .waitFor();
     // The owner's card says who takes the step with the select itself: the first taker so far.
     const select = card.getByLabel('Assigned to');
     await expect(select.locator('option').allTextContents()).resolves.toEqual(['First taker (anyone)', approverEmail]);
     await expect(select.locator('option:checked').textContent()).resolves.toBe('First taker (anyone)');
     await select.selectOption({ label: approverEmail });
-    await card.getByTestId('assignee-saved').filter({ hasText: `Saved: ${approverEmail} takes this step; other approvers no longer see it.` }).waitFor();
-    await expect.poll(async () => {
-      const pending = await call('/api/v1/me/human-steps', { key: ownerKey });
-      return (pending.body.humanSteps as { sessionId: string; assignee: { email: string } | null }[]).find((step) => step.sessionId === sessionId)?.assignee?.email;
-    }).toBe(approverEmail);
+    await card
+      .getByTestId('assignee-saved')
+      .filter({ hasText: `Saved: ${approverEmail} takes this step; other approvers no longer see it.` })
+      .waitFor();
+    await expect
+      .poll(async () => {
+        const pending = await call('/api/v1/me/human-steps', { key: ownerKey });
+        return (pending.body.humanSteps as { sessionId: string; assignee: { email: string } | null }[]).find((step) => step.sessionId === sessionId)
+          ?.assignee?.email;
+      })
+      .toBe(approverEmail);
     // The choice survives a reload (it is the server's).
     await page.reload();
     await card.waitFor();
@@ -239,15 +264,23 @@ describe('approvers in a browser', () => {
     const after = await call(`/api/v1/cookbooks/sessions/${sessionId}`, { key: ownerKey });
     expectStatus(after, 200);
     expect(after.body.session).toMatchObject({ status: 'running', currentStep: 'send-sms' });
-    const approval = (after.body.session as { steps: { stepId: string; status: string; completedByName: string | null; resultData: unknown }[] }).steps.find(
-      (step) => step.stepId === 'approve-wording',
-    );
+    const approval = (
+      after.body.session as { steps: { stepId: string; status: string; completedByName: string | null; resultData: unknown }[] }
+    ).steps.find((step) => step.stepId === 'approve-wording');
     expect(approval).toMatchObject({ status: 'completed', completedByName: approverEmail, resultData: { approved: true } });
 
     // The approver's session page names them, and links no owner-only directory page.
     await navOf(approverPage).getByRole('link', { name: 'Sessions', exact: true }).click();
-    await approverPage.getByRole('table', { name: 'Active sessions' }).getByTestId('session-row').filter({ hasText: sessionId }).getByRole('link').click();
-    await approverPage.getByTestId('step-outcome').filter({ hasText: `by ${approverEmail}` }).waitFor();
+    await approverPage
+      .getByRole('table', { name: 'Active sessions' })
+      .getByTestId('session-row')
+      .filter({ hasText: sessionId })
+      .getByRole('link')
+      .click();
+    await approverPage
+      .getByTestId('step-outcome')
+      .filter({ hasText: `by ${approverEmail}` })
+      .waitFor();
     await expect(approverPage.locator('a[href^="/directory"]').count()).resolves.toBe(0);
   }, 60_000);
 

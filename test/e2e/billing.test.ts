@@ -11,7 +11,17 @@ import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { autoTopupProcessor } from '#workers/queues/auto-topup';
 import { loadWorkerSettings } from '#workers/settings';
-import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors, asNewOwner } from '../helpers/browser.js';
+import {
+  type RunningBrowser,
+  docScreenshot,
+  freePort,
+  launchBrowser,
+  refreshUntil,
+  screenshotOnFailure,
+  signUpInBrowser,
+  expectNoScriptErrors,
+  asNewOwner,
+} from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
@@ -72,18 +82,33 @@ describe('billing in a browser (live mode with Stripe)', () => {
   let eventCount = 0;
 
   /** JSON calls with the owner's key. */
-  const call = edgeClient(() => base, () => ownerKey);
+  const call = edgeClient(
+    () => base,
+    () => ownerKey,
+  );
   /** Sends a Stripe event to the edge's webhook route, signed with the endpoint's secret. */
   const deliver = async (type: string, object: Record<string, unknown>) => {
     eventCount += 1;
-    const payload = JSON.stringify({ id: `evt_e2e_${eventCount}_${Date.now()}`, object: 'event', type, api_version: '2025-01-01', created: Math.floor(Date.now() / 1000), data: { object } });
+    const payload = JSON.stringify({
+      id: `evt_e2e_${eventCount}_${Date.now()}`,
+      object: 'event',
+      type,
+      api_version: '2025-01-01',
+      created: Math.floor(Date.now() / 1000),
+      data: { object },
+    });
     const signature = signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
-    const res = await fetch(`${base}/api/webhooks/stripe`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, body: payload });
+    const res = await fetch(`${base}/api/webhooks/stripe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      body: payload,
+    });
     const text = await res.text();
     expect(res.status, text).toBe(200);
     return (JSON.parse(text) as { outcome: string }).outcome;
   };
-  const sessionRequests = (mode: 'payment' | 'setup') => requests.filter((r) => r.method === 'POST' && r.path === '/v1/checkout/sessions' && r.form.get('mode') === mode);
+  const sessionRequests = (mode: 'payment' | 'setup') =>
+    requests.filter((r) => r.method === 'POST' && r.path === '/v1/checkout/sessions' && r.form.get('mode') === mode);
   const onCheckoutPage = (url: URL) => url.origin === stripeUrl && url.pathname.startsWith('/pay/');
   const backOnDashboard = (url: URL) => url.origin === base;
   const autoTopupCard = () => page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Automatic top-up' }) });
@@ -100,7 +125,12 @@ describe('billing in a browser (live mode with Stripe)', () => {
           res.end(JSON.stringify(answer));
         };
         if (req.method === 'POST' && path === '/v1/customers') {
-          return json(200, { id: `cus_e2e_${requests.length}`, object: 'customer', email: form.get('email'), metadata: { accountId: form.get('metadata[accountId]') } });
+          return json(200, {
+            id: `cus_e2e_${requests.length}`,
+            object: 'customer',
+            email: form.get('email'),
+            metadata: { accountId: form.get('metadata[accountId]') },
+          });
         }
         if (req.method === 'GET' && path.startsWith('/v1/setup_intents/')) {
           const id = path.slice('/v1/setup_intents/'.length);
@@ -108,7 +138,9 @@ describe('billing in a browser (live mode with Stripe)', () => {
         }
         if (req.method === 'POST' && path === '/v1/payment_intents') {
           // The saved card declines every off-session charge.
-          return json(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card was declined.' } });
+          return json(402, {
+            error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card was declined.' },
+          });
         }
         if (req.method === 'POST' && path === '/v1/checkout/sessions') {
           sessionCount += 1;
@@ -180,7 +212,13 @@ describe('billing in a browser (live mode with Stripe)', () => {
       }),
     );
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
-    const settings = loadWorkerSettings({ ...process.env, DATABASE_URL: testDatabaseUrl(), REDIS_PREFIX: redisPrefix, STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_URL: stripeUrl });
+    const settings = loadWorkerSettings({
+      ...process.env,
+      DATABASE_URL: testDatabaseUrl(),
+      REDIS_PREFIX: redisPrefix,
+      STRIPE_SECRET_KEY: STRIPE_KEY,
+      STRIPE_API_URL: stripeUrl,
+    });
     const processor = autoTopupProcessor({ sql: app.deps.sql, redis: workerRedis, settings, log: pino({ level: 'silent' }) });
     worker = new Worker(processor.job.queue, processor.process, { connection: workerRedis, prefix: redisPrefix, concurrency: 1 });
     worker.on('error', () => {});
@@ -421,14 +459,22 @@ describe('billing in a browser (live mode with Stripe)', () => {
   }, 60_000);
 
   it('a refund taken back below zero shows the negative balance and what to do', async () => {
-    const outcome = await deliver('charge.refunded', { id: `ch_${paid.topUpId}`, object: 'charge', payment_intent: `pi_for_${paid.topUpId}`, amount: 2000, amount_refunded: 2000 });
+    const outcome = await deliver('charge.refunded', {
+      id: `ch_${paid.topUpId}`,
+      object: 'charge',
+      payment_intent: `pi_for_${paid.topUpId}`,
+      amount: 2000,
+      amount_refunded: 2000,
+    });
     expect(outcome).toBe('refund applied');
     expect((await call('/api/v1/balance')).body.balance).toBe(-0.01);
     await page.reload();
     const balance = page.getByTestId('balance');
     await balance.filter({ hasText: '-$0.01' }).waitFor();
     await expect(balance.getAttribute('class')).resolves.toContain('stat-negative');
-    await expect(page.getByTestId('negative-balance').textContent()).resolves.toContain('-$0.01 — a refunded or disputed payment was taken back. Add funds to keep calling APIs');
+    await expect(page.getByTestId('negative-balance').textContent()).resolves.toContain(
+      '-$0.01 — a refunded or disputed payment was taken back. Add funds to keep calling APIs',
+    );
   }, 60_000);
 
   it('ran without a script error in any page', async () => {
@@ -450,7 +496,9 @@ describe('billing in a browser (live mode without Stripe)', () => {
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    app = await buildApp(testEdgeSettings({ PORT: String(port), PUBLIC_URL: base, REDIS_PREFIX: uniqueId('billnostripe'), BILLING_MODE: 'live', STRIPE_SECRET_KEY: '' }));
+    app = await buildApp(
+      testEdgeSettings({ PORT: String(port), PUBLIC_URL: base, REDIS_PREFIX: uniqueId('billnostripe'), BILLING_MODE: 'live', STRIPE_SECRET_KEY: '' }),
+    );
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
@@ -473,7 +521,9 @@ describe('billing in a browser (live mode without Stripe)', () => {
     await card.getByRole('button', { name: 'Save a card' }).click();
     const refusal = card.getByTestId('auto-topup-unavailable');
     await refusal.waitFor();
-    await expect(refusal.textContent()).resolves.toContain('Auto top-up needs live billing with Stripe configured. The operator sets BILLING_MODE=live and STRIPE_SECRET_KEY.');
+    await expect(refusal.textContent()).resolves.toContain(
+      'Auto top-up needs live billing with Stripe configured. The operator sets BILLING_MODE=live and STRIPE_SECRET_KEY.',
+    );
     await expect(card.getByRole('button', { name: 'Save a card' }).isDisabled()).resolves.toBe(true);
     await expect(card.getByRole('button', { name: 'Save automatic top-up' }).isDisabled()).resolves.toBe(true);
     await expect(card.getByLabel('Top up automatically').isDisabled()).resolves.toBe(true);

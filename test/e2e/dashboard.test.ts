@@ -6,7 +6,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { loadCookbooks } from '#db/cookbooks';
 import { createRedis } from '#core/platform';
-import { docScreenshot, freePort, launchBrowser, screenshotOnFailure, type RunningBrowser, expectNoScriptErrors, signedOutPages } from '../helpers/browser.js';
+import {
+  docScreenshot,
+  freePort,
+  launchBrowser,
+  screenshotOnFailure,
+  type RunningBrowser,
+  expectNoScriptErrors,
+  signedOutPages,
+} from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -37,7 +45,8 @@ describe('dashboard in a browser', () => {
   let sessionId = '';
 
   const call = edgeClient(() => base);
-  const dollars = (amount: number) => new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(amount);
+  const dollars = (amount: number) =>
+    new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(amount);
   const nav = (label: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true });
 
   beforeAll(async () => {
@@ -135,7 +144,9 @@ describe('dashboard in a browser', () => {
       expect([200, 502], `proxy answered ${res.status}`).toContain(res.status);
       await res.arrayBuffer();
     }
-    await expect.poll(async () => ((await call('/api/v1/usage?days=30', { key: firstKey })).body.totals as { calls: number }).calls, { timeout: 15_000 }).toBe(10);
+    await expect
+      .poll(async () => ((await call('/api/v1/usage?days=30', { key: firstKey })).body.totals as { calls: number }).calls, { timeout: 15_000 })
+      .toBe(10);
     await page.reload();
     await page.locator('figure.chart svg rect').last().waitFor();
     await page.getByRole('cell', { name: meteredApi }).waitFor();
@@ -230,7 +241,10 @@ describe('dashboard in a browser', () => {
     await page.getByLabel('Amount in dollars').fill('1');
     await page.getByRole('button', { name: 'Add funds' }).focus();
     await page.keyboard.press('Enter');
-    await page.getByTestId('balance').filter({ hasText: dollars(before + 1) }).waitFor();
+    await page
+      .getByTestId('balance')
+      .filter({ hasText: dollars(before + 1) })
+      .waitFor();
   });
 
   it('searches the directory, shows the $0.01 charge before buying instructions, and votes', async () => {
@@ -282,7 +296,11 @@ describe('dashboard in a browser', () => {
     await page.evaluate(() => Object.assign(globalThis, { e2eMarker: 'not reloaded' }));
 
     // The agent starts a session with its key; the inbox notices it and follows its event stream.
-    const started = await call('/api/v1/cookbooks/weather-alert-sms/start', { method: 'POST', key: firstKey, body: { selectedApis: { weather: weatherApi, sms: smsApi } } });
+    const started = await call('/api/v1/cookbooks/weather-alert-sms/start', {
+      method: 'POST',
+      key: firstKey,
+      body: { selectedApis: { weather: weatherApi, sms: smsApi } },
+    });
     expectStatus(started, 201);
     sessionId = (started.body.session as { sessionId: string }).sessionId;
     await page.getByText('Live: following 1 session').waitFor();
@@ -290,8 +308,14 @@ describe('dashboard in a browser', () => {
     // The agent works through its steps; the human step then arrives over SSE.
     const agent = (stepId: string, resultData: unknown) =>
       call(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, { method: 'POST', key: firstKey, body: { stepId, resultData } });
-    expectStatus(await agent('fetch-forecast', { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm warning' }] }), 200);
-    expectStatus(await agent('draft-message', { message: 'Storm tonight from 20:00. Stay indoors.', recipients: ['+4712345678', '+4798765432'] }), 200);
+    expectStatus(
+      await agent('fetch-forecast', { location: { name: 'Oslo', lat: 59.91, lon: 10.75 }, severe: true, alerts: [{ title: 'Storm warning' }] }),
+      200,
+    );
+    expectStatus(
+      await agent('draft-message', { message: 'Storm tonight from 20:00. Stay indoors.', recipients: ['+4712345678', '+4798765432'] }),
+      200,
+    );
 
     const card = page.getByTestId('human-step');
     await card.waitFor();
@@ -319,7 +343,9 @@ describe('dashboard in a browser', () => {
     const after = await call(`/api/v1/cookbooks/sessions/${sessionId}`, { key: firstKey });
     expectStatus(after, 200);
     expect(after.body.session).toMatchObject({ status: 'running', currentStep: 'send-sms', progress: { completed: 3, total: 4 } });
-    const approval = (after.body.session as { steps: { stepId: string; status: string; resultData: unknown }[] }).steps.find((s) => s.stepId === 'approve-wording');
+    const approval = (after.body.session as { steps: { stepId: string; status: string; resultData: unknown }[] }).steps.find(
+      (s) => s.stepId === 'approve-wording',
+    );
     expect(approval).toMatchObject({ status: 'completed', resultData: { approved: true, note: 'Wording checked against the forecast.' } });
   });
 
@@ -335,9 +361,15 @@ describe('dashboard in a browser', () => {
     expect(outcomes[0]).toMatch(/^Completed by \S+/);
     expect(outcomes[2]).toContain(`by ${email}`);
     const link = page.getByRole('link', { name: 'Open workflow in Temporal UI' });
-    await expect(link.getAttribute('href')).resolves.toBe(`${app.deps.settings.TEMPORAL_UI_URL}/namespaces/default/workflows/cookbook-session-${sessionId}`);
+    await expect(link.getAttribute('href')).resolves.toBe(
+      `${app.deps.settings.TEMPORAL_UI_URL}/namespaces/default/workflows/cookbook-session-${sessionId}`,
+    );
     // The agent finishes; the page follows without a reload.
-    const last = await call(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, { method: 'POST', key: firstKey, body: { stepId: 'send-sms', resultData: { messageIds: ['SM1'] } } });
+    const last = await call(`/api/v1/cookbooks/sessions/${sessionId}/complete-step`, {
+      method: 'POST',
+      key: firstKey,
+      body: { stepId: 'send-sms', resultData: { messageIds: ['SM1'] } },
+    });
     expectStatus(last, 200);
     await page.getByTestId('session-events').getByText('Session completed').waitFor();
     await page.getByTestId('session-status').getByText('Completed').waitFor();
@@ -358,7 +390,11 @@ describe('dashboard in a browser', () => {
       { invoiceId: 'in_1', customer: 'Acme', amountDueCents: 12000, daysOverdue: 14 },
       { invoiceId: 'in_2', customer: 'Globex', amountDueCents: 5000, daysOverdue: 3 },
     ];
-    const found = await call(`/api/v1/cookbooks/sessions/${invoiceSession}/complete-step`, { method: 'POST', key: firstKey, body: { stepId: 'find-overdue', resultData: { invoices } } });
+    const found = await call(`/api/v1/cookbooks/sessions/${invoiceSession}/complete-step`, {
+      method: 'POST',
+      key: firstKey,
+      body: { stepId: 'find-overdue', resultData: { invoices } },
+    });
     expectStatus(found, 200);
 
     const card = page.getByTestId('human-step').filter({ hasText: 'Follow up on overdue invoices' });
@@ -377,7 +413,12 @@ describe('dashboard in a browser', () => {
     expectStatus(after, 200);
     expect(after.body.session).toMatchObject({ status: 'running', currentStep: 'send-reminders' });
     const choice = (after.body.session as { steps: { stepId: string; resultData: unknown }[] }).steps.find((s) => s.stepId === 'choose-actions');
-    expect(choice?.resultData).toEqual({ decisions: [{ invoiceId: 'in_1', action: 'remind' }, { invoiceId: 'in_2', action: 'call' }] });
+    expect(choice?.resultData).toEqual({
+      decisions: [
+        { invoiceId: 'in_1', action: 'remind' },
+        { invoiceId: 'in_2', action: 'call' },
+      ],
+    });
   });
 
   /** A weather-alert session started with the agent's key, at its human step. */
@@ -388,7 +429,10 @@ describe('dashboard in a browser', () => {
     const id = await weatherSessionAtApproval();
     const card = page.getByTestId('human-step').filter({ hasText: `Gale warning ${id}.` });
     await card.waitFor();
-    await card.getByTestId('decision-panel').getByLabel(/^Your note to the agent/).fill('Too alarming for a gale.');
+    await card
+      .getByTestId('decision-panel')
+      .getByLabel(/^Your note to the agent/)
+      .fill('Too alarming for a gale.');
     await card.getByRole('button', { name: 'Reject' }).click();
     await page.getByText('was rejected. The session ends without the remaining steps.').waitFor();
 
@@ -396,7 +440,11 @@ describe('dashboard in a browser', () => {
     expectStatus(after, 200);
     expect(after.body.session).toMatchObject({ status: 'completed', outcome: 'rejected', currentStep: null, progress: { completed: 3, total: 4 } });
     const steps = (after.body.session as { steps: { stepId: string; status: string; decision: string | null; note: string | null }[] }).steps;
-    expect(steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({ status: 'completed', decision: 'reject', note: 'Too alarming for a gale.' });
+    expect(steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({
+      status: 'completed',
+      decision: 'reject',
+      note: 'Too alarming for a gale.',
+    });
     expect(steps.find((s) => s.stepId === 'send-sms')).toMatchObject({ status: 'upcoming' });
     const log = await call(`/api/v1/cookbooks/sessions/${id}/event-log`, { key: firstKey });
     expect((log.body.events as { event: string; data: Record<string, unknown> }[]).slice(-2)).toMatchObject([
@@ -405,7 +453,10 @@ describe('dashboard in a browser', () => {
     ]);
     await page.goto(`${base}/sessions/${id}`);
     await page.getByTestId('session-status').getByText('Rejected by a person').waitFor();
-    await page.getByTestId('step-outcome').filter({ hasText: `Rejected by ${email}` }).waitFor();
+    await page
+      .getByTestId('step-outcome')
+      .filter({ hasText: `Rejected by ${email}` })
+      .waitFor();
   });
 
   it('requests changes: the session goes back to the drafting step with the note, and the redraft reaches the person again', async () => {
@@ -415,14 +466,21 @@ describe('dashboard in a browser', () => {
     await card.waitFor();
     // Without a note the button stays off: the agent must be told what to change.
     await expect(card.getByRole('button', { name: 'Request changes' }).isDisabled()).resolves.toBe(true);
-    await card.getByTestId('decision-panel').getByLabel(/^Your note to the agent/).fill('Say when it starts.');
+    await card
+      .getByTestId('decision-panel')
+      .getByLabel(/^Your note to the agent/)
+      .fill('Say when it starts.');
     await card.getByRole('button', { name: 'Request changes' }).click();
     await page.getByText('Changes requested: the session goes back to “Draft the SMS wording”.').waitFor();
 
     // The agent sees the note on its current step and drafts again.
     const current = await call(`/api/v1/cookbooks/sessions/${id}/step`, { key: firstKey });
     expectStatus(current, 200);
-    expect(current.body.step).toMatchObject({ stepId: 'draft-message', status: 'pending', feedback: { fromStepId: 'approve-wording', note: 'Say when it starts.' } });
+    expect(current.body.step).toMatchObject({
+      stepId: 'draft-message',
+      status: 'pending',
+      feedback: { fromStepId: 'approve-wording', note: 'Say when it starts.' },
+    });
     const redraft = await call(`/api/v1/cookbooks/sessions/${id}/complete-step`, {
       method: 'POST',
       key: firstKey,
@@ -435,7 +493,9 @@ describe('dashboard in a browser', () => {
     await again.getByLabel(/^Approved/).check();
     await again.getByRole('button', { name: 'Complete step' }).click();
     await page.getByText('is complete. The session continues.').waitFor();
-    const events = ((await call(`/api/v1/cookbooks/sessions/${id}/event-log`, { key: firstKey })).body.events as { event: string }[]).map((e) => e.event);
+    const events = ((await call(`/api/v1/cookbooks/sessions/${id}/event-log`, { key: firstKey })).body.events as { event: string }[]).map(
+      (e) => e.event,
+    );
     expect(events.filter((name) => name === 'human_step.changes_requested')).toHaveLength(1);
     expect(events.filter((name) => name === 'human_step.pending')).toHaveLength(2);
   });
@@ -455,7 +515,8 @@ describe('dashboard in a browser', () => {
       const asked: string[] = [];
       const record = (request: Request) => {
         const url = new URL(request.url());
-        if (request.method() === 'GET' && url.pathname.startsWith('/api/') && !url.pathname.endsWith('/events')) asked.push(url.pathname + url.search);
+        if (request.method() === 'GET' && url.pathname.startsWith('/api/') && !url.pathname.endsWith('/events'))
+          asked.push(url.pathname + url.search);
       };
       page.on('request', record);
       await page.goto(`${base}${path}`);
@@ -465,7 +526,10 @@ describe('dashboard in a browser', () => {
       const counts = [...asked.reduce((tally, url) => tally.set(url, (tally.get(url) ?? 0) + 1), new Map<string, number>())];
       expect(asked.length, `${path} asked nothing`).toBeGreaterThan(0);
       const allowed = (url: string) => (rereadAfterReplay[path]?.includes(url) ? 2 : 1);
-      expect(counts.filter(([url, hits]) => hits > allowed(url)), `${path}: ${JSON.stringify(counts)}`).toEqual([]);
+      expect(
+        counts.filter(([url, hits]) => hits > allowed(url)),
+        `${path}: ${JSON.stringify(counts)}`,
+      ).toEqual([]);
     }
   });
 

@@ -8,7 +8,17 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { WEBHOOK_EVENT_TYPES } from '#core/notifications';
-import { type RunningBrowser, docScreenshot, freePort, launchBrowser, refreshUntil, screenshotOnFailure, signUpInBrowser, expectNoScriptErrors, asNewOwner } from '../helpers/browser.js';
+import {
+  type RunningBrowser,
+  docScreenshot,
+  freePort,
+  launchBrowser,
+  refreshUntil,
+  screenshotOnFailure,
+  signUpInBrowser,
+  expectNoScriptErrors,
+  asNewOwner,
+} from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
@@ -51,7 +61,10 @@ describe('webhooks in a browser', () => {
   const answers = new Map<string, number>();
 
   /** JSON calls with the owner's key. */
-  const call = edgeClient(() => base, () => ownerKey);
+  const call = edgeClient(
+    () => base,
+    () => ownerKey,
+  );
   const nav = (label: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true });
   const at = (path: string) => received.filter((r) => r.path === path);
   const verify = (key: string, request: Received) =>
@@ -115,7 +128,10 @@ describe('webhooks in a browser', () => {
     await page.getByText('No endpoints yet').waitFor();
 
     // At 1280 px the top bar stays one row with the eighth link: every link and the account on one line.
-    const navBoxes = await page.getByRole('navigation', { name: 'Main' }).getByRole('link').evaluateAll((links) => links.map((link) => link.getBoundingClientRect().top));
+    const navBoxes = await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link')
+      .evaluateAll((links) => links.map((link) => link.getBoundingClientRect().top));
     expect(navBoxes).toHaveLength(8);
     expect(new Set(navBoxes).size, `nav link tops: ${navBoxes.join(', ')}`).toBe(1);
     const linkBox = (await nav('Webhooks').boundingBox())!;
@@ -125,7 +141,9 @@ describe('webhooks in a browser', () => {
     expect(middle).toBeLessThan(linkBox.y + linkBox.height);
 
     // Every event type the API knows is offered once, in its group, with a description.
-    const names = await page.getByRole('checkbox').evaluateAll((boxes) => boxes.map((box) => box.closest('label')?.querySelector('code')?.textContent ?? ''));
+    const names = await page
+      .getByRole('checkbox')
+      .evaluateAll((boxes) => boxes.map((box) => box.closest('label')?.querySelector('code')?.textContent ?? ''));
     expect([...names].sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());
     for (const [group, type] of [
       ['Money', 'balance.low'],
@@ -133,7 +151,12 @@ describe('webhooks in a browser', () => {
       ['Sessions', 'session.completed'],
       ['Keys', 'key.revoked'],
     ] as const) {
-      await expect(page.getByRole('group', { name: group, exact: true }).getByRole('checkbox', { name: new RegExp(`^${type.replace('.', '\\.')} `) }).count()).resolves.toBe(1);
+      await expect(
+        page
+          .getByRole('group', { name: group, exact: true })
+          .getByRole('checkbox', { name: new RegExp(`^${type.replace('.', '\\.')} `) })
+          .count(),
+      ).resolves.toBe(1);
     }
 
     await page.getByLabel('Endpoint URL').fill(`${receiver.url}${hookPath}`);
@@ -150,7 +173,8 @@ describe('webhooks in a browser', () => {
     secret = (await reveal.getByTestId('webhook-secret').textContent())?.trim() ?? '';
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/=]{32}$/);
     await expect(reveal.textContent()).resolves.toContain("It won't be shown again");
-    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) await expect(reveal.getByText(header, { exact: true }).count()).resolves.toBeGreaterThan(0);
+    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature'])
+      await expect(reveal.getByText(header, { exact: true }).count()).resolves.toBeGreaterThan(0);
     await expect(reveal.getByRole('button', { name: 'Copy secret' }).isVisible()).resolves.toBe(true);
 
     await row().getByText('Enabled', { exact: true }).waitFor();
@@ -172,7 +196,9 @@ describe('webhooks in a browser', () => {
   }, 60_000);
 
   it('"Send test event" reaches the receiver signed with that secret, and the log shows it succeeded', async () => {
-    await row().getByRole('button', { name: `Send test event to ${description}`, exact: true }).click();
+    await row()
+      .getByRole('button', { name: `Send test event to ${description}`, exact: true })
+      .click();
     await row().getByText('Test event queued').waitFor();
     await receivedCount(1);
     const first = at(hookPath)[0]!;
@@ -183,12 +209,17 @@ describe('webhooks in a browser', () => {
     // The send opened the log; Refresh shows how the delivery went.
     const log = row().getByTestId('delivery-log');
     await log.waitFor();
-    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), deliveryRows().first().getByText('Succeeded', { exact: true }));
+    await refreshUntil(
+      () => row().getByRole('button', { name: 'Refresh', exact: true }),
+      deliveryRows().first().getByText('Succeeded', { exact: true }),
+    );
     const delivered = deliveryRows().first();
     await expect(delivered.getByText('webhook.test', { exact: true }).isVisible()).resolves.toBe(true);
     await expect(delivered.getByTestId('delivery-attempts').textContent()).resolves.toBe('1');
     await expect(delivered.getByTestId('delivery-answer').textContent()).resolves.toBe('HTTP 200');
-    await row().getByText(/last success /).waitFor();
+    await row()
+      .getByText(/last success /)
+      .waitFor();
 
     // The endpoint listens to key.revoked: revoking a key sends one, which the log lists too.
     const key = await call('/api/v1/keys', { method: 'POST', body: { name: 'to revoke' } });
@@ -196,16 +227,25 @@ describe('webhooks in a browser', () => {
     expectStatus(await call(`/api/v1/keys/${(key.body.key as { id: string }).id}`, { method: 'DELETE' }), 200);
     await receivedCount(2);
     expect(verify(secret, at(hookPath)[1]!)).toMatchObject({ type: 'key.revoked', data: { name: 'to revoke' } });
-    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), deliveryRows().filter({ hasText: 'key.revoked' }).getByText('Succeeded', { exact: true }));
+    await refreshUntil(
+      () => row().getByRole('button', { name: 'Refresh', exact: true }),
+      deliveryRows().filter({ hasText: 'key.revoked' }).getByText('Succeeded', { exact: true }),
+    );
     await expect(deliveryRows().count()).resolves.toBe(2);
   }, 60_000);
 
   it('a receiver answering 500 shows as failed after 3 attempts; once it recovers, Retry on that row succeeds', async () => {
     answers.set(hookPath, 500);
     const before = at(hookPath).length;
-    await row().getByRole('button', { name: `Send test event to ${description}`, exact: true }).click();
+    await row()
+      .getByRole('button', { name: `Send test event to ${description}`, exact: true })
+      .click();
     await receivedCount(before + 3);
-    const failedIds = new Set(at(hookPath).slice(before).map((r) => String(r.headers['webhook-id'])));
+    const failedIds = new Set(
+      at(hookPath)
+        .slice(before)
+        .map((r) => String(r.headers['webhook-id'])),
+    );
     expect(failedIds.size).toBe(1);
 
     const failed = deliveryRows().first();
@@ -221,10 +261,16 @@ describe('webhooks in a browser', () => {
     await expect(row().getByTestId('disabled-reason').textContent()).resolves.toContain('HTTP 500');
     await expect(row().getByText('Disabled', { exact: true }).isVisible()).resolves.toBe(true);
     await expect(failed.getByRole('button', { name: /^Retry/ }).isDisabled()).resolves.toBe(true);
-    await expect(row().getByRole('button', { name: `Send test event to ${description}`, exact: true }).isDisabled()).resolves.toBe(true);
+    await expect(
+      row()
+        .getByRole('button', { name: `Send test event to ${description}`, exact: true })
+        .isDisabled(),
+    ).resolves.toBe(true);
 
     answers.set(hookPath, 200);
-    await row().getByRole('button', { name: `Enable ${description}`, exact: true }).click();
+    await row()
+      .getByRole('button', { name: `Enable ${description}`, exact: true })
+      .click();
     await row().getByText('Enabled', { exact: true }).waitFor();
     await expect(row().getByTestId('disabled-reason').count()).resolves.toBe(0);
     await failed.getByRole('button', { name: /^Retry/ }).click();
@@ -253,7 +299,9 @@ describe('webhooks in a browser', () => {
     await expect(reveal.textContent()).resolves.toContain("It won't be shown again");
 
     const before = at(hookPath).length;
-    await row().getByRole('button', { name: `Send test event to ${description}`, exact: true }).click();
+    await row()
+      .getByRole('button', { name: `Send test event to ${description}`, exact: true })
+      .click();
     await receivedCount(before + 1);
     const request = at(hookPath)[before]!;
     expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
@@ -264,7 +312,10 @@ describe('webhooks in a browser', () => {
 
     await reveal.getByRole('button', { name: /I have stored it/ }).click();
     await expect(page.getByTestId('webhook-secret').count()).resolves.toBe(0);
-    await refreshUntil(() => row().getByRole('button', { name: 'Refresh', exact: true }), deliveryRows().first().getByText('Succeeded', { exact: true }));
+    await refreshUntil(
+      () => row().getByRole('button', { name: 'Refresh', exact: true }),
+      deliveryRows().first().getByText('Succeeded', { exact: true }),
+    );
     await expect(deliveryRows().count()).resolves.toBe(4);
     // From the top, so the sticky top bar sits at the top of the full-page picture.
     await page.evaluate('window.scrollTo(0, 0)');
@@ -287,12 +338,20 @@ describe('webhooks in a browser', () => {
   }, 60_000);
 
   it('the owner disables the endpoint, then deletes it after confirming', async () => {
-    await row().getByRole('button', { name: `Disable ${description}`, exact: true }).click();
+    await row()
+      .getByRole('button', { name: `Disable ${description}`, exact: true })
+      .click();
     await row().getByText('Disabled', { exact: true }).waitFor();
     await row().getByText('Disabled: disabled by the account.').waitFor();
-    await expect(row().getByRole('button', { name: `Send test event to ${description}`, exact: true }).isDisabled()).resolves.toBe(true);
+    await expect(
+      row()
+        .getByRole('button', { name: `Send test event to ${description}`, exact: true })
+        .isDisabled(),
+    ).resolves.toBe(true);
     const listed = await call('/api/v1/webhooks');
-    expect(listed.body.webhooks).toEqual([expect.objectContaining({ id: endpointId, status: 'disabled', disabledReason: 'disabled by the account' })]);
+    expect(listed.body.webhooks).toEqual([
+      expect.objectContaining({ id: endpointId, status: 'disabled', disabledReason: 'disabled by the account' }),
+    ]);
     // Disabled, nothing is sent: a revoked key's event does not reach the receiver.
     const before = at(hookPath).length;
     const key = await call('/api/v1/keys', { method: 'POST', body: { name: 'revoked while disabled' } });

@@ -4,14 +4,35 @@ import { assertPublicHost, classifyAddress, guardedLookup, isPrivateAddress, Pri
 
 /** Non-public IPv4 ranges (IANA special-purpose registry), written out here rather than read from the code under test. */
 const PRIVATE_V4: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ];
 /** Non-public IPv6 ranges, whatever the rest of the address. */
 const PRIVATE_V6: [string, number][] = [
-  ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001::', 32], ['2001:db8::', 32], ['2001:2::', 48],
-  ['64:ff9b:1::', 48], ['100::', 64], ['4000::', 2], ['8000::', 1],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+  ['2001::', 32],
+  ['2001:db8::', 32],
+  ['2001:2::', 48],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['4000::', 2],
+  ['8000::', 1],
 ];
 
 const v4ToInt = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
@@ -99,13 +120,19 @@ describe('address classification (the SSRF guard of the proxy and of webhooks)',
 
   it('refuses every address of every non-public IPv4 range', () => {
     for (const range of PRIVATE_V4) {
-      fc.assert(fc.property(v4InRange(range), (a) => isPrivateAddress(a)), { numRuns: 200 });
+      fc.assert(
+        fc.property(v4InRange(range), (a) => isPrivateAddress(a)),
+        { numRuns: 200 },
+      );
     }
   });
 
   it('refuses every address of every non-public IPv6 range', () => {
     for (const range of PRIVATE_V6) {
-      fc.assert(fc.property(v6InRange(range), (a) => isPrivateAddress(a)), { numRuns: 200 });
+      fc.assert(
+        fc.property(v6InRange(range), (a) => isPrivateAddress(a)),
+        { numRuns: 200 },
+      );
     }
   });
 

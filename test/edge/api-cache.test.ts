@@ -65,7 +65,8 @@ describe('the proxy caches API rows in-process, evicted by operator changes', ()
     const path = `/api/v1/proxy/${later}/x`;
     const before = await rawRequest(edges[0]!, { method: 'GET', path, headers: { 'x-api-key': account.fullKey } });
     expect(before.status, before.body.toString()).toBe(404);
-    await apps[0]!.deps.sql`insert into apis (id, name, provider, base_url, source) values (${later}, 'Later', 'example.test', ${`${upstream.url}/base`}, 'operator')`;
+    await apps[0]!.deps
+      .sql`insert into apis (id, name, provider, base_url, source) values (${later}, 'Later', 'example.test', ${`${upstream.url}/base`}, 'operator')`;
     const after = await rawRequest(edges[0]!, { method: 'GET', path, headers: { 'x-api-key': account.fullKey } });
     expect(after.status, after.body.toString()).toBe(200);
   });

@@ -52,7 +52,8 @@ describe('approvers', () => {
 
   const invite = (email: string, headers: Record<string, string> = bearer(owner.fullKey)) =>
     app.inject({ method: 'POST', url: '/api/v1/members', headers, payload: { email } });
-  const accept = (token: string, password = TEST_PASSWORD) => app.inject({ method: 'POST', url: '/api/auth/accept-invite', payload: { token, password } });
+  const accept = (token: string, password = TEST_PASSWORD) =>
+    app.inject({ method: 'POST', url: '/api/auth/accept-invite', payload: { token, password } });
   const invitationTo = (email: string, after = 0) =>
     mail.waitFor((message) => recipientOf(message).includes(email) && mail.messages.indexOf(message) >= after);
 
@@ -68,12 +69,22 @@ describe('approvers', () => {
   async function sessionAtApproval(): Promise<string> {
     const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
     const started = expectOk<{ session: { sessionId: string } }>(
-      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(owner.fullKey), payload: { selectedApis } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: bearer(owner.fullKey),
+        payload: { selectedApis },
+      }),
       201,
     );
     const id = started.session.sessionId;
     const agent = (stepId: string, resultData: unknown) =>
-      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: bearer(owner.fullKey), payload: { stepId, resultData } as object });
+      app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+        headers: bearer(owner.fullKey),
+        payload: { stepId, resultData } as object,
+      });
     expectOk(await agent('fetch-forecast', { location: { lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }));
     expectOk(await agent('draft-message', { message: `Gale warning ${id}.`, recipients: ['+4712345678'] }));
     return id;
@@ -98,7 +109,9 @@ describe('approvers', () => {
     expect(message.html).toContain(`href="${link}"`);
 
     const listed = await app.inject({ method: 'GET', url: '/api/v1/members', headers: bearer(owner.fullKey) });
-    expect(expectOk<{ members: { email: string; status: string }[] }>(listed).members).toEqual([expect.objectContaining({ email, status: 'invited' })]);
+    expect(expectOk<{ members: { email: string; status: string }[] }>(listed).members).toEqual([
+      expect.objectContaining({ email, status: 'invited' }),
+    ]);
     expect(listed.body).not.toContain(token);
     const queue = new Queue(emailJob.queue, { connection: workerRedis, prefix: redisPrefix });
     const jobs = await queue.getJobs(['completed', 'waiting', 'active', 'failed']);
@@ -150,7 +163,9 @@ describe('approvers', () => {
     };
     expect(shape(await invite(someone.email))).toEqual(shape(await invite(stranger)));
     const approver = await newApprover();
-    expect(shape(await invite(approver.email, bearer(someone.fullKey)))).toEqual(shape(await invite(`${uniqueId('nobody')}@example.test`, bearer(someone.fullKey))));
+    expect(shape(await invite(approver.email, bearer(someone.fullKey)))).toEqual(
+      shape(await invite(`${uniqueId('nobody')}@example.test`, bearer(someone.fullKey))),
+    );
   });
 
   it('one login, many accounts: an address that signs in accepts with its own password and switches between its accounts', async () => {
@@ -172,11 +187,18 @@ describe('approvers', () => {
       account: { id: owner.accountId },
       role: 'approver',
       member: { id: member.id },
-      accounts: [{ ...choices[0], current: false }, { ...choices[1], current: true }],
+      accounts: [
+        { ...choices[0], current: false },
+        { ...choices[1], current: true },
+      ],
     });
     // Signing in opens the account they own; the approver's account is one switch away.
     const signedIn = await loginUser(app, person);
-    expect(await me(signedIn.cookie)).toMatchObject({ account: { id: person.accountId }, role: 'owner', accounts: [{ current: true }, { current: false }] });
+    expect(await me(signedIn.cookie)).toMatchObject({
+      account: { id: person.accountId },
+      role: 'owner',
+      accounts: [{ current: true }, { current: false }],
+    });
     const switchTo = (session: BrowserSession, accountId: string) =>
       app.inject({ method: 'POST', url: '/api/auth/switch-account', headers: session.writeHeaders, payload: { accountId } });
     const switched = await switchTo(signedIn, owner.accountId);
@@ -189,7 +211,12 @@ describe('approvers', () => {
     const stranger = await registerUser(app);
     expectError(await switchTo(asApprover, stranger.accountId), 404, 'not_found');
     expectError(
-      await app.inject({ method: 'POST', url: '/api/auth/switch-account', headers: { cookie: asApprover.cookie }, payload: { accountId: person.accountId } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/auth/switch-account',
+        headers: { cookie: asApprover.cookie },
+        payload: { accountId: person.accountId },
+      }),
       403,
       'csrf_failed',
     );
@@ -234,10 +261,22 @@ describe('approvers', () => {
       expect(body.error).toContain('2 invitation e-mails');
       expect(body.hint).toContain('INVITES_PER_ACCOUNT_PER_DAY');
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(86_000);
-      expectError(await capped.inject({ method: 'POST', url: `/api/v1/members/${member.id}/resend-invite`, headers: bearer(someone.fullKey) }), 429, 'rate_limited');
+      expectError(
+        await capped.inject({ method: 'POST', url: `/api/v1/members/${member.id}/resend-invite`, headers: bearer(someone.fullKey) }),
+        429,
+        'rate_limited',
+      );
       // Another account's allowance is its own.
       const other = await registerUser(capped);
-      expectOk(await capped.inject({ method: 'POST', url: '/api/v1/members', headers: bearer(other.fullKey), payload: { email: `${uniqueId('cap')}@example.test` } }), 201);
+      expectOk(
+        await capped.inject({
+          method: 'POST',
+          url: '/api/v1/members',
+          headers: bearer(other.fullKey),
+          payload: { email: `${uniqueId('cap')}@example.test` },
+        }),
+        201,
+      );
     } finally {
       await capped.close();
     }
@@ -268,7 +307,12 @@ describe('approvers', () => {
   it('an approver cannot create keys, top up, read usage or the balance, manage members, or use the directory', async () => {
     const { session } = await newApprover();
     const as = (method: string, url: string, payload?: object) =>
-      app.inject({ method: method as 'GET', url, headers: method === 'GET' ? { cookie: session.cookie } : session.writeHeaders, ...(payload ? { payload } : {}) });
+      app.inject({
+        method: method as 'GET',
+        url,
+        headers: method === 'GET' ? { cookie: session.cookie } : session.writeHeaders,
+        ...(payload ? { payload } : {}),
+      });
     expectError(await as('POST', '/api/v1/keys', { name: 'mine' }), 403, 'approver_forbidden');
     expectError(await as('GET', '/api/v1/keys'), 403, 'approver_forbidden');
     expectError(await as('POST', '/api/v1/agent-keys', { name: 'mine' }), 403, 'approver_forbidden');
@@ -328,7 +372,12 @@ describe('approvers', () => {
     expectError(await assign(first.id, second.session.writeHeaders), 403, 'approver_forbidden');
     expectError(await assign('mbr_0000000000000000'), 404, 'not_found');
     expectError(
-      await app.inject({ method: 'PUT', url: `/api/v1/cookbooks/sessions/${id}/steps/send-sms/assignee`, headers: bearer(owner.fullKey), payload: { memberId: first.id } }),
+      await app.inject({
+        method: 'PUT',
+        url: `/api/v1/cookbooks/sessions/${id}/steps/send-sms/assignee`,
+        headers: bearer(owner.fullKey),
+        payload: { memberId: first.id },
+      }),
       409,
       'conflict',
     );
@@ -338,7 +387,12 @@ describe('approvers', () => {
     expect((await pendingFor(first.session)).find((s) => s.sessionId === id)?.assignee).toEqual({ id: first.id, email: first.email });
     expect((await pendingFor(ownerSession)).find((s) => s.sessionId === id)?.assignee?.email).toBe(first.email);
     const completeAs = (session: BrowserSession) =>
-      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: session.writeHeaders, payload: { stepId: 'approve-wording', resultData: { approved: true } } });
+      app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+        headers: session.writeHeaders,
+        payload: { stepId: 'approve-wording', resultData: { approved: true } },
+      });
     expectError(await completeAs(second.session), 403, 'step_assigned_elsewhere');
 
     expect(expectOk<{ assignee: null }>(await assign(null)).assignee).toBeNull();
@@ -354,10 +408,18 @@ describe('approvers', () => {
     expect(stream.response.statusCode).toBe(200);
     await stream.waitFor(1);
     expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/members/${removed.id}`, headers: bearer(owner.fullKey) }));
-    expectError(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: removed.session.cookie } }), 401, 'invalid_session');
+    expectError(
+      await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: removed.session.cookie } }),
+      401,
+      'invalid_session',
+    );
     await stream.ended;
     expect(stream.events.at(-1)).toMatchObject({ event: 'stream.closed', data: { code: 'invalid_session' } });
-    expectError(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: removed.email, password: TEST_PASSWORD } }), 401, 'invalid_credentials');
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: removed.email, password: TEST_PASSWORD } }),
+      401,
+      'invalid_credentials',
+    );
     expectError(await app.inject({ method: 'DELETE', url: `/api/v1/members/${removed.id}`, headers: bearer(owner.fullKey) }), 404, 'not_found');
 
     const email = `${uniqueId('resend')}@example.test`;
@@ -378,22 +440,37 @@ describe('approvers', () => {
     const approverEmail = `${uniqueId('news')}@example.test`;
     expectOk(await app.inject({ method: 'POST', url: '/api/v1/members', headers: bearer(owner.fullKey), payload: { email: approverEmail } }), 201);
     const { token } = inviteLinkIn(await mail.waitFor((m) => recipientOf(m).includes(approverEmail)));
-    const approver = browserSessionFrom(app, await app.inject({ method: 'POST', url: '/api/auth/accept-invite', payload: { token, password: TEST_PASSWORD } }));
+    const approver = browserSessionFrom(
+      app,
+      await app.inject({ method: 'POST', url: '/api/auth/accept-invite', payload: { token, password: TEST_PASSWORD } }),
+    );
 
     const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
     const started = expectOk<{ session: { sessionId: string } }>(
-      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(owner.fullKey), payload: { selectedApis } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: bearer(owner.fullKey),
+        payload: { selectedApis },
+      }),
       201,
     );
     const id = started.session.sessionId;
     const agent = (stepId: string, resultData: unknown) =>
-      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: bearer(owner.fullKey), payload: { stepId, resultData } as object });
+      app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+        headers: bearer(owner.fullKey),
+        payload: { stepId, resultData } as object,
+      });
     expectOk(await agent('fetch-forecast', { location: { lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }));
     expectOk(await agent('draft-message', { message: 'Gale tonight.', recipients: ['+4712345678'] }));
 
     const link = `${publicUrl}/inbox?session=${encodeURIComponent(id)}&step=approve-wording`;
     for (const person of [owner.email, approverEmail]) {
-      const waiting = await mail.waitFor((m) => recipientOf(m).includes(person) && (m.text ?? '').includes(id) && m.subject?.startsWith('Waiting for you') === true);
+      const waiting = await mail.waitFor(
+        (m) => recipientOf(m).includes(person) && (m.text ?? '').includes(id) && m.subject?.startsWith('Waiting for you') === true,
+      );
       expect(waiting.subject).toBe('Waiting for you: A person approves the wording (Severe-weather alert by SMS, approved by a human)');
       expect(waiting.text).toContain(link);
       // What the agent drafted stays behind the sign-in.
@@ -408,7 +485,9 @@ describe('approvers', () => {
         payload: { stepId: 'approve-wording', resultData: {}, decision: 'reject', note: 'Not severe enough.' },
       }),
     );
-    const rejected = await mail.waitFor((m) => recipientOf(m).includes(owner.email) && m.subject?.startsWith('Rejected') === true && (m.text ?? '').includes(id));
+    const rejected = await mail.waitFor(
+      (m) => recipientOf(m).includes(owner.email) && m.subject?.startsWith('Rejected') === true && (m.text ?? '').includes(id),
+    );
     expect(rejected.text).toContain(`${approverEmail} rejected`);
     expect(rejected.text).toContain('Their note: Not severe enough.');
     expect(rejected.text).toContain(`${publicUrl}/sessions/${encodeURIComponent(id)}`);

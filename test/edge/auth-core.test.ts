@@ -82,7 +82,11 @@ describe('key authentication on a route that requires it', () => {
 
   it('answers 402 with balance and cost for a valid key whose balance is below the price (auth table row 402)', async () => {
     const broke = await createTestAccount(app.deps.sql);
-    const body = expectError(await app.inject({ method: 'GET', url: '/api/v1/__test/priced', headers: bearer(broke.fullKey) }), 402, 'insufficient_balance');
+    const body = expectError(
+      await app.inject({ method: 'GET', url: '/api/v1/__test/priced', headers: bearer(broke.fullKey) }),
+      402,
+      'insufficient_balance',
+    );
     expect(body).toMatchObject({ balance: 0, cost: 0.01 });
     const funded = await createTestAccount(app.deps.sql, { balanceMicros: 10_000n });
     const res = await app.inject({ method: 'GET', url: '/api/v1/__test/priced', headers: bearer(funded.fullKey) });

@@ -44,7 +44,16 @@ describe('balance and sandbox top-ups', () => {
       expectError(res, 400);
     }
     expectError(await topUp(account.fullKey, {}), 400, 'validation_failed');
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: { ...bearer(account.fullKey), 'content-type': 'application/json' }, payload: '{"amount":' }), 400, 'invalid_json');
+    expectError(
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/balance',
+        headers: { ...bearer(account.fullKey), 'content-type': 'application/json' },
+        payload: '{"amount":',
+      }),
+      400,
+      'invalid_json',
+    );
     expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey) }), 400, 'body_missing');
     expect((await ledgerSum(account.accountId)).balance).toBe(0n);
   });
@@ -95,7 +104,11 @@ describe('balance and sandbox top-ups', () => {
     const live = await createTestApp({ BILLING_MODE: 'live' });
     try {
       const account = await createTestAccount(live.deps.sql);
-      const body = expectError(await live.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 5 } }), 403, 'live_billing');
+      const body = expectError(
+        await live.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 5 } }),
+        403,
+        'live_billing',
+      );
       expect(body.hint).toBeTruthy();
     } finally {
       await live.close();

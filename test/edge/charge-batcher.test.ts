@@ -21,7 +21,9 @@ async function ledgerState(accountId: string) {
 /** Fires `perAccount` charges of `cost` at every account at once, interleaved across accounts. */
 function burst(batcher: ChargeBatcher, accounts: TestAccount[], perAccount: number, cost: bigint) {
   return Promise.all(
-    Array.from({ length: perAccount }, () => accounts.map((a) => batcher.charge({ accountId: a.accountId, keyId: a.keyId, costMicros: cost, item: 'proxy', apiId: 'batch-test' }))).flat(),
+    Array.from({ length: perAccount }, () =>
+      accounts.map((a) => batcher.charge({ accountId: a.accountId, keyId: a.keyId, costMicros: cost, item: 'proxy', apiId: 'batch-test' })),
+    ).flat(),
   );
 }
 
@@ -157,7 +159,9 @@ describe('charge batcher (group commit)', () => {
   it('charges each call alone with CHARGE_BATCH_MAX=1, and keeps spend-limited agent keys on their own transaction', async () => {
     const account = await createTestAccount(sql, { balanceMicros: 100_000n });
     const single = new ChargeBatcher(sql, { maxBatch: 1, maxInFlight: 4, log });
-    const results = await Promise.all(Array.from({ length: 5 }, () => single.charge({ accountId: account.accountId, costMicros: 1_000n, item: 'proxy' })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => single.charge({ accountId: account.accountId, costMicros: 1_000n, item: 'proxy' })),
+    );
     expect(results.every((r) => r.ok)).toBe(true);
     expect(single.stats.statements).toBe(0);
 
@@ -165,7 +169,9 @@ describe('charge batcher (group commit)', () => {
     await sql`update api_keys set spend_limit_micros = 2000 where id = ${agent.keyId}`;
     const batcher = new ChargeBatcher(sql, { maxBatch: 64, maxInFlight: 4, log });
     const limited = await Promise.all(
-      Array.from({ length: 4 }, () => batcher.charge({ accountId: agent.accountId, keyId: agent.keyId, spendLimited: true, costMicros: 1_000n, item: 'proxy' })),
+      Array.from({ length: 4 }, () =>
+        batcher.charge({ accountId: agent.accountId, keyId: agent.keyId, spendLimited: true, costMicros: 1_000n, item: 'proxy' }),
+      ),
     );
     expect(limited.filter((r) => r.ok)).toHaveLength(2);
     expect(limited.find((r) => !r.ok)).toMatchObject({ reason: 'spend_limit_exceeded' });

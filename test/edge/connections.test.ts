@@ -20,7 +20,13 @@ describe('connections (bring your own key)', () => {
     app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix });
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    apiId = await registerApi({ baseUrl: upstream.url, price: '0.01', byokPrice: '0.001', auth: 'header:X-Upstream-Key', platformKey: 'platform-key-000000' });
+    apiId = await registerApi({
+      baseUrl: upstream.url,
+      price: '0.01',
+      byokPrice: '0.001',
+      auth: 'header:X-Upstream-Key',
+      platformKey: 'platform-key-000000',
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -37,17 +43,24 @@ describe('connections (bring your own key)', () => {
     expect(platformCall.headers['x-service-cost']).toBe('0.01');
     expect(upstream.seen[before]!.headers['x-upstream-key']).toBe('platform-key-000000');
 
-    const created = expectOk<{ connection: { apiId: string; keyHint: string; createdAt: string } }>(await connect(account.fullKey, apiId, { apiKey: BYO }), 201);
+    const created = expectOk<{ connection: { apiId: string; keyHint: string; createdAt: string } }>(
+      await connect(account.fullKey, apiId, { apiKey: BYO }),
+      201,
+    );
     expect(created.connection).toMatchObject({ apiId, keyHint: '…9876' });
     expect(JSON.stringify(created)).not.toContain(BYO);
 
-    const [row] = await app.deps.sql<{ key_encrypted: Buffer }[]>`select key_encrypted from connections where account_id = ${account.accountId} and api_id = ${apiId}`;
+    const [row] = await app.deps.sql<
+      { key_encrypted: Buffer }[]
+    >`select key_encrypted from connections where account_id = ${account.accountId} and api_id = ${apiId}`;
     expect(row!.key_encrypted.includes(Buffer.from(BYO))).toBe(false);
     expect(openSecret(app.deps.settings.CONNECTIONS_MASTER_KEY, row!.key_encrypted, connectionContext(account.accountId, apiId))).toBe(BYO);
     // Bound to its row: the same blob does not open as another account's connection.
     expect(() => openSecret(app.deps.settings.CONNECTIONS_MASTER_KEY, row!.key_encrypted, connectionContext(account.accountId, 'other'))).toThrow();
 
-    const list = expectOk<{ connections: Array<{ apiId: string; keyHint: string }> }>(await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(account.fullKey) }));
+    const list = expectOk<{ connections: Array<{ apiId: string; keyHint: string }> }>(
+      await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(account.fullKey) }),
+    );
     expect(list.connections).toEqual([expect.objectContaining({ apiId, keyHint: '…9876' })]);
     expect(JSON.stringify(list)).not.toContain(BYO);
 
@@ -58,10 +71,14 @@ describe('connections (bring your own key)', () => {
 
     // Replacing keeps one connection; disconnecting falls back to the platform key.
     expectOk(await connect(account.fullKey, apiId, { apiKey: 'second-key-zzzz-1111' }), 201);
-    const removed = expectOk<{ connection: { keyHint: string } }>(await app.inject({ method: 'DELETE', url: `/api/v1/connect/${apiId}`, headers: bearer(account.fullKey) }));
+    const removed = expectOk<{ connection: { keyHint: string } }>(
+      await app.inject({ method: 'DELETE', url: `/api/v1/connect/${apiId}`, headers: bearer(account.fullKey) }),
+    );
     expect(removed.connection.keyHint).toBe('…1111');
     expectError(await app.inject({ method: 'DELETE', url: `/api/v1/connect/${apiId}`, headers: bearer(account.fullKey) }), 404, 'not_found');
-    expect(expectOk<{ connections: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(account.fullKey) })).connections).toEqual([]);
+    expect(
+      expectOk<{ connections: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(account.fullKey) })).connections,
+    ).toEqual([]);
     await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${apiId}/x`, headers: { 'x-api-key': account.fullKey } });
     expect(upstream.seen.at(-1)!.headers['x-upstream-key']).toBe('platform-key-000000');
   });
@@ -70,11 +87,13 @@ describe('connections (bring your own key)', () => {
     const a = await createTestAccount(app.deps.sql);
     const b = await createTestAccount(app.deps.sql);
     expectOk(await connect(a.fullKey, apiId, { apiKey: 'a-key-123456789' }), 201);
-    expect(expectOk<{ connections: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(b.fullKey) })).connections).toEqual([]);
+    expect(
+      expectOk<{ connections: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/apis', headers: bearer(b.fullKey) })).connections,
+    ).toEqual([]);
     expectError(await app.inject({ method: 'DELETE', url: `/api/v1/connect/${apiId}`, headers: bearer(b.fullKey) }), 404);
   });
 
-  it('remembers a caller\'s connection in each edge without a query per call, and every edge forgets it within a second when it changes', async () => {
+  it("remembers a caller's connection in each edge without a query per call, and every edge forgets it within a second when it changes", async () => {
     const other = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix });
     try {
       await other.listen({ host: '127.0.0.1', port: 0 });

@@ -92,13 +92,19 @@ describe('every shipped cookbook: a human step ends only by a decision', async (
   const start = async (cookbook: Cookbook): Promise<Session> => {
     const selectedApis: Record<string, string> = {};
     for (const slot of cookbook.slots) if (slot.required) selectedApis[slot.name] = await createTestApi(app.deps.sql, slot.name);
-    const res = await app.inject({ method: 'POST', url: `/api/v1/cookbooks/${cookbook.id}/start`, headers: bearer(agentKey), payload: { selectedApis } });
+    const res = await app.inject({
+      method: 'POST',
+      url: `/api/v1/cookbooks/${cookbook.id}/start`,
+      headers: bearer(agentKey),
+      payload: { selectedApis },
+    });
     return expectOk<{ session: Session }>(res, 201).session;
   };
   const completeUrl = (session: Session) => `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`;
   const byAgent = (session: Session, stepId: string, resultData: Record<string, unknown>) =>
     app.inject({ method: 'POST', url: completeUrl(session), headers: bearer(agentKey), payload: { stepId, resultData } });
-  const byPerson = (session: Session, payload: Record<string, unknown>) => app.inject({ method: 'POST', url: completeUrl(session), headers: browser.writeHeaders, payload });
+  const byPerson = (session: Session, payload: Record<string, unknown>) =>
+    app.inject({ method: 'POST', url: completeUrl(session), headers: browser.writeHeaders, payload });
   const read = async (session: Session) =>
     expectOk<{ session: Session & { steps: { stepId: string; status: string; decision: string | null }[] } }>(
       await app.inject({ method: 'GET', url: `/api/v1/cookbooks/sessions/${session.sessionId}`, headers: bearer(agentKey) }),
@@ -131,7 +137,11 @@ describe('every shipped cookbook: a human step ends only by a decision', async (
         // "Not approved" is no approval: refused before the workflow, pointing at the decisions.
         for (const field of approvalFields(step)) {
           for (const decision of [undefined, 'approve']) {
-            const body = expectError(await byPerson(session, { stepId: step.stepId, resultData: { ...approval, [field]: false }, ...(decision ? { decision } : {}) }), 400, 'validation_failed');
+            const body = expectError(
+              await byPerson(session, { stepId: step.stepId, resultData: { ...approval, [field]: false }, ...(decision ? { decision } : {}) }),
+              400,
+              'validation_failed',
+            );
             expect(body.hint).toMatch(step.decisions?.reject ? /"reject"/ : /inputSchema/);
           }
         }
@@ -150,16 +160,23 @@ describe('every shipped cookbook: a human step ends only by a decision', async (
           session = await runAgentSteps(cookbook, sentBack.session);
           expect(session.currentStep).toBe(step.stepId);
         } else {
-          expectError(await byPerson(session, { stepId: step.stepId, resultData: {}, decision: 'request_changes', note: 'x' }), 400, 'validation_failed');
+          expectError(
+            await byPerson(session, { stepId: step.stepId, resultData: {}, decision: 'request_changes', note: 'x' }),
+            400,
+            'validation_failed',
+          );
         }
 
         if (step.decisions?.reject) {
           // Rejecting ends this session as rejected, without the later steps; a second session goes on to approve.
-          const rejected = expectOk<{ session: Session; nextStep: null }>(await byPerson(session, { stepId: step.stepId, resultData: {}, decision: 'reject', note: 'Not this one.' }));
+          const rejected = expectOk<{ session: Session; nextStep: null }>(
+            await byPerson(session, { stepId: step.stepId, resultData: {}, decision: 'reject', note: 'Not this one.' }),
+          );
           expect(rejected).toMatchObject({ session: { status: 'completed', currentStep: null, outcome: 'rejected' }, nextStep: null });
           const after = await read(session);
           expect(after.steps.find((row) => row.stepId === step.stepId)).toMatchObject({ status: 'completed', decision: 'reject' });
-          for (const later of cookbook.steps.slice(position + 1)) expect(after.steps.find((row) => row.stepId === later.stepId)?.status).toBe('upcoming');
+          for (const later of cookbook.steps.slice(position + 1))
+            expect(after.steps.find((row) => row.stepId === later.stepId)?.status).toBe('upcoming');
           session = await runAgentSteps(cookbook, await start(cookbook));
           expect(session.currentStep).toBe(step.stepId);
         } else {

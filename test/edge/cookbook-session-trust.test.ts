@@ -64,10 +64,20 @@ describe('cookbook sessions: trust', () => {
 
   const auth = (fullKey: string) => bearer(fullKey);
   const start = (fullKey: string, headers: Record<string, string> = {}) =>
-    app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: { ...auth(fullKey), ...headers }, payload: { selectedApis: { weather: weatherApi, sms: smsApi } } });
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/cookbooks/weather-alert-sms/start',
+      headers: { ...auth(fullKey), ...headers },
+      payload: { selectedApis: { weather: weatherApi, sms: smsApi } },
+    });
   const startWeather = async (fullKey: string) => expectOk<{ session: Session }>(await start(fullKey), 201).session;
   const complete = (fullKey: string, sessionId: string, stepId: string, resultData: unknown) =>
-    app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`, headers: auth(fullKey), payload: { stepId, resultData } as object });
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`,
+      headers: auth(fullKey),
+      payload: { stepId, resultData } as object,
+    });
   const cancel = (fullKey: string, sessionId: string, payload?: string) =>
     app.inject({
       method: 'POST',
@@ -77,7 +87,10 @@ describe('cookbook sessions: trust', () => {
     });
   const get = (fullKey: string, url: string) => app.inject({ method: 'GET', url, headers: auth(fullKey) });
   const newAgentKey = async (owner: TestAccount, name: string) =>
-    expectOk<{ fullKey: string; agentKey: { id: string } }>(await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth(owner.fullKey), payload: { name } }), 201);
+    expectOk<{ fullKey: string; agentKey: { id: string } }>(
+      await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth(owner.fullKey), payload: { name } }),
+      201,
+    );
 
   it('refuses a lone surrogate or NUL in resultData, a cancel reason or a slot name with 400 naming the field, and the session goes on', async () => {
     const owner = await createTestAccount(app.deps.sql);
@@ -87,15 +100,28 @@ describe('cookbook sessions: trust', () => {
     // Written as JSON text: JSON.stringify escapes a lone surrogate the same way.
     const resultData = JSON.stringify(FORECAST).replace('"Oslo"', '"Oslo \\ud800"');
     const began = Date.now();
-    const lone = expectError(await app.inject({ method: 'POST', url, headers, payload: `{"stepId": "fetch-forecast", "resultData": ${resultData}}` }), 400, 'validation_failed');
+    const lone = expectError(
+      await app.inject({ method: 'POST', url, headers, payload: `{"stepId": "fetch-forecast", "resultData": ${resultData}}` }),
+      400,
+      'validation_failed',
+    );
     expect(lone.hint).toContain('resultData.location.name');
     expect(Date.now() - began).toBeLessThan(3_000);
-    const nul = expectError(await app.inject({ method: 'POST', url, headers, payload: `{"stepId": "fetch-forecast", "resultData": {"\\u0000": 1}}` }), 400, 'validation_failed');
+    const nul = expectError(
+      await app.inject({ method: 'POST', url, headers, payload: `{"stepId": "fetch-forecast", "resultData": {"\\u0000": 1}}` }),
+      400,
+      'validation_failed',
+    );
     expect(nul.hint).toContain('a key of resultData');
     const reason = expectError(await cancel(owner.fullKey, session.sessionId, '{"reason": "\\udc00"}'), 400, 'validation_failed');
     expect(reason.hint).toContain('reason');
     const slot = expectError(
-      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers, payload: `{"selectedApis": {"weather\\ud800": "${weatherApi}"}}` }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers,
+        payload: `{"selectedApis": {"weather\\ud800": "${weatherApi}"}}`,
+      }),
       400,
       'validation_failed',
     );
@@ -166,7 +192,12 @@ describe('cookbook sessions: trust', () => {
     const owner = await createTestAccount(app.deps.sql);
     const register = async () =>
       expectOk<{ webhook: { id: string } }>(
-        await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: auth(owner.fullKey), payload: { url: 'http://127.0.0.1:9/hooks', eventTypes: ['webhook.test'] } }),
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/webhooks',
+          headers: auth(owner.fullKey),
+          payload: { url: 'http://127.0.0.1:9/hooks', eventTypes: ['webhook.test'] },
+        }),
         201,
       ).webhook.id;
     const [one, two] = [await register(), await register()];
@@ -184,7 +215,12 @@ describe('cookbook sessions: trust', () => {
     // Another account has its own budget.
     const other = await createTestAccount(app.deps.sql);
     const otherHook = expectOk<{ webhook: { id: string } }>(
-      await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: auth(other.fullKey), payload: { url: 'http://127.0.0.1:9/hooks', eventTypes: ['webhook.test'] } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: auth(other.fullKey),
+        payload: { url: 'http://127.0.0.1:9/hooks', eventTypes: ['webhook.test'] },
+      }),
       201,
     ).webhook.id;
     expectOk(await app.inject({ method: 'POST', url: `/api/v1/webhooks/${otherHook}/test`, headers: auth(other.fullKey) }), 202);
@@ -203,7 +239,8 @@ describe('cookbook sessions: trust', () => {
     expectOk(await complete(alice.fullKey, aliceSession.sessionId, 'fetch-forecast', FORECAST));
     expectOk(await complete(alice.fullKey, aliceSession.sessionId, 'draft-message', DRAFT));
 
-    for (const path of ['', '/step', '/human-steps', '/events', '/event-log']) expectError(await get(bob.fullKey, `${base}${path}`), 404, 'not_found');
+    for (const path of ['', '/step', '/human-steps', '/events', '/event-log'])
+      expectError(await get(bob.fullKey, `${base}${path}`), 404, 'not_found');
     expectError(await complete(bob.fullKey, aliceSession.sessionId, 'approve-wording', { approved: true }), 404, 'not_found');
     expectError(await cancel(bob.fullKey, aliceSession.sessionId), 404, 'not_found');
     const ids = async (fullKey: string, url: string, field: 'sessions' | 'humanSteps') =>
@@ -217,7 +254,9 @@ describe('cookbook sessions: trust', () => {
     // Alice still has her own; the account's API key sees and lists both.
     expect(await ids(alice.fullKey, '/api/v1/cookbooks/sessions', 'sessions')).toEqual([aliceSession.sessionId]);
     expect(await ids(alice.fullKey, '/api/v1/me/human-steps', 'humanSteps')).toEqual([aliceSession.sessionId]);
-    expect((await ids(owner.fullKey, '/api/v1/cookbooks/sessions', 'sessions')).sort()).toEqual([aliceSession.sessionId, bobSession.sessionId].sort());
+    expect((await ids(owner.fullKey, '/api/v1/cookbooks/sessions', 'sessions')).sort()).toEqual(
+      [aliceSession.sessionId, bobSession.sessionId].sort(),
+    );
     expectOk(await get(owner.fullKey, base));
     expect(expectOk<{ session: Session }>(await cancel(alice.fullKey, aliceSession.sessionId)).session.status).toBe('cancelled');
   });

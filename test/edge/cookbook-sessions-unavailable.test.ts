@@ -26,7 +26,10 @@ describe('cookbook sessions while Temporal is unreachable', () => {
       expect(body.hint).toContain('Retry');
       const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${who.accountId}`;
       expect(row!.n).toBe(0);
-      expect(expectOk<{ sessions: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/sessions', headers: bearer(who.fullKey) })).sessions).toEqual([]);
+      expect(
+        expectOk<{ sessions: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/sessions', headers: bearer(who.fullKey) }))
+          .sessions,
+      ).toEqual([]);
 
       // A session that exists answers 503 to a completion while its workflow cannot be reached.
       const sessionId = uniqueId('ses_');

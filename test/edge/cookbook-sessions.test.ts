@@ -43,7 +43,13 @@ describe('cookbook sessions over REST, on Temporal', () => {
   beforeAll(async () => {
     // Keys are not re-checked during the file: one test deletes an account (its keys go with it) and
     // follows its stream to the end; streams of dead keys closing is sse-limits.test.ts's subject.
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_HEARTBEAT_MS: '200', SSE_MAX_STREAMS_PER_ACCOUNT: '1000', SSE_KEY_RECHECK_MS: '300000' });
+    app = await createTestApp({
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      REDIS_PREFIX: redisPrefix,
+      SSE_HEARTBEAT_MS: '200',
+      SSE_MAX_STREAMS_PER_ACCOUNT: '1000',
+      SSE_KEY_RECHECK_MS: '300000',
+    });
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
@@ -66,14 +72,26 @@ describe('cookbook sessions over REST, on Temporal', () => {
   const startWeather = async (who: TestAccount = account) =>
     expectOk<{ session: Session }>(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, who), 201).session;
   const complete = (sessionId: string, stepId: string, resultData: unknown, who: TestAccount = account) =>
-    app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`, headers: auth(who), payload: { stepId, resultData } as object });
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`,
+      headers: auth(who),
+      payload: { stepId, resultData } as object,
+    });
   const get = (url: string, who: TestAccount = account) => app.inject({ method: 'GET', url, headers: auth(who) });
   const humanComplete = (sessionId: string, stepId: string, resultData: Record<string, unknown>) =>
-    app.deps.temporal.client.workflow.getHandle(workflowIdFor(sessionId)).executeUpdate(completeStepUpdate, { args: [{ stepId, resultData, actor: 'human' }] });
+    app.deps.temporal.client.workflow
+      .getHandle(workflowIdFor(sessionId))
+      .executeUpdate(completeStepUpdate, { args: [{ stepId, resultData, actor: 'human' }] });
 
   it('runs a whole session: agent steps, a pending human step, completion, with every event in order on the stream', async () => {
     const session = await startWeather();
-    expect(session).toMatchObject({ cookbookId: 'weather-alert-sms', status: 'running', currentStep: 'fetch-forecast', progress: { completed: 0, total: 4 } });
+    expect(session).toMatchObject({
+      cookbookId: 'weather-alert-sms',
+      status: 'running',
+      currentStep: 'fetch-forecast',
+      progress: { completed: 0, total: 4 },
+    });
     expect(session.sessionId).toMatch(/^ses_[a-f0-9]{24}$/);
     const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth());
     expect(stream.response.statusCode).toBe(200);
@@ -96,11 +114,29 @@ describe('cookbook sessions over REST, on Temporal', () => {
       await get(`/api/v1/cookbooks/sessions/${session.sessionId}/human-steps`),
     );
     expect(pending.humanSteps).toHaveLength(1);
-    expect(pending.humanSteps[0]).toMatchObject({ sessionId: session.sessionId, stepId: 'approve-wording', cookbookTitle: expect.stringContaining('SMS') });
+    expect(pending.humanSteps[0]).toMatchObject({
+      sessionId: session.sessionId,
+      stepId: 'approve-wording',
+      cookbookTitle: expect.stringContaining('SMS'),
+    });
     // The person is shown what they approve: the drafted SMS and its recipients, and where the alert is.
     expect((pending.humanSteps[0] as unknown as { context: unknown }).context).toEqual([
-      { stepId: 'draft-message', title: 'Draft the SMS wording', fields: [{ name: 'message', value: DRAFT.message }, { name: 'recipients', value: DRAFT.recipients }] },
-      { stepId: 'fetch-forecast', title: 'Fetch the forecast and active alerts', fields: [{ name: 'location', value: FORECAST.location }, { name: 'alerts', value: FORECAST.alerts }] },
+      {
+        stepId: 'draft-message',
+        title: 'Draft the SMS wording',
+        fields: [
+          { name: 'message', value: DRAFT.message },
+          { name: 'recipients', value: DRAFT.recipients },
+        ],
+      },
+      {
+        stepId: 'fetch-forecast',
+        title: 'Fetch the forecast and active alerts',
+        fields: [
+          { name: 'location', value: FORECAST.location },
+          { name: 'alerts', value: FORECAST.alerts },
+        ],
+      },
     ]);
     const inbox = expectOk<{ humanSteps: { sessionId: string; cookbookId: string }[] }>(await get('/api/v1/me/human-steps'));
     expect(inbox.humanSteps.filter((h) => h.sessionId === session.sessionId)).toEqual([expect.objectContaining({ cookbookId: 'weather-alert-sms' })]);
@@ -116,7 +152,9 @@ describe('cookbook sessions over REST, on Temporal', () => {
 
     // History, server-side: who completed each step (the key's name; the approval went straight to
     // Temporal here, so nobody is recorded for it), and the ended session in the ended list.
-    const done = expectOk<{ session: { steps: { stepId: string; completedByName: string | null }[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    const done = expectOk<{ session: { steps: { stepId: string; completedByName: string | null }[] } }>(
+      await get(`/api/v1/cookbooks/sessions/${session.sessionId}`),
+    );
     expect(done.session.steps.map((step) => [step.stepId, step.completedByName])).toEqual([
       ['fetch-forecast', 'test key'],
       ['draft-message', 'test key'],
@@ -132,7 +170,9 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expectError(await get('/api/v1/cookbooks/sessions?status=finished'), 400, 'validation_failed');
 
     await stream.ended;
-    expect(stream.events.map((e) => `${e.event}${(e.data as { stepId?: string }).stepId ? `:${(e.data as { stepId: string }).stepId}` : ''}`)).toEqual([
+    expect(
+      stream.events.map((e) => `${e.event}${(e.data as { stepId?: string }).stepId ? `:${(e.data as { stepId: string }).stepId}` : ''}`),
+    ).toEqual([
       'session.started',
       'step.started:fetch-forecast',
       'step.completed:fetch-forecast',
@@ -148,7 +188,9 @@ describe('cookbook sessions over REST, on Temporal', () => {
     ]);
     expect(stream.events.map((e) => e.id)).toEqual(stream.events.map((_, i) => `${i + 1}-0`));
 
-    const detail = expectOk<{ session: Session & { steps: (Step & { resultData: unknown })[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    const detail = expectOk<{ session: Session & { steps: (Step & { resultData: unknown })[] } }>(
+      await get(`/api/v1/cookbooks/sessions/${session.sessionId}`),
+    );
     expect(detail.session.status).toBe('completed');
     expect(detail.session.steps.map((s) => [s.stepId, s.status])).toEqual([
       ['fetch-forecast', 'completed'],
@@ -183,7 +225,16 @@ describe('cookbook sessions over REST, on Temporal', () => {
     // Without the CSRF token the cookie alone is refused.
     expectError(await app.inject({ method: 'POST', url, headers: { cookie: browser.cookie }, payload }), 403);
     // Schema errors are still 400 for a person.
-    expectError(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload: { stepId: 'approve-wording', resultData: { approved: 'yes' } } }), 400, 'validation_failed');
+    expectError(
+      await app.inject({
+        method: 'POST',
+        url,
+        headers: browser.writeHeaders,
+        payload: { stepId: 'approve-wording', resultData: { approved: 'yes' } },
+      }),
+      400,
+      'validation_failed',
+    );
     const done = expectOk<{ session: Session; nextStep: Step }>(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload }));
     expect(done.session).toMatchObject({ status: 'running', currentStep: 'send-sms', progress: { completed: 3, total: 4 } });
     expect(done.nextStep).toMatchObject({ stepId: 'send-sms', kind: 'agent' });
@@ -192,7 +243,10 @@ describe('cookbook sessions over REST, on Temporal', () => {
       await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, agentKey),
     );
     expect(detail.session.steps.find((s) => s.stepId === 'approve-wording')).toMatchObject({ completedBy: 'human', resultData: payload.resultData });
-    expect(expectOk<{ humanSteps: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } })).humanSteps).toEqual([]);
+    expect(
+      expectOk<{ humanSteps: unknown[] }>(await app.inject({ method: 'GET', url: '/api/v1/me/human-steps', headers: { cookie: browser.cookie } }))
+        .humanSteps,
+    ).toEqual([]);
   });
 
   it('answers each completion with the session and next step that Postgres then holds, a request for changes and the end included', async () => {
@@ -211,7 +265,8 @@ describe('cookbook sessions over REST, on Temporal', () => {
       expect(answer.nextStep).toEqual(answer.nextStep === null ? null : steps.find((step) => step.stepId === answer.nextStep!.stepId));
       return answer;
     };
-    const byPerson = async (payload: Record<string, unknown>) => expectOk<Answer>(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload }));
+    const byPerson = async (payload: Record<string, unknown>) =>
+      expectOk<Answer>(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload }));
 
     await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'fetch-forecast', FORECAST, owner)));
     expect(await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'draft-message', DRAFT, owner)))).toMatchObject({
@@ -219,8 +274,13 @@ describe('cookbook sessions over REST, on Temporal', () => {
       nextStep: { stepId: 'approve-wording', status: 'pending', expiresAt: expect.any(String) },
     });
     // Sent back to the draft: the next step is the redraft, carrying the person's note.
-    const sentBack = await expectAsRead(await byPerson({ stepId: 'approve-wording', resultData: {}, decision: 'request_changes', note: 'Say when it starts.' }));
-    expect(sentBack).toMatchObject({ session: { currentStep: 'draft-message' }, nextStep: { stepId: 'draft-message', feedback: { fromStepId: 'approve-wording', note: 'Say when it starts.' } } });
+    const sentBack = await expectAsRead(
+      await byPerson({ stepId: 'approve-wording', resultData: {}, decision: 'request_changes', note: 'Say when it starts.' }),
+    );
+    expect(sentBack).toMatchObject({
+      session: { currentStep: 'draft-message' },
+      nextStep: { stepId: 'draft-message', feedback: { fromStepId: 'approve-wording', note: 'Say when it starts.' } },
+    });
     const redraft = { ...DRAFT, message: 'Storm from 20:00 tonight. Stay indoors.' };
     await expectAsRead(expectOk<Answer>(await complete(session.sessionId, 'draft-message', redraft, owner)));
     await expectAsRead(await byPerson({ stepId: 'approve-wording', resultData: { approved: true } }));
@@ -244,11 +304,22 @@ describe('cookbook sessions over REST, on Temporal', () => {
     const url = `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`;
     expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, owner));
     expectOk(await complete(session.sessionId, 'draft-message', DRAFT, owner));
-    expectOk(await app.inject({ method: 'POST', url, headers: browser.writeHeaders, payload: { stepId: 'approve-wording', resultData: {}, decision: 'request_changes', note: 'Check it once more.' } }));
-    const again = expectOk<{ session: { currentStep: string }; nextStep: { stepId: string } | null }>(await complete(session.sessionId, 'draft-message', DRAFT, owner));
+    expectOk(
+      await app.inject({
+        method: 'POST',
+        url,
+        headers: browser.writeHeaders,
+        payload: { stepId: 'approve-wording', resultData: {}, decision: 'request_changes', note: 'Check it once more.' },
+      }),
+    );
+    const again = expectOk<{ session: { currentStep: string }; nextStep: { stepId: string } | null }>(
+      await complete(session.sessionId, 'draft-message', DRAFT, owner),
+    );
     expect(again).toMatchObject({ session: { currentStep: 'approve-wording' }, nextStep: { stepId: 'approve-wording', status: 'pending' } });
     // What a read shows agrees: the draft went to the person again.
-    expect(expectOk<{ session: { currentStep: string } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, owner)).session.currentStep).toBe('approve-wording');
+    expect(
+      expectOk<{ session: { currentStep: string } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`, owner)).session.currentStep,
+    ).toBe('approve-wording');
     // And a retry of that second completion (its answer lost) still gets the same answer, once.
     const retried = expectOk<{ session: { currentStep: string } }>(await complete(session.sessionId, 'draft-message', DRAFT, owner));
     expect(retried.session.currentStep).toBe('approve-wording');
@@ -288,9 +359,19 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expectError(await start({ selectedApis: 'weather' }), 400, 'validation_failed');
     expectError(await start({ selectedApis: { weather: 7 } }), 400, 'validation_failed');
     expectError(await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: auth() }), 400, 'body_missing');
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', payload: { selectedApis: {} } }), 401, 'missing_credentials');
-    expectError(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, { 'idempotency-key': 'has space' }), 400, 'validation_failed');
-    const [row] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from cookbook_sessions where account_id = ${account.accountId} and selected_apis ? 'fax'`;
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', payload: { selectedApis: {} } }),
+      401,
+      'missing_credentials',
+    );
+    expectError(
+      await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, account, { 'idempotency-key': 'has space' }),
+      400,
+      'validation_failed',
+    );
+    const [row] = await app.deps.sql<
+      { n: number }[]
+    >`select count(*)::int as n from cookbook_sessions where account_id = ${account.accountId} and selected_apis ? 'fax'`;
     expect(row!.n).toBe(0);
   });
 
@@ -316,7 +397,10 @@ describe('cookbook sessions over REST, on Temporal', () => {
   it('answers 409 idempotency_conflict when a replayed Idempotency-Key comes with another request body', async () => {
     const who = await createTestAccount(app.deps.sql);
     const key = uniqueId('idem-');
-    const first = expectOk<{ session: Session }>(await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, who, { 'idempotency-key': key }), 201).session;
+    const first = expectOk<{ session: Session }>(
+      await start({ selectedApis: { weather: weatherApi, sms: smsApi } }, who, { 'idempotency-key': key }),
+      201,
+    ).session;
     // The same request with its keys in another order is the same request: a replay.
     const reordered = await start({ selectedApis: { sms: smsApi, weather: weatherApi } }, who, { 'idempotency-key': key });
     expect(expectOk<{ session: Session }>(reordered, 201).session.sessionId).toBe(first.sessionId);
@@ -330,7 +414,11 @@ describe('cookbook sessions over REST, on Temporal', () => {
       const conflict = expectError(await start({ selectedApis }, who, { 'idempotency-key': key }), 409, 'idempotency_conflict');
       expect(conflict.hint).toContain(first.sessionId);
     }
-    expectError(await start({ selectedApis: { translator: weatherApi, email: smsApi } }, who, { 'idempotency-key': key }, 'translate-and-email'), 409, 'idempotency_conflict');
+    expectError(
+      await start({ selectedApis: { translator: weatherApi, email: smsApi } }, who, { 'idempotency-key': key }, 'translate-and-email'),
+      409,
+      'idempotency_conflict',
+    );
     // Two different bodies racing with one new key: exactly one starts the session, the other is 409.
     const raceKey = uniqueId('idem-race-');
     const [a, b] = await Promise.all([
@@ -392,13 +480,19 @@ describe('cookbook sessions over REST, on Temporal', () => {
       ['GET', '/api/v1/me/human-steps'],
     ];
     for (const [method, url] of calls) {
-      expectError(await app.inject({ method: method as 'GET' | 'POST', url, payload: method === 'POST' ? {} : undefined }), 401, 'missing_credentials');
+      expectError(
+        await app.inject({ method: method as 'GET' | 'POST', url, payload: method === 'POST' ? {} : undefined }),
+        401,
+        'missing_credentials',
+      );
       expectError(await app.inject({ method: method as 'GET' | 'POST', url, headers: bearer(`service_sk_${'0'.repeat(48)}`) }), 401);
     }
     const agent = await createTestAccount(app.deps.sql, { keyKind: 'agent' });
     const agentSession = await startWeather(agent);
     expectOk(await complete(agentSession.sessionId, 'fetch-forecast', FORECAST, agent));
-    expect(expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions', agent)).sessions.map((s) => s.sessionId)).toEqual([agentSession.sessionId]);
+    expect(expectOk<{ sessions: Session[] }>(await get('/api/v1/cookbooks/sessions', agent)).sessions.map((s) => s.sessionId)).toEqual([
+      agentSession.sessionId,
+    ]);
   });
 
   it("answers 404 for another account's session on every session route", async () => {
@@ -417,9 +511,22 @@ describe('cookbook sessions over REST, on Temporal', () => {
     const session = await startWeather();
     expectError(await complete(session.sessionId, 'draft-message', DRAFT), 409, 'conflict');
     expectError(await complete(session.sessionId, 'no-such-step', {}), 409, 'conflict');
-    const invalid = expectError(await complete(session.sessionId, 'fetch-forecast', { location: { lat: 200, lon: 0 }, severe: 'yes' }), 400, 'validation_failed');
+    const invalid = expectError(
+      await complete(session.sessionId, 'fetch-forecast', { location: { lat: 200, lon: 0 }, severe: 'yes' }),
+      400,
+      'validation_failed',
+    );
     expect(invalid.error).toMatch(/resultData\.location\.lat|resultData\.severe|alerts/);
-    expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`, headers: auth(), payload: { stepId: 'fetch-forecast' } }), 400, 'validation_failed');
+    expectError(
+      await app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${session.sessionId}/complete-step`,
+        headers: auth(),
+        payload: { stepId: 'fetch-forecast' },
+      }),
+      400,
+      'validation_failed',
+    );
     const first = expectOk<{ nextStep: Step }>(await complete(session.sessionId, 'fetch-forecast', FORECAST));
     // Retrying that completion (its answer lost to a timeout or a 503) gets the same answer, not 409;
     // another resultData for the step just done is stale.
@@ -449,14 +556,22 @@ describe('cookbook sessions over REST, on Temporal', () => {
   it('lets exactly one of two racing completions of the same step win, over REST and straight through Temporal', async () => {
     const session = await startWeather();
     // Two different completions racing: one wins, the other is stale.
-    const results = await Promise.all([complete(session.sessionId, 'fetch-forecast', FORECAST), complete(session.sessionId, 'fetch-forecast', { ...FORECAST, severe: false })]);
+    const results = await Promise.all([
+      complete(session.sessionId, 'fetch-forecast', FORECAST),
+      complete(session.sessionId, 'fetch-forecast', { ...FORECAST, severe: false }),
+    ]);
     expect(results.map((r) => r.statusCode).sort(), results.map((r) => r.body).join('\n')).toEqual([200, 409]);
     // The same completion sent twice at once (a client retrying) is one completion with one answer:
     // both share the session-and-step Update id.
     const twice = await startWeather();
     const same = await Promise.all([complete(twice.sessionId, 'fetch-forecast', FORECAST), complete(twice.sessionId, 'fetch-forecast', FORECAST)]);
-    expect(same.map((r) => r.statusCode), same.map((r) => r.body).join('\n')).toEqual([200, 200]);
-    const twiceDetail = expectOk<{ session: { steps: { stepId: string; status: string }[]; progress: { completed: number } } }>(await get(`/api/v1/cookbooks/sessions/${twice.sessionId}`));
+    expect(
+      same.map((r) => r.statusCode),
+      same.map((r) => r.body).join('\n'),
+    ).toEqual([200, 200]);
+    const twiceDetail = expectOk<{ session: { steps: { stepId: string; status: string }[]; progress: { completed: number } } }>(
+      await get(`/api/v1/cookbooks/sessions/${twice.sessionId}`),
+    );
     expect(twiceDetail.session.progress.completed).toBe(1);
 
     const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
@@ -466,7 +581,9 @@ describe('cookbook sessions over REST, on Temporal', () => {
     expect(direct.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const state = await handle.query('sessionState');
     expect(state).toMatchObject({ currentStep: 'approve-wording', progress: { completed: 2, total: 4 } });
-    const detail = expectOk<{ session: { steps: { stepId: string; status: string }[] } }>(await get(`/api/v1/cookbooks/sessions/${session.sessionId}`));
+    const detail = expectOk<{ session: { steps: { stepId: string; status: string }[] } }>(
+      await get(`/api/v1/cookbooks/sessions/${session.sessionId}`),
+    );
     expect(detail.session.steps.filter((s) => s.status === 'completed').map((s) => s.stepId)).toEqual(['fetch-forecast', 'draft-message']);
   });
 
@@ -475,7 +592,11 @@ describe('cookbook sessions over REST, on Temporal', () => {
     const session = await startWeather(who);
     const handle = app.deps.temporal.client.workflow.getHandle(workflowIdFor(session.sessionId));
     const description = await handle.describe();
-    expect(description.memo).toMatchObject({ cookbookTitle: expect.stringContaining('SMS'), accountId: who.accountId, selectedApis: { weather: weatherApi, sms: smsApi } });
+    expect(description.memo).toMatchObject({
+      cookbookTitle: expect.stringContaining('SMS'),
+      accountId: who.accountId,
+      selectedApis: { weather: weatherApi, sms: smsApi },
+    });
     // The account's email never goes into workflow history, which every operator can read.
     expect(JSON.stringify(description.memo)).not.toContain(who.email);
     expect(description.taskQueue).toBe(taskQueue);
@@ -485,18 +606,30 @@ describe('cookbook sessions over REST, on Temporal', () => {
       for await (const execution of app.deps.temporal.client.workflow.list({ query })) ids.push(execution.workflowId);
       return ids;
     };
-    await expect.poll(() => list(`AccountId = "${who.accountId}" AND CookbookId = "weather-alert-sms" AND CurrentStep = "fetch-forecast"`), { timeout: 10_000, interval: 200 }).toEqual([
-      workflowIdFor(session.sessionId),
-    ]);
+    await expect
+      .poll(() => list(`AccountId = "${who.accountId}" AND CookbookId = "weather-alert-sms" AND CurrentStep = "fetch-forecast"`), {
+        timeout: 10_000,
+        interval: 200,
+      })
+      .toEqual([workflowIdFor(session.sessionId)]);
     expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST, who));
     expectOk(await complete(session.sessionId, 'draft-message', DRAFT, who));
     await expect
-      .poll(() => list(`AccountId = "${who.accountId}" AND SessionStatus = "waiting_for_human" AND CurrentStep = "approve-wording"`), { timeout: 10_000, interval: 200 })
+      .poll(() => list(`AccountId = "${who.accountId}" AND SessionStatus = "waiting_for_human" AND CurrentStep = "approve-wording"`), {
+        timeout: 10_000,
+        interval: 200,
+      })
       .toEqual([workflowIdFor(session.sessionId)]);
     const count = await app.deps.temporal.client.workflow.count(`AccountId = "${who.accountId}" AND SessionStatus = "running"`);
     expect(count.count).toBe(0);
     const attributes = (await handle.describe()).typedSearchAttributes;
-    expect(attributes.getAll().map((pair) => [pair.key.name, pair.value]).filter(([name]) => ['AccountId', 'CookbookId', 'SessionStatus', 'CurrentStep'].includes(name as string)).sort()).toEqual([
+    expect(
+      attributes
+        .getAll()
+        .map((pair) => [pair.key.name, pair.value])
+        .filter(([name]) => ['AccountId', 'CookbookId', 'SessionStatus', 'CurrentStep'].includes(name as string))
+        .sort(),
+    ).toEqual([
       ['AccountId', who.accountId],
       ['CookbookId', 'weather-alert-sms'],
       ['CurrentStep', 'approve-wording'],
@@ -524,12 +657,22 @@ describe('cookbook sessions over REST, on Temporal', () => {
   it('cancels a session (documented extra): the stream ends with session.cancelled and a second cancel is 409', async () => {
     const session = await startWeather();
     expectOk(await complete(session.sessionId, 'fetch-forecast', FORECAST));
-    const cancelled = expectOk<{ session: Session }>(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }));
+    const cancelled = expectOk<{ session: Session }>(
+      await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }),
+    );
     expect(cancelled.session).toMatchObject({ status: 'cancelled', currentStep: null, progress: { completed: 1, total: 4 } });
-    expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }), 409, 'conflict');
+    expectError(
+      await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth() }),
+      409,
+      'conflict',
+    );
     // The optional body is validated like any other.
     for (const payload of [{ reason: 5 }, { reason: 'x'.repeat(501) }, ['not', 'an', 'object']]) {
-      expectError(await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth(), payload }), 400, 'validation_failed');
+      expectError(
+        await app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${session.sessionId}/cancel`, headers: auth(), payload }),
+        400,
+        'validation_failed',
+      );
     }
     expectError(await complete(session.sessionId, 'draft-message', DRAFT), 409, 'conflict');
     const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${session.sessionId}/events`, auth());

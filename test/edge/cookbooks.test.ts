@@ -16,7 +16,10 @@ describe('cookbook files', () => {
     const cookbooks = await readCookbookFiles(cookbooksDir);
     expect(cookbooks.length).toBeGreaterThanOrEqual(6);
     for (const cookbook of cookbooks) {
-      expect(cookbook.slots.some((slot) => slot.required), cookbook.id).toBe(true);
+      expect(
+        cookbook.slots.some((slot) => slot.required),
+        cookbook.id,
+      ).toBe(true);
       expect(cookbook.steps.length, cookbook.id).toBeGreaterThanOrEqual(3);
       for (const step of cookbook.steps) {
         expect(step.timeLimits.expiresAfter, `${cookbook.id}/${step.stepId}`).toMatch(/^\d+[smhd]$/);
@@ -42,7 +45,9 @@ describe('cookbook files', () => {
       change(copy);
       return () => parseCookbook(copy, 'bad.json');
     };
-    expect(broken((f) => (f.steps[0]!.inputSchema = { type: 'object', properties: { a: { type: 'strin' } } } as never))).toThrow(/inputSchema is not a valid JSON schema/);
+    expect(broken((f) => (f.steps[0]!.inputSchema = { type: 'object', properties: { a: { type: 'strin' } } } as never))).toThrow(
+      /inputSchema is not a valid JSON schema/,
+    );
     expect(broken((f) => (f.steps[0]!.instructions = 'Call {{slots.nope.id}}'))).toThrow(/unknown slot "nope"/);
     expect(broken((f) => f.steps.push({ ...f.steps[0]! }))).toThrow(/declared twice/);
     expect(broken((f) => ((f.steps[0] as Record<string, unknown>).timeLimits = { reminderAfter: '2d', expiresAfter: '1d' }))).toThrow(/shorter/);
@@ -66,12 +71,22 @@ describe('cookbook files', () => {
     const withHuman = (context: unknown) => ({
       ...structuredClone(valid),
       steps: [
-        { stepId: 'draft', title: 'D', kind: 'agent', instructions: 'x', inputSchema: { type: 'object', properties: { message: { type: 'string' } } } },
+        {
+          stepId: 'draft',
+          title: 'D',
+          kind: 'agent',
+          instructions: 'x',
+          inputSchema: { type: 'object', properties: { message: { type: 'string' } } },
+        },
         { stepId: 'approve', title: 'A', kind: 'human', instructions: 'Read the message', inputSchema: { type: 'object' }, context },
       ],
     });
-    expect(parseCookbook(withHuman([{ from: 'draft', fields: ['message'] }]), 'ok.json').steps[1]!.context).toEqual([{ from: 'draft', fields: ['message'] }]);
-    expect(() => parseCookbook(withHuman([{ from: 'draft', fields: ['recipients'] }]), 'bad.json')).toThrow(/context field "recipients" is not in step "draft"'s inputSchema/);
+    expect(parseCookbook(withHuman([{ from: 'draft', fields: ['message'] }]), 'ok.json').steps[1]!.context).toEqual([
+      { from: 'draft', fields: ['message'] },
+    ]);
+    expect(() => parseCookbook(withHuman([{ from: 'draft', fields: ['recipients'] }]), 'bad.json')).toThrow(
+      /context field "recipients" is not in step "draft"'s inputSchema/,
+    );
     expect(() => parseCookbook(withHuman([{ from: 'approve' }]), 'bad.json')).toThrow(/not an earlier step/);
     expect(() => parseCookbook(withHuman([{ from: 'later' }]), 'bad.json')).toThrow(/not an earlier step/);
     const onAgent = withHuman(undefined);
@@ -79,17 +94,28 @@ describe('cookbook files', () => {
     expect(() => parseCookbook(onAgent, 'bad.json')).toThrow(/only human steps show/);
   });
 
-  it("refuses a human step whose result could say \"not approved\": declining is a decision, not false", () => {
+  it('refuses a human step whose result could say "not approved": declining is a decision, not false', () => {
     const withApproval = (approved: Record<string, unknown>, kind = 'human') => ({
       ...structuredClone(valid),
       steps: [
         { stepId: 'draft', title: 'D', kind: 'agent', instructions: 'x', inputSchema: { type: 'object' } },
-        { stepId: 'approve', title: 'A', kind, instructions: 'Approve', inputSchema: { type: 'object', required: ['approved'], properties: { approved } }, decisions: { reject: true } },
+        {
+          stepId: 'approve',
+          title: 'A',
+          kind,
+          instructions: 'Approve',
+          inputSchema: { type: 'object', required: ['approved'], properties: { approved } },
+          decisions: { reject: true },
+        },
       ],
     });
-    expect(() => parseCookbook(withApproval({ type: 'boolean' }), 'bad.json')).toThrow(/field "approved" must be \{"type": "boolean", "const": true\}/);
+    expect(() => parseCookbook(withApproval({ type: 'boolean' }), 'bad.json')).toThrow(
+      /field "approved" must be \{"type": "boolean", "const": true\}/,
+    );
     expect(() => parseCookbook(withApproval({ type: 'boolean', const: false }), 'bad.json')).toThrow(/const": true/);
-    expect(parseCookbook(withApproval({ type: 'boolean', const: true }), 'ok.json').steps[1]!.inputSchema).toMatchObject({ properties: { approved: { const: true } } });
+    expect(parseCookbook(withApproval({ type: 'boolean', const: true }), 'ok.json').steps[1]!.inputSchema).toMatchObject({
+      properties: { approved: { const: true } },
+    });
     // An agent's yes/no report is data, not an approval.
     const agentReport = withApproval({ type: 'boolean' }, 'agent');
     delete (agentReport.steps[1] as Record<string, unknown>).decisions;
@@ -114,7 +140,9 @@ describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {
 
     const first = expectOk<{ cookbooks: Summary[]; nextCursor: string }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?limit=2' }));
     expect(first.cookbooks).toHaveLength(2);
-    const second = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: `/api/v1/cookbooks?limit=2&cursor=${first.nextCursor}` }));
+    const second = expectOk<{ cookbooks: Summary[] }>(
+      await app.inject({ method: 'GET', url: `/api/v1/cookbooks?limit=2&cursor=${first.nextCursor}` }),
+    );
     expect(second.cookbooks[0]!.id > first.cookbooks[1]!.id).toBe(true);
 
     const sms = expectOk<{ cookbooks: Summary[] }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks?q=sms%20weather' }));
@@ -132,7 +160,9 @@ describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {
   it('answers details for $0.005 with the cost headers, and 404 for an unknown cookbook without charging', async () => {
     const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const res = await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms', headers: bearer(account.fullKey) });
-    const body = expectOk<{ cookbook: { id: string; slots: { name: string; required: boolean }[]; steps: { stepId: string; kind: string; inputSchema: object }[] } }>(res);
+    const body = expectOk<{
+      cookbook: { id: string; slots: { name: string; required: boolean }[]; steps: { stepId: string; kind: string; inputSchema: object }[] };
+    }>(res);
     expect(res.headers['x-service-cost']).toBe('0.005');
     expect(res.headers['x-service-balance']).toBe('0.995');
     expect(body.cookbook.slots.find((s) => s.name === 'sms')?.required).toBe(true);
@@ -147,7 +177,11 @@ describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {
   it('requires a key for details and answers 402 when the balance is below the price', async () => {
     expectError(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms' }), 401, 'missing_credentials');
     const poor = await createTestAccount(app.deps.sql);
-    const body = expectError(await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms', headers: bearer(poor.fullKey) }), 402, 'insufficient_balance');
+    const body = expectError(
+      await app.inject({ method: 'GET', url: '/api/v1/cookbooks/weather-alert-sms', headers: bearer(poor.fullKey) }),
+      402,
+      'insufficient_balance',
+    );
     expect(body).toMatchObject({ balance: 0, cost: 0.005 });
   });
 });

@@ -33,7 +33,14 @@ function edge(overrides: Partial<CreditReservationOptions> = {}) {
   return new CreditReservations(sql, batcher, { ...options, ...overrides });
 }
 
-const call = (account: TestAccount, costMicros: bigint) => ({ accountId: account.accountId, keyId: account.keyId, costMicros, item: 'proxy', apiId: 'hold-test', description: 'GET /' });
+const call = (account: TestAccount, costMicros: bigint) => ({
+  accountId: account.accountId,
+  keyId: account.keyId,
+  costMicros,
+  item: 'proxy',
+  apiId: 'hold-test',
+  description: 'GET /',
+});
 
 /** The account's ledger: sum of entries, charge rows, and what holds keep. */
 async function ledger(accountId: string) {
@@ -146,9 +153,12 @@ describe('credit reservation', () => {
     const results: ChargeResult[] = [];
     for (let i = 0; i < 5; i += 1) results.push(await reservations.charge(call(account, 1_000n)));
     const last = results.at(-1)!;
-    if (!last.ok || !('holdId' in last)) throw new Error(`expected a charge from a hold, got ${JSON.stringify(last, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+    if (!last.ok || !('holdId' in last))
+      throw new Error(`expected a charge from a hold, got ${JSON.stringify(last, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
     await reservations.recorded(last.chargeId);
-    const [row] = await sql<{ amount_micros: bigint; hold_id: string | null }[]>`select amount_micros, hold_id from ledger_entries where id = ${last.chargeId}`;
+    const [row] = await sql<
+      { amount_micros: bigint; hold_id: string | null }[]
+    >`select amount_micros, hold_id from ledger_entries where id = ${last.chargeId}`;
     expect(row).toEqual({ amount_micros: -1_000n, hold_id: last.holdId });
     await reservations.close();
   });
@@ -189,10 +199,16 @@ describe('credit reservation', () => {
     await settleExpiredHolds(sql, 30);
     // The 25 calls with usage events are charged (10 by the edge, 15 by the recovery); the 5 whose
     // events died with the edge are the platform's loss, never the caller's.
-    expect(await ledger(account.accountId)).toEqual({ sum: 1_000_000n - 25n * 500n, charges: 25, balance: 1_000_000n - 25n * 500n, held: 0n, open: 0 });
+    expect(await ledger(account.accountId)).toEqual({
+      sum: 1_000_000n - 25n * 500n,
+      charges: 25,
+      balance: 1_000_000n - 25n * 500n,
+      held: 0n,
+      open: 0,
+    });
   });
 
-  it('an edge that stalled past its hold\'s expiry still pays for its calls from the balance', async () => {
+  it("an edge that stalled past its hold's expiry still pays for its calls from the balance", async () => {
     const account = await createTestAccount(sql, { balanceMicros: 100_000n });
     const reservations = edge({ settleEveryMs: 60_000 });
     const results: ChargeResult[] = [];
@@ -233,7 +249,7 @@ describe('credit reservation', () => {
     expect(flag!.clawback_debt).toBe(true);
   });
 
-  it('the recovery of a crashed edge\'s hold settles its calls after a clawback too, and one hold that cannot settle does not stop the others', async () => {
+  it("the recovery of a crashed edge's hold settles its calls after a clawback too, and one hold that cannot settle does not stop the others", async () => {
     const indebted = await createTestAccount(sql, { balanceMicros: 100_000n });
     const other = await createTestAccount(sql, { balanceMicros: 100_000n });
     const reservations = edge({ settleEveryMs: 60_000 });
@@ -309,10 +325,18 @@ describe('credit reservation in the edge', () => {
       expect(rows!.ledger).toBe(40);
       // Each call's usage event names its charge and its hold, once.
       await expect
-        .poll(async () => (await sql<{ n: number }[]>`select count(distinct charge_id)::int as n from usage_events where charge_id = any(${ids}::uuid[]) and hold_id is not null`)[0]!.n, {
-          timeout: 20_000,
-          interval: 100,
-        })
+        .poll(
+          async () =>
+            (
+              await sql<
+                { n: number }[]
+              >`select count(distinct charge_id)::int as n from usage_events where charge_id = any(${ids}::uuid[]) and hold_id is not null`
+            )[0]!.n,
+          {
+            timeout: 20_000,
+            interval: 100,
+          },
+        )
         .toBe(40);
       const [usage] = await sql<{ events: number; cost: bigint }[]>`
         select count(*)::int as events, sum(cost_micros)::bigint as cost from usage_events where account_id = ${account.accountId}`;
@@ -333,7 +357,12 @@ describe('X-Service-Balance while a credit hold is open (exact on a single edge)
       res.writeHead(fail ? 500 : 200, { 'content-type': 'application/json' });
       res.end(fail ? '{"error":"boom"}' : '{"ok":true}');
     });
-    const app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: uniqueId('holdbal'), CREDIT_HOLD_MIN_CALLS_PER_SECOND: '1', CREDIT_HOLD_SETTLE_MS: '10000' });
+    const app = await createTestApp({
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: uniqueId('holdbal'),
+      CREDIT_HOLD_MIN_CALLS_PER_SECOND: '1',
+      CREDIT_HOLD_SETTLE_MS: '10000',
+    });
     try {
       const apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });
       const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });

@@ -41,7 +41,14 @@ describe('the in-process directory index', () => {
     expect((await indexShows(word, (apis) => apis.some((a) => a.id === id)))[0]?.id).toBe(id);
 
     const account = await createTestAccount(app.deps.sql);
-    expectOk(await app.inject({ method: 'POST', url: '/api/v1/vote', headers: bearer(account.fullKey), payload: { targetType: 'api', targetId: id, value: 1 } }));
+    expectOk(
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/vote',
+        headers: bearer(account.fullKey),
+        payload: { targetType: 'api', targetId: id, value: 1 },
+      }),
+    );
     await indexShows(word, (apis) => apis.find((a) => a.id === id)?.votes === 1);
 
     await app.deps.sql`delete from votes where target_id = ${id}`;
@@ -62,7 +69,9 @@ describe('the in-process directory index', () => {
       ['münchen', 'munchen transit'],
     ];
     for (const [a, b] of pairs) {
-      const [row] = await app.deps.sql<{ sim: number; word: number }[]>`select similarity(${a!}, ${b!}) as sim, word_similarity(${a!}, ${b!}) as word`;
+      const [row] = await app.deps.sql<
+        { sim: number; word: number }[]
+      >`select similarity(${a!}, ${b!}) as sim, word_similarity(${a!}, ${b!}) as word`;
       expect(similarity(a!, b!), `similarity(${a}, ${b})`).toBeCloseTo(row!.sim, 5);
       expect(wordSimilarityOf(a!, b!), `word_similarity(${a}, ${b})`).toBeCloseTo(row!.word, 5);
     }
@@ -90,7 +99,9 @@ describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
         `/api/v1/apis?q=${encodeURIComponent(q)}&limit=5&cursor=${cursor}`,
         `/api/v1/apis?q=${encodeURIComponent(q)}&category=financial&limit=3`,
       ]),
-      ...tasks.slice(0, 20).flatMap((t) => [`/api/v1/discover?q=${encodeURIComponent(t.q)}`, `/api/v1/discover?query=${encodeURIComponent(t.q)}&limit=50`]),
+      ...tasks
+        .slice(0, 20)
+        .flatMap((t) => [`/api/v1/discover?q=${encodeURIComponent(t.q)}`, `/api/v1/discover?query=${encodeURIComponent(t.q)}&limit=50`]),
       '/api/v1/discover?q=qzxqvjw%20vvbnqq',
       '/api/v1/discover?q=',
       '/api/v1/discover?q=%3F%3F%21',
@@ -108,9 +119,18 @@ describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
   });
 
   it('answers many concurrent requests, each with its own answer', async () => {
-    const queries = ['send a text message', 'translate text to french', 'weather forecast for a city', 'convert currency', 'shorten a url', 'stock prices'];
+    const queries = [
+      'send a text message',
+      'translate text to french',
+      'weather forecast for a city',
+      'convert currency',
+      'shorten a url',
+      'stock prices',
+    ];
     const answers = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => pooled.inject({ method: 'GET', url: `/api/v1/discover?q=${encodeURIComponent(queries[i % queries.length]!)}&limit=3` })),
+      Array.from({ length: 60 }, (_, i) =>
+        pooled.inject({ method: 'GET', url: `/api/v1/discover?q=${encodeURIComponent(queries[i % queries.length]!)}&limit=3` }),
+      ),
     );
     answers.forEach((res, i) => expect(expectOk<{ query: string }>(res).query).toBe(queries[i % queries.length]));
   });

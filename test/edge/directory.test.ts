@@ -43,7 +43,14 @@ describe('GET /api/v1/apis (browse and search)', () => {
     const ids = new Set([...first.apis, ...second.apis].map((a) => a.id));
     expect(ids.size).toBe(100);
     const summary = first.apis[0]!;
-    expect(summary).toMatchObject({ id: expect.any(String), name: expect.any(String), provider: expect.any(String), category: expect.any(String), pricePerCall: expect.any(Number), votes: expect.any(Number) });
+    expect(summary).toMatchObject({
+      id: expect.any(String),
+      name: expect.any(String),
+      provider: expect.any(String),
+      category: expect.any(String),
+      pricePerCall: expect.any(Number),
+      votes: expect.any(Number),
+    });
   });
 
   it('caps limit at 200 and rejects bad paging input with 400', async () => {
@@ -112,7 +119,10 @@ describe('GET /api/v1/apis/{id}, /categories, /apis/category/{c}', () => {
       featured: true,
     });
     expect((api.endpoints as unknown[]).length).toBeGreaterThan(50);
-    expect((api.endpoints as { method: string; path: string }[])[0]).toMatchObject({ method: expect.any(String), path: expect.stringMatching(/^\//) });
+    expect((api.endpoints as { method: string; path: string }[])[0]).toMatchObject({
+      method: expect.any(String),
+      path: expect.stringMatching(/^\//),
+    });
   });
 
   it('404s an unknown API id', async () => {
@@ -131,7 +141,9 @@ describe('GET /api/v1/apis/{id}, /categories, /apis/category/{c}', () => {
     expected.set('uncategorized', uncategorized);
     // Imported rows match the source exactly, category by category (the importer test's private
     // rows carry test_* categories of their own).
-    const imported = new Map((await listCategories(app.deps.sql, 'apis.guru')).filter((c) => !c.id.startsWith('test_')).map((c) => [c.id, c.api_count]));
+    const imported = new Map(
+      (await listCategories(app.deps.sql, 'apis.guru')).filter((c) => !c.id.startsWith('test_')).map((c) => [c.id, c.api_count]),
+    );
     expect(Object.fromEntries(imported)).toEqual(Object.fromEntries(expected));
     // The endpoint counts every row; other test files may add operator rows to the shared catalog.
     const { categories } = expectOk<{ categories: { id: string; name: string; apiCount: number }[] }>(await get('/api/v1/categories'));
@@ -156,7 +168,17 @@ describe('GET /api/v1/apis/{id}/instructions ($0.01)', () => {
     expect(res.headers['x-service-cost']).toBe('0.01');
     expect(res.headers['x-service-balance']).toBe('0.99');
     expect(body).toMatchObject({ apiId: 'twilio.com-api', format: 'markdown' });
-    for (const part of ['/api/v1/proxy/twilio.com-api/', 'POST /api/v1/connect/twilio.com-api', '## Main endpoints', 'curl -X', '$0.005', '402', '404', '502', '503']) {
+    for (const part of [
+      '/api/v1/proxy/twilio.com-api/',
+      'POST /api/v1/connect/twilio.com-api',
+      '## Main endpoints',
+      'curl -X',
+      '$0.005',
+      '402',
+      '404',
+      '502',
+      '503',
+    ]) {
       expect(body.instructions, part).toContain(part);
     }
     expect(body.instructions).toContain(`${app.deps.settings.PUBLIC_URL}/api/v1/proxy/twilio.com-api/`);

@@ -29,7 +29,9 @@ describe('GET /api/v1/discover', () => {
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
     expect(body.results.some((r) => /endpoints: (GET|POST) \//.test(r.reason))).toBe(true);
     const alias = expectOk<Discovery>(await discover('query=turn%20an%20address%20into%20coordinates'));
-    expect(alias.results.slice(0, 5).map((r) => r.api.id)).toEqual(expect.arrayContaining([expect.stringMatching(/geocod|opencage|graphhopper|gisgraphy/)]));
+    expect(alias.results.slice(0, 5).map((r) => r.api.id)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/geocod|opencage|graphhopper|gisgraphy/)]),
+    );
   });
 
   it('answers clear errors for empty, punctuation-only and very long queries', async () => {
@@ -58,26 +60,34 @@ describe('GET /api/v1/discover', () => {
     { set: 'fresh', measured: '0.813 / 0.639', recallAt5: 0.78, mrr: 0.6 },
   ];
   for (const floor of floors) {
-    it(`holds recall@5 and MRR on the ${floor.set} set over the full catalog at or above the floor (measured ${floor.measured})`, { timeout: 120_000 }, async () => {
-      const tasks = await loadDevset(fileURLToPath(new URL(`../../docs/discovery-${floor.set}.json`, import.meta.url)));
-      expect(tasks.length).toBeGreaterThanOrEqual(12);
-      const [catalog] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from apis where source = 'apis.guru'`;
-      expect(catalog?.n).toBeGreaterThanOrEqual(2600);
-      const result = await evaluateDiscovery(app.deps.sql, app.directoryIndex, tasks);
-      // The held-out sets' misses stay out of the failure message: reading them is how tuning on them starts.
-      const tuning = floor.set === 'devset' || floor.set === 'everyday';
-      const context = JSON.stringify({ recallAt5: result.recallAt5, mrr: result.mrr, ...(tuning ? { misses: result.misses } : {}) }, null, 1);
-      expect(result.unknownExpected, context).toEqual([]);
-      expect(result.recallAt5, context).toBeGreaterThanOrEqual(floor.recallAt5);
-      expect(result.mrr, context).toBeGreaterThanOrEqual(floor.mrr);
-    });
+    it(
+      `holds recall@5 and MRR on the ${floor.set} set over the full catalog at or above the floor (measured ${floor.measured})`,
+      { timeout: 120_000 },
+      async () => {
+        const tasks = await loadDevset(fileURLToPath(new URL(`../../docs/discovery-${floor.set}.json`, import.meta.url)));
+        expect(tasks.length).toBeGreaterThanOrEqual(12);
+        const [catalog] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from apis where source = 'apis.guru'`;
+        expect(catalog?.n).toBeGreaterThanOrEqual(2600);
+        const result = await evaluateDiscovery(app.deps.sql, app.directoryIndex, tasks);
+        // The held-out sets' misses stay out of the failure message: reading them is how tuning on them starts.
+        const tuning = floor.set === 'devset' || floor.set === 'everyday';
+        const context = JSON.stringify({ recallAt5: result.recallAt5, mrr: result.mrr, ...(tuning ? { misses: result.misses } : {}) }, null, 1);
+        expect(result.unknownExpected, context).toEqual([]);
+        expect(result.recallAt5, context).toBeGreaterThanOrEqual(floor.recallAt5);
+        expect(result.mrr, context).toBeGreaterThanOrEqual(floor.mrr);
+      },
+    );
   }
 
   it('reaches an API through a word the catalog does not use (WordNet) and through a name written as one word', async () => {
     // "wages" is a word few APIs use: WordNet adds "salary" and "earnings" at a fraction of its weight.
-    const wages = expectOk<Discovery & { interpreted: { expansions: string[] } }>(await discover('q=pay%20my%20employees%20their%20wages%20every%20month'));
+    const wages = expectOk<Discovery & { interpreted: { expansions: string[] } }>(
+      await discover('q=pay%20my%20employees%20their%20wages%20every%20month'),
+    );
     expect(wages.interpreted.expansions).toEqual(expect.arrayContaining(['salary', 'earnings']));
-    expect(wages.results.slice(0, 5).map((r) => r.api.id)).toEqual(expect.arrayContaining([expect.stringMatching(/^(payrun\.io|xero\.com-xero-payroll-au|paylocity\.com)$/)]));
+    expect(wages.results.slice(0, 5).map((r) => r.api.id)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^(payrun\.io|xero\.com-xero-payroll-au|paylocity\.com)$/)]),
+    );
     const wine = expectOk<Discovery>(await discover('q=how%20good%20is%20this%20bottle%20of%20wine'));
     expect(wine.results[0]?.api.id).toBe('globalwinescore.com');
   });
@@ -144,7 +154,9 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
     await sql`delete from api_embeddings where api_id = ${api!.id}`;
     const fresh = await createTestApp({ DIRECTORY_CACHE_SECONDS: '0' });
     try {
-      const body = expectOk<Discovery>(await fresh.inject({ method: 'GET', url: `/api/v1/discover?q=${encodeURIComponent('hull ratings and tonnage of submarines')}&limit=5` }));
+      const body = expectOk<Discovery>(
+        await fresh.inject({ method: 'GET', url: `/api/v1/discover?q=${encodeURIComponent('hull ratings and tonnage of submarines')}&limit=5` }),
+      );
       const hit = body.results.find((r) => r.api.id === api!.id);
       expect(hit?.reason).toMatch(/close in meaning/);
     } finally {

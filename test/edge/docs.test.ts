@@ -19,7 +19,18 @@ describe('GET /api/v1/docs', () => {
     const { docs } = expectOk<{ docs: { id: string; slug: string; title: string; summary: string; price: number }[] }>(await get('/api/v1/docs'));
     expect(docs.length).toBeGreaterThanOrEqual(10);
     const slugs = docs.map((d) => d.slug);
-    for (const slug of ['getting-started', 'keys', 'agent-keys', 'proxy-and-pricing', 'balance-and-x402', 'cookbooks-and-events', 'human-steps', 'errors', 'rate-limits', 'discovery']) {
+    for (const slug of [
+      'getting-started',
+      'keys',
+      'agent-keys',
+      'proxy-and-pricing',
+      'balance-and-x402',
+      'cookbooks-and-events',
+      'human-steps',
+      'errors',
+      'rate-limits',
+      'discovery',
+    ]) {
       expect(slugs).toContain(slug);
     }
     for (const doc of docs) expect([0, 0.005]).toContain(doc.price);

@@ -47,15 +47,24 @@ describe('error shape', () => {
   it('refuses the NUL character in bodies, query strings and paths with 400 instead of a database error (found by Schemathesis)', async () => {
     const account = await createTestAccount(app.deps.sql);
     const auth = { authorization: `Bearer ${account.fullKey}` };
-    const body = expectError(await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth, payload: { name: 'agent\u0000x' } }), 400, 'validation_failed');
+    const body = expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth, payload: { name: 'agent\u0000x' } }),
+      400,
+      'validation_failed',
+    );
     expect(body.error).toContain('NUL');
     expectError(await app.inject({ method: 'GET', url: '/api/v1/votes?targetType=api&targetId=a%00b', headers: auth }), 400, 'validation_failed');
     expectError(await app.inject({ method: 'GET', url: '/api/v1/apis/a%00b', headers: auth }), 400, 'validation_failed');
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/vote', headers: auth, payload: { targetType: 'api', targetId: '\u0000', value: 1 } }), 400, 'validation_failed');
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/vote', headers: auth, payload: { targetType: 'api', targetId: '\u0000', value: 1 } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('refuses, in the JSON body parser, every string Postgres cannot store: lone surrogates and NUL, in values and keys, naming the field path', async () => {
-    const post = (payload: string) => app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
+    const post = (payload: string) =>
+      app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
     // Escaped lone surrogates, high and low, deep in a value and in an object key: a route without
     // a check of its own (this echo route) is covered by the parser.
     const cases: [string, RegExp][] = [
@@ -74,23 +83,41 @@ describe('error shape', () => {
     expectOk(await post('{"name": "\\ud83d\\ude00 \\\\u0000", "count": 1}'));
     // Bytes that are not UTF-8 (a surrogate encoded as if it were a character) are refused, not replaced with U+FFFD.
     const raw = Buffer.concat([Buffer.from('{"name": "a'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('", "count": 1}')]);
-    const invalid = expectError(await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: raw }), 400, 'validation_failed');
+    const invalid = expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: raw }),
+      400,
+      'validation_failed',
+    );
     expect(invalid.error).toContain('UTF-8');
   });
 
   it('refuses a lone surrogate in the text columns of real routes (key names, webhook descriptions, login emails) before the database sees it', async () => {
     const account = await createTestAccount(app.deps.sql);
     const auth = { authorization: `Bearer ${account.fullKey}`, 'content-type': 'application/json' };
-    const agent = expectError(await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth, payload: '{"name": "agent \\ud800"}' }), 400, 'validation_failed');
+    const agent = expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: auth, payload: '{"name": "agent \\ud800"}' }),
+      400,
+      'validation_failed',
+    );
     expect(agent.hint).toContain('name');
     const webhook = expectError(
-      await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: auth, payload: '{"url": "https://example.com/\\ud800", "eventTypes": ["key.revoked"]}' }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: auth,
+        payload: '{"url": "https://example.com/\\ud800", "eventTypes": ["key.revoked"]}',
+      }),
       400,
       'validation_failed',
     );
     expect(webhook.hint).toContain('url');
     const login = expectError(
-      await app.inject({ method: 'POST', url: '/api/auth/login', headers: { 'content-type': 'application/json' }, payload: '{"email": "a\\udc00@example.test", "password": "x"}' }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"email": "a\\udc00@example.test", "password": "x"}',
+      }),
       400,
       'validation_failed',
     );
@@ -98,7 +125,12 @@ describe('error shape', () => {
   });
 
   it('answers malformed JSON with 400 invalid_json', async () => {
-    const res = await app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name": "a",' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/__test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": "a",',
+    });
     expectError(res, 400, 'invalid_json');
   });
 
@@ -131,7 +163,8 @@ describe('error shape', () => {
 
   it('answers a body nested deeper than JSON_MAX_DEPTH with 400 naming the limit, before anything recursive sees it', async () => {
     const deep = (levels: number) => `{"name":"x","count":1,"extra":${'['.repeat(levels)}${']'.repeat(levels)}}`;
-    const send = (payload: string) => app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
+    const send = (payload: string) =>
+      app.inject({ method: 'POST', url: '/api/v1/__test/echo', headers: { 'content-type': 'application/json' }, payload });
     for (const levels of [40, 1_500]) {
       const body = expectError(await send(deep(levels)), 400, 'validation_failed');
       expect(body.error).toContain('nests deeper than 32 levels');

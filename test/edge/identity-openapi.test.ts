@@ -45,7 +45,9 @@ describe('OpenAPI document: identity routes', () => {
       ]);
       for (const status of ['400', '401', '403', '404', '409', '429']) {
         const errorSchema = doc.paths['/api/v1/keys/{id}']?.patch?.responses[status]?.content?.['application/json']?.schema;
-        expect(Object.keys(errorSchema?.properties ?? {}), `PATCH /keys/{id} ${status}`).toEqual(expect.arrayContaining(['ok', 'error', 'code', 'hint']));
+        expect(Object.keys(errorSchema?.properties ?? {}), `PATCH /keys/{id} ${status}`).toEqual(
+          expect.arrayContaining(['ok', 'error', 'code', 'hint']),
+        );
       }
       expect(doc.paths['/api/v1/register']?.post?.responses).toHaveProperty('409');
       expect(doc.paths['/api/v1/keys']?.get?.security).toBeDefined();

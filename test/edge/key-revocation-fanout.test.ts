@@ -148,7 +148,14 @@ describe('revocation when the change feed goes silent (heartbeats)', () => {
       .toBe(200);
     // ...and announcements reach it within a second again.
     const again = performance.now();
-    expectOk(await a.inject({ method: 'PATCH', url: `/api/v1/keys/${second.key.id}`, headers: bearer(second.owner.fullKey), payload: { status: 'disabled' } }));
+    expectOk(
+      await a.inject({
+        method: 'PATCH',
+        url: `/api/v1/keys/${second.key.id}`,
+        headers: bearer(second.owner.fullKey),
+        payload: { status: 'disabled' },
+      }),
+    );
     await expect.poll(async () => JSON.parse((await whoami(b, second.fullKey)).body).code, { timeout: 1_000, interval: 10 }).toBe('key_disabled');
     expect(performance.now() - again).toBeLessThan(1_000);
   }, 30_000);

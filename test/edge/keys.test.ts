@@ -71,7 +71,9 @@ describe('POST /api/v1/keys and GET /api/v1/keys', () => {
     for (const name of ['a', 'b', 'c']) await createKey(owner, name);
     const first = expectOk<{ keys: KeyMeta[]; nextCursor: string }>(await call('GET', '/api/v1/keys?limit=2', owner.fullKey));
     expect(first.keys.map((k) => k.name)).toEqual(['c', 'b']);
-    const second = expectOk<{ keys: KeyMeta[]; nextCursor: string | null }>(await call('GET', `/api/v1/keys?limit=2&cursor=${first.nextCursor}`, owner.fullKey));
+    const second = expectOk<{ keys: KeyMeta[]; nextCursor: string | null }>(
+      await call('GET', `/api/v1/keys?limit=2&cursor=${first.nextCursor}`, owner.fullKey),
+    );
     expect(second.keys.map((k) => k.name)).toEqual(['a', 'test key']);
     expect(second.nextCursor).toBeNull();
     expectError(await call('GET', '/api/v1/keys?limit=0', owner.fullKey), 400, 'validation_failed');
@@ -102,12 +104,18 @@ describe('the key state machine through PATCH and DELETE /api/v1/keys/{id}', () 
 
     // Idempotent and rename while disabled.
     expectOk(await call('PATCH', url, owner.fullKey, { status: 'disabled' }));
-    expect(expectOk<{ key: KeyMeta }>(await call('PATCH', url, owner.fullKey, { name: 'renamed while off' })).key).toMatchObject({ name: 'renamed while off', status: 'disabled' });
+    expect(expectOk<{ key: KeyMeta }>(await call('PATCH', url, owner.fullKey, { name: 'renamed while off' })).key).toMatchObject({
+      name: 'renamed while off',
+      status: 'disabled',
+    });
 
     expect(expectOk<{ key: KeyMeta }>(await call('PATCH', url, owner.fullKey, { status: 'enabled' })).key.status).toBe('enabled');
     await expect.poll(async () => (await whoami(fullKey)).statusCode, { timeout: 1_000, interval: 20 }).toBe(200);
 
-    expect(expectOk<{ key: KeyMeta }>(await call('PATCH', url, owner.fullKey, { name: 'both', status: 'disabled' })).key).toMatchObject({ name: 'both', status: 'disabled' });
+    expect(expectOk<{ key: KeyMeta }>(await call('PATCH', url, owner.fullKey, { name: 'both', status: 'disabled' })).key).toMatchObject({
+      name: 'both',
+      status: 'disabled',
+    });
 
     const revoked = expectOk<{ key: KeyMeta }>(await call('DELETE', url, owner.fullKey));
     expect(revoked.key).toMatchObject({ id: key.id, status: 'revoked', name: 'both' });
@@ -119,7 +127,9 @@ describe('the key state machine through PATCH and DELETE /api/v1/keys/{id}', () 
     expectError(await call('PATCH', url, owner.fullKey, { name: 'resurrect' }), 409, 'conflict');
     expectError(await call('DELETE', url, owner.fullKey), 409, 'conflict');
     expectError(await whoami(fullKey), 403, 'key_revoked');
-    const [row] = await app.deps.sql<{ status: string; revoked_at: Date | null; name: string }[]>`select status, revoked_at, name from api_keys where id = ${key.id}`;
+    const [row] = await app.deps.sql<
+      { status: string; revoked_at: Date | null; name: string }[]
+    >`select status, revoked_at, name from api_keys where id = ${key.id}`;
     expect(row).toMatchObject({ status: 'revoked', name: 'both' });
     expect(row?.revoked_at).toBeInstanceOf(Date);
   });

@@ -40,7 +40,10 @@ describe('llms.txt', () => {
     for (const doc of await listDocsWithContent(app.deps.sql)) {
       expect(res.body).toContain(`## ${doc.title}\n\nSource: ${SITE}/api/v1/docs/${doc.slug}`);
       // The body's paragraphs are there as written (a long line from the middle of each section).
-      const line = doc.content.split('\n').filter((l) => l.length > 40 && !l.startsWith('#')).at(-1)!;
+      const line = doc.content
+        .split('\n')
+        .filter((l) => l.length > 40 && !l.startsWith('#'))
+        .at(-1)!;
       expect(res.body, doc.slug).toContain(line);
     }
     // One H1 only: each section's headings sit under its H2.

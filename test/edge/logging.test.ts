@@ -12,22 +12,38 @@ describe('request logs', () => {
     const app = await buildApp(settings, { logger });
     try {
       const account = await createTestAccount(app.deps.sql);
-      const proxied = await app.inject({ method: 'GET', url: '/api/v1/proxy/no-such-api-zz/forecast?appid=caller-upstream-secret-123', headers: bearer(account.fullKey) });
+      const proxied = await app.inject({
+        method: 'GET',
+        url: '/api/v1/proxy/no-such-api-zz/forecast?appid=caller-upstream-secret-123',
+        headers: bearer(account.fullKey),
+      });
       expect(proxied.statusCode, proxied.body).toBe(404);
       // The router takes an encoded spelling of the proxy's path for the proxy (finding 12): its query is redacted too.
-      const encoded = await app.inject({ method: 'GET', url: '/api/v1/%70roxy/no-such-api-zz/forecast?appid=caller-upstream-secret-456', headers: bearer(account.fullKey) });
+      const encoded = await app.inject({
+        method: 'GET',
+        url: '/api/v1/%70roxy/no-such-api-zz/forecast?appid=caller-upstream-secret-456',
+        headers: bearer(account.fullKey),
+      });
       expect(encoded.json(), encoded.body).toMatchObject({ code: 'not_found' });
       // A request no route took keeps no query either: nothing vetted it.
       await app.inject({ method: 'GET', url: '/api/v1/no-such-route?token=caller-upstream-secret-789', headers: bearer(account.fullKey) });
       await app.inject({ method: 'GET', url: '/api/v1/usage?days=7', headers: bearer(account.fullKey), remoteAddress: '198.51.100.23' });
       // A request or reply logged whole is reduced to its named fields: no header reaches a line.
-      app.log.info({ req: { method: 'GET', url: '/x', headers: { authorization: 'Bearer header-secret-1', cookie: 'sid=header-secret-2' } }, res: { statusCode: 200, headers: { 'set-cookie': 'sid=header-secret-3' } } }, 'whole');
+      app.log.info(
+        {
+          req: { method: 'GET', url: '/x', headers: { authorization: 'Bearer header-secret-1', cookie: 'sid=header-secret-2' } },
+          res: { statusCode: 200, headers: { 'set-cookie': 'sid=header-secret-3' } },
+        },
+        'whole',
+      );
       const log = lines.join('');
       expect(log).toContain('/api/v1/proxy/no-such-api-zz/forecast?[redacted]');
       expect(log).toContain('/api/v1/usage?days=7');
       // The request line names the client.
       const completed = lines.map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string; remoteAddress?: string } });
-      expect(completed.find((line) => line.msg === 'request completed' && line.req?.url === '/api/v1/usage?days=7')?.req?.remoteAddress).toBe('198.51.100.23');
+      expect(completed.find((line) => line.msg === 'request completed' && line.req?.url === '/api/v1/usage?days=7')?.req?.remoteAddress).toBe(
+        '198.51.100.23',
+      );
       expect(log).not.toContain('caller-upstream-secret-');
       expect(log).toContain('/api/v1/%70roxy/no-such-api-zz/forecast?[redacted]');
       expect(log).not.toContain(account.fullKey);

@@ -36,7 +36,8 @@ describe('MCP tools that run their route operation in-process', () => {
     clients.push(client);
     return client;
   }
-  const call = (client: Client, name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
+    client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
   const rest = (path: string, key: string) => fetch(`${edge}${path}`, { headers: { authorization: `Bearer ${key}` } });
 
   /** A priced section, as the free list says (no section slug is assumed). */
@@ -143,7 +144,9 @@ describe('MCP tools that run their route operation in-process', () => {
     expect(ok<{ cookbook: { id: string } }>(cookbook).cookbook.id).toBe('weather-alert-sms');
     expect(cookbook._meta?.['agent-api-platform/charge']).toEqual({ cost: 0.005, balance: 0.985, chargeId: expect.any(String) });
     // A header argument is checked with the route's header schema, and the error names the argument.
-    const badKey = toolError(await call(client, 'start_cookbook', { id: 'weather-alert-sms', selectedApis: { weather: apiId }, idempotencyKey: 'has a space' }));
+    const badKey = toolError(
+      await call(client, 'start_cookbook', { id: 'weather-alert-sms', selectedApis: { weather: apiId }, idempotencyKey: 'has a space' }),
+    );
     expect(badKey).toMatchObject({ status: 400, code: 'validation_failed' });
     expect(badKey.error).toMatch(/^Invalid arguments: idempotencyKey: /);
     expect(ok<{ sessions: unknown[] }>(await call(client, 'list_sessions')).sessions).toEqual([]);

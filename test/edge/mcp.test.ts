@@ -49,12 +49,16 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
   const clients: Client[] = [];
 
   async function connect(key: string, protocol: string | 'legacy' = '2026-07-28'): Promise<Client> {
-    const client = new Client({ name: 'mcp-test-agent', version: '1.0.0' }, protocol === 'legacy' ? {} : { versionNegotiation: { mode: { pin: protocol } } });
+    const client = new Client(
+      { name: 'mcp-test-agent', version: '1.0.0' },
+      protocol === 'legacy' ? {} : { versionNegotiation: { mode: { pin: protocol } } },
+    );
     await client.connect(new StreamableHTTPClientTransport(new URL(`${edge}/mcp`), { authProvider: { token: async () => key } }));
     clients.push(client);
     return client;
   }
-  const call = (client: Client, name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
+    client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
 
   beforeAll(async () => {
     upstream = await startUpstream((req, res) => {
@@ -125,7 +129,10 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     }
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
     // Arguments come from the REST routes' own schemas.
-    expect(byName.get('discover_apis')!.inputSchema).toMatchObject({ properties: { query: { type: 'string' }, limit: { maximum: 50 } }, required: ['query'] });
+    expect(byName.get('discover_apis')!.inputSchema).toMatchObject({
+      properties: { query: { type: 'string' }, limit: { maximum: 50 } },
+      required: ['query'],
+    });
     expect(byName.get('complete_step')!.inputSchema.required).toEqual(expect.arrayContaining(['sessionId', 'stepId', 'resultData']));
     for (const priced of ['get_api_instructions', 'get_cookbook', 'get_doc', 'call_api']) {
       expect(byName.get(priced)!.description, priced).toContain('Spends money');
@@ -134,7 +141,8 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     expect(byName.get('get_api_instructions')!.description).toContain('$0.01');
     expect(byName.get('get_balance')!.annotations).toMatchObject({ readOnlyHint: true });
     // Spending money is a side effect: priced tools are never marked read-only.
-    for (const priced of ['get_api_instructions', 'get_cookbook', 'get_doc']) expect(byName.get(priced)!.annotations, priced).toMatchObject({ readOnlyHint: false, idempotentHint: false });
+    for (const priced of ['get_api_instructions', 'get_cookbook', 'get_doc'])
+      expect(byName.get(priced)!.annotations, priced).toMatchObject({ readOnlyHint: false, idempotentHint: false });
     expect(byName.get('call_api')!.annotations).toMatchObject({ readOnlyHint: false, openWorldHint: true });
   });
 
@@ -142,7 +150,9 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const agent = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const client = await connect(agent.fullKey);
 
-    const found = ok<{ results: { api: { id: string } }[]; interpreted: { words: string[] } }>(await call(client, 'discover_apis', { query: 'send a text message', limit: 5 }));
+    const found = ok<{ results: { api: { id: string } }[]; interpreted: { words: string[] } }>(
+      await call(client, 'discover_apis', { query: 'send a text message', limit: 5 }),
+    );
     expect(found.results.length).toBeGreaterThan(0);
     expect(found.interpreted.words.length).toBeGreaterThan(0);
 
@@ -153,14 +163,21 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     expect(JSON.stringify(detail)).not.toContain(upstream.url);
 
     const instructions = await call(client, 'get_api_instructions', { id: weatherApi });
-    expect(ok<{ apiId: string; instructions: string }>(instructions)).toMatchObject({ apiId: weatherApi, instructions: expect.stringContaining(weatherApi) });
+    expect(ok<{ apiId: string; instructions: string }>(instructions)).toMatchObject({
+      apiId: weatherApi,
+      instructions: expect.stringContaining(weatherApi),
+    });
     expect(JSON.stringify(instructions.content)).not.toContain(upstream.url);
     const rest = await app.inject({ method: 'GET', url: `/api/v1/apis/${weatherApi}` });
     expect(rest.statusCode, rest.body).toBe(200);
     expect(rest.json()).toMatchObject({ ok: true, api: { id: weatherApi, source: 'operator', baseUrl: null } });
     expect(rest.body).not.toContain(upstream.url);
     const reader = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
-    const restInstructions = await app.inject({ method: 'GET', url: `/api/v1/apis/${weatherApi}/instructions`, headers: { authorization: `Bearer ${reader.fullKey}` } });
+    const restInstructions = await app.inject({
+      method: 'GET',
+      url: `/api/v1/apis/${weatherApi}/instructions`,
+      headers: { authorization: `Bearer ${reader.fullKey}` },
+    });
     expect(restInstructions.statusCode, restInstructions.body).toBe(200);
     expect(restInstructions.body).not.toContain(upstream.url);
     expect(instructions._meta?.['agent-api-platform/charge']).toMatchObject({ cost: 0.01, balance: 0.99 });
@@ -174,7 +191,10 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     expect(upstream.seen.at(-1)?.headers.authorization).toBeUndefined();
 
     // The upstream's own 404 is the upstream's answer (charged), not a tool error; binary bodies come as base64.
-    expect(ok<{ status: number; body: string }>(await call(client, 'call_api', { apiId: weatherApi, path: 'nothing' }))).toMatchObject({ status: 404, body: 'no such path' });
+    expect(ok<{ status: number; body: string }>(await call(client, 'call_api', { apiId: weatherApi, path: 'nothing' }))).toMatchObject({
+      status: 404,
+      body: 'no such path',
+    });
     expect(ok<{ bodyBase64: string }>(await call(client, 'call_api', { apiId: weatherApi, path: '/image' })).bodyBase64).toBe(
       Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3]).toString('base64'),
     );
@@ -205,14 +225,18 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const listed = ok<{ cookbooks: { id: string }[] }>(await call(client, 'list_cookbooks', { q: 'weather' }));
     expect(listed.cookbooks.map((cookbook) => cookbook.id)).toContain('weather-alert-sms');
     const cookbook = await call(client, 'get_cookbook', { id: 'weather-alert-sms' });
-    expect(ok<{ cookbook: { slots: { name: string }[] } }>(cookbook).cookbook.slots.map((slot) => slot.name)).toEqual(expect.arrayContaining(['weather', 'sms']));
+    expect(ok<{ cookbook: { slots: { name: string }[] } }>(cookbook).cookbook.slots.map((slot) => slot.name)).toEqual(
+      expect.arrayContaining(['weather', 'sms']),
+    );
     expect(cookbook._meta?.['agent-api-platform/charge']).toMatchObject({ cost: 0.005 });
 
     const idempotencyKey = uniqueId('start-');
     const started = ok<{ session: { sessionId: string; status: string } }>(
       await call(client, 'start_cookbook', { id: 'weather-alert-sms', selectedApis: { weather: weatherApi, sms: smsApi }, idempotencyKey }),
     );
-    const again = ok<{ session: { sessionId: string } }>(await call(client, 'start_cookbook', { id: 'weather-alert-sms', selectedApis: { weather: weatherApi, sms: smsApi }, idempotencyKey }));
+    const again = ok<{ session: { sessionId: string } }>(
+      await call(client, 'start_cookbook', { id: 'weather-alert-sms', selectedApis: { weather: weatherApi, sms: smsApi }, idempotencyKey }),
+    );
     expect(again.session.sessionId).toBe(started.session.sessionId);
     const sessionId = started.session.sessionId;
 
@@ -226,14 +250,20 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     expect(drafted.nextStep.kind).toBe('human');
 
     // An agent cannot do the person's step.
-    expect(toolError(await call(client, 'complete_step', { sessionId, stepId: 'approve-wording', resultData: { approved: true } }))).toMatchObject({ status: 403 });
+    expect(toolError(await call(client, 'complete_step', { sessionId, stepId: 'approve-wording', resultData: { approved: true } }))).toMatchObject({
+      status: 403,
+    });
 
-    const session = ok<{ session: { status: string; steps: { stepId: string; status: string }[] } }>(await call(client, 'get_session', { sessionId }));
+    const session = ok<{ session: { status: string; steps: { stepId: string; status: string }[] } }>(
+      await call(client, 'get_session', { sessionId }),
+    );
     expect(session.session.steps.map((s) => s.status)).toEqual(['completed', 'completed', 'pending', 'upcoming']);
     expect(ok<{ sessions: { sessionId: string }[] }>(await call(client, 'list_sessions')).sessions.map((s) => s.sessionId)).toContain(sessionId);
 
     // Polling: everything up to the pending human step, then nothing new after the last id.
-    let page = ok<{ events: { id: string; event: string }[]; lastEventId: string; ended: boolean }>(await call(client, 'get_session_events', { sessionId }));
+    let page = ok<{ events: { id: string; event: string }[]; lastEventId: string; ended: boolean }>(
+      await call(client, 'get_session_events', { sessionId }),
+    );
     for (let attempt = 0; attempt < 50 && !page.events.some((e) => e.event === 'human_step.pending'); attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       page = ok(await call(client, 'get_session_events', { sessionId }));
@@ -248,7 +278,9 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
       'human_step.pending',
     ]);
     expect(page.ended).toBe(false);
-    const later = ok<{ events: unknown[]; lastEventId: string }>(await call(client, 'get_session_events', { sessionId, afterEventId: page.lastEventId }));
+    const later = ok<{ events: unknown[]; lastEventId: string }>(
+      await call(client, 'get_session_events', { sessionId, afterEventId: page.lastEventId }),
+    );
     expect(later).toMatchObject({ events: [], lastEventId: page.lastEventId });
     const second = ok<{ events: { id: string }[] }>(await call(client, 'get_session_events', { sessionId, afterEventId: '2-0', limit: 2 }));
     expect(second.events.map((e) => e.id)).toEqual(['3-0', '4-0']);
@@ -259,17 +291,32 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const client = await connect(broke.fullKey);
     const refused = toolError(await call(client, 'get_api_instructions', { id: weatherApi }));
     expect(refused).toMatchObject({ status: 402, code: 'insufficient_balance', balance: 0, cost: 0.01, hint: expect.any(String) });
-    expect(toolError(await call(client, 'call_api', { apiId: weatherApi, path: '/forecast' }))).toMatchObject({ status: 402, code: 'insufficient_balance' });
+    expect(toolError(await call(client, 'call_api', { apiId: weatherApi, path: '/forecast' }))).toMatchObject({
+      status: 402,
+      code: 'insufficient_balance',
+    });
     expect(toolError(await call(client, 'get_api', { id: 'no such api!' }))).toMatchObject({ status: 400, code: 'validation_failed' });
-    expect(toolError(await call(client, 'get_api', { id: uniqueId('missing-') }))).toMatchObject({ status: 404, code: 'not_found', hint: expect.any(String) });
+    expect(toolError(await call(client, 'get_api', { id: uniqueId('missing-') }))).toMatchObject({
+      status: 404,
+      code: 'not_found',
+      hint: expect.any(String),
+    });
     expect(toolError(await call(client, 'discover_apis', {}))).toMatchObject({ status: 400, code: 'validation_failed' });
-    expect(toolError(await call(client, 'call_api', { apiId: weatherApi, path: '/x?y=1' }))).toMatchObject({ status: 400, code: 'validation_failed' });
-    expect(toolError(await call(client, 'call_api', { apiId: weatherApi, headers: { Authorization: 'Bearer other' } }))).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(toolError(await call(client, 'call_api', { apiId: weatherApi, path: '/x?y=1' }))).toMatchObject({
+      status: 400,
+      code: 'validation_failed',
+    });
+    expect(toolError(await call(client, 'call_api', { apiId: weatherApi, headers: { Authorization: 'Bearer other' } }))).toMatchObject({
+      status: 400,
+      code: 'validation_failed',
+    });
     expect(toolError(await call(client, 'get_session', { sessionId: 'ses_000000000000000000000000' }))).toMatchObject({ status: 404 });
     // maxCost: the price is above it, nothing is charged.
     const rich = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const richClient = await connect(rich.fullKey);
-    expect(toolError(await call(richClient, 'get_api_instructions', { id: weatherApi, maxCost: 0.001 }))).toMatchObject({ code: 'max_cost_exceeded' });
+    expect(toolError(await call(richClient, 'get_api_instructions', { id: weatherApi, maxCost: 0.001 }))).toMatchObject({
+      code: 'max_cost_exceeded',
+    });
     expect(ok<{ balance: number }>(await call(richClient, 'get_balance')).balance).toBe(1);
   });
 
@@ -293,17 +340,27 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
   it('refuses a missing or bad key with 401 and a Bearer challenge, publishes its resource metadata, and checks Origin', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
     const post = (headers: Record<string, string>) =>
-      fetch(`${edge}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
+      fetch(`${edge}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(init),
+      });
 
     // Refusals are JSON-RPC errors any MCP client can read, carrying the platform's code and hint; the status stays.
     const missing = await post({});
     expect(missing.status).toBe(401);
-    expect(missing.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${app.deps.settings.PUBLIC_URL.replace(/\/$/, '')}/.well-known/oauth-protected-resource/mcp"`);
+    expect(missing.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${app.deps.settings.PUBLIC_URL.replace(/\/$/, '')}/.well-known/oauth-protected-resource/mcp"`,
+    );
     // (Refused before the body is read, so the request's id is unknown: null, as JSON-RPC says.)
     expect(await missing.json()).toMatchObject({
       jsonrpc: '2.0',
       id: null,
-      error: { code: -32001, message: expect.stringMatching(/^missing_credentials: /), data: { status: 401, ok: false, code: 'missing_credentials', hint: expect.any(String) } },
+      error: {
+        code: -32001,
+        message: expect.stringMatching(/^missing_credentials: /),
+        data: { status: 401, ok: false, code: 'missing_credentials', hint: expect.any(String) },
+      },
     });
     const bad = await post({ authorization: 'Bearer service_sk_000000000000000000000000000000000000000000000000' });
     expect(bad.status).toBe(401);
@@ -314,7 +371,11 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const metadata = await fetch(`${edge}${path}`);
       expect(metadata.status).toBe(200);
-      expect(await metadata.json()).toMatchObject({ resource: expect.stringMatching(/\/mcp$/), bearer_methods_supported: ['header'], 'x-api-key': { scheme: 'Authorization: Bearer <key>' } });
+      expect(await metadata.json()).toMatchObject({
+        resource: expect.stringMatching(/\/mcp$/),
+        bearer_methods_supported: ['header'],
+        'x-api-key': { scheme: 'Authorization: Bearer <key>' },
+      });
     }
 
     const foreign = await post({ authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' });
@@ -324,7 +385,12 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     for (const path of ['/%6Dcp', '/%6dcp', '/mcp/']) {
       const spelled = await fetch(`${edge}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${account.fullKey}`, origin: 'https://evil.example' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${account.fullKey}`,
+          origin: 'https://evil.example',
+        },
         body: JSON.stringify(init),
       });
       expect(spelled.status, `${path}: ${await spelled.clone().text()}`).toBe(403);

@@ -73,7 +73,8 @@ describe("the edge's Prometheus metrics", () => {
   it('counts metered calls by API and outcome, upstream latency, and money charged and refunded', async () => {
     const rich = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const broke = await createTestAccount(app.deps.sql, { balanceMicros: 0n });
-    const call = (key: string, path: string) => rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${apiId}${path}`, headers: { authorization: `Bearer ${key}` } });
+    const call = (key: string, path: string) =>
+      rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${apiId}${path}`, headers: { authorization: `Bearer ${key}` } });
     expect((await call(rich.fullKey, '/ok')).status).toBe(200);
     expect((await call(rich.fullKey, '/ok')).status).toBe(200);
     expect((await call(rich.fullKey, '/missing')).status).toBe(404);

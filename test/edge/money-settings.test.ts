@@ -12,7 +12,9 @@ describe('money settings', () => {
   it('requires a real CONNECTIONS_MASTER_KEY in production and refuses private upstreams there', () => {
     expect(() => loadEdgeSettings(production)).toThrow(/CONNECTIONS_MASTER_KEY/);
     expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: '' })).toThrow(/CONNECTIONS_MASTER_KEY/);
-    expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, ALLOW_PRIVATE_UPSTREAMS: 'true' })).toThrow(/ALLOW_PRIVATE_UPSTREAMS/);
+    expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, ALLOW_PRIVATE_UPSTREAMS: 'true' })).toThrow(
+      /ALLOW_PRIVATE_UPSTREAMS/,
+    );
     const settings = loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key });
     expect(settings.CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
     expect(settings.ALLOW_PRIVATE_UPSTREAMS).toBe(false);
@@ -24,7 +26,11 @@ describe('money settings', () => {
 
   it('makes the workers, which seal platform keys at import, refuse the development key in production too', () => {
     expect(() => loadWorkerSettings({ NODE_ENV: 'production', TEMPORAL_CODEC_KEYS: codecKeys })).toThrow(/CONNECTIONS_MASTER_KEY/);
-    expect(loadWorkerSettings({ NODE_ENV: 'production', CONNECTIONS_MASTER_KEY: key, TEMPORAL_CODEC_KEYS: codecKeys }).CONNECTIONS_MASTER_KEY.equals(Buffer.from(key, 'hex'))).toBe(true);
+    expect(
+      loadWorkerSettings({ NODE_ENV: 'production', CONNECTIONS_MASTER_KEY: key, TEMPORAL_CODEC_KEYS: codecKeys }).CONNECTIONS_MASTER_KEY.equals(
+        Buffer.from(key, 'hex'),
+      ),
+    ).toBe(true);
     expect(loadWorkerSettings({}).NODE_ENV).toBe('development');
   });
 
@@ -41,7 +47,9 @@ describe('money settings', () => {
     expect(() => loadEdgeSettings({ ...withoutCodecKeys, CONNECTIONS_MASTER_KEY: key })).toThrow(/TEMPORAL_CODEC_KEYS/);
     expect(() => loadWorkerSettings({ NODE_ENV: 'production', CONNECTIONS_MASTER_KEY: key })).toThrow(/TEMPORAL_CODEC_KEYS/);
     // Keeping the development key as an old, decrypt-only key is refused too: it is public.
-    expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, TEMPORAL_CODEC_KEYS: `${codecKeys},${DEV_CODEC_KEYS}` })).toThrow(/TEMPORAL_CODEC_KEYS/);
+    expect(() => loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key, TEMPORAL_CODEC_KEYS: `${codecKeys},${DEV_CODEC_KEYS}` })).toThrow(
+      /TEMPORAL_CODEC_KEYS/,
+    );
     expect(() => loadEdgeSettings({ TEMPORAL_CODEC_KEYS: 'k1:tooshort' })).toThrow(/TEMPORAL_CODEC_KEYS: key "k1" must be 32 bytes/);
     expect(loadEdgeSettings({ ...production, CONNECTIONS_MASTER_KEY: key }).TEMPORAL_CODEC_KEYS.map((k) => k.id)).toEqual(['prod-1']);
   });

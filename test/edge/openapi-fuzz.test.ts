@@ -31,7 +31,12 @@ describe('the edge fuzzed against its own OpenAPI document (Schemathesis)', () =
   let reports: string;
 
   beforeAll(async () => {
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, SSE_MAX_LIFETIME_SECONDS: '2', SSE_MAX_STREAMS_PER_ACCOUNT: '1000' });
+    app = await createTestApp({
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      REDIS_PREFIX: redisPrefix,
+      SSE_MAX_LIFETIME_SECONDS: '2',
+      SSE_MAX_STREAMS_PER_ACCOUNT: '1000',
+    });
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });

@@ -43,7 +43,8 @@ describe('OpenAPI', () => {
           const need = (status: number, why: string) => {
             if (!has(status)) missing.push(`${method.toUpperCase()} ${path}: no ${status} (${why})`);
           };
-          if (!Object.keys(operation.responses).some((status) => /^[45]\d\d$/.test(status))) missing.push(`${method.toUpperCase()} ${path}: no error response`);
+          if (!Object.keys(operation.responses).some((status) => /^[45]\d\d$/.test(status)))
+            missing.push(`${method.toUpperCase()} ${path}: no error response`);
           if (operation.security?.length) {
             need(401, 'authenticated');
             need(403, 'authenticated');

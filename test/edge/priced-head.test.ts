@@ -15,10 +15,13 @@ describe('HEAD on priced routes', () => {
   });
   afterAll(async () => app.close());
 
-  it.each(['/api/v1/apis/some-api/instructions', '/api/v1/docs/getting-started', '/api/v1/cookbooks/some-cookbook'])('charges nothing for HEAD %s', async (url) => {
-    const res = await app.inject({ method: 'HEAD', url, headers: bearer(account.fullKey) });
-    expect(res.statusCode, res.body).not.toBe(200);
-    expect(res.headers['x-service-cost']).toBeUndefined();
-    expect(await getBalance(app.deps.sql, account.accountId)).toBe(1_000_000n);
-  });
+  it.each(['/api/v1/apis/some-api/instructions', '/api/v1/docs/getting-started', '/api/v1/cookbooks/some-cookbook'])(
+    'charges nothing for HEAD %s',
+    async (url) => {
+      const res = await app.inject({ method: 'HEAD', url, headers: bearer(account.fullKey) });
+      expect(res.statusCode, res.body).not.toBe(200);
+      expect(res.headers['x-service-cost']).toBeUndefined();
+      expect(await getBalance(app.deps.sql, account.accountId)).toBe(1_000_000n);
+    },
+  );
 });

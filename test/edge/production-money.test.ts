@@ -56,7 +56,11 @@ describe('production billing', () => {
     const register = (email: string) => app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD } });
     expect(expectOk<{ balance: number }>(await register(`${uniqueId('prod')}@example.test`), 201).balance).toBe(0);
     const credited = await productionApp({ SIGNUP_CREDIT_DOLLARS: '0.50' });
-    const res = await credited.app.inject({ method: 'POST', url: '/api/v1/register', payload: { email: `${uniqueId('prod')}@example.test`, password: TEST_PASSWORD } });
+    const res = await credited.app.inject({
+      method: 'POST',
+      url: '/api/v1/register',
+      payload: { email: `${uniqueId('prod')}@example.test`, password: TEST_PASSWORD },
+    });
     expect(expectOk<{ balance: number }>(res, 201).balance).toBe(0.5);
   });
 });

@@ -68,7 +68,11 @@ describe('the proxy under 2,000 concurrent charged calls', () => {
 
     const results = await Promise.all(
       Array.from({ length: CALLS }, async (_, i) => {
-        const res = await pool.request({ method: 'GET', path: `/api/v1/proxy/${apiId}/items/${i}?n=${i}`, headers: { 'x-api-key': account.fullKey } });
+        const res = await pool.request({
+          method: 'GET',
+          path: `/api/v1/proxy/${apiId}/items/${i}?n=${i}`,
+          headers: { 'x-api-key': account.fullKey },
+        });
         const text = await res.body.text();
         return { status: res.statusCode, chargeId: res.headers['x-service-charge-id'] as string | undefined, body: text };
       }),
@@ -103,10 +107,16 @@ describe('the proxy under 2,000 concurrent charged calls', () => {
 
     await app.usage.flush();
     await expect
-      .poll(async () => (await sql<{ calls: bigint }[]>`select coalesce(sum(calls), 0)::bigint as calls from usage_daily where account_id = ${account.accountId}`)[0]!.calls, {
-        timeout: 20_000,
-        interval: 100,
-      })
+      .poll(
+        async () =>
+          (
+            await sql<{ calls: bigint }[]>`select coalesce(sum(calls), 0)::bigint as calls from usage_daily where account_id = ${account.accountId}`
+          )[0]!.calls,
+        {
+          timeout: 20_000,
+          interval: 100,
+        },
+      )
       .toBe(BigInt(AFFORDABLE));
     const [usage] = await sql<{ cost: bigint; events: bigint }[]>`
       select (select sum(cost_micros) from usage_daily where account_id = ${account.accountId})::bigint as cost,

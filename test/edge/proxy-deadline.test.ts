@@ -72,7 +72,11 @@ describe('the proxy deadline (PROXY_MAX_CALL_MS)', () => {
     new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
         `${edge}/api/v1/proxy/${apiId}/after-body`,
-        { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, agent: false },
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+          agent: false,
+        },
         (res) => {
           const parts: Buffer[] = [];
           res.on('data', (chunk: Buffer) => parts.push(chunk));
@@ -95,7 +99,11 @@ describe('the proxy deadline (PROXY_MAX_CALL_MS)', () => {
 
   it('waits for the upstream past the deadline once the request went out whole: served and charged, not refunded', async () => {
     const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
-    const res = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${apiId}/silent`, headers: { authorization: `Bearer ${account.fullKey}` } });
+    const res = await rawRequest(edge, {
+      method: 'GET',
+      path: `/api/v1/proxy/${apiId}/silent`,
+      headers: { authorization: `Bearer ${account.fullKey}` },
+    });
     expect(res.status, res.body.toString('utf8')).toBe(200);
     expect(res.body.toString('utf8')).toBe('late');
     expect(await kinds(account.accountId)).toEqual(['adjustment', 'charge']);
@@ -118,7 +126,11 @@ describe('the proxy deadline (PROXY_MAX_CALL_MS)', () => {
     const res = await trickleUpload(account.fullKey, 30, 100).catch(() => ({ status: 0, body: '' }));
     const took = performance.now() - started;
     expect(res.status, res.body).toBe(503);
-    expect(JSON.parse(res.body)).toMatchObject({ ok: false, code: 'upstream_unavailable', error: expect.stringContaining('did not complete within 1 s') });
+    expect(JSON.parse(res.body)).toMatchObject({
+      ok: false,
+      code: 'upstream_unavailable',
+      error: expect.stringContaining('did not complete within 1 s'),
+    });
     expect(took).toBeLessThan(2_900);
     expect(await kinds(account.accountId)).toEqual(['adjustment', 'charge', 'refund']);
     await expect.poll(() => eventsOf(account.accountId), { timeout: 3_000, interval: 100 }).toEqual([{ status: 503, costMicros: '0' }]);
@@ -128,12 +140,16 @@ describe('the proxy deadline (PROXY_MAX_CALL_MS)', () => {
     const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const started = performance.now();
     const received = await new Promise<{ bytes: number; complete: boolean }>((resolve, reject) => {
-      const req = request(`${edge}/api/v1/proxy/${apiId}/trickle`, { headers: { authorization: `Bearer ${account.fullKey}` }, agent: false }, (res) => {
-        let bytes = 0;
-        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        res.on('error', () => {});
-        res.on('close', () => resolve({ bytes, complete: res.complete }));
-      });
+      const req = request(
+        `${edge}/api/v1/proxy/${apiId}/trickle`,
+        { headers: { authorization: `Bearer ${account.fullKey}` }, agent: false },
+        (res) => {
+          let bytes = 0;
+          res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          res.on('error', () => {});
+          res.on('close', () => resolve({ bytes, complete: res.complete }));
+        },
+      );
       req.on('error', reject);
       req.end();
       setTimeout(() => reject(new Error('the answer was not cut within 5 s')), 5_000).unref();
@@ -146,7 +162,11 @@ describe('the proxy deadline (PROXY_MAX_CALL_MS)', () => {
     await expect.poll(() => eventsOf(account.accountId), { timeout: 3_000, interval: 100 }).toEqual([{ status: 200, costMicros: '2000' }]);
     expect(await kinds(account.accountId)).toEqual(['adjustment', 'charge']);
     // The edge goes on serving.
-    const next = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${apiId}/hello`, headers: { authorization: `Bearer ${account.fullKey}` } });
+    const next = await rawRequest(edge, {
+      method: 'GET',
+      path: `/api/v1/proxy/${apiId}/hello`,
+      headers: { authorization: `Bearer ${account.fullKey}` },
+    });
     expect(next.status).toBe(200);
   });
 });

@@ -124,7 +124,7 @@ describe('the proxy keeps the platform key, prices and the dashboard safe', () =
     expect(res.headers['www-authenticate']).toContain('[redacted]');
   });
 
-  it("strips a query-borne key from redirects built from the request URL", async () => {
+  it('strips a query-borne key from redirects built from the request URL', async () => {
     const res = await call(queryApi, '/redirect?page=2');
     expect(res.status).toBe(302);
     leaksNothing(res);

@@ -93,7 +93,11 @@ describe('the metered call keeps every piece of the platform key and every price
       res.on('close', () => (bigWritten[entry] = written));
       pump();
     });
-    app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: uniqueId('trust3'), MCP_CALL_API_MAX_BODY_BYTES: String(1024 * 1024) });
+    app = await createTestApp({
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: uniqueId('trust3'),
+      MCP_CALL_API_MAX_BODY_BYTES: String(1024 * 1024),
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     queryApi = await registerApi({ baseUrl: upstream.url, price: '0.001', auth: 'query:key', platformKey: PLATFORM_KEY });
@@ -195,7 +199,11 @@ describe('the metered call keeps every piece of the platform key and every price
     const preflight = await rawRequest(edge, {
       method: 'OPTIONS',
       path: `/api/v1/proxy/${pricedApi}/premium/x`,
-      headers: { origin: 'https://agent.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-custom' },
+      headers: {
+        origin: 'https://agent.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, x-custom',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers['access-control-allow-origin']).toBe('*');
@@ -217,7 +225,15 @@ describe('the metered call keeps every piece of the platform key and every price
       global.gc?.();
       const rssBefore = process.memoryUsage().rss;
       const result = (await client.callTool({ name: 'call_api', arguments: { apiId: bigApi, path: '/huge' } })) as CallToolResult & {
-        structuredContent: { status: number; truncated: boolean; bodyBytes: number; cost: number; chargeId: string | null; bodyBase64?: string; body?: string };
+        structuredContent: {
+          status: number;
+          truncated: boolean;
+          bodyBytes: number;
+          cost: number;
+          chargeId: string | null;
+          bodyBase64?: string;
+          body?: string;
+        };
       };
       expect(result.isError ?? false, JSON.stringify(result.content).slice(0, 300)).toBe(false);
       const out = result.structuredContent;
@@ -230,7 +246,9 @@ describe('the metered call keeps every piece of the platform key and every price
       expect(process.memoryUsage().rss - rssBefore).toBeLessThan(48 * 1024 * 1024);
       // Charged once, and settled with one usage event.
       await app.usage.flush();
-      const [charge] = await app.deps.sql<{ n: number }[]>`select count(*)::int as n from ledger_entries where id = ${out.chargeId} and kind = 'charge'`;
+      const [charge] = await app.deps.sql<
+        { n: number }[]
+      >`select count(*)::int as n from ledger_entries where id = ${out.chargeId} and kind = 'charge'`;
       expect(charge!.n).toBe(1);
     } finally {
       await client.close();

@@ -97,14 +97,25 @@ describe('the metered proxy', () => {
     await upstream.close();
   });
 
-  const call = (account: TestAccount, method: string, path: string, extra: { headers?: Record<string, string | string[]>; body?: Buffer | string | AsyncIterable<Buffer>; api?: string } = {}) =>
-    rawRequest(edge, { method, path: `/api/v1/proxy/${extra.api ?? apiId}${path}`, headers: { authorization: `Bearer ${account.fullKey}`, ...extra.headers }, body: extra.body });
+  const call = (
+    account: TestAccount,
+    method: string,
+    path: string,
+    extra: { headers?: Record<string, string | string[]>; body?: Buffer | string | AsyncIterable<Buffer>; api?: string } = {},
+  ) =>
+    rawRequest(edge, {
+      method,
+      path: `/api/v1/proxy/${extra.api ?? apiId}${path}`,
+      headers: { authorization: `Bearer ${account.fullKey}`, ...extra.headers },
+      body: extra.body,
+    });
   const json = (res: RawResponse) => JSON.parse(res.body.toString('utf8')) as Record<string, unknown>;
   const seenSince = (n: number) => upstream.seen.slice(n);
   const ledger = (accountId: string) =>
     app.deps.sql<{ id: string; kind: string; amount_micros: bigint; refund_of: string | null; api_id: string | null }[]>`
       select id, kind, amount_micros, refund_of, api_id from ledger_entries where account_id = ${accountId} order by seq`;
-  const balanceOf = async (accountId: string) => (await app.deps.sql<{ b: bigint }[]>`select balance_micros as b from accounts where id = ${accountId}`)[0]!.b;
+  const balanceOf = async (accountId: string) =>
+    (await app.deps.sql<{ b: bigint }[]>`select balance_micros as b from accounts where id = ${accountId}`)[0]!.b;
   const funded = () => createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
 
   it('forwards path, query and method unchanged, charges, and sets the cost headers', async () => {
@@ -239,16 +250,22 @@ describe('the metered proxy', () => {
     await new Promise((r) => setTimeout(r, 100));
     req.destroy();
     // The upstream answers 200 after 300 ms, to a caller already gone.
-    await expect.poll(async () => (await ledger(account.accountId)).map((e) => e.kind), { timeout: 3_000, interval: 50 }).toEqual(['adjustment', 'charge']);
+    await expect
+      .poll(async () => (await ledger(account.accountId)).map((e) => e.kind), { timeout: 3_000, interval: 50 })
+      .toEqual(['adjustment', 'charge']);
     const chargeId = (await ledger(account.accountId))[1]!.id;
     // Its usage event is handed over once the upstream answered, with the upstream's status and the
     // charge (without one the reconciler would refund a call the upstream served).
     const eventsOfCharge = async () => {
       await app.usage.flush();
       const jobs = await app.usage.queue.getJobs(['waiting', 'active', 'completed', 'delayed']);
-      return jobs.flatMap((job) => (job.data as { events: Array<{ chargeId: string | null; status: number; costMicros: string }> }).events).filter((e) => e.chargeId === chargeId);
+      return jobs
+        .flatMap((job) => (job.data as { events: Array<{ chargeId: string | null; status: number; costMicros: string }> }).events)
+        .filter((e) => e.chargeId === chargeId);
     };
-    await expect.poll(eventsOfCharge, { timeout: 3_000, interval: 100 }).toEqual([expect.objectContaining({ status: 200, costMicros: PRICE.toString() })]);
+    await expect
+      .poll(eventsOfCharge, { timeout: 3_000, interval: 100 })
+      .toEqual([expect.objectContaining({ status: 200, costMicros: PRICE.toString() })]);
     // And the edge goes on serving.
     expect((await call(account, 'GET', '/hello')).status).toBe(200);
   });
@@ -312,7 +329,19 @@ describe('the metered proxy', () => {
     expect(res.status, res.body.toString()).toBe(200);
     const seen = seenSince(before)[0]!;
     const names = Object.keys(seen.headers);
-    for (const name of ['authorization', 'x-api-key', 'cookie', 'x-csrf-token', 'x-hop-secret', 'keep-alive', 'proxy-authorization', 'te', 'x-max-cost', 'x-service-whatever', 'x-forwarded-for']) {
+    for (const name of [
+      'authorization',
+      'x-api-key',
+      'cookie',
+      'x-csrf-token',
+      'x-hop-secret',
+      'keep-alive',
+      'proxy-authorization',
+      'te',
+      'x-max-cost',
+      'x-service-whatever',
+      'x-forwarded-for',
+    ]) {
       expect(names, `${name} reached the upstream`).not.toContain(name);
     }
     expect(JSON.stringify(seen.rawHeaders)).not.toContain(account.fullKey);
@@ -335,7 +364,11 @@ describe('the metered proxy', () => {
     for (const [auth, check] of cases) {
       const id = await registerApi({ baseUrl: `${upstream.url}/base`, price: '0.001', auth, platformKey: 'plat-secret-123456' });
       const before = upstream.seen.length;
-      const res = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${id}/q?x=1&api_key=caller-sent`, headers: { 'x-api-key': account.fullKey, cookie: 'sid=caller-sent' } });
+      const res = await rawRequest(edge, {
+        method: 'GET',
+        path: `/api/v1/proxy/${id}/q?x=1&api_key=caller-sent`,
+        headers: { 'x-api-key': account.fullKey, cookie: 'sid=caller-sent' },
+      });
       expect(res.status, `${auth}: ${res.body.toString()}`).toBe(200);
       const seen = seenSince(before)[0]!;
       check(seen);
@@ -361,7 +394,11 @@ describe('the metered proxy', () => {
   it('reaches the base URL itself, and a free API still reports cost and balance', async () => {
     const account = await funded();
     const free = await registerApi({ baseUrl: `${upstream.url}/base`, price: '0' });
-    for (const [path, expected] of [['', '/base'], ['/', '/base/'], ['?a=1', '/base?a=1']] as const) {
+    for (const [path, expected] of [
+      ['', '/base'],
+      ['/', '/base/'],
+      ['?a=1', '/base?a=1'],
+    ] as const) {
       const res = await call(account, 'GET', path, { api: free });
       expect(res.status, res.body.toString()).toBe(200);
       expect(json(res).url).toBe(expected);
@@ -383,12 +420,34 @@ describe('the metered proxy', () => {
   it('refuses path escapes and odd api ids with 400, unknown APIs with 404, before charging or forwarding', async () => {
     const account = await funded();
     const before = upstream.seen.length;
-    for (const path of ['/..', '/a/../../etc', '/%2e%2e/x', '/a/%2E./x', '/a/.', '/a%2fb', '/a%2Fb', '/a%5cb', '/a\\b', '//evil.example/x', '/a//b', '/http://evil.example/', '/%zz']) {
+    for (const path of [
+      '/..',
+      '/a/../../etc',
+      '/%2e%2e/x',
+      '/a/%2E./x',
+      '/a/.',
+      '/a%2fb',
+      '/a%2Fb',
+      '/a%5cb',
+      '/a\\b',
+      '//evil.example/x',
+      '/a//b',
+      '/http://evil.example/',
+      '/%zz',
+    ]) {
       const res = await call(account, 'GET', path);
       expectError({ statusCode: res.status, body: res.body.toString() }, 400, 'validation_failed');
     }
-    expectError(await asResponse(rawRequest(edge, { method: 'GET', path: '/api/v1/proxy/Bad$Id/x', headers: { 'x-api-key': account.fullKey } })), 400, 'validation_failed');
-    expectError(await asResponse(rawRequest(edge, { method: 'GET', path: '/api/v1/proxy/no-such-api-here/x', headers: { 'x-api-key': account.fullKey } })), 404, 'not_found');
+    expectError(
+      await asResponse(rawRequest(edge, { method: 'GET', path: '/api/v1/proxy/Bad$Id/x', headers: { 'x-api-key': account.fullKey } })),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await asResponse(rawRequest(edge, { method: 'GET', path: '/api/v1/proxy/no-such-api-here/x', headers: { 'x-api-key': account.fullKey } })),
+      404,
+      'not_found',
+    );
     expectError(await asResponse(rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${apiId}/x` })), 401, 'missing_credentials');
     expect(upstream.seen.length).toBe(before);
     expect(await balanceOf(account.accountId)).toBe(1_000_000n);
@@ -417,10 +476,15 @@ describe('the metered proxy', () => {
     expect(upstream.seen.length).toBe(before);
   });
 
-  it("holds agent keys to their allow-list and spend limit", async () => {
+  it('holds agent keys to their allow-list and spend limit', async () => {
     const owner = await funded();
     const other = await registerApi({ baseUrl: upstream.url, price: '0.002' });
-    const { fullKey: allowedOnlyOther } = await createKey(app.deps.sql, { accountId: owner.accountId, kind: 'agent', name: 'a', allowedApis: [other] });
+    const { fullKey: allowedOnlyOther } = await createKey(app.deps.sql, {
+      accountId: owner.accountId,
+      kind: 'agent',
+      name: 'a',
+      allowedApis: [other],
+    });
     const before = upstream.seen.length;
     const agent = { ...owner, fullKey: allowedOnlyOther };
     expectError(await asResponse(call(agent, 'GET', '/x')), 403, 'api_not_allowed');

@@ -15,7 +15,11 @@ describe('queue board', () => {
       const denied = await app.inject({ method: 'GET', url: '/admin/queues/api/queues' });
       expectError(denied, 401, 'missing_credentials');
       expect(denied.headers['www-authenticate']).toContain('Basic');
-      const wrong = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: `Basic ${Buffer.from('operator:nope').toString('base64')}` } });
+      const wrong = await app.inject({
+        method: 'GET',
+        url: '/admin/queues/api/queues',
+        headers: { authorization: `Basic ${Buffer.from('operator:nope').toString('base64')}` },
+      });
       expectError(wrong, 401);
       const auth = { authorization: `Basic ${Buffer.from('operator:s3cret-pass').toString('base64')}` };
       const res = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: auth });
@@ -26,7 +30,8 @@ describe('queue board', () => {
       expect(page.headers['content-type']).toContain('text/html');
       // Its actions change queues: from another origin (a page posting with the browser's Basic
       // credentials) or with no origin at all they are refused; from the site itself they run.
-      const pause = (headers: Record<string, string>) => app.inject({ method: 'PUT', url: '/admin/queues/api/queues/usage-events/pause', headers: { ...auth, ...headers } });
+      const pause = (headers: Record<string, string>) =>
+        app.inject({ method: 'PUT', url: '/admin/queues/api/queues/usage-events/pause', headers: { ...auth, ...headers } });
       expectError(await pause({ origin: 'https://evil.example' }), 403, 'csrf_failed');
       expectError(await pause({}), 403, 'csrf_failed');
       const paused = await pause({ origin: new URL(app.deps.settings.PUBLIC_URL).origin });

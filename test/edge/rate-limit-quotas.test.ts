@@ -147,7 +147,8 @@ describe('local rate-limit quotas', () => {
     const prefix = uniqueId('rlq');
     // With a limit this large a local quota would claim blocks of 50.
     const app = await edge({ RATE_LIMIT_REGISTER_MAX: '1000' }, prefix);
-    const register = () => app.inject({ method: 'POST', url: '/api/v1/register', payload: { email: 'not-an-email', password: 'x' }, remoteAddress: '192.0.2.77' });
+    const register = () =>
+      app.inject({ method: 'POST', url: '/api/v1/register', payload: { email: 'not-an-email', password: 'x' }, remoteAddress: '192.0.2.77' });
     for (let round = 0; round < 4; round++) {
       const responses = await Promise.all(Array.from({ length: 10 }, register));
       for (const r of responses) expect(r.statusCode, r.body).toBe(400);

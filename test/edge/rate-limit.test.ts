@@ -54,7 +54,10 @@ describe('rate limits', () => {
   it('limits authenticated routes per key, and the dashboard cookie per account', async () => {
     const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '2', RATE_LIMIT_PUBLIC_MAX: '1000' });
     const owner = await createTestAccount(app.deps.sql);
-    const second = expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: 'b' } }), 201);
+    const second = expectOk<{ fullKey: string }>(
+      await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: 'b' } }),
+      201,
+    );
     const list = (headers: Record<string, string>) => app.inject({ method: 'GET', url: '/api/v1/keys', headers });
     expectLimitHeaders(expectStatus(await list(bearer(owner.fullKey)), 200), 2, 0);
     expectLimited(await list(bearer(owner.fullKey)), 2, 60);
@@ -68,12 +71,17 @@ describe('rate limits', () => {
     expectLimited(await list({ cookie: browser.cookie }), 2, 60);
   });
 
-  it("limits the account as a whole too: minting keys does not multiply the limit", async () => {
+  it('limits the account as a whole too: minting keys does not multiply the limit', async () => {
     const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '3', RATE_LIMIT_ACCOUNT_MAX: '4', RATE_LIMIT_PUBLIC_MAX: '1000' });
     const owner = await createTestAccount(app.deps.sql);
     const keys = [owner.fullKey];
     for (const name of ['b', 'c']) {
-      keys.push(expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name } }), 201).fullKey);
+      keys.push(
+        expectOk<{ fullKey: string }>(
+          await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name } }),
+          201,
+        ).fullKey,
+      );
     }
     // Two key creations above spent two of the account's four calls.
     const list = (key: string) => app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(key) });
@@ -87,7 +95,8 @@ describe('rate limits', () => {
   it('caps the live keys and agent keys an account may hold (409 naming the cap), counting revoked ones out', async () => {
     const app = await limitedApp({ MAX_KEYS_PER_ACCOUNT: '2' });
     const owner = await createTestAccount(app.deps.sql);
-    const create = (path: string, name: string) => app.inject({ method: 'POST', url: `/api/v1/${path}`, headers: bearer(owner.fullKey), payload: { name } });
+    const create = (path: string, name: string) =>
+      app.inject({ method: 'POST', url: `/api/v1/${path}`, headers: bearer(owner.fullKey), payload: { name } });
     const second = expectOk<{ key: { id: string } }>(await create('keys', 'second'), 201);
     const refused = expectError(await create('keys', 'third'), 409, 'conflict');
     expect(refused.error).toContain('2 live API keys');
@@ -100,7 +109,8 @@ describe('rate limits', () => {
 
   it('is stricter on registration and login, per client address, whatever the body', async () => {
     const app = await limitedApp({ RATE_LIMIT_REGISTER_MAX: '2', RATE_LIMIT_LOGIN_MAX: '2', RATE_LIMIT_LOGIN_WINDOW_SECONDS: '300' });
-    const register = (email: string) => app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD }, remoteAddress: '192.0.2.10' });
+    const register = (email: string) =>
+      app.inject({ method: 'POST', url: '/api/v1/register', payload: { email, password: TEST_PASSWORD }, remoteAddress: '192.0.2.10' });
     const first = await register(`${uniqueId('rl')}@example.test`);
     expect(first.statusCode, first.body).toBe(201);
     expectLimitHeaders(first, 2, 1);
@@ -108,7 +118,8 @@ describe('rate limits', () => {
     expectLimited(await register(`${uniqueId('rl')}@example.test`), 2, 3600);
 
     const user = { email: JSON.parse(first.body).account.email as string, password: TEST_PASSWORD };
-    const login = (password: string) => app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: user.email, password }, remoteAddress: '192.0.2.10' });
+    const login = (password: string) =>
+      app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: user.email, password }, remoteAddress: '192.0.2.10' });
     expectError(await login('wrong password guess'), 401, 'invalid_credentials');
     expectLimitHeaders(await login('another wrong guess'), 2, 0);
     // Past the limit even the right password waits: guessing is throttled per address.
@@ -118,7 +129,9 @@ describe('rate limits', () => {
   it('counts every one of many simultaneous hits exactly (they share one Redis call)', async () => {
     const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '20', RATE_LIMIT_PUBLIC_MAX: '1000' });
     const owner = await createTestAccount(app.deps.sql);
-    const responses = await Promise.all(Array.from({ length: 30 }, () => app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(owner.fullKey) })));
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, () => app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(owner.fullKey) })),
+    );
     const passed = responses.filter((r) => r.statusCode === 200);
     expect(passed).toHaveLength(20);
     expect(responses.filter((r) => r.statusCode === 429)).toHaveLength(10);
@@ -175,13 +188,18 @@ function expectStatus(res: LightMyRequestResponse, status: number): LightMyReque
 describe('rate limits on refused credentials, and no lock-out on login', () => {
   it('counts refused credentials against the address, with the headers on the 401', async () => {
     const app = await limitedApp({ RATE_LIMIT_PUBLIC_MAX: '2' });
-    const guess = () => app.inject({ method: 'GET', url: '/api/v1/keys', headers: { 'x-api-key': generateKey().fullKey }, remoteAddress: '203.0.113.66' });
+    const guess = () =>
+      app.inject({ method: 'GET', url: '/api/v1/keys', headers: { 'x-api-key': generateKey().fullKey }, remoteAddress: '203.0.113.66' });
     const first = await guess();
     expectError(first, 401, 'invalid_key');
     expectLimitHeaders(first, 2, 1);
     expectError(await guess(), 401, 'invalid_key');
     expectLimited(await guess(), 2, 60);
-    expectError(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: { cookie: 'session=forged' }, remoteAddress: '203.0.113.66' }), 429, 'rate_limited');
+    expectError(
+      await app.inject({ method: 'GET', url: '/api/v1/keys', headers: { cookie: 'session=forged' }, remoteAddress: '203.0.113.66' }),
+      429,
+      'rate_limited',
+    );
     // A valid key from the same address still works: it has its own budget.
     const owner = await createTestAccount(app.deps.sql);
     expectStatus(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(owner.fullKey), remoteAddress: '203.0.113.66' }), 200);
@@ -197,7 +215,15 @@ describe('rate limits on refused credentials, and no lock-out on login', () => {
     expectStatus(await login('198.51.100.3', user.password), 200);
     // Another account from those addresses is not affected.
     const other = await registerUser(app);
-    expectStatus(await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: other.email, password: other.password }, remoteAddress: '198.51.100.4' }), 200);
+    expectStatus(
+      await app.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        payload: { email: other.email, password: other.password },
+        remoteAddress: '198.51.100.4',
+      }),
+      200,
+    );
   });
 });
 
@@ -228,14 +254,23 @@ describe('MCP batches (finding 6: every message counts)', () => {
     app.inject({
       method: 'POST',
       url: '/mcp',
-      headers: { ...bearer(key), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' },
+      headers: {
+        ...bearer(key),
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-03-26',
+      },
       payload: JSON.stringify(body),
     });
 
   it('counts each message of a batch, and refuses a batch past the budget whole, before any message runs', async () => {
     const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
     const owner = await createTestAccount(app.deps.sql);
-    const newKey = async () => expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: uniqueId('k') } }), 201).fullKey;
+    const newKey = async () =>
+      expectOk<{ fullKey: string }>(
+        await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(owner.fullKey), payload: { name: uniqueId('k') } }),
+        201,
+      ).fullKey;
 
     // 11 listings with a budget of 10: one 429 with Retry-After, no answers.
     const flood = await postBatch(app, await newKey(), batchOf(Array.from({ length: 11 }, () => ({ method: 'tools/list' }))));
@@ -278,10 +313,18 @@ describe('MCP batches (finding 6: every message counts)', () => {
     const app = await limitedApp({ RATE_LIMIT_KEY_MAX: '10', RATE_LIMIT_ACCOUNT_MAX: '1000' });
     const owner = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     for (const remaining of [9, 8, 7, 6]) {
-      expectLimitHeaders(expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200), 10, remaining);
+      expectLimitHeaders(
+        expectStatus(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: bearer(owner.fullKey) }), 200),
+        10,
+        remaining,
+      );
     }
     // A batch of tool calls past what is left is refused before any runs (nothing is called, nothing charged).
-    const tooMany = await postBatch(app, owner.fullKey, batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }))));
+    const tooMany = await postBatch(
+      app,
+      owner.fullKey,
+      batchOf(Array.from({ length: 7 }, () => ({ method: 'tools/call', params: { name: 'get_balance', arguments: {} } }))),
+    );
     expectLimited(tooMany, 10, 60);
   });
 });

@@ -44,7 +44,12 @@ describe('refunds survive Postgres failing at the moment they are owed', () => {
       res.writeHead(req.url?.includes('fail') ? 500 : 200, { 'content-type': 'text/plain' });
       res.end('upstream says no');
     });
-    app = await createTestApp({ DATABASE_URL: viaProxy.toString(), ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix, API_CACHE_TTL_MS: '600000' });
+    app = await createTestApp({
+      DATABASE_URL: viaProxy.toString(),
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: prefix,
+      API_CACHE_TTL_MS: '600000',
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     account = await createTestAccount(sql, { balanceMicros: 100_000n });
@@ -74,7 +79,10 @@ describe('refunds survive Postgres failing at the moment they are owed', () => {
     const queue = new Queue(refundChargeJob.queue, { connection: redis, prefix });
     const job = await Job.fromId(queue, `refund-${body.chargeId}`);
     expect(job?.data).toMatchObject({ chargeId: body.chargeId });
-    const events = new QueueEvents(refundChargeJob.queue, { connection: createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue'), prefix });
+    const events = new QueueEvents(refundChargeJob.queue, {
+      connection: createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue'),
+      prefix,
+    });
     await events.waitUntilReady();
     const processor = refundProcessor({ sql });
     const worker = new Worker(processor.job.queue, processor.process, { connection: redis, prefix });
@@ -119,7 +127,20 @@ describe('refunds survive Postgres failing at the moment they are owed', () => {
     const served = await charge(sql, { accountId: who.accountId, costMicros: 2_000n, keyId: who.keyId, apiId: api, item: 'proxy' });
     if (!orphan.ok || !served.ok) throw new Error('charges refused');
     await recordUsageEvents(sql, [
-      { id: crypto.randomUUID(), accountId: who.accountId, keyId: who.keyId, apiId: api, item: 'proxy', status: 200, latencyMs: 1, bytesIn: 0, bytesOut: 2, costMicros: '2000', chargeId: served.chargeId, at: new Date().toISOString() },
+      {
+        id: crypto.randomUUID(),
+        accountId: who.accountId,
+        keyId: who.keyId,
+        apiId: api,
+        item: 'proxy',
+        status: 200,
+        latencyMs: 1,
+        bytesIn: 0,
+        bytesOut: 2,
+        costMicros: '2000',
+        chargeId: served.chargeId,
+        at: new Date().toISOString(),
+      },
     ]);
     expect(await reconcileRefunds(sql, 0)).toBeGreaterThanOrEqual(1);
     expect(await refundsOf(orphan.chargeId)).toHaveLength(1);

@@ -36,7 +36,9 @@ describe('POST /api/v1/register', () => {
     expect(stored?.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
     expect(stored?.password_hash).not.toContain(TEST_PASSWORD);
 
-    const keys = expectOk<{ keys: Array<Record<string, unknown>> }>(await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(body.fullKey) }));
+    const keys = expectOk<{ keys: Array<Record<string, unknown>> }>(
+      await app.inject({ method: 'GET', url: '/api/v1/keys', headers: bearer(body.fullKey) }),
+    );
     expect(keys.keys.map((k) => k.id)).toEqual([body.key.id]);
     expect(JSON.stringify(keys)).not.toContain(body.fullKey);
   });
@@ -59,7 +61,9 @@ describe('POST /api/v1/register', () => {
 
   it('lets exactly one of concurrent registrations of the same email through', async () => {
     const address = email();
-    const results = await Promise.all([address, address.toLowerCase(), address.toUpperCase()].map((e) => register({ email: e, password: TEST_PASSWORD })));
+    const results = await Promise.all(
+      [address, address.toLowerCase(), address.toUpperCase()].map((e) => register({ email: e, password: TEST_PASSWORD })),
+    );
     expect(results.map((r) => r.statusCode).sort(), results.map((r) => r.body).join('\n')).toEqual([201, 409, 409]);
     const [row] = await app.deps.sql<{ accounts: number; keys: number; credits: number }[]>`
       select count(distinct a.id)::int as accounts, count(distinct k.id)::int as keys, count(distinct l.id)::int as credits

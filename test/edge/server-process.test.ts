@@ -62,8 +62,15 @@ describe('the edge process (apps/edge/src/server.ts)', () => {
       // Straight after the last answers: these lines are still in the buffer.
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
-      const lines = out.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; reqId?: string });
-      for (const id of requestIds) expect(lines.some((l) => l.reqId === id && l.msg === 'request completed'), id).toBe(true);
+      const lines = out
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { msg: string; reqId?: string });
+      for (const id of requestIds)
+        expect(
+          lines.some((l) => l.reqId === id && l.msg === 'request completed'),
+          id,
+        ).toBe(true);
       expect(lines.some((l) => /shutting down/.test(l.msg))).toBe(true);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');

@@ -15,7 +15,8 @@ afterAll(async () => app.close());
 const login = (payload: Record<string, unknown>, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url: '/api/auth/login', payload, headers });
 const listKeys = (headers: Record<string, string>) => app.inject({ method: 'GET', url: '/api/v1/keys', headers });
-const createKey = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/api/v1/keys', headers, payload: { name: 'from dashboard' } });
+const createKey = (headers: Record<string, string>) =>
+  app.inject({ method: 'POST', url: '/api/v1/keys', headers, payload: { name: 'from dashboard' } });
 const logout = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/api/auth/logout', headers });
 
 describe('POST /api/auth/login', () => {
@@ -77,13 +78,20 @@ describe('the session cookie as a credential', () => {
     const browser = await loginUser(app, user);
     const list = expectOk<{ keys: Array<{ id: string }> }>(await listKeys({ cookie: browser.cookie }));
     expect(list.keys.map((k) => k.id)).toEqual([user.keyId]);
-    const who = expectOk<{ via: string; keyKind: null; account: { id: string } }>(await app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: browser.cookie } }));
+    const who = expectOk<{ via: string; keyKind: null; account: { id: string } }>(
+      await app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: browser.cookie } }),
+    );
     expect(who).toMatchObject({ via: 'cookie', keyKind: null, account: { id: user.accountId } });
 
     expectOk(await createKey(browser.writeHeaders), 201);
     // A Referer from the site stands in for a missing Origin.
     expectOk(await createKey({ cookie: browser.cookie, referer: `${origin}/keys`, 'x-csrf-token': browser.csrfToken }), 201);
-    const patched = await app.inject({ method: 'PATCH', url: `/api/v1/keys/${user.keyId}`, headers: browser.writeHeaders, payload: { name: 'renamed in the dashboard' } });
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/v1/keys/${user.keyId}`,
+      headers: browser.writeHeaders,
+      payload: { name: 'renamed in the dashboard' },
+    });
     expect(expectOk<{ key: { name: string } }>(patched).key.name).toBe('renamed in the dashboard');
   });
 
@@ -103,7 +111,11 @@ describe('the session cookie as a credential', () => {
       { cookie: `session=${browser.token}; csrf_token=${other.csrfToken}`, origin, 'x-csrf-token': other.csrfToken },
     ];
     for (const headers of cases) expectError(await createKey(headers), 403, 'csrf_failed');
-    expectError(await app.inject({ method: 'DELETE', url: `/api/v1/keys/${user.keyId}`, headers: { cookie: browser.cookie, origin: 'https://evil.example' } }), 403, 'csrf_failed');
+    expectError(
+      await app.inject({ method: 'DELETE', url: `/api/v1/keys/${user.keyId}`, headers: { cookie: browser.cookie, origin: 'https://evil.example' } }),
+      403,
+      'csrf_failed',
+    );
     const list = expectOk<{ keys: Array<{ id: string; status: string }> }>(await listKeys({ cookie: browser.cookie }));
     expect(list.keys).toEqual([expect.objectContaining({ id: user.keyId, status: 'enabled' })]);
   });
@@ -118,11 +130,21 @@ describe('the session cookie as a credential', () => {
     expectOk(await balance());
     expectError(await balance('cross-site'), 403, 'csrf_failed');
     expectError(await balance('same-site'), 403, 'csrf_failed');
-    const priced = await app.inject({ method: 'GET', url: '/api/v1/docs/no-such-section', headers: { cookie: browser.cookie, 'sec-fetch-site': 'cross-site' } });
+    const priced = await app.inject({
+      method: 'GET',
+      url: '/api/v1/docs/no-such-section',
+      headers: { cookie: browser.cookie, 'sec-fetch-site': 'cross-site' },
+    });
     expectError(priced, 403, 'csrf_failed');
     expect(expectOk<{ balance: number }>(await balance('same-origin')).balance).toBe(before);
     // A key is not a browser credential: the header does not matter for it.
-    expectOk(await app.inject({ method: 'GET', url: '/api/v1/balance', headers: { authorization: `Bearer ${user.fullKey}`, 'sec-fetch-site': 'cross-site' } }));
+    expectOk(
+      await app.inject({
+        method: 'GET',
+        url: '/api/v1/balance',
+        headers: { authorization: `Bearer ${user.fullKey}`, 'sec-fetch-site': 'cross-site' },
+      }),
+    );
   });
 
   it('needs no CSRF token for key-authenticated writes, and a key wins over a cookie', async () => {

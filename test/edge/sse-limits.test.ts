@@ -18,7 +18,12 @@ describe('session event streams are bounded', () => {
   let path: string;
 
   beforeAll(async () => {
-    app = await createTestApp({ REDIS_PREFIX: uniqueId('sselimit'), SSE_MAX_STREAMS_PER_ACCOUNT: '2', SSE_MAX_LIFETIME_SECONDS: '1', SSE_HEARTBEAT_MS: '200' });
+    app = await createTestApp({
+      REDIS_PREFIX: uniqueId('sselimit'),
+      SSE_MAX_STREAMS_PER_ACCOUNT: '2',
+      SSE_MAX_LIFETIME_SECONDS: '1',
+      SSE_HEARTBEAT_MS: '200',
+    });
     await loadCookbooks(app.deps.sql);
     await app.listen({ host: '127.0.0.1', port: 0 });
     baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -51,12 +56,17 @@ describe('session event streams are bounded', () => {
     first.close();
     await first.ended;
     // The server sees the client go: poll until the place is free.
-    await expect.poll(async () => {
-      const next = await openSse(baseUrl, path, bearer(account.fullKey));
-      const status = next.response.statusCode;
-      next.close();
-      return status;
-    }, { timeout: 3_000, interval: 100 }).toBe(200);
+    await expect
+      .poll(
+        async () => {
+          const next = await openSse(baseUrl, path, bearer(account.fullKey));
+          const status = next.response.statusCode;
+          next.close();
+          return status;
+        },
+        { timeout: 3_000, interval: 100 },
+      )
+      .toBe(200);
     second.close();
   });
 
@@ -79,9 +89,18 @@ describe('event streams across edge instances', () => {
   const prefix = uniqueId('sseclu');
 
   beforeAll(async () => {
-    const overrides = { REDIS_PREFIX: prefix, SSE_MAX_STREAMS_PER_ACCOUNT: '2', SSE_HEARTBEAT_MS: '200', SSE_STREAM_LEASE_SECONDS: '3', SSE_KEY_RECHECK_MS: '60000' };
+    const overrides = {
+      REDIS_PREFIX: prefix,
+      SSE_MAX_STREAMS_PER_ACCOUNT: '2',
+      SSE_HEARTBEAT_MS: '200',
+      SSE_STREAM_LEASE_SECONDS: '3',
+      SSE_KEY_RECHECK_MS: '60000',
+    };
     [a, b] = await Promise.all([createTestApp(overrides), createTestApp(overrides)]);
-    for (const [name, app] of [['a', a], ['b', b]] as const) {
+    for (const [name, app] of [
+      ['a', a],
+      ['b', b],
+    ] as const) {
       await app.listen({ host: '127.0.0.1', port: 0 });
       urls[name] = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     }
@@ -128,7 +147,10 @@ describe('event streams across edge instances', () => {
 
   it('closes the streams a key opened, on every edge, when the key is revoked or disabled', async () => {
     const create = async (name: string) =>
-      JSON.parse((await a.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name } })).body) as { key: { id: string }; fullKey: string };
+      JSON.parse((await a.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name } })).body) as {
+        key: { id: string };
+        fullKey: string;
+      };
     const doomed = await create('stream key');
     const onB = await openSse(urls.b, path, bearer(doomed.fullKey));
     expect(onB.response.statusCode).toBe(200);
@@ -143,7 +165,10 @@ describe('event streams across edge instances', () => {
 
     const paused = await create('paused key');
     const onA = await openSse(urls.a, path, bearer(paused.fullKey));
-    expect((await b.inject({ method: 'PATCH', url: `/api/v1/keys/${paused.key.id}`, headers: bearer(account.fullKey), payload: { status: 'disabled' } })).statusCode).toBe(200);
+    expect(
+      (await b.inject({ method: 'PATCH', url: `/api/v1/keys/${paused.key.id}`, headers: bearer(account.fullKey), payload: { status: 'disabled' } }))
+        .statusCode,
+    ).toBe(200);
     await onA.ended;
     expect(onA.events.at(-1)).toMatchObject({ event: 'stream.closed' });
   });
@@ -153,7 +178,9 @@ describe('event streams across edge instances', () => {
     try {
       await app.listen({ host: '127.0.0.1', port: 0 });
       const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-      const created = JSON.parse((await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name: 'silent change' } })).body) as { key: { id: string }; fullKey: string };
+      const created = JSON.parse(
+        (await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name: 'silent change' } })).body,
+      ) as { key: { id: string }; fullKey: string };
       const stream = await openSse(url, path, bearer(created.fullKey));
       expect(stream.response.statusCode).toBe(200);
       // Changed in the database only: no edge hears of it, the re-check finds it.

@@ -50,7 +50,12 @@ describe('live top-ups through Stripe Checkout', () => {
           res.end(JSON.stringify(body));
         };
         if (req.method === 'POST' && req.url === '/v1/customers') {
-          return json(200, { id: `cus_test_${seen.length}`, object: 'customer', email: form.get('email'), metadata: { accountId: form.get('metadata[accountId]') } });
+          return json(200, {
+            id: `cus_test_${seen.length}`,
+            object: 'customer',
+            email: form.get('email'),
+            metadata: { accountId: form.get('metadata[accountId]') },
+          });
         }
         if (req.method === 'GET' && req.url?.startsWith('/v1/setup_intents/')) {
           const id = req.url.slice('/v1/setup_intents/'.length);
@@ -58,7 +63,9 @@ describe('live top-ups through Stripe Checkout', () => {
         }
         if (req.method === 'POST' && req.url === '/v1/payment_intents') {
           if (declinePayments) {
-            return json(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card was declined.' } });
+            return json(402, {
+              error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card was declined.' },
+            });
           }
           const intent = {
             id: `pi_test_${seen.length}`,
@@ -142,15 +149,32 @@ describe('live top-ups through Stripe Checkout', () => {
     expect(row!.sum).toBe(row!.balance);
   };
   const startTopUp = async (account: TestAccount, amount: number | string, headers: Record<string, string> = {}) =>
-    expectOk<{ checkoutUrl: string; topUpId: string }>(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: { ...bearer(account.fullKey), ...headers }, payload: { amount } }));
+    expectOk<{ checkoutUrl: string; topUpId: string }>(
+      await app.inject({ method: 'POST', url: '/api/v1/balance', headers: { ...bearer(account.fullKey), ...headers }, payload: { amount } }),
+    );
   const sessionFor = (topUpId: string) => seen.filter((r) => r.path === '/v1/checkout/sessions' && r.form.get('metadata[topUpId]') === topUpId);
 
   /** Sends an event to the edge signed as Stripe would; `id` lets a test redeliver one. */
   function deliver(type: string, object: Record<string, unknown>, options: { id?: string; secret?: string; signature?: string | null } = {}) {
     eventCount += 1;
-    const payload = JSON.stringify({ id: options.id ?? `evt_test_${eventCount}_${Date.now()}`, object: 'event', type, api_version: '2025-01-01', created: Math.floor(Date.now() / 1000), data: { object } });
-    const signature = options.signature === undefined ? signer.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? WEBHOOK_SECRET }) : options.signature;
-    return app.inject({ method: 'POST', url: '/api/webhooks/stripe', headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'stripe-signature': signature }) }, payload });
+    const payload = JSON.stringify({
+      id: options.id ?? `evt_test_${eventCount}_${Date.now()}`,
+      object: 'event',
+      type,
+      api_version: '2025-01-01',
+      created: Math.floor(Date.now() / 1000),
+      data: { object },
+    });
+    const signature =
+      options.signature === undefined
+        ? signer.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? WEBHOOK_SECRET })
+        : options.signature;
+    return app.inject({
+      method: 'POST',
+      url: '/api/webhooks/stripe',
+      headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'stripe-signature': signature }) },
+      payload,
+    });
   }
   const paidSession = (account: TestAccount, topUpId: string, amountCents: number, extra: Record<string, unknown> = {}) => ({
     id: sessionsCreated.get(topUpId) ?? `cs_test_unknown_${topUpId}`,
@@ -186,11 +210,32 @@ describe('live top-ups through Stripe Checkout', () => {
     const again = await startTopUp(account, 20, { 'idempotency-key': 'first-topup' });
     expect(again).toEqual(started);
     expect(sessionFor(started.topUpId)).toHaveLength(1);
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: { ...bearer(account.fullKey), 'idempotency-key': 'first-topup' }, payload: { amount: 30 } }), 409, 'idempotency_conflict');
+    expectError(
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/balance',
+        headers: { ...bearer(account.fullKey), 'idempotency-key': 'first-topup' },
+        payload: { amount: 30 },
+      }),
+      409,
+      'idempotency_conflict',
+    );
     expect(await balanceOf(account)).toBe(0);
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 1 } }), 400, 'validation_failed');
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 501 } }), 400, 'validation_failed');
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: '10.005' } }), 400, 'validation_failed');
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 1 } }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: 501 } }),
+      400,
+      'validation_failed',
+    );
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/balance', headers: bearer(account.fullKey), payload: { amount: '10.005' } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('credits from the webhook only, with the amount the event carries, once per event and per session; a bad signature changes nothing', async () => {
@@ -207,12 +252,16 @@ describe('live top-ups through Stripe Checkout', () => {
     expect(expectOk<{ outcome: string }>(first).outcome).toBe('credited');
     expect(await balanceOf(account)).toBe(15);
     // Redelivered (same event id), and a second event for the same session: nothing more.
-    expect(expectOk<{ outcome: string }>(await deliver('checkout.session.completed', session, { id: `evt_paid_${topUpId}` })).outcome).toBe('duplicate');
+    expect(expectOk<{ outcome: string }>(await deliver('checkout.session.completed', session, { id: `evt_paid_${topUpId}` })).outcome).toBe(
+      'duplicate',
+    );
     expect(expectOk<{ outcome: string }>(await deliver('checkout.session.async_payment_succeeded', session)).outcome).toBe('already credited');
     expect(await balanceOf(account)).toBe(15);
     // A session that is not ours, or names another account, credits nothing.
     const stranger = await createTestAccount(app.deps.sql);
-    expect(expectOk<{ outcome: string }>(await deliver('checkout.session.completed', paidSession(stranger, topUpId, 99_900))).outcome).toBe('unknown top-up');
+    expect(expectOk<{ outcome: string }>(await deliver('checkout.session.completed', paidSession(stranger, topUpId, 99_900))).outcome).toBe(
+      'unknown top-up',
+    );
     expect(await balanceOf(stranger)).toBe(0);
     await ledgerMatches(account);
   });
@@ -231,9 +280,14 @@ describe('live top-ups through Stripe Checkout', () => {
   it('an unpaid (delayed) completion waits for async_payment_succeeded', async () => {
     const account = await createTestAccount(app.deps.sql);
     const { topUpId } = await startTopUp(account, 10);
-    expect(expectOk<{ outcome: string }>(await deliver('checkout.session.completed', paidSession(account, topUpId, 1000, { payment_status: 'unpaid' }))).outcome).toBe('awaiting payment');
+    expect(
+      expectOk<{ outcome: string }>(await deliver('checkout.session.completed', paidSession(account, topUpId, 1000, { payment_status: 'unpaid' })))
+        .outcome,
+    ).toBe('awaiting payment');
     expect(await balanceOf(account)).toBe(0);
-    expect(expectOk<{ outcome: string }>(await deliver('checkout.session.async_payment_succeeded', paidSession(account, topUpId, 1000))).outcome).toBe('credited');
+    expect(
+      expectOk<{ outcome: string }>(await deliver('checkout.session.async_payment_succeeded', paidSession(account, topUpId, 1000))).outcome,
+    ).toBe('credited');
     expect(await balanceOf(account)).toBe(10);
   });
 
@@ -241,7 +295,8 @@ describe('live top-ups through Stripe Checkout', () => {
     const account = await createTestAccount(app.deps.sql);
     const { topUpId } = await startTopUp(account, 5);
     expectOk(await deliver('checkout.session.completed', paidSession(account, topUpId, 500)));
-    for (let i = 0; i < 2; i += 1) expectOk(await app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) }));
+    for (let i = 0; i < 2; i += 1)
+      expectOk(await app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) }));
     expect(await balanceOf(account)).toBe(4.98);
     const charge = { id: `ch_${topUpId}`, object: 'charge', payment_intent: `pi_for_${topUpId}`, amount: 500, amount_refunded: 300 };
     expect(expectOk<{ outcome: string }>(await deliver('charge.refunded', charge)).outcome).toBe('refund applied');
@@ -251,7 +306,11 @@ describe('live top-ups through Stripe Checkout', () => {
     expectOk(await deliver('charge.refunded', full, { id: `evt_full_refund_${topUpId}` }));
     expectOk(await deliver('charge.refunded', full, { id: `evt_full_refund_${topUpId}` }));
     expect(await balanceOf(account)).toBe(-0.02);
-    const refused = expectError(await app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) }), 402, 'insufficient_balance');
+    const refused = expectError(
+      await app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) }),
+      402,
+      'insufficient_balance',
+    );
     expect(refused.balance).toBe(-0.02);
     await ledgerMatches(account);
   });
@@ -259,11 +318,21 @@ describe('live top-ups through Stripe Checkout', () => {
   it('a refund that arrives before the payment is applied when the payment is credited; a dispute takes back the disputed amount', async () => {
     const early = await createTestAccount(app.deps.sql);
     const { topUpId } = await startTopUp(early, 30);
-    expectOk(await deliver('charge.refunded', { id: `ch_${topUpId}`, object: 'charge', payment_intent: `pi_for_${topUpId}`, amount: 3000, amount_refunded: 3000 }));
+    expectOk(
+      await deliver('charge.refunded', {
+        id: `ch_${topUpId}`,
+        object: 'charge',
+        payment_intent: `pi_for_${topUpId}`,
+        amount: 3000,
+        amount_refunded: 3000,
+      }),
+    );
     expect(await balanceOf(early)).toBe(0);
     expectOk(await deliver('checkout.session.completed', paidSession(early, topUpId, 3000)));
     expect(await balanceOf(early)).toBe(0);
-    const kinds = await app.deps.sql<{ kind: string; amount_micros: bigint }[]>`select kind, amount_micros from ledger_entries where account_id = ${early.accountId} order by seq`;
+    const kinds = await app.deps.sql<
+      { kind: string; amount_micros: bigint }[]
+    >`select kind, amount_micros from ledger_entries where account_id = ${early.accountId} order by seq`;
     expect(kinds.map((k) => [k.kind, k.amount_micros])).toEqual([
       ['topup', 30_000_000n],
       ['clawback', -30_000_000n],
@@ -272,10 +341,22 @@ describe('live top-ups through Stripe Checkout', () => {
     const disputed = await createTestAccount(app.deps.sql);
     const second = await startTopUp(disputed, 50);
     expectOk(await deliver('checkout.session.completed', paidSession(disputed, second.topUpId, 5000)));
-    const inquiry = { id: `dp_inq_${second.topUpId}`, object: 'dispute', payment_intent: `pi_for_${second.topUpId}`, amount: 5000, status: 'warning_needs_response' };
+    const inquiry = {
+      id: `dp_inq_${second.topUpId}`,
+      object: 'dispute',
+      payment_intent: `pi_for_${second.topUpId}`,
+      amount: 5000,
+      status: 'warning_needs_response',
+    };
     expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.created', inquiry)).outcome).toBe('inquiry ignored');
     expect(await balanceOf(disputed)).toBe(50);
-    const dispute = { id: `dp_${second.topUpId}`, object: 'dispute', payment_intent: `pi_for_${second.topUpId}`, amount: 5000, status: 'needs_response' };
+    const dispute = {
+      id: `dp_${second.topUpId}`,
+      object: 'dispute',
+      payment_intent: `pi_for_${second.topUpId}`,
+      amount: 5000,
+      status: 'needs_response',
+    };
     expect(expectOk<{ outcome: string }>(await deliver('charge.dispute.created', dispute)).outcome).toBe('dispute applied');
     expect(await balanceOf(disputed)).toBe(0);
     // Won: the money comes back, once.
@@ -284,7 +365,13 @@ describe('live top-ups through Stripe Checkout', () => {
     expectOk(await deliver('charge.dispute.closed', won));
     expect(await balanceOf(disputed)).toBe(50);
     // Then the payment is refunded in full: taken back again, the same amount as the first time.
-    const refunded = { id: `ch_${second.topUpId}`, object: 'charge', payment_intent: `pi_for_${second.topUpId}`, amount: 5000, amount_refunded: 5000 };
+    const refunded = {
+      id: `ch_${second.topUpId}`,
+      object: 'charge',
+      payment_intent: `pi_for_${second.topUpId}`,
+      amount: 5000,
+      amount_refunded: 5000,
+    };
     expect(expectOk<{ outcome: string }>(await deliver('charge.refunded', refunded)).outcome).toBe('refund applied');
     expect(await balanceOf(disputed)).toBe(0);
     await ledgerMatches(early);
@@ -295,7 +382,12 @@ describe('live top-ups through Stripe Checkout', () => {
     expect(expectOk<{ outcome: string }>(await deliver('customer.created', { id: 'cus_1', object: 'customer' })).outcome).toBe('ignored');
     const sandbox = await createTestApp();
     try {
-      const res = await sandbox.inject({ method: 'POST', url: '/api/webhooks/stripe', headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=x' }, payload: '{}' });
+      const res = await sandbox.inject({
+        method: 'POST',
+        url: '/api/webhooks/stripe',
+        headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=x' },
+        payload: '{}',
+      });
       expectError(res, 404, 'not_found');
     } finally {
       await sandbox.close();
@@ -323,21 +415,31 @@ describe('live top-ups through Stripe Checkout', () => {
       await redis?.quit();
     });
 
-    const buy = (account: TestAccount) => app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
+    const buy = (account: TestAccount) =>
+      app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
     const state = async (account: TestAccount) =>
       expectOk<{ enabled: boolean; cardSaved: boolean; inFlight: boolean; failures: number; retryAfter: string | null; lastError: string | null }>(
         await app.inject({ method: 'GET', url: '/api/v1/balance/auto-topup', headers: bearer(account.fullKey) }),
       );
-    const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>): Promise<T> => eventually(what, probe, { timeoutMs: 15_000 });
-    const intentsFor = (account: TestAccount) => seen.filter((r) => r.path === '/v1/payment_intents' && r.form.get('metadata[accountId]') === account.accountId);
+    const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>): Promise<T> =>
+      eventually(what, probe, { timeoutMs: 15_000 });
+    const intentsFor = (account: TestAccount) =>
+      seen.filter((r) => r.path === '/v1/payment_intents' && r.form.get('metadata[accountId]') === account.accountId);
 
     it('saves a card through Checkout in setup mode, then charges it off-session from a queue job when a charge leaves the balance below the threshold; the webhook credits it', async () => {
       const account = await createTestAccount(app.deps.sql, { balanceMicros: 5_015_000n });
       const configured = expectOk<{ enabled: boolean; cardSaved: boolean }>(
-        await app.inject({ method: 'PUT', url: '/api/v1/balance/auto-topup', headers: bearer(account.fullKey), payload: { enabled: true, threshold: 5, amount: 20 } }),
+        await app.inject({
+          method: 'PUT',
+          url: '/api/v1/balance/auto-topup',
+          headers: bearer(account.fullKey),
+          payload: { enabled: true, threshold: 5, amount: 20 },
+        }),
       );
       expect(configured).toMatchObject({ enabled: true, cardSaved: false });
-      const setup = expectOk<{ checkoutUrl: string }>(await app.inject({ method: 'POST', url: '/api/v1/balance/auto-topup/setup', headers: bearer(account.fullKey) }));
+      const setup = expectOk<{ checkoutUrl: string }>(
+        await app.inject({ method: 'POST', url: '/api/v1/balance/auto-topup/setup', headers: bearer(account.fullKey) }),
+      );
       expect(setup.checkoutUrl).toMatch(/cs_setup_/);
       const setupRequest = seen.filter((r) => r.path === '/v1/checkout/sessions' && r.form.get('mode') === 'setup').at(-1)!;
       const customer = setupRequest.form.get('customer')!;
@@ -398,7 +500,8 @@ describe('live top-ups through Stripe Checkout', () => {
 
     it('a payment Stripe took whose webhook never came is credited by the reconciler, once, and auto top-up goes on', async () => {
       const account = await createTestAccount(app.deps.sql, { balanceMicros: 5_005_000n });
-      await app.deps.sql`update accounts set stripe_customer_id = ${`cus_late_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_delayed',
+      await app.deps
+        .sql`update accounts set stripe_customer_id = ${`cus_late_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_delayed',
                                              auto_topup_enabled = true, auto_topup_threshold_micros = 5000000, auto_topup_amount_micros = 10000000
                           where id = ${account.accountId}`;
       processingPayments = true;
@@ -427,21 +530,26 @@ describe('live top-ups through Stripe Checkout', () => {
       expect(await state(account)).toMatchObject({ inFlight: false, failures: 0 });
       // Once: the next run finds nothing pending, and a late webhook finds it credited.
       expect(await reconcileAutoTopups(app.deps.sql, stripe, 0)).toMatchObject({ checked: 1, credited: 0, failed: 0 });
-      const [topup] = await app.deps.sql<{ status: string; credited_micros: bigint }[]>`select status, credited_micros from topups where account_id = ${account.accountId} and kind = 'auto'`;
+      const [topup] = await app.deps.sql<
+        { status: string; credited_micros: bigint }[]
+      >`select status, credited_micros from topups where account_id = ${account.accountId} and kind = 'auto'`;
       expect(topup).toEqual({ status: 'completed', credited_micros: 10_000_000n });
       expect(await balanceOf(account)).toBe(14.995);
     });
 
     it('an attempt that cannot be queued (Redis away) ends within seconds and backs off; its job, landing late, charges nothing', async () => {
       const account = await createTestAccount(app.deps.sql, { balanceMicros: 4_000_000n });
-      await app.deps.sql`update accounts set stripe_customer_id = ${`cus_late_job_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_late_job',
+      await app.deps
+        .sql`update accounts set stripe_customer_id = ${`cus_late_job_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_late_job',
                                              auto_topup_enabled = true, auto_topup_threshold_micros = 5000000, auto_topup_amount_micros = 10000000
                           where id = ${account.accountId}`;
       // Nothing listens on port 1: the add waits for a Redis that never comes.
       const away = createRedis('redis://127.0.0.1:1', 'request-path', { connectionName: 'auto-topup-test' });
       const started = Date.now();
       try {
-        await expect(requestAutoTopup(app.deps.sql, away, app.deps.settings.REDIS_PREFIX, account.accountId, 500)).rejects.toThrow(/timed out after 500 ms/);
+        await expect(requestAutoTopup(app.deps.sql, away, app.deps.settings.REDIS_PREFIX, account.accountId, 500)).rejects.toThrow(
+          /timed out after 500 ms/,
+        );
       } finally {
         away.disconnect();
       }
@@ -452,7 +560,14 @@ describe('live top-ups through Stripe Checkout', () => {
       const [claim] = await app.deps.sql<{ since: Date }[]>`
         update accounts set auto_topup_in_flight_since = now() where id = ${account.accountId} returning auto_topup_in_flight_since as since`;
       const stripe = new Stripe('sk_test_local_server', { host: '127.0.0.1', port: (stripeServer.address() as AddressInfo).port, protocol: 'http' });
-      const late = await chargeAutoTopup(app.deps.sql, stripe, app.deps.settings, account.accountId, 'auto-topup-late', claim!.since.getTime() - 60_000);
+      const late = await chargeAutoTopup(
+        app.deps.sql,
+        stripe,
+        app.deps.settings,
+        account.accountId,
+        'auto-topup-late',
+        claim!.since.getTime() - 60_000,
+      );
       expect(late).toEqual({ status: 'skipped' });
       expect(intentsFor(account)).toHaveLength(0);
       // The current attempt's own job does charge.
@@ -463,7 +578,8 @@ describe('live top-ups through Stripe Checkout', () => {
 
     it('a declined card ends the attempt, records why, backs off, and the account is not charged twice', async () => {
       const account = await createTestAccount(app.deps.sql, { balanceMicros: 5_005_000n });
-      await app.deps.sql`update accounts set stripe_customer_id = ${`cus_decline_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_declining',
+      await app.deps
+        .sql`update accounts set stripe_customer_id = ${`cus_decline_${account.accountId.slice(0, 8)}`}, auto_topup_payment_method = 'pm_declining',
                                              auto_topup_enabled = true, auto_topup_threshold_micros = 5000000, auto_topup_amount_micros = 10000000
                           where id = ${account.accountId}`;
       declinePayments = true;

@@ -43,7 +43,12 @@ describe('packages/client', () => {
 
     const missing = await anonymous.GET('/api/v1/balance');
     expect(missing.response.status).toBe(401);
-    await expect(unwrap(anonymous.GET('/api/v1/balance'))).rejects.toMatchObject({ name: 'PlatformApiError', status: 401, code: 'missing_credentials', hint: expect.any(String) });
+    await expect(unwrap(anonymous.GET('/api/v1/balance'))).rejects.toMatchObject({
+      name: 'PlatformApiError',
+      status: 401,
+      code: 'missing_credentials',
+      hint: expect.any(String),
+    });
     const notFound = await unwrap(api.GET('/api/v1/apis/{id}', { params: { path: { id: uniqueId('nope-') } } })).catch((error: unknown) => error);
     expect(notFound).toBeInstanceOf(PlatformApiError);
     expect(notFound).toMatchObject({ status: 404, code: 'not_found' });

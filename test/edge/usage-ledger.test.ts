@@ -78,6 +78,9 @@ describe('usage equals the ledger', () => {
     expect(byApi[PLATFORM_USAGE_API.cookbook]).toMatchObject({ calls: 1, cost: 0.005 });
     expect(expectOk<{ totals: Totals }>(await get(`/api/v1/usage/${api}`)).totals).toMatchObject({ calls: 3, cost: 0.013 });
     expect(expectOk<{ totals: Totals }>(await get(`/api/v1/usage/${PLATFORM_USAGE_API.doc}`)).totals).toMatchObject({ calls: 1, cost: 0.005 });
-    expect(expectOk<{ stats: { totalCalls: number; totalCost: number } }>(await get('/api/v1/usage/stats')).stats).toMatchObject({ totalCalls: 5, totalCost: 0.023 });
+    expect(expectOk<{ stats: { totalCalls: number; totalCost: number } }>(await get('/api/v1/usage/stats')).stats).toMatchObject({
+      totalCalls: 5,
+      totalCost: 0.023,
+    });
   });
 });

@@ -15,7 +15,8 @@ afterAll(async () => {
 /** A fresh operator API to vote on, so tallies start at zero whatever other tests do. */
 async function freshApi(): Promise<string> {
   const id = uniqueId('vote-api-');
-  await app.deps.sql`insert into apis (id, name, provider, base_url, source) values (${id}, 'Vote target', 'votes.example', 'https://votes.example', 'operator')`;
+  await app.deps
+    .sql`insert into apis (id, name, provider, base_url, source) values (${id}, 'Vote target', 'votes.example', 'https://votes.example', 'operator')`;
   return id;
 }
 
@@ -32,11 +33,22 @@ describe('votes', () => {
     expect(expectOk(await vote(alice.fullKey, { targetType: 'api', targetId: apiId, value: 1 })).tally).toEqual({ up: 1, down: 0, score: 1 });
     expect(expectOk(await vote(bob.fullKey, { targetType: 'api', targetId: apiId, value: -1 })).tally).toEqual({ up: 1, down: 1, score: 0 });
     expect(expectOk(await vote(alice.fullKey, { targetType: 'api', targetId: apiId, value: -1 })).tally).toEqual({ up: 0, down: 2, score: -2 });
-    expect(expectOk(await votes(alice.fullKey, `targetType=api&targetId=${apiId}`))).toMatchObject({ targetType: 'api', targetId: apiId, up: 0, down: 2, score: -2, myVote: -1 });
+    expect(expectOk(await votes(alice.fullKey, `targetType=api&targetId=${apiId}`))).toMatchObject({
+      targetType: 'api',
+      targetId: apiId,
+      up: 0,
+      down: 2,
+      score: -2,
+      myVote: -1,
+    });
 
-    const removed = expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/vote?targetType=api&targetId=${apiId}`, headers: bearer(alice.fullKey) }));
+    const removed = expectOk(
+      await app.inject({ method: 'DELETE', url: `/api/v1/vote?targetType=api&targetId=${apiId}`, headers: bearer(alice.fullKey) }),
+    );
     expect(removed).toMatchObject({ removed: -1, tally: { up: 0, down: 1, score: -1 } });
-    const again = expectOk(await app.inject({ method: 'DELETE', url: '/api/v1/vote', headers: bearer(bob.fullKey), payload: { targetType: 'api', targetId: apiId } }));
+    const again = expectOk(
+      await app.inject({ method: 'DELETE', url: '/api/v1/vote', headers: bearer(bob.fullKey), payload: { targetType: 'api', targetId: apiId } }),
+    );
     expect(again).toMatchObject({ removed: -1, tally: { up: 0, down: 0, score: 0 } });
     expect(expectOk(await votes(alice.fullKey, `targetType=api&targetId=${apiId}`))).toMatchObject({ up: 0, down: 0, myVote: null });
     // The directory shows the score.
@@ -48,7 +60,10 @@ describe('votes', () => {
     const apiId = await freshApi();
     const accounts = await Promise.all(Array.from({ length: 24 }, () => createTestAccount(app.deps.sql)));
     // Every account votes several times at once, flipping; the last write per account is its vote.
-    const calls = accounts.flatMap((a, i) => [vote(a.fullKey, { targetType: 'api', targetId: apiId, value: -1 }), vote(a.fullKey, { targetType: 'api', targetId: apiId, value: i % 3 === 0 ? -1 : 1 })]);
+    const calls = accounts.flatMap((a, i) => [
+      vote(a.fullKey, { targetType: 'api', targetId: apiId, value: -1 }),
+      vote(a.fullKey, { targetType: 'api', targetId: apiId, value: i % 3 === 0 ? -1 : 1 }),
+    ]);
     const answers = await Promise.all(calls);
     for (const res of answers) expectOk(res);
     const rows = await app.deps.sql<{ value: number }[]>`select value from votes where target_type = 'api' and target_id = ${apiId}`;
@@ -77,7 +92,11 @@ describe('votes', () => {
     expectError(await vote(a.fullKey, { targetType: 'api', targetId: 'no-such-api.example', value: 1 }), 404, 'not_found');
     expectError(await vote(a.fullKey, { targetType: 'cookbook', targetId: 'no-such-cookbook', value: 1 }), 404, 'not_found');
     expectError(await votes(a.fullKey, 'targetType=api&targetId=no-such-api.example'), 404, 'not_found');
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/vote', payload: { targetType: 'api', targetId: apiId, value: 1 } }), 401, 'missing_credentials');
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/vote', payload: { targetType: 'api', targetId: apiId, value: 1 } }),
+      401,
+      'missing_credentials',
+    );
   });
 
   it('resolves cookbooks through to_regclass, so a missing cookbooks table means no cookbook', async () => {

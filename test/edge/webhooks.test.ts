@@ -55,7 +55,13 @@ describe('outgoing webhooks', () => {
     });
     mail = await startMailServer();
     // Short backoff and few attempts, so retries and giving up happen within the test.
-    app = await createTestApp({ REDIS_PREFIX: redisPrefix, TEMPORAL_TASK_QUEUE: taskQueue, ALLOW_PRIVATE_UPSTREAMS: 'true', WEBHOOK_RETRY_BASE_MS: '50', WEBHOOK_ATTEMPTS: '3' });
+    app = await createTestApp({
+      REDIS_PREFIX: redisPrefix,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      WEBHOOK_RETRY_BASE_MS: '50',
+      WEBHOOK_ATTEMPTS: '3',
+    });
     await loadCookbooks(app.deps.sql);
     redis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     worker = startWebhookWorker({ sql: app.deps.sql, redis, redisPrefix });
@@ -76,7 +82,12 @@ describe('outgoing webhooks', () => {
 
   const register = async (path: string, eventTypes: string[], who: RegisteredUser = owner) =>
     expectOk<{ webhook: { id: string; url: string }; secret: string }>(
-      await app.inject({ method: 'POST', url: '/api/v1/webhooks', headers: bearer(who.fullKey), payload: { url: `${receiver.url}${path}`, eventTypes } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: bearer(who.fullKey),
+        payload: { url: `${receiver.url}${path}`, eventTypes },
+      }),
       201,
     );
   const waitFor = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> =>
@@ -89,9 +100,17 @@ describe('outgoing webhooks', () => {
       'webhook-signature': String(request.headers['webhook-signature']),
     }) as { type: string; timestamp: string; data: Record<string, unknown> };
   const deliveries = async (id: string) =>
-    expectOk<{ deliveries: { id: string; eventId: string; eventType: string; status: string; attempts: number; lastStatusCode: number | null; lastError: string | null }[] }>(
-      await app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}/deliveries`, headers: bearer(owner.fullKey) }),
-    ).deliveries;
+    expectOk<{
+      deliveries: {
+        id: string;
+        eventId: string;
+        eventType: string;
+        status: string;
+        attempts: number;
+        lastStatusCode: number | null;
+        lastError: string | null;
+      }[];
+    }>(await app.inject({ method: 'GET', url: `/api/v1/webhooks/${id}/deliveries`, headers: bearer(owner.fullKey) })).deliveries;
 
   it('does not wait for Redis for ever when emitting: the event and its delivery are recorded, and the call gives up within seconds', async () => {
     const who = await registerUser(app);
@@ -101,7 +120,9 @@ describe('outgoing webhooks', () => {
     const emitter = new WebhookEmitter(app.deps.sql, away, redisPrefix, app.deps.settings);
     try {
       const started = Date.now();
-      await expect(emitter.emit(who.accountId, 'key.revoked', { keyId: 'key_test', kind: 'api' })).rejects.toThrow(/the sweeper queues them\) timed out after 3000 ms/);
+      await expect(emitter.emit(who.accountId, 'key.revoked', { keyId: 'key_test', kind: 'api' })).rejects.toThrow(
+        /the sweeper queues them\) timed out after 3000 ms/,
+      );
       expect(Date.now() - started).toBeLessThan(6_000);
       const recorded = expectOk<{ deliveries: { eventType: string; status: string }[] }>(
         await app.inject({ method: 'GET', url: `/api/v1/webhooks/${webhook.id}/deliveries`, headers: bearer(who.fullKey) }),
@@ -117,7 +138,9 @@ describe('outgoing webhooks', () => {
     const created = await register('/crud', ['key.revoked']);
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/=]{32}$/);
     const listed = await app.inject({ method: 'GET', url: '/api/v1/webhooks', headers: bearer(owner.fullKey) });
-    expect(expectOk<{ webhooks: { id: string; status: string }[] }>(listed).webhooks).toEqual([expect.objectContaining({ id: created.webhook.id, status: 'enabled' })]);
+    expect(expectOk<{ webhooks: { id: string; status: string }[] }>(listed).webhooks).toEqual([
+      expect.objectContaining({ id: created.webhook.id, status: 'enabled' }),
+    ]);
     expect(listed.body).not.toContain(created.secret);
     const post = (url: string, eventTypes: unknown = ['key.revoked'], headers = bearer(owner.fullKey)) =>
       app.inject({ method: 'POST', url: '/api/v1/webhooks', headers, payload: { url, eventTypes } });
@@ -126,12 +149,16 @@ describe('outgoing webhooks', () => {
     expectError(await post('https://user:pw@example.com/x'), 400, 'validation_failed');
     expectError(await post('https://example.com/x', ['no.such.event']), 400, 'validation_failed');
     expectError(await post('https://example.com/x', []), 400, 'validation_failed');
-    const agent = expectOk<{ fullKey: string }>(await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: bearer(owner.fullKey), payload: { name: 'a' } }), 201);
+    const agent = expectOk<{ fullKey: string }>(
+      await app.inject({ method: 'POST', url: '/api/v1/agent-keys', headers: bearer(owner.fullKey), payload: { name: 'a' } }),
+      201,
+    );
     expectError(await post('https://example.com/x', ['key.revoked'], bearer(agent.fullKey)), 403, 'agent_key_forbidden');
     // Without ALLOW_PRIVATE_UPSTREAMS (production), http and private hosts are refused.
     const strict = await createTestApp({ REDIS_PREFIX: redisPrefix, ALLOW_PRIVATE_UPSTREAMS: 'false' });
     try {
-      const strictPost = (url: string) => strict.inject({ method: 'POST', url: '/api/v1/webhooks', headers: bearer(owner.fullKey), payload: { url, eventTypes: ['key.revoked'] } });
+      const strictPost = (url: string) =>
+        strict.inject({ method: 'POST', url: '/api/v1/webhooks', headers: bearer(owner.fullKey), payload: { url, eventTypes: ['key.revoked'] } });
       expectError(await strictPost('http://example.com/x'), 400, 'validation_failed');
       expect(expectError(await strictPost('https://127.0.0.1/x'), 400, 'validation_failed').error).toContain('private');
       // IPv6 forms that carry a loopback IPv4 address (finding 13: once accepted in production).
@@ -142,7 +169,11 @@ describe('outgoing webhooks', () => {
       await strict.close();
     }
     expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${created.webhook.id}`, headers: bearer(owner.fullKey) }));
-    expectError(await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${created.webhook.id}`, headers: bearer(owner.fullKey) }), 404, 'not_found');
+    expectError(
+      await app.inject({ method: 'DELETE', url: `/api/v1/webhooks/${created.webhook.id}`, headers: bearer(owner.fullKey) }),
+      404,
+      'not_found',
+    );
   });
 
   it('delivers key.revoked and topup.succeeded signed per Standard Webhooks, only to endpoints listening to them', async () => {
@@ -166,13 +197,18 @@ describe('outgoing webhooks', () => {
     // A tampered body or a stale timestamp fails verification, as receivers must check.
     expect(() => verify(keys.secret, { ...revoked, body: revoked.body.replace('to revoke', 'tampered') })).toThrow();
     await waitFor('delivery log', async () => ((await deliveries(keys.webhook.id))[0]?.status === 'succeeded' ? true : undefined));
-    expect(await deliveries(keys.webhook.id)).toEqual([expect.objectContaining({ eventType: 'key.revoked', status: 'succeeded', attempts: 1, lastStatusCode: 200 })]);
+    expect(await deliveries(keys.webhook.id)).toEqual([
+      expect.objectContaining({ eventType: 'key.revoked', status: 'succeeded', attempts: 1, lastStatusCode: 200 }),
+    ]);
   });
 
   it('retries a failing endpoint with backoff until it recovers, logs each attempt, and re-sends on manual retry with the same webhook-id', async () => {
     behaviour.set('/flaky', [500, 503, 200]);
     const flaky = await register('/flaky', ['webhook.test']);
-    const test = expectOk<{ delivery: { id: string } }>(await app.inject({ method: 'POST', url: `/api/v1/webhooks/${flaky.webhook.id}/test`, headers: bearer(owner.fullKey) }), 202);
+    const test = expectOk<{ delivery: { id: string } }>(
+      await app.inject({ method: 'POST', url: `/api/v1/webhooks/${flaky.webhook.id}/test`, headers: bearer(owner.fullKey) }),
+      202,
+    );
     const log = await waitFor('recovery', async () => {
       const rows = await deliveries(flaky.webhook.id);
       return rows[0]?.status === 'succeeded' ? rows : undefined;
@@ -183,7 +219,14 @@ describe('outgoing webhooks', () => {
     expect(ids.size).toBe(1);
     for (const request of at('/flaky')) expect(verify(flaky.secret, request).type).toBe('webhook.test');
 
-    expectOk(await app.inject({ method: 'POST', url: `/api/v1/webhooks/${flaky.webhook.id}/deliveries/${test.delivery.id}/retry`, headers: bearer(owner.fullKey) }), 202);
+    expectOk(
+      await app.inject({
+        method: 'POST',
+        url: `/api/v1/webhooks/${flaky.webhook.id}/deliveries/${test.delivery.id}/retry`,
+        headers: bearer(owner.fullKey),
+      }),
+      202,
+    );
     await waitFor('manual retry', () => (at('/flaky').length === 4 ? true : undefined));
     expect(at('/flaky')[3]?.headers['webhook-id']).toBe([...ids][0]);
   });
@@ -203,10 +246,19 @@ describe('outgoing webhooks', () => {
     ).webhooks.find((w) => w.id === dead.webhook.id);
     expect(listed).toMatchObject({ status: 'disabled', disabledReason: expect.stringContaining('HTTP 500') });
     // Disabled: tests and retries are refused until the account enables it again.
-    expectError(await app.inject({ method: 'POST', url: `/api/v1/webhooks/${dead.webhook.id}/test`, headers: bearer(owner.fullKey) }), 409, 'conflict');
+    expectError(
+      await app.inject({ method: 'POST', url: `/api/v1/webhooks/${dead.webhook.id}/test`, headers: bearer(owner.fullKey) }),
+      409,
+      'conflict',
+    );
     behaviour.set('/dead', [200]);
-    expectOk(await app.inject({ method: 'PATCH', url: `/api/v1/webhooks/${dead.webhook.id}`, headers: bearer(owner.fullKey), payload: { enabled: true } }));
-    expectOk(await app.inject({ method: 'POST', url: `/api/v1/webhooks/${dead.webhook.id}/deliveries/${row!.id}/retry`, headers: bearer(owner.fullKey) }), 202);
+    expectOk(
+      await app.inject({ method: 'PATCH', url: `/api/v1/webhooks/${dead.webhook.id}`, headers: bearer(owner.fullKey), payload: { enabled: true } }),
+    );
+    expectOk(
+      await app.inject({ method: 'POST', url: `/api/v1/webhooks/${dead.webhook.id}/deliveries/${row!.id}/retry`, headers: bearer(owner.fullKey) }),
+      202,
+    );
     await waitFor('retried delivery', async () => ((await deliveries(dead.webhook.id))[0]?.status === 'succeeded' ? true : undefined));
   });
 
@@ -250,7 +302,12 @@ describe('outgoing webhooks', () => {
     const endpoint = await register('/restart', ['webhook.test']);
     const sent: string[] = [];
     for (let i = 0; i < 6; i += 1) {
-      sent.push(expectOk<{ delivery: { id: string } }>(await app.inject({ method: 'POST', url: `/api/v1/webhooks/${endpoint.webhook.id}/test`, headers: bearer(owner.fullKey) }), 202).delivery.id);
+      sent.push(
+        expectOk<{ delivery: { id: string } }>(
+          await app.inject({ method: 'POST', url: `/api/v1/webhooks/${endpoint.webhook.id}/test`, headers: bearer(owner.fullKey) }),
+          202,
+        ).delivery.id,
+      );
     }
     // The worker has POSTs in flight that the receiver holds: kill it there (no graceful finish).
     await waitFor('deliveries in flight', () => (at('/restart').length >= 4 ? true : undefined));
@@ -280,12 +337,22 @@ describe('outgoing webhooks', () => {
     const sessions = await register('/sessions', ['human_step.pending', 'session.completed']);
     const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
     const started = expectOk<{ session: { sessionId: string } }>(
-      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(owner.fullKey), payload: { selectedApis } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: bearer(owner.fullKey),
+        payload: { selectedApis },
+      }),
       201,
     );
     const id = started.session.sessionId;
     const agent = (stepId: string, resultData: unknown) =>
-      app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${id}/complete-step`, headers: bearer(owner.fullKey), payload: { stepId, resultData } as object });
+      app.inject({
+        method: 'POST',
+        url: `/api/v1/cookbooks/sessions/${id}/complete-step`,
+        headers: bearer(owner.fullKey),
+        payload: { stepId, resultData } as object,
+      });
     expectOk(await agent('fetch-forecast', { location: { lat: 60.39, lon: 5.32 }, severe: false, alerts: [] }));
     expectOk(await agent('draft-message', { message: 'All calm.', recipients: ['+4712345678'] }));
     const pending = await waitFor('human_step.pending', () => at('/sessions').find((r) => JSON.parse(r.body).type === 'human_step.pending'));
@@ -304,9 +371,15 @@ describe('outgoing webhooks', () => {
       }),
       201,
     );
-    expectError(await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: -1 } }), 400, 'validation_failed');
+    expectError(
+      await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: -1 } }),
+      400,
+      'validation_failed',
+    );
     expect(
-      expectOk<{ lowBalanceThreshold: number }>(await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: 0.02 } })).lowBalanceThreshold,
+      expectOk<{ lowBalanceThreshold: number }>(
+        await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: 0.02 } }),
+      ).lowBalanceThreshold,
     ).toBe(0.02);
     const buy = () => app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
     const types = () => at('/balance').map((r) => verify(endpoint.secret, r).type);
@@ -322,7 +395,9 @@ describe('outgoing webhooks', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Each crossing once (deliveries run concurrently, so their arrival order is not asserted).
     expect(types().sort()).toEqual(['balance.depleted', 'balance.low', 'balance.low', 'topup.succeeded']);
-    const low = at('/balance').map((r) => verify(endpoint.secret, r)).find((e) => e.type === 'balance.low');
+    const low = at('/balance')
+      .map((r) => verify(endpoint.secret, r))
+      .find((e) => e.type === 'balance.low');
     expect(low?.data).toEqual({ balance: 0.015, threshold: 0.02 });
   });
 
@@ -330,16 +405,31 @@ describe('outgoing webhooks', () => {
     const account = await createTestAccount(app.deps.sql, { balanceMicros: 25_000n });
     const [owner] = await app.deps.sql<{ email: string }[]>`select email from accounts where id = ${account.accountId}`;
     const preferences = (body?: object) =>
-      app.inject({ method: body ? 'PUT' : 'GET', url: '/api/v1/notifications/email', headers: bearer(account.fullKey), ...(body ? { payload: body } : {}) });
-    expect(expectOk<{ eventTypes: string[]; email: string }>(await preferences())).toEqual(expect.objectContaining({ eventTypes: ['balance.low', 'balance.depleted'], email: owner!.email }));
+      app.inject({
+        method: body ? 'PUT' : 'GET',
+        url: '/api/v1/notifications/email',
+        headers: bearer(account.fullKey),
+        ...(body ? { payload: body } : {}),
+      });
+    expect(expectOk<{ eventTypes: string[]; email: string }>(await preferences())).toEqual(
+      expect.objectContaining({ eventTypes: ['balance.low', 'balance.depleted'], email: owner!.email }),
+    );
     expectError(await preferences({ eventTypes: ['human_step.pending'] }), 400, 'validation_failed');
-    expect(expectOk<{ eventTypes: string[] }>(await preferences({ eventTypes: ['balance.low', 'key.revoked'] })).eventTypes).toEqual(['balance.low', 'key.revoked']);
+    expect(expectOk<{ eventTypes: string[] }>(await preferences({ eventTypes: ['balance.low', 'key.revoked'] })).eventTypes).toEqual([
+      'balance.low',
+      'key.revoked',
+    ]);
 
-    expectOk(await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: 0.02 } }));
+    expectOk(
+      await app.inject({ method: 'PUT', url: '/api/v1/balance/alerts', headers: bearer(account.fullKey), payload: { lowBalanceThreshold: 0.02 } }),
+    );
     expectOk(await app.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) }));
     const low = await mail.waitFor((m) => recipientOf(m).includes(owner!.email) && m.subject === 'Your balance is low');
     expect(low.text).toContain('Your balance is $0.015, below the $0.02 you set.');
-    const key = expectOk<{ key: { id: string } }>(await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name: 'old laptop' } }), 201);
+    const key = expectOk<{ key: { id: string } }>(
+      await app.inject({ method: 'POST', url: '/api/v1/keys', headers: bearer(account.fullKey), payload: { name: 'old laptop' } }),
+      201,
+    );
     expectOk(await app.inject({ method: 'DELETE', url: `/api/v1/keys/${key.key.id}`, headers: bearer(account.fullKey) }));
     const revoked = await mail.waitFor((m) => recipientOf(m).includes(owner!.email) && m.subject === 'A key was revoked');
     expect(revoked.text).toContain('"old laptop"');

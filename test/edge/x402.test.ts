@@ -47,7 +47,8 @@ describe('x402 per-call payments', () => {
           res.writeHead(status, { 'content-type': 'application/json' });
           res.end(JSON.stringify(body));
         };
-        if (req.method === 'GET' && req.url === '/supported') return answer(200, { kinds: [{ x402Version: 2, scheme: 'exact', network: NETWORK }], extensions: [], signers: {} });
+        if (req.method === 'GET' && req.url === '/supported')
+          return answer(200, { kinds: [{ x402Version: 2, scheme: 'exact', network: NETWORK }], extensions: [], signers: {} });
         const body = JSON.parse(text || '{}');
         calls.push({ path: req.url ?? '', body });
         if (req.url === '/verify') {
@@ -144,7 +145,11 @@ describe('x402 per-call payments', () => {
     const body = expectOk<{ instructions: string }>(res);
     expect(body.instructions.length).toBeGreaterThan(10);
     expect(calls.map((c) => c.path)).toEqual(['/verify', '/settle']);
-    expect(calls[0]!.body).toMatchObject({ x402Version: 2, paymentRequirements: required.accepts[0], paymentPayload: { accepted: required.accepts[0] } });
+    expect(calls[0]!.body).toMatchObject({
+      x402Version: 2,
+      paymentRequirements: required.accepts[0],
+      paymentPayload: { accepted: required.accepts[0] },
+    });
     const settled = decodePaymentResponseHeader(String(res.headers['payment-response']));
     expect(settled).toMatchObject({ success: true, network: NETWORK, transaction: expect.stringMatching(/^0xtx/) });
     expect(res.headers['x-service-cost']).toBe('0.01');
@@ -154,7 +159,9 @@ describe('x402 per-call payments', () => {
       ['charge', -10_000n, 0n],
     ]);
     expect(res.headers['x-service-charge-id']).toBe(entries[1]!.id);
-    const [payment] = await app.deps.sql<{ status: string; transaction: string }[]>`select status, transaction from x402_payments where account_id = ${account.accountId}`;
+    const [payment] = await app.deps.sql<
+      { status: string; transaction: string }[]
+    >`select status, transaction from x402_payments where account_id = ${account.accountId}`;
     expect(payment).toMatchObject({ status: 'settled', transaction: settled.transaction });
   });
 
@@ -177,9 +184,13 @@ describe('x402 per-call payments', () => {
     const account = await createTestAccount(app.deps.sql);
     const requirements = (await offered(account)).accepts[0]!;
     verifyAnswer = () => ({ status: 200, body: { isValid: false, invalidReason: 'invalid_exact_evm_payload_signature', payer: '0xpayer' } });
-    expect(expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid').error).toContain('invalid_exact_evm_payload_signature');
+    expect(expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid').error).toContain(
+      'invalid_exact_evm_payload_signature',
+    );
     verifyAnswer = () => ({ status: 400, body: { isValid: false, invalidReason: 'insufficient_funds' } });
-    expect(expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid').error).toContain('insufficient_funds');
+    expect(expectError(await instructions(account, { 'payment-signature': paymentFor(requirements) }), 402, 'payment_invalid').error).toContain(
+      'insufficient_funds',
+    );
     calls.length = 0;
     const cheap = await instructions(account, { 'payment-signature': paymentFor({ ...requirements, amount: '1' }) });
     expect(expectError(cheap, 402, 'payment_invalid').error).toContain('amount 1 is not the price');
@@ -223,7 +234,9 @@ describe('x402 per-call payments', () => {
     expect(body.hint).not.toContain('Nothing was charged');
     expect(res.body).not.toContain('instructions');
     expect(await ledger(account)).toHaveLength(0);
-    const [payment] = await app.deps.sql<{ status: string; reason: string | null }[]>`select status, reason from x402_payments where account_id = ${account.accountId}`;
+    const [payment] = await app.deps.sql<
+      { status: string; reason: string | null }[]
+    >`select status, reason from x402_payments where account_id = ${account.accountId}`;
     expect(payment).toMatchObject({ status: 'settle_failed', reason: 'facilitator_unreachable' });
     // No verdict is not the payer's doing: the same wallet pays again at once.
     settleAnswer = () => ({ status: 200, body: { success: true, transaction: `0xtx${Date.now()}`, network: NETWORK, payer } });
@@ -268,7 +281,9 @@ describe('x402 per-call payments', () => {
       ['x402_credit', 10_000n, 10_000n],
       ['charge', -10_000n, 0n],
     ]);
-    const [payment] = await app.deps.sql<{ status: string; charge_id: string }[]>`select status, charge_id from x402_payments where account_id = ${account.accountId}`;
+    const [payment] = await app.deps.sql<
+      { status: string; charge_id: string }[]
+    >`select status, charge_id from x402_payments where account_id = ${account.accountId}`;
     expect(payment).toEqual({ status: 'settled', charge_id: entries[1]!.id });
     // Twice records once; bad input is refused with a hint.
     await expect(cli(['x402-record', '--hash', hash])).rejects.toThrow(/no payment .* is waiting to be recorded/);
@@ -285,7 +300,9 @@ describe('x402 per-call payments', () => {
       const usage = await eventually(
         'the paid call in the usage',
         async () => {
-          const body = expectOk<{ totals: { calls: number; cost: number } }>(await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(account.fullKey) }));
+          const body = expectOk<{ totals: { calls: number; cost: number } }>(
+            await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(account.fullKey) }),
+          );
           return body.totals.calls > 0 ? body.totals : undefined;
         },
         { timeoutMs: 10_000 },
@@ -328,7 +345,11 @@ describe('x402 per-call payments', () => {
     const account = await createTestAccount(app.deps.sql);
     const refused = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/missing`, headers: bearer(account.fullKey) });
     const requirements = decodePaymentRequiredHeader(String(refused.headers['payment-required'])).accepts[0]!;
-    const res = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/missing`, headers: { ...bearer(account.fullKey), 'payment-signature': paymentFor(requirements) } });
+    const res = await app.inject({
+      method: 'GET',
+      url: `/api/v1/proxy/${apiId}/missing`,
+      headers: { ...bearer(account.fullKey), 'payment-signature': paymentFor(requirements) },
+    });
     expect(res.statusCode, res.body).toBe(404);
     expect(res.body).toBe('{"error":"no such city"}');
     expect(calls.map((c) => c.path)).toEqual(['/verify', '/settle']);
@@ -364,7 +385,12 @@ describe('x402 per-call payments', () => {
     const account = await createTestAccount(app.deps.sql);
     const refused = await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/forecast`, headers: bearer(account.fullKey) });
     const requirements = decodePaymentRequiredHeader(String(refused.headers['payment-required'])).accepts[0]!;
-    const paid = (path: string) => app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}${path}`, headers: { ...bearer(account.fullKey), 'payment-signature': paymentFor(requirements) } });
+    const paid = (path: string) =>
+      app.inject({
+        method: 'GET',
+        url: `/api/v1/proxy/${apiId}${path}`,
+        headers: { ...bearer(account.fullKey), 'payment-signature': paymentFor(requirements) },
+      });
     releaseSlow = null;
     const slow = paid('/slow');
     await eventually('the slow call at the upstream', async () => releaseSlow ?? undefined, { timeoutMs: 10_000 });
@@ -389,7 +415,11 @@ describe('x402 per-call payments', () => {
       const refused = await off.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: bearer(account.fullKey) });
       expectError(refused, 402, 'insufficient_balance');
       expect(refused.headers['payment-required']).toBeUndefined();
-      const paid = await off.inject({ method: 'GET', url: '/api/v1/apis/twilio.com-api/instructions', headers: { ...bearer(account.fullKey), 'payment-signature': 'x' } });
+      const paid = await off.inject({
+        method: 'GET',
+        url: '/api/v1/apis/twilio.com-api/instructions',
+        headers: { ...bearer(account.fullKey), 'payment-signature': 'x' },
+      });
       expectError(paid, 400, 'validation_failed');
     } finally {
       await off.close();

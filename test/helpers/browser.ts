@@ -89,7 +89,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-const safeName = (name: string) => name.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase().slice(0, 100);
+const safeName = (name: string) =>
+  name
+    .replace(/[^a-z0-9]+/gi, '-')
+    .replace(/^-|-$/g, '')
+    .toLowerCase()
+    .slice(0, 100);
 
 /** Keeps a full-page screenshot of a failed test in test-results/. */
 export async function screenshotOnFailure(page: Page | undefined, testName: string): Promise<void> {
@@ -182,7 +187,10 @@ export const asNewOwner =
 export const signedOutPages =
   (base: string) =>
   async (page: Page): Promise<void> => {
-    for (const [path, heading] of [['/signin', 'Sign in'], ['/signup', 'Create an account']] as const) {
+    for (const [path, heading] of [
+      ['/signin', 'Sign in'],
+      ['/signup', 'Create an account'],
+    ] as const) {
       await page.goto(`${base}${path}`);
       await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
     }

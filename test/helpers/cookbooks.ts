@@ -1,7 +1,14 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 // The fixtures tests share with the benchmarks live in packages/fixtures; SSE parsing is test-only.
-export { createTestApi, quietTemporalRuntime, startWorker, terminateRunningSessions, workflowBundle, workflowsPath, type RunningWorker } from '#fixtures/temporal';
-
+export {
+  createTestApi,
+  quietTemporalRuntime,
+  startWorker,
+  terminateRunningSessions,
+  workflowBundle,
+  workflowsPath,
+  type RunningWorker,
+} from '#fixtures/temporal';
 
 export interface SseEvent {
   id: string | null;
@@ -68,7 +75,10 @@ export function openSse(baseUrl: string, path: string, headers: Record<string, s
         waitFor(count, timeoutMs = 15_000) {
           if (events.length >= count) return Promise.resolve(events.slice());
           return new Promise((done, fail) => {
-            const timer = setTimeout(() => fail(new Error(`expected ${count} events, got ${events.length}: ${events.map((e) => e.event).join(', ')}`)), timeoutMs);
+            const timer = setTimeout(
+              () => fail(new Error(`expected ${count} events, got ${events.length}: ${events.map((e) => e.event).join(', ')}`)),
+              timeoutMs,
+            );
             waiters.push({
               count,
               resolve: (seen) => {

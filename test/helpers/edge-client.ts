@@ -32,7 +32,11 @@ export function edgeClient(origin: () => string, defaultKey: () => string | unde
     if (key) headers.authorization = `Bearer ${key}`;
     if (init.cookie) headers.cookie = init.cookie;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${origin()}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+    const res = await fetch(`${origin()}${path}`, {
+      method: init.method ?? 'GET',
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
     const text = await res.text();
     return { status: res.status, text, body: JSON.parse(text) as Record<string, unknown> };
   };
@@ -52,8 +56,12 @@ export async function weatherSessionAtApproval(call: CallEdge, sql: Db, key: str
   const started = await call('/api/v1/cookbooks/weather-alert-sms/start', { method: 'POST', key, body: { selectedApis } });
   expectStatus(started, 201);
   const id = (started.body.session as { sessionId: string }).sessionId;
-  const agent = (stepId: string, resultData: unknown) => call(`/api/v1/cookbooks/sessions/${id}/complete-step`, { method: 'POST', key, body: { stepId, resultData } });
-  expectStatus(await agent('fetch-forecast', { location: { name: 'Bergen', lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }), 200);
+  const agent = (stepId: string, resultData: unknown) =>
+    call(`/api/v1/cookbooks/sessions/${id}/complete-step`, { method: 'POST', key, body: { stepId, resultData } });
+  expectStatus(
+    await agent('fetch-forecast', { location: { name: 'Bergen', lat: 60.39, lon: 5.32 }, severe: true, alerts: [{ title: 'Gale' }] }),
+    200,
+  );
   expectStatus(await agent('draft-message', { message: `Gale warning ${id}.`, recipients: ['+4712345678'] }), 200);
   return id;
 }

@@ -74,7 +74,15 @@ export async function startUpstream(
 }
 
 /** Registers an upstream as a directory API with the operator CLI, as an operator would. Returns its id. */
-export async function registerApi(options: { baseUrl: string; price: string; auth?: string; platformKey?: string; byokPrice?: string; rules?: string[]; id?: string }): Promise<string> {
+export async function registerApi(options: {
+  baseUrl: string;
+  price: string;
+  auth?: string;
+  platformKey?: string;
+  byokPrice?: string;
+  rules?: string[];
+  id?: string;
+}): Promise<string> {
   const id = options.id ?? uniqueId('api-');
   const argv = ['add', '--id', id, '--name', `Test ${id}`, '--base-url', options.baseUrl, '--price', options.price, '--auth', options.auth ?? 'none'];
   if (options.platformKey !== undefined) argv.push('--platform-key', options.platformKey);
@@ -117,7 +125,9 @@ export async function rawRequest(
       res.on('error', () => {
         aborted = true;
       });
-      res.on('close', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), aborted: aborted || !res.complete }));
+      res.on('close', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), aborted: aborted || !res.complete }),
+      );
     });
     req.on('error', reject);
     const body = options.body;
@@ -137,7 +147,13 @@ export async function rawRequest(
 /** Deterministic pseudo-random bytes, produced in chunks, with the digest of the whole. */
 export function bigPayload(totalBytes: number, seed = 1): { chunks: () => AsyncGenerator<Buffer>; sha256: string } {
   const chunkSize = 64 * 1024;
-  const make = (i: number) => createHash('sha256').update(`${seed}:${i}`).digest().toString('hex').repeat(Math.ceil(chunkSize / 64)).slice(0, chunkSize);
+  const make = (i: number) =>
+    createHash('sha256')
+      .update(`${seed}:${i}`)
+      .digest()
+      .toString('hex')
+      .repeat(Math.ceil(chunkSize / 64))
+      .slice(0, chunkSize);
   const hash = createHash('sha256');
   const count = Math.ceil(totalBytes / chunkSize);
   const chunkAt = (i: number) => {

@@ -24,7 +24,12 @@ export function startWebhookWorker(input: {
     ...input.env,
   });
   const processor = webhookDeliveryProcessor({ sql: input.sql, redis: input.redis, settings, log: pino({ level: 'silent' }) });
-  const worker = new Worker(processor.job.queue, processor.process, { connection: input.redis, prefix: input.redisPrefix, concurrency: 4, ...input.options });
+  const worker = new Worker(processor.job.queue, processor.process, {
+    connection: input.redis,
+    prefix: input.redisPrefix,
+    concurrency: 4,
+    ...input.options,
+  });
   worker.on('error', () => {});
   return worker;
 }

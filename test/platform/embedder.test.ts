@@ -56,7 +56,10 @@ describe('the discovery embedding model', () => {
   });
 
   it('gives a text the same vector alone as among others', async () => {
-    const texts = [...reference.sentences.map((s) => s.text), ...Array.from({ length: 40 }, (_, k) => `API ${k}: ${'currency rates '.repeat(k % 9)}`)];
+    const texts = [
+      ...reference.sentences.map((s) => s.text),
+      ...Array.from({ length: 40 }, (_, k) => `API ${k}: ${'currency rates '.repeat(k % 9)}`),
+    ];
     const together = await embedder.embed(texts);
     for (const [k, text] of texts.entries()) {
       const [alone] = await embedder.embed([text]);

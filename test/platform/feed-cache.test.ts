@@ -36,7 +36,13 @@ describe('FeedCache: an in-process cache evicted through Redis pub/sub', () => {
   const publisher = createRedis(redisUrl);
   const caches: TableCache[] = [];
   const make = (options: Partial<FeedCacheOptions<string | null>> & { channel: string }) => {
-    const cache = new TableCache(new Map([['a', 'A1'], ['b', 'B1']]), { redisUrl, ttlMs: 600_000, ...options });
+    const cache = new TableCache(
+      new Map([
+        ['a', 'A1'],
+        ['b', 'B1'],
+      ]),
+      { redisUrl, ttlMs: 600_000, ...options },
+    );
     cache.start();
     caches.push(cache);
     return cache;

@@ -5,7 +5,7 @@ import { addJob, createQueue, createRedis } from '#core/platform';
 describe('createQueue', () => {
   afterEach(() => vi.restoreAllMocks());
 
-  it('leaves Redis connection failures to the connection\'s own log instead of printing each to stderr, and reports other errors', async () => {
+  it("leaves Redis connection failures to the connection's own log instead of printing each to stderr, and reports other errors", async () => {
     const printed = vi.spyOn(console, 'error').mockImplementation(() => {});
     const warnings: string[] = [];
     const redis = createRedis('redis://127.0.0.1:1', 'request-path', { connectionName: 'queue-test' });
@@ -26,7 +26,12 @@ describe('createQueue', () => {
   it('addJob gives up after its timeout while Redis is away, instead of waiting as long as Redis is (a plain BullMQ add does)', async () => {
     const redis = createRedis('redis://127.0.0.1:1', 'request-path', { connectionName: 'queue-test' });
     const queue = createQueue('queue-test', { connection: redis, prefix: 'queue-test' });
-    const declaration = { queue: 'queue-test', name: 'probe', payload: z.object({}), options: { attempts: 1, backoff: { type: 'fixed' as const, delay: 1 } } };
+    const declaration = {
+      queue: 'queue-test',
+      name: 'probe',
+      payload: z.object({}),
+      options: { attempts: 1, backoff: { type: 'fixed' as const, delay: 1 } },
+    };
     try {
       const started = Date.now();
       await expect(addJob(queue, declaration, {}, {}, 300)).rejects.toThrow('queueing a probe job (is Redis reachable?) timed out after 300 ms');

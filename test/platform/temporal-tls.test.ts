@@ -12,24 +12,57 @@ describe('Temporal TLS settings', () => {
   const dir = mkdtempSync(join(tmpdir(), 'temporal-tls-'));
   const cert = join(dir, 'client.pem');
   const key = join(dir, 'client.key');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=platform-worker', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-subj',
+      '/CN=platform-worker',
+      '-days',
+      '1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('reads the CA, the client certificate pair and the server name, and names what is wrong', () => {
     expect(temporalTls({})).toBeUndefined();
     expect(temporalTls({ TEMPORAL_TLS: true })).toEqual({});
-    const tls = temporalTls({ TEMPORAL_TLS_CA_FILE: cert, TEMPORAL_TLS_CERT_FILE: cert, TEMPORAL_TLS_KEY_FILE: key, TEMPORAL_TLS_SERVER_NAME: 'temporal.internal' })!;
+    const tls = temporalTls({
+      TEMPORAL_TLS_CA_FILE: cert,
+      TEMPORAL_TLS_CERT_FILE: cert,
+      TEMPORAL_TLS_KEY_FILE: key,
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+    })!;
     expect(tls.serverNameOverride).toBe('temporal.internal');
     expect(Buffer.from(tls.serverRootCACertificate!).toString()).toContain('BEGIN CERTIFICATE');
     expect(Buffer.from(tls.clientCertPair!.key).toString()).toContain('PRIVATE KEY');
     expect(() => temporalTls({ TEMPORAL_TLS_CERT_FILE: cert })).toThrow(/TEMPORAL_TLS_KEY_FILE go together/);
-    expect(() => temporalTls({ TEMPORAL_TLS_CA_FILE: join(dir, 'missing.pem') })).toThrow(/TEMPORAL_TLS_CA_FILE: cannot read .*missing\.pem \(ENOENT\)/);
+    expect(() => temporalTls({ TEMPORAL_TLS_CA_FILE: join(dir, 'missing.pem') })).toThrow(
+      /TEMPORAL_TLS_CA_FILE: cannot read .*missing\.pem \(ENOENT\)/,
+    );
   });
 
   it('makes the client speak TLS: the plain dev server answers without it and refuses the handshake with it', async () => {
     const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
     const plain = new TemporalGateway(address, 'default', 'tls-probe');
-    const tls = new TemporalGateway(address, 'default', 'tls-probe', undefined, temporalTls({ TEMPORAL_TLS_CA_FILE: cert, TEMPORAL_TLS_CERT_FILE: cert, TEMPORAL_TLS_KEY_FILE: key }));
+    const tls = new TemporalGateway(
+      address,
+      'default',
+      'tls-probe',
+      undefined,
+      temporalTls({ TEMPORAL_TLS_CA_FILE: cert, TEMPORAL_TLS_CERT_FILE: cert, TEMPORAL_TLS_KEY_FILE: key }),
+    );
     try {
       await expect(plain.check(5_000)).resolves.toBeUndefined();
       await expect(tls.check(3_000)).rejects.toThrow();

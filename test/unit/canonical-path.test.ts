@@ -32,7 +32,31 @@ function lenientSegments(path: string): string[] {
 }
 
 /** What the caller may type in a segment: letters, dots, semicolons, escapes (some of them of dots and semicolons), spaces. */
-const segmentPart = fc.constantFrom('a', 'B', 'x', 'premium', 'PREMIUM', 'Premium', '.', '..', ';', ';v=1', '%2e', '%2E', '%3b', '%3B', '%20', '%70', '%50', '~', '-', '_', '%41', 'report', '.json');
+const segmentPart = fc.constantFrom(
+  'a',
+  'B',
+  'x',
+  'premium',
+  'PREMIUM',
+  'Premium',
+  '.',
+  '..',
+  ';',
+  ';v=1',
+  '%2e',
+  '%2E',
+  '%3b',
+  '%3B',
+  '%20',
+  '%70',
+  '%50',
+  '~',
+  '-',
+  '_',
+  '%41',
+  'report',
+  '.json',
+);
 const segment = fc.array(segmentPart, { minLength: 1, maxLength: 4 }).map((parts) => parts.join(''));
 const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((segments) => `/${segments.join('/')}`);
 
@@ -48,7 +72,17 @@ function accepted(rawPath: string): { path: string; query: string | null } | nul
 }
 
 const api = (rules: MeteredApi['pricingRules']): MeteredApi =>
-  ({ id: 'fuzz.example', name: 'Fuzz', baseUrl: 'https://upstream.example/app/v1', authScheme: { type: 'none' }, priceMicros: 1_000n, byokPriceMicros: null, pricingRules: rules, platformKeyEncrypted: null, source: 'operator' }) as MeteredApi;
+  ({
+    id: 'fuzz.example',
+    name: 'Fuzz',
+    baseUrl: 'https://upstream.example/app/v1',
+    authScheme: { type: 'none' },
+    priceMicros: 1_000n,
+    byokPriceMicros: null,
+    pricingRules: rules,
+    platformKeyEncrypted: null,
+    source: 'operator',
+  }) as MeteredApi;
 
 describe('the proxy path canonicaliser (property-based)', () => {
   it('never lets an accepted path leave the base path, as the most lenient server reads it', { timeout: TIMEOUT }, () => {
@@ -72,7 +106,8 @@ describe('the proxy path canonicaliser (property-based)', () => {
         if (!target) return;
         const canonical = canonicalPath(target.path);
         const served = lenientSegments(canonical);
-        if (served[0]?.startsWith('premium')) expect(priceOf(premium, 'GET', canonical, false), `${raw} is served as /${served.join('/')}`).toBe(50_000n);
+        if (served[0]?.startsWith('premium'))
+          expect(priceOf(premium, 'GET', canonical, false), `${raw} is served as /${served.join('/')}`).toBe(50_000n);
       }),
       { numRuns: RUNS },
     );
@@ -81,11 +116,16 @@ describe('the proxy path canonicaliser (property-based)', () => {
   it('prices a request as the most expensive method it may be served as', { timeout: TIMEOUT }, () => {
     const rules = api([{ method: 'GET', path: '/premium*', priceMicros: 50_000n }]);
     fc.assert(
-      fc.property(fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE'), fc.constantFrom('X-HTTP-Method-Override', 'x-http-method', 'X-Method-Override'), fc.constantFrom('GET', 'get', 'Get'), (method, header, override) => {
-        expect(priceOf(rules, methodsServed(method, [header, override], null), '/premium/x', false)).toBe(50_000n);
-        expect(priceOf(rules, methodsServed(method, [], `a=1&_method=${override}`), '/premium/x', false)).toBe(50_000n);
-        expect(priceOf(rules, methodsServed(method, [], null), '/premium/x', false)).toBe(1_000n);
-      }),
+      fc.property(
+        fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE'),
+        fc.constantFrom('X-HTTP-Method-Override', 'x-http-method', 'X-Method-Override'),
+        fc.constantFrom('GET', 'get', 'Get'),
+        (method, header, override) => {
+          expect(priceOf(rules, methodsServed(method, [header, override], null), '/premium/x', false)).toBe(50_000n);
+          expect(priceOf(rules, methodsServed(method, [], `a=1&_method=${override}`), '/premium/x', false)).toBe(50_000n);
+          expect(priceOf(rules, methodsServed(method, [], null), '/premium/x', false)).toBe(1_000n);
+        },
+      ),
       { numRuns: 50 },
     );
   });

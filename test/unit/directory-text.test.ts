@@ -72,7 +72,9 @@ describe('trigram similarity (pg_trgm semantics)', () => {
   });
 
   it('is symmetric and within [0, 1]; word_similarity is at least similarity and 1 for a contained word', () => {
-    const words = fc.array(fc.constantFrom('weather', 'forecast', 'map', 'maps', 'geo', 'code', 'coder', 'api', 'x'), { maxLength: 5 }).map((w) => w.join(' '));
+    const words = fc
+      .array(fc.constantFrom('weather', 'forecast', 'map', 'maps', 'geo', 'code', 'coder', 'api', 'x'), { maxLength: 5 })
+      .map((w) => w.join(' '));
     fc.assert(
       fc.property(words, words, (a, b) => {
         const s = similarity(a, b);

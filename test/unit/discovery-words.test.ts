@@ -14,7 +14,10 @@ describe('discovery word knowledge', () => {
   });
 
   it('splits names written as one word into catalog or English words, and leaves real words alone', () => {
-    const catalog = new Map([['iban', 3], ['api', 1842]]);
+    const catalog = new Map([
+      ['iban', 3],
+      ['api', 1842],
+    ]);
     expect(splitCompound('globalwinescore', catalog)).toEqual(['global', 'wine', 'score']);
     expect(splitCompound('ibanapi', catalog)).toEqual(['iban', 'api']);
     expect(splitCompound('scrapewebsite', catalog)).toEqual(['scrape', 'website']);

@@ -4,7 +4,35 @@ import { proxyTarget, upstreamUrl } from '#core/gateway';
 
 // Characters that matter to path resolution, mixed with ordinary ones.
 const pathText = fc
-  .array(fc.constantFrom('/', '.', '..', '%2e', '%2E', '%2f', '%5c', '%00', '%', '%zz', '\\', '\t', '\n', ' ', '?', '#', 'a', 'b', '~', ';', '@', ':', '%20', '%41'), { maxLength: 12 })
+  .array(
+    fc.constantFrom(
+      '/',
+      '.',
+      '..',
+      '%2e',
+      '%2E',
+      '%2f',
+      '%5c',
+      '%00',
+      '%',
+      '%zz',
+      '\\',
+      '\t',
+      '\n',
+      ' ',
+      '?',
+      '#',
+      'a',
+      'b',
+      '~',
+      ';',
+      '@',
+      ':',
+      '%20',
+      '%41',
+    ),
+    { maxLength: 12 },
+  )
   .map((parts) => parts.join(''));
 
 describe('proxy path remainder', () => {
@@ -25,7 +53,10 @@ describe('proxy path remainder', () => {
           expect(url.origin).toBe('https://api.example.com');
           const resolved = new URL(url.path, url.origin);
           expect(resolved.origin).toBe(url.origin);
-          expect(resolved.pathname === (basePath || '/') || resolved.pathname.startsWith(`${basePath}/`), `${JSON.stringify(rest)} -> ${resolved.pathname}`).toBe(true);
+          expect(
+            resolved.pathname === (basePath || '/') || resolved.pathname.startsWith(`${basePath}/`),
+            `${JSON.stringify(rest)} -> ${resolved.pathname}`,
+          ).toBe(true);
         }),
         { numRuns: 500 },
       );
@@ -35,7 +66,9 @@ describe('proxy path remainder', () => {
   it('refuses a remainder the URL parser cannot resolve against the origin, as a path error', () => {
     // A newline or tab is dropped by the URL parser, so "/\n/" becomes "//", a host-relative URL with no host.
     for (const path of ['/\n/', '/\t/x', '/\r\n/x']) {
-      expect(() => upstreamUrl('https://api.example.com', { path, query: null }), JSON.stringify(path)).toThrow(/^Invalid proxy path: it leaves the API base URL$/);
+      expect(() => upstreamUrl('https://api.example.com', { path, query: null }), JSON.stringify(path)).toThrow(
+        /^Invalid proxy path: it leaves the API base URL$/,
+      );
     }
   });
 

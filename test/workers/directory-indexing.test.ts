@@ -25,7 +25,8 @@ beforeAll(async () => {
   worker = new Worker(
     processor.job.queue,
     async (job) => {
-      if (failFirstAttemptOf.has((job.data as { apiId?: string }).apiId ?? '') && job.attemptsMade === 0) throw new Error('connection terminated unexpectedly');
+      if (failFirstAttemptOf.has((job.data as { apiId?: string }).apiId ?? '') && job.attemptsMade === 0)
+        throw new Error('connection terminated unexpectedly');
       return processor.process(job);
     },
     { connection, prefix, concurrency: 1 },
@@ -56,7 +57,10 @@ describe('directory-indexing queue', () => {
     const [row] = await sql<{ description: string }[]>`select description from apis where id = 'xkcd.com'`;
     expect(row?.description).not.toBe('stale');
     const logs = await queue.getJobLogs(jobId!);
-    expect(logs.logs.some((line) => line.includes('done:')), JSON.stringify(logs.logs)).toBe(true);
+    expect(
+      logs.logs.some((line) => line.includes('done:')),
+      JSON.stringify(logs.logs),
+    ).toBe(true);
   });
 
   it('fails a job for an API it cannot re-index, without retrying', async () => {

@@ -67,17 +67,21 @@ describe('the worker processes serve Prometheus metrics', () => {
     expect(text).toContain('platform_nodejs_eventloop_lag_seconds');
   });
 
-  it("Temporal worker: sessions running and waiting for a person, and the Temporal SDK's own metrics; promtool accepts the text", { timeout: 120_000 }, async () => {
-    const sdkPort = await freePort();
-    const text = await scrapeWorker('workers/temporal/main.ts', {
-      TEMPORAL_TASK_QUEUE: uniqueId('tmetrics-'),
-      TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${sdkPort}`,
-      REDIS_PREFIX: uniqueId('tmetrics'),
-    });
-    const check = promtool(text);
-    expect(check.status, check.output).toBe(0);
-    expect(text).toMatch(/platform_cookbook_sessions_active\{[^}]*status="waiting_for_human"/);
-    expect(text).toContain('platform_cookbook_sessions_oldest_wait_seconds');
-    expect(text).toMatch(/^temporal_/m);
-  });
+  it(
+    "Temporal worker: sessions running and waiting for a person, and the Temporal SDK's own metrics; promtool accepts the text",
+    { timeout: 120_000 },
+    async () => {
+      const sdkPort = await freePort();
+      const text = await scrapeWorker('workers/temporal/main.ts', {
+        TEMPORAL_TASK_QUEUE: uniqueId('tmetrics-'),
+        TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${sdkPort}`,
+        REDIS_PREFIX: uniqueId('tmetrics'),
+      });
+      const check = promtool(text);
+      expect(check.status, check.output).toBe(0);
+      expect(text).toMatch(/platform_cookbook_sessions_active\{[^}]*status="waiting_for_human"/);
+      expect(text).toContain('platform_cookbook_sessions_oldest_wait_seconds');
+      expect(text).toMatch(/^temporal_/m);
+    },
+  );
 });

@@ -20,7 +20,7 @@ import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 const DAY = 86_400_000;
 
-describe('retention: a repeatable job prunes old usage events, ended sessions\' results and streams, and dead dashboard sessions', () => {
+describe("retention: a repeatable job prunes old usage events, ended sessions' results and streams, and dead dashboard sessions", () => {
   let sql: Sql;
   let redis: Redis;
   const prefix = uniqueId('retain');
@@ -44,7 +44,20 @@ describe('retention: a repeatable job prunes old usage events, ended sessions\' 
     const served = await charge(sql, { accountId: who.accountId, costMicros: 2_000n, keyId: who.keyId, apiId, item: 'proxy' });
     if (!served.ok) throw new Error('charge refused');
     await recordUsageEvents(sql, [
-      { id: randomUUID(), accountId: who.accountId, keyId: who.keyId, apiId, item: 'proxy', status: 200, latencyMs: 5, bytesIn: 0, bytesOut: 2, costMicros: '2000', chargeId: served.chargeId, at: new Date().toISOString() },
+      {
+        id: randomUUID(),
+        accountId: who.accountId,
+        keyId: who.keyId,
+        apiId,
+        item: 'proxy',
+        status: 200,
+        latencyMs: 5,
+        bytesIn: 0,
+        bytesOut: 2,
+        costMicros: '2000',
+        chargeId: served.chargeId,
+        at: new Date().toISOString(),
+      },
     ]);
     const sessionId = uniqueId('ses_');
     await insertStartedSession(sql, {
@@ -85,7 +98,14 @@ describe('retention: a repeatable job prunes old usage events, ended sessions\' 
   it('keeps everything younger than its retention period', async () => {
     const { who, sessionId } = await seed();
     await runRetention({ sql, redis, settings: settings() });
-    expect(await state(who, sessionId)).toEqual({ usageEvents: 1, usageDailyCalls: 1, resultData: { secret: 'forecast' }, pruned: false, stream: 1, dashboardSessions: 1 });
+    expect(await state(who, sessionId)).toEqual({
+      usageEvents: 1,
+      usageDailyCalls: 1,
+      resultData: { secret: 'forecast' },
+      pruned: false,
+      stream: 1,
+      dashboardSessions: 1,
+    });
   });
 
   it('prunes what is past it, keeps usage_daily and the ledger, and never makes the refund reconciler pay back a served charge', async () => {
@@ -96,7 +116,14 @@ describe('retention: a repeatable job prunes old usage events, ended sessions\' 
     expect(report.sessions).toBeGreaterThanOrEqual(1);
     expect(report.eventStreams).toBeGreaterThanOrEqual(1);
     expect(report.dashboardSessions).toBeGreaterThanOrEqual(1);
-    expect(await state(who, sessionId)).toEqual({ usageEvents: 0, usageDailyCalls: 1, resultData: null, pruned: true, stream: 0, dashboardSessions: 0 });
+    expect(await state(who, sessionId)).toEqual({
+      usageEvents: 0,
+      usageDailyCalls: 1,
+      resultData: null,
+      pruned: true,
+      stream: 0,
+      dashboardSessions: 0,
+    });
     // The served charge has lost its usage event; the reconciler would take that for "no outcome".
     await reconcileRefunds(sql, 0);
     const refunds = await sql`select id from ledger_entries where refund_of = ${served.ok ? served.chargeId : ''}`;

@@ -64,16 +64,20 @@ describe('the usage pipeline', () => {
     const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const apiA = await registerApi({ baseUrl: upstream.url, price: '0.002' });
     const apiB = await registerApi({ baseUrl: upstream.url, price: '0.005' });
-    const call = (api: string, path: string) => rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${api}${path}`, headers: bearer(account.fullKey) });
+    const call = (api: string, path: string) =>
+      rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${api}${path}`, headers: bearer(account.fullKey) });
     const statuses = [];
     for (let i = 0; i < 3; i += 1) statuses.push((await call(apiA, '/ok')).status);
     statuses.push((await call(apiA, '/missing')).status, (await call(apiA, '/fail')).status, (await call(apiB, '/ok')).status);
     expect(statuses).toEqual([200, 200, 200, 404, 502, 200]);
     await app.usage.flush();
 
-    const usage = async () => expectOk<{ totals: { calls: number; cost: number; errors: number }; byApi: Array<{ apiId: string; calls: number; cost: number; errors: number }>; byDay: Array<{ date: string; calls: number }> }>(
-      await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(account.fullKey) }),
-    );
+    const usage = async () =>
+      expectOk<{
+        totals: { calls: number; cost: number; errors: number };
+        byApi: Array<{ apiId: string; calls: number; cost: number; errors: number }>;
+        byDay: Array<{ date: string; calls: number }>;
+      }>(await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(account.fullKey) }));
     await expect.poll(async () => (await usage()).totals.calls, { timeout: 10_000, interval: 50 }).toBe(6);
     const summary = await usage();
     // 4 charged calls to A (the 502 was refunded) and one to B: the ledger's spend.
@@ -83,13 +87,27 @@ describe('the usage pipeline', () => {
       { apiId: apiB, calls: 1, cost: 0.005, errors: 0 },
     ]);
     expect(summary.byDay).toEqual([{ date: new Date().toISOString().slice(0, 10), calls: 6, cost: 0.013, errors: 2 }]);
-    const [spent] = await app.deps.sql<{ s: bigint }[]>`select -sum(amount_micros)::bigint as s from ledger_entries where account_id = ${account.accountId} and kind in ('charge', 'refund')`;
+    const [spent] = await app.deps.sql<
+      { s: bigint }[]
+    >`select -sum(amount_micros)::bigint as s from ledger_entries where account_id = ${account.accountId} and kind in ('charge', 'refund')`;
     expect(spent!.s).toBe(13_000n);
 
-    const one = expectOk<{ apiId: string; totals: unknown; byDay: unknown[] }>(await app.inject({ method: 'GET', url: `/api/v1/usage/${apiB}?days=7`, headers: bearer(account.fullKey) }));
+    const one = expectOk<{ apiId: string; totals: unknown; byDay: unknown[] }>(
+      await app.inject({ method: 'GET', url: `/api/v1/usage/${apiB}?days=7`, headers: bearer(account.fullKey) }),
+    );
     expect(one).toMatchObject({ apiId: apiB, days: 7, totals: { calls: 1, cost: 0.005, errors: 0 } });
-    const stats = expectOk<{ stats: Record<string, unknown> }>(await app.inject({ method: 'GET', url: '/api/v1/usage/stats', headers: bearer(account.fullKey) }));
-    expect(stats.stats).toMatchObject({ totalCalls: 6, totalCost: 0.013, errorRate: 0.3333, topApis: [{ apiId: apiA, calls: 5, cost: 0.008 }, { apiId: apiB, calls: 1, cost: 0.005 }] });
+    const stats = expectOk<{ stats: Record<string, unknown> }>(
+      await app.inject({ method: 'GET', url: '/api/v1/usage/stats', headers: bearer(account.fullKey) }),
+    );
+    expect(stats.stats).toMatchObject({
+      totalCalls: 6,
+      totalCost: 0.013,
+      errorRate: 0.3333,
+      topApis: [
+        { apiId: apiA, calls: 5, cost: 0.008 },
+        { apiId: apiB, calls: 1, cost: 0.005 },
+      ],
+    });
     expect(stats.stats.avgLatencyMs).toEqual(expect.any(Number));
     expect(stats.stats.p95LatencyMs as number).toBeGreaterThanOrEqual(0);
     const [{ bytes_out: bytesOut } = { bytes_out: 0n }] = await app.deps.sql<{ bytes_out: bigint }[]>`
@@ -98,7 +116,10 @@ describe('the usage pipeline', () => {
 
     // Another account sees none of it.
     const stranger = await createTestAccount(app.deps.sql);
-    expect(expectOk<{ totals: { calls: number } }>(await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(stranger.fullKey) })).totals.calls).toBe(0);
+    expect(
+      expectOk<{ totals: { calls: number } }>(await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(stranger.fullKey) })).totals
+        .calls,
+    ).toBe(0);
   });
 
   it('validates days and the api id', async () => {
@@ -107,7 +128,9 @@ describe('the usage pipeline', () => {
       expectError(await app.inject({ method: 'GET', url: `/api/v1/usage?days=${days}`, headers: bearer(account.fullKey) }), 400, 'validation_failed');
     }
     expect(expectOk<{ days: number }>(await app.inject({ method: 'GET', url: '/api/v1/usage', headers: bearer(account.fullKey) })).days).toBe(30);
-    expect(expectOk<{ days: number }>(await app.inject({ method: 'GET', url: '/api/v1/usage?days=365', headers: bearer(account.fullKey) })).days).toBe(365);
+    expect(
+      expectOk<{ days: number }>(await app.inject({ method: 'GET', url: '/api/v1/usage?days=365', headers: bearer(account.fullKey) })).days,
+    ).toBe(365);
     expectError(await app.inject({ method: 'GET', url: '/api/v1/usage/no-such-api-zz', headers: bearer(account.fullKey) }), 404, 'not_found');
     expectError(await app.inject({ method: 'GET', url: '/api/v1/usage/Bad$Id', headers: bearer(account.fullKey) }), 400, 'validation_failed');
     expectError(await app.inject({ method: 'GET', url: '/api/v1/usage/stats?days=0', headers: bearer(account.fullKey) }), 400, 'validation_failed');
@@ -175,7 +198,10 @@ describe('the usage pipeline', () => {
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
     try {
       await expect
-        .poll(async () => (await app.deps.sql`select 1 from pg_stat_activity where application_name = ${appName} and wait_event_type = 'Lock'`).length, { timeout: 15_000, interval: 25 })
+        .poll(
+          async () => (await app.deps.sql`select 1 from pg_stat_activity where application_name = ${appName} and wait_event_type = 'Lock'`).length,
+          { timeout: 15_000, interval: 25 },
+        )
         .toBe(1);
       child.kill('SIGKILL');
       expect(await exited).toBe('SIGKILL');
@@ -186,12 +212,21 @@ describe('the usage pipeline', () => {
     }
     // Once the lock is free the dead session's statement ends, Postgres finds the client gone and
     // rolls its transaction back.
-    await expect.poll(async () => (await app.deps.sql`select 1 from pg_stat_activity where application_name = ${appName}`).length, { timeout: 5_000, interval: 25 }).toBe(0);
-    const [{ n } = { n: -1n }] = await app.deps.sql<{ n: bigint }[]>`select count(*)::bigint as n from usage_events where account_id = ${account.accountId}`;
+    await expect
+      .poll(async () => (await app.deps.sql`select 1 from pg_stat_activity where application_name = ${appName}`).length, {
+        timeout: 5_000,
+        interval: 25,
+      })
+      .toBe(0);
+    const [{ n } = { n: -1n }] = await app.deps.sql<
+      { n: bigint }[]
+    >`select count(*)::bigint as n from usage_events where account_id = ${account.accountId}`;
     expect(n).toBe(0n);
     expect(await recordUsageEvents(app.deps.sql, events)).toBe(50);
     expect(await recordUsageEvents(app.deps.sql, events)).toBe(0);
-    const [daily] = await app.deps.sql<{ calls: bigint }[]>`select calls from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}`;
+    const [daily] = await app.deps.sql<
+      { calls: bigint }[]
+    >`select calls from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}`;
     expect(daily?.calls).toBe(50n);
   }, 30_000);
 
@@ -199,7 +234,16 @@ describe('the usage pipeline', () => {
     const account = await createTestAccount(app.deps.sql);
     const apiId = uniqueId('api-');
     const deadRedis = createRedis('redis://127.0.0.1:1', 'request-path', { enableOfflineQueue: false, retryStrategy: () => 200 });
-    const recorder = new UsageRecorder({ sql: app.deps.sql, redis: deadRedis, prefix: uniqueId('dead'), batchSize: 3, flushMs: 10, bufferMax: 1000, log: pino({ level: 'silent' }), addTimeoutMs: 300 });
+    const recorder = new UsageRecorder({
+      sql: app.deps.sql,
+      redis: deadRedis,
+      prefix: uniqueId('dead'),
+      batchSize: 3,
+      flushMs: 10,
+      bufferMax: 1000,
+      log: pino({ level: 'silent' }),
+      addTimeoutMs: 300,
+    });
     try {
       for (let i = 0; i < 7; i += 1) recorder.record(event(account.accountId, apiId, { costMicros: '500' }));
       await recorder.flush();
@@ -218,7 +262,16 @@ describe('the usage pipeline', () => {
     const apiId = uniqueId('api-');
     const deadRedis = createRedis('redis://127.0.0.1:1', 'request-path', { enableOfflineQueue: false, retryStrategy: () => 200 });
     const deadSql = createSql('postgres://postgres@127.0.0.1:1/none', { max: 1 });
-    const options = { sql: deadSql, redis: deadRedis, prefix: uniqueId('dead'), batchSize: 2, flushMs: 10, bufferMax: 1000, log: pino({ level: 'silent' }), addTimeoutMs: 200 };
+    const options = {
+      sql: deadSql,
+      redis: deadRedis,
+      prefix: uniqueId('dead'),
+      batchSize: 2,
+      flushMs: 10,
+      bufferMax: 1000,
+      log: pino({ level: 'silent' }),
+      addTimeoutMs: 200,
+    };
     const recorder = new UsageRecorder(options);
     try {
       for (let i = 0; i < 5; i += 1) recorder.record(event(account.accountId, apiId));
@@ -227,7 +280,9 @@ describe('the usage pipeline', () => {
       options.sql = app.deps.sql; // Postgres is back
       await recorder.flush();
       expect(recorder.pending).toBe(0);
-      const [daily] = await app.deps.sql<{ calls: bigint }[]>`select calls from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}`;
+      const [daily] = await app.deps.sql<
+        { calls: bigint }[]
+      >`select calls from usage_daily where account_id = ${account.accountId} and api_id = ${apiId}`;
       expect(daily?.calls).toBe(5n);
     } finally {
       await recorder.close();
@@ -237,14 +292,20 @@ describe('the usage pipeline', () => {
   });
 
   it('keeps charging correctly with Redis down, and the usage still lands in Postgres', async () => {
-    const offline = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_URL: 'redis://127.0.0.1:1', USAGE_QUEUE_TIMEOUT_MS: '200', USAGE_FLUSH_MS: '20' });
+    const offline = await createTestApp({
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      USAGE_QUEUE_TIMEOUT_MS: '200',
+      USAGE_FLUSH_MS: '20',
+    });
     try {
       await offline.listen({ host: '127.0.0.1', port: 0 });
       const offlineEdge = `http://127.0.0.1:${(offline.server.address() as AddressInfo).port}`;
       const account = await createTestAccount(offline.deps.sql, { balanceMicros: 5_000n });
       const apiId = await registerApi({ baseUrl: upstream.url, price: '0.002' });
       const statuses = [];
-      for (let i = 0; i < 3; i += 1) statuses.push((await rawRequest(offlineEdge, { method: 'GET', path: `/api/v1/proxy/${apiId}/ok`, headers: bearer(account.fullKey) })).status);
+      for (let i = 0; i < 3; i += 1)
+        statuses.push((await rawRequest(offlineEdge, { method: 'GET', path: `/api/v1/proxy/${apiId}/ok`, headers: bearer(account.fullKey) })).status);
       expect(statuses).toEqual([200, 200, 402]);
       await offline.usage.flush();
       const [row] = await offline.deps.sql<{ calls: bigint; cost: bigint; balance: bigint }[]>`

@@ -40,13 +40,25 @@ describe('a cookbook session survives its Temporal worker being stopped and repl
   });
 
   const complete = (sessionId: string, stepId: string, resultData: unknown) =>
-    app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`, headers: bearer(account.fullKey), payload: { stepId, resultData } as object });
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`,
+      headers: bearer(account.fullKey),
+      payload: { stepId, resultData } as object,
+    });
 
   it('continues every session where it stood, with no event lost or repeated', async () => {
     worker = await startWorker({ taskQueue, sql: app.deps.sql, redis: workerRedis, redisPrefix });
     const start = (idempotencyKey: string) =>
-      app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: { ...bearer(account.fullKey), 'idempotency-key': idempotencyKey }, payload: { selectedApis } });
-    const [a, b] = await Promise.all([start(uniqueId('a-')), start(uniqueId('b-'))]).then((res) => res.map((r) => expectOk<{ session: { sessionId: string } }>(r, 201).session.sessionId));
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: { ...bearer(account.fullKey), 'idempotency-key': idempotencyKey },
+        payload: { selectedApis },
+      });
+    const [a, b] = await Promise.all([start(uniqueId('a-')), start(uniqueId('b-'))]).then((res) =>
+      res.map((r) => expectOk<{ session: { sessionId: string } }>(r, 201).session.sessionId),
+    );
     const stream = await openSse(baseUrl, `/api/v1/cookbooks/sessions/${a}/events`, bearer(account.fullKey));
     expectOk(await complete(a!, 'fetch-forecast', FORECAST));
     expectOk(await complete(b!, 'fetch-forecast', FORECAST));
@@ -93,7 +105,9 @@ describe('a cookbook session survives its Temporal worker being stopped and repl
     for (const sessionId of [a!, b!]) {
       const entries = (await app.deps.redis.xrange(sessionEventsKey(redisPrefix, sessionId), '-', '+')) as [string, string[]][];
       expect(entries.map(([, fields]) => fields[1])).toEqual(expected);
-      const [row] = await app.deps.sql<{ status: string; completed_steps: number }[]>`select status, completed_steps from cookbook_sessions where id = ${sessionId}`;
+      const [row] = await app.deps.sql<
+        { status: string; completed_steps: number }[]
+      >`select status, completed_steps from cookbook_sessions where id = ${sessionId}`;
       expect(row).toMatchObject({ status: 'completed', completed_steps: 4 });
     }
   });

@@ -71,7 +71,11 @@ describe('human-step reminders and expiry on durable timers (time-skipping serve
       data: JSON.parse(fields[3] ?? '{}') as Record<string, unknown>,
     }));
   const stepRow = async (sessionId: string, stepId: string) =>
-    (await sql<{ status: string; reminders: number }[]>`select status, reminders from cookbook_session_steps where session_id = ${sessionId} and step_id = ${stepId}`)[0];
+    (
+      await sql<
+        { status: string; reminders: number }[]
+      >`select status, reminders from cookbook_session_steps where session_id = ${sessionId} and step_id = ${stepId}`
+    )[0];
 
   it('sends a reminder event each reminder period while a human step waits, and goes on when the person answers', async () => {
     const plan = input([
@@ -83,7 +87,9 @@ describe('human-step reminders and expiry on durable timers (time-skipping serve
       await env.sleep(2 * HOUR + 30 * 60_000);
       expect((await events(plan.sessionId)).filter((e) => e.name === 'human_step.reminder').map((e) => e.data.reminder)).toEqual([1, 2]);
       expect(await stepRow(plan.sessionId, 'approve-wording')).toMatchObject({ status: 'pending', reminders: 2 });
-      const answered = await handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'approve-wording', resultData: { approved: true }, actor: 'human' }] });
+      const answered = await handle.executeUpdate(completeStepUpdate, {
+        args: [{ stepId: 'approve-wording', resultData: { approved: true }, actor: 'human' }],
+      });
       expect(answered).toMatchObject({ nextStepId: 'send-sms', session: { status: 'running' } });
       await handle.executeUpdate(completeStepUpdate, { args: [{ stepId: 'send-sms', resultData: { messageIds: ['a'] }, actor: 'key' }] });
       expect(((await handle.result()) as SessionSnapshot).status).toBe('completed');
@@ -112,7 +118,9 @@ describe('human-step reminders and expiry on durable timers (time-skipping serve
     const names = (await events(plan.sessionId)).map((e) => e.name);
     expect(names).toEqual(['session.started', 'step.started', 'human_step.pending', 'human_step.reminder', 'human_step.reminder', 'session.expired']);
     expect(await stepRow(plan.sessionId, 'approve-wording')).toMatchObject({ status: 'expired', reminders: 2 });
-    const [session] = await sql<{ status: string; ended_at: Date | null }[]>`select status, ended_at from cookbook_sessions where id = ${plan.sessionId}`;
+    const [session] = await sql<
+      { status: string; ended_at: Date | null }[]
+    >`select status, ended_at from cookbook_sessions where id = ${plan.sessionId}`;
     expect(session).toMatchObject({ status: 'expired', ended_at: expect.any(Date) });
     // 72 hours of workflow time passed between the start and the expiry.
     const stream = await events(plan.sessionId);

@@ -80,7 +80,13 @@ describe('payload codec in Temporal history, and the codec server', () => {
   let smsApi: string;
 
   const edge = (keys: string) =>
-    createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, TEMPORAL_CODEC_KEYS: keys, OPERATOR_BASIC_AUTH: 'operator:codec-pass', TEMPORAL_UI_URL: uiOrigin });
+    createTestApp({
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      REDIS_PREFIX: redisPrefix,
+      TEMPORAL_CODEC_KEYS: keys,
+      OPERATOR_BASIC_AUTH: 'operator:codec-pass',
+      TEMPORAL_UI_URL: uiOrigin,
+    });
   const rawHistory = async (sessionId: string) => {
     const { history } = await app.deps.temporal.client.workflowService.getWorkflowExecutionHistory({
       namespace: app.deps.settings.TEMPORAL_NAMESPACE,
@@ -89,7 +95,12 @@ describe('payload codec in Temporal history, and the codec server', () => {
     return history!.events!;
   };
   const complete = (sessionId: string, stepId: string, resultData: unknown) =>
-    app.inject({ method: 'POST', url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`, headers: bearer(account.fullKey), payload: { stepId, resultData } as object });
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/cookbooks/sessions/${sessionId}/complete-step`,
+      headers: bearer(account.fullKey),
+      payload: { stepId, resultData } as object,
+    });
 
   beforeAll(async () => {
     app = await edge(firstKeys);
@@ -110,7 +121,12 @@ describe('payload codec in Temporal history, and the codec server', () => {
   it('keeps resultData out of history in the clear, survives a key rotation, and lets operators decode through /codec', async () => {
     const marker = `forecast-${randomBytes(6).toString('hex')}`;
     const started = expectOk<{ session: { sessionId: string } }>(
-      await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(account.fullKey), payload: { selectedApis: { weather: weatherApi, sms: smsApi } } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/cookbooks/weather-alert-sms/start',
+        headers: bearer(account.fullKey),
+        payload: { selectedApis: { weather: weatherApi, sms: smsApi } },
+      }),
       201,
     );
     const { sessionId } = started.session;
@@ -134,7 +150,12 @@ describe('payload codec in Temporal history, and the codec server', () => {
     // An operator's Temporal UI posts the raw payloads to the codec endpoint and reads them back.
     const body = toCodecJson(payloads);
     expectError(await app.inject({ method: 'POST', url: '/codec/decode', payload: body }), 401, 'missing_credentials');
-    const decoded = await app.inject({ method: 'POST', url: '/codec/decode', headers: { ...operator, origin: uiOrigin, 'x-namespace': 'default' }, payload: body });
+    const decoded = await app.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      headers: { ...operator, origin: uiOrigin, 'x-namespace': 'default' },
+      payload: body,
+    });
     expect(decoded.statusCode, decoded.body).toBe(200);
     expect(decoded.headers['access-control-allow-origin']).toBe(uiOrigin);
     expect(decoded.headers['access-control-allow-credentials']).toBe('true');
@@ -154,9 +175,13 @@ describe('payload codec in Temporal history, and the codec server', () => {
     expect([...keyIds].sort()).toEqual(['first', 'second']);
   });
 
-  it('answers the UI origin\'s preflight without a login, and nobody else\'s', async () => {
+  it("answers the UI origin's preflight without a login, and nobody else's", async () => {
     const preflight = (origin: string) =>
-      app.inject({ method: 'OPTIONS', url: '/codec/decode', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' } });
+      app.inject({
+        method: 'OPTIONS',
+        url: '/codec/decode',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' },
+      });
     const ours = await preflight(uiOrigin);
     expect(ours.statusCode).toBe(204);
     expect(ours.headers['access-control-allow-origin']).toBe(uiOrigin);
@@ -166,13 +191,28 @@ describe('payload codec in Temporal history, and the codec server', () => {
   });
 
   it('encodes for the UI, refuses other namespaces and malformed bodies with the error shape', async () => {
-    const sealed = await app.inject({ method: 'POST', url: '/codec/encode', headers: operator, payload: toCodecJson([jsonPayload({ typed: 'by a person' })]) });
+    const sealed = await app.inject({
+      method: 'POST',
+      url: '/codec/encode',
+      headers: operator,
+      payload: toCodecJson([jsonPayload({ typed: 'by a person' })]),
+    });
     expect(sealed.statusCode, sealed.body).toBe(200);
     const back = await app.inject({ method: 'POST', url: '/codec/decode', headers: operator, payload: JSON.parse(sealed.body) as object });
-    expect(Buffer.from((JSON.parse(back.body) as { payloads: { data: string }[] }).payloads[0]!.data, 'base64').toString()).toBe('{"typed":"by a person"}');
+    expect(Buffer.from((JSON.parse(back.body) as { payloads: { data: string }[] }).payloads[0]!.data, 'base64').toString()).toBe(
+      '{"typed":"by a person"}',
+    );
     expect(sealed.body).not.toContain(Buffer.from('by a person').toString('base64'));
-    expectError(await app.inject({ method: 'POST', url: '/codec/decode', headers: { ...operator, 'x-namespace': 'someone-else' }, payload: { payloads: [] } }), 404, 'not_found');
-    expectError(await app.inject({ method: 'POST', url: '/codec/decode', headers: operator, payload: { payloads: 'nope' } }), 400, 'validation_failed');
+    expectError(
+      await app.inject({ method: 'POST', url: '/codec/decode', headers: { ...operator, 'x-namespace': 'someone-else' }, payload: { payloads: [] } }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await app.inject({ method: 'POST', url: '/codec/decode', headers: operator, payload: { payloads: 'nope' } }),
+      400,
+      'validation_failed',
+    );
     // The page an operator opens once so the browser holds the login for the UI's requests.
     expectError(await app.inject({ method: 'GET', url: '/codec' }), 401, 'missing_credentials');
     const page = await app.inject({ method: 'GET', url: '/codec', headers: operator });

@@ -53,7 +53,10 @@ const START = "      this.emit('session.started',";
 const addTimer = (guard: string | null) => (source: string) =>
   source
     // Both names imported under aliases of the test's own, whatever the workflow imports already.
-    .replace("} from '@temporalio/workflow';", "} from '@temporalio/workflow';\nimport { patched as probePatched, sleep as probeSleep } from '@temporalio/workflow';")
+    .replace(
+      "} from '@temporalio/workflow';",
+      "} from '@temporalio/workflow';\nimport { patched as probePatched, sleep as probeSleep } from '@temporalio/workflow';",
+    )
     .replace(START, `${guard === null ? '      await probeSleep(1);' : `      if (probePatched('${guard}')) await probeSleep(1);`}\n${START}`);
 
 describe('workflow versioning: recorded histories replay against the current code', () => {

@@ -8,7 +8,14 @@ import { sessionEventsKey, stepPlans } from '#core/cookbooks';
 import { createRedis } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
 import { createActivities, nonRetryableFailure } from '#workers/temporal/activities';
-import { ACTIVITY_FAILURES, completeStepUpdate, workflowIdFor, type CookbookSessionInput, type SessionChange, type SessionSnapshot } from '#workflows/messages';
+import {
+  ACTIVITY_FAILURES,
+  completeStepUpdate,
+  workflowIdFor,
+  type CookbookSessionInput,
+  type SessionChange,
+  type SessionSnapshot,
+} from '#workflows/messages';
 import { createTestAccount } from '../helpers/app.js';
 import { quietTemporalRuntime, workflowBundle } from '../helpers/cookbooks.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
@@ -31,7 +38,10 @@ describe('session data the database refuses', () => {
     if (!path) throw new Error('TEMPORAL_TEST_SERVER_PATH is not set: run the suite with npm test (scripts/test.sh installs the test server)');
     quietTemporalRuntime();
     env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
-    await env.connection.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes: { AccountId: 2, CookbookId: 2, SessionStatus: 2, CurrentStep: 2 } });
+    await env.connection.operatorService.addSearchAttributes({
+      namespace: 'default',
+      searchAttributes: { AccountId: 2, CookbookId: 2, SessionStatus: 2, CurrentStep: 2 },
+    });
     sql = createSql(testDatabaseUrl(), { max: 4 });
     redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
     await loadCookbooks(sql);
@@ -55,7 +65,16 @@ describe('session data the database refuses', () => {
     const now = new Date().toISOString();
     return {
       input: { sessionId, accountId, cookbookId: 'weather-alert-sms', selectedApis: {}, idempotencyKey: null },
-      session: { sessionId, cookbookId: 'weather-alert-sms', status: 'running', currentStep: 'draft-message', progress: { completed: 1, total: 4 }, startedAt: now, updatedAt: now, version: 2 },
+      session: {
+        sessionId,
+        cookbookId: 'weather-alert-sms',
+        status: 'running',
+        currentStep: 'draft-message',
+        progress: { completed: 1, total: 4 },
+        startedAt: now,
+        updatedAt: now,
+        version: 2,
+      },
       endedAt: null,
       steps: [
         {
@@ -102,7 +121,8 @@ describe('session data the database refuses', () => {
     expect(nonRetryableFailure(pgError('23505'), 's')).toMatchObject({ type: ACTIVITY_FAILURES.unrecordable });
     expect(nonRetryableFailure(pgError('23503'), 's')).toMatchObject({ type: ACTIVITY_FAILURES.orphaned, nonRetryable: true });
     // Postgres or Redis away, a serialization failure or deadlock, a lock timeout: a retry may help.
-    for (const code of ['ECONNREFUSED', '40001', '40P01', '55P03', '57P01', '08006']) expect(nonRetryableFailure(pgError(code), 's'), code).toBeNull();
+    for (const code of ['ECONNREFUSED', '40001', '40P01', '55P03', '57P01', '08006'])
+      expect(nonRetryableFailure(pgError(code), 's'), code).toBeNull();
     expect(nonRetryableFailure(new Error('socket closed'), 's')).toBeNull();
   });
 
@@ -117,7 +137,12 @@ describe('session data the database refuses', () => {
       idempotencyKey: null,
       steps: stepPlans(cookbook),
     };
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: createActivities({ sql, redis, redisPrefix }) });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: createActivities({ sql, redis, redisPrefix }),
+    });
     const { answer, final } = await worker.runUntil(async () => {
       const handle = await env.client.workflow.start('cookbookSession', { workflowId: workflowIdFor(plan.sessionId), taskQueue, args: [plan] });
       const resultData = { location: { lat: 1, lon: 2 }, severe: true, alerts: [{ title: REFUSED.nul }] };

@@ -17,7 +17,12 @@ export function autoTopupProcessor({ sql, redis, settings, log }: QueueDeps): Qu
     if (outcome.status === 'failed') {
       log.warn({ accountId, topUpId: outcome.topUpId }, 'auto top-up declined');
       webhooks ??= new WebhookEmitter(sql, redis, settings.REDIS_PREFIX, settings);
-      await webhooks.emit(accountId, 'topup.failed', { topUpId: outcome.topUpId, reason: outcome.reason, mode: 'auto' }, `msg_topup_failed_${outcome.topUpId ?? job.id}`);
+      await webhooks.emit(
+        accountId,
+        'topup.failed',
+        { topUpId: outcome.topUpId, reason: outcome.reason, mode: 'auto' },
+        `msg_topup_failed_${outcome.topUpId ?? job.id}`,
+      );
       await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'topup-failed', accountId, reason: outcome.reason.slice(0, 500) });
     } else if (outcome.status === 'charged') {
       log.info({ accountId, topUpId: outcome.topUpId }, 'auto top-up charged; the webhook credits it');
@@ -37,7 +42,8 @@ export function reconcileAutoTopupsProcessor({ sql, settings, log }: QueueDeps):
     if (!stripe) return { checked: 0, credited: 0, failed: 0, errors: [] };
     const report = await reconcileAutoTopups(sql, stripe, olderThanSeconds);
     if (report.credited + report.failed > 0) log.warn(report, 'auto top-ups settled by the reconciler: their Stripe webhook never arrived');
-    if (report.errors.length > 0) log.error({ errors: report.errors }, 'auto top-up reconciler: Stripe could not say what became of these payments; the next run asks again');
+    if (report.errors.length > 0)
+      log.error({ errors: report.errors }, 'auto top-up reconciler: Stripe could not say what became of these payments; the next run asks again');
     return report;
   });
 }

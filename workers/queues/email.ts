@@ -1,6 +1,17 @@
 import { UnrecoverableError } from 'bullmq';
 import { mintInviteLink } from '#core/identity';
-import { accountEventMessage, emailJob, humanStepMessage, loginAlertMessage, Mailer, memberInviteMessage, topupFailedMessage, webhookDisabledMessage, type EmailPayload, type OutgoingMessage } from '#core/notifications';
+import {
+  accountEventMessage,
+  emailJob,
+  humanStepMessage,
+  loginAlertMessage,
+  Mailer,
+  memberInviteMessage,
+  topupFailedMessage,
+  webhookDisabledMessage,
+  type EmailPayload,
+  type OutgoingMessage,
+} from '#core/notifications';
 import { findHumanStepAudience } from '#db/members';
 import { getAccount } from '#db/accounts';
 import { getPerson } from '#db/people';
@@ -9,7 +20,8 @@ import { findWebhookEndpointById } from '#db/webhooks';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
 /** SMTP replies in the 5xx range are permanent: retrying the same message cannot succeed. */
-const isPermanent = (error: unknown) => typeof (error as { responseCode?: unknown }).responseCode === 'number' && (error as { responseCode: number }).responseCode >= 500;
+const isPermanent = (error: unknown) =>
+  typeof (error as { responseCode?: unknown }).responseCode === 'number' && (error as { responseCode: number }).responseCode >= 500;
 
 /**
  * Outgoing e-mail. Each job names a message by reference; the processor builds it now (an
@@ -29,13 +41,27 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
       case 'login-alert': {
         const person = await getPerson(sql, payload.personId);
         if (!person) return [];
-        return [loginAlertMessage({ to: person.email, failingClients: payload.failingClients, windowSeconds: payload.windowSeconds, link: `${origin}/signin` })];
+        return [
+          loginAlertMessage({
+            to: person.email,
+            failingClients: payload.failingClients,
+            windowSeconds: payload.windowSeconds,
+            link: `${origin}/signin`,
+          }),
+        ];
       }
       case 'webhook-disabled': {
         const endpoint = await findWebhookEndpointById(sql, payload.endpointId);
         const owner = endpoint && (await getAccount(sql, endpoint.account_id));
         if (!endpoint || !owner || endpoint.status !== 'disabled') return [];
-        return [webhookDisabledMessage({ to: owner.email, url: endpoint.url, reason: endpoint.disabled_reason ?? 'deliveries failed', link: `${origin}/webhooks` })];
+        return [
+          webhookDisabledMessage({
+            to: owner.email,
+            url: endpoint.url,
+            reason: endpoint.disabled_reason ?? 'deliveries failed',
+            link: `${origin}/webhooks`,
+          }),
+        ];
       }
       case 'account-event': {
         const owner = await getAccount(sql, payload.accountId);
@@ -55,7 +81,9 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
         if (waiting && audience.step_status !== 'pending') return [];
         // Waiting steps go to the owner and the approvers who may take them (the assignee, or all);
         // decisions go to the owner, who runs the agent.
-        const people = waiting ? [audience.owner_email, ...(audience.assignee_email ? [audience.assignee_email] : audience.approver_emails)] : [audience.owner_email];
+        const people = waiting
+          ? [audience.owner_email, ...(audience.assignee_email ? [audience.assignee_email] : audience.approver_emails)]
+          : [audience.owner_email];
         const params = new URLSearchParams({ session: payload.sessionId, step: payload.stepId });
         const link = waiting ? `${origin}/inbox?${params}` : `${origin}/sessions/${encodeURIComponent(payload.sessionId)}`;
         return [...new Set(people)].map((to) =>

@@ -35,7 +35,10 @@ const workers = [...byQueue(processors)].map(([queue, list]) => {
 
 // Queue depths and job outcomes for Prometheus, on a port of their own (METRICS_PORT).
 const observed = [...byQueue(processors).keys()].map((name) => createQueue(name, { connection, prefix: settings.REDIS_PREFIX }));
-const metrics = settings.METRICS_PORT === null ? null : await serveMetrics(queueWorkerRegistry(observed, queueWorkers), { host: settings.METRICS_HOST, port: settings.METRICS_PORT });
+const metrics =
+  settings.METRICS_PORT === null
+    ? null
+    : await serveMetrics(queueWorkerRegistry(observed, queueWorkers), { host: settings.METRICS_HOST, port: settings.METRICS_PORT });
 if (metrics) log.info({ metrics: `http://${settings.METRICS_HOST}:${metrics.port}/metrics` }, 'metrics endpoint listening');
 
 // One schedule however many worker processes run (an upsert by id).
@@ -63,7 +66,14 @@ await webhooks.upsertJobScheduler(webhookSweepJob.name, { every: 60_000 }, { nam
 
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
-  await Promise.all([refunds.close(), maintenance.close(), webhooks.close(), billing.close(), ...observed.map((queue) => queue.close()), metrics?.close()]);
+  await Promise.all([
+    refunds.close(),
+    maintenance.close(),
+    webhooks.close(),
+    billing.close(),
+    ...observed.map((queue) => queue.close()),
+    metrics?.close(),
+  ]);
   await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
 });
 log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

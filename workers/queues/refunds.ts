@@ -22,9 +22,11 @@ export function refundProcessor({ sql }: Pick<QueueDeps, 'sql'>): QueueProcessor
 export function reconcileProcessor({ sql, settings, log }: QueueDeps): QueueProcessor {
   return processorFor(reconcileRefundsJob, async () => {
     const holds = await settleExpiredHolds(sql, settings.CREDIT_HOLD_GRACE_SECONDS, {
-      onFailure: (holdId, err) => log.error({ holdId, err }, 'an expired credit hold could not be settled; it stays open and is tried again at the next run'),
+      onFailure: (holdId, err) =>
+        log.error({ holdId, err }, 'an expired credit hold could not be settled; it stays open and is tried again at the next run'),
     });
-    if (holds.holds > 0) log.warn({ holds: holds.holds, charges: holds.charges }, 'reconciler settled expired credit holds (their edge stopped settling them)');
+    if (holds.holds > 0)
+      log.warn({ holds: holds.holds, charges: holds.charges }, 'reconciler settled expired credit holds (their edge stopped settling them)');
     const settled = await reconcileRefunds(sql, settings.REFUND_RECONCILE_AFTER_SECONDS);
     if (settled > 0) log.warn({ settled }, 'refund reconciler settled charges whose refund had not been written');
     return { settled, holds: holds.holds, heldCharges: holds.charges, holdsFailed: holds.failed.length };

@@ -9,5 +9,16 @@ import { usageProcessor } from './usage.js';
 
 /** Every job the queue-worker process serves: one line per declared job. */
 export function queueProcessors(deps: QueueDeps): QueueProcessor[] {
-  return [usageProcessor(deps), directoryIndexingProcessor(deps), refundProcessor(deps), reconcileProcessor(deps), retentionProcessor(deps), emailProcessor(deps), webhookDeliveryProcessor(deps), webhookSweepProcessor(deps), autoTopupProcessor(deps), reconcileAutoTopupsProcessor(deps)];
+  return [
+    usageProcessor(deps),
+    directoryIndexingProcessor(deps),
+    refundProcessor(deps),
+    reconcileProcessor(deps),
+    retentionProcessor(deps),
+    emailProcessor(deps),
+    webhookDeliveryProcessor(deps),
+    webhookSweepProcessor(deps),
+    autoTopupProcessor(deps),
+    reconcileAutoTopupsProcessor(deps),
+  ];
 }

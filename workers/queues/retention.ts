@@ -41,7 +41,10 @@ async function drain(step: () => Promise<number>): Promise<number> {
   return total;
 }
 
-export async function runRetention({ sql, redis, settings }: Pick<QueueDeps, 'sql' | 'redis' | 'settings'>, now: Date = new Date()): Promise<RetentionReport> {
+export async function runRetention(
+  { sql, redis, settings }: Pick<QueueDeps, 'sql' | 'redis' | 'settings'>,
+  now: Date = new Date(),
+): Promise<RetentionReport> {
   const usageBefore = new Date(now.getTime() - settings.USAGE_EVENTS_RETENTION_DAYS * DAY_MS);
   const sessionsBefore = new Date(now.getTime() - settings.SESSION_DATA_RETENTION_DAYS * DAY_MS);
   const usageEvents = await drain(() => pruneUsageEvents(sql, usageBefore, BATCH));
@@ -58,14 +61,22 @@ export async function runRetention({ sql, redis, settings }: Pick<QueueDeps, 'sq
 }
 
 export function retentionProcessor(deps: QueueDeps): QueueProcessor {
-  return processorFor(retentionJob, async () => {
-    const report = await runRetention(deps);
-    if (Object.values(report).some((count) => count > 0)) deps.log.info(report, 'retention pruned old data');
-    return report;
-  }, { concurrency: 1 });
+  return processorFor(
+    retentionJob,
+    async () => {
+      const report = await runRetention(deps);
+      if (Object.values(report).some((count) => count > 0)) deps.log.info(report, 'retention pruned old data');
+      return report;
+    },
+    { concurrency: 1 },
+  );
 }
 
 /** One schedule however many worker processes run (an upsert by id). */
 export async function scheduleRetention(queue: Queue, everySeconds: number): Promise<void> {
-  await queue.upsertJobScheduler(retentionJob.name, { every: everySeconds * 1000 }, { name: retentionJob.name, data: {}, opts: retentionJob.options });
+  await queue.upsertJobScheduler(
+    retentionJob.name,
+    { every: everySeconds * 1000 },
+    { name: retentionJob.name, data: {}, opts: retentionJob.options },
+  );
 }

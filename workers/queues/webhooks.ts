@@ -24,7 +24,9 @@ export function webhookDeliveryProcessor({ sql, redis, settings, log }: QueueDep
     keepAliveTimeout: 5_000,
     headersTimeout: settings.WEBHOOK_TIMEOUT_MS,
     bodyTimeout: settings.WEBHOOK_TIMEOUT_MS,
-    connect: settings.ALLOW_PRIVATE_UPSTREAMS ? { timeout: settings.WEBHOOK_TIMEOUT_MS } : { timeout: settings.WEBHOOK_TIMEOUT_MS, lookup: guardedLookup as never },
+    connect: settings.ALLOW_PRIVATE_UPSTREAMS
+      ? { timeout: settings.WEBHOOK_TIMEOUT_MS }
+      : { timeout: settings.WEBHOOK_TIMEOUT_MS, lookup: guardedLookup as never },
   });
 
   return processorFor(
@@ -70,7 +72,14 @@ export function webhookDeliveryProcessor({ sql, redis, settings, log }: QueueDep
       if (ok) return { delivered: true, statusCode };
       log.warn({ deliveryId, endpointId: delivery.endpoint_id, attempt: job.attemptsMade + 1, statusCode, final }, 'webhook delivery failed');
       if (final) {
-        if (await disableFailingEndpoint(sql, delivery.endpoint_id, delivery.created_at, `every attempt failed since ${delivery.created_at.toISOString()}; last: ${error}`)) {
+        if (
+          await disableFailingEndpoint(
+            sql,
+            delivery.endpoint_id,
+            delivery.created_at,
+            `every attempt failed since ${delivery.created_at.toISOString()}; last: ${error}`,
+          )
+        ) {
           log.warn({ endpointId: delivery.endpoint_id }, 'webhook endpoint disabled after failing deliveries');
           await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'webhook-disabled', endpointId: delivery.endpoint_id });
         }

@@ -2,7 +2,16 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ZodError } from 'zod';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { addEmail, EMAILED_SESSION_EVENTS, emailJob, WebhookEmitter, webhookSettings, type EmailedSessionEvent, type WebhookEventType, type WebhookSettings } from '#core/notifications';
+import {
+  addEmail,
+  EMAILED_SESSION_EVENTS,
+  emailJob,
+  WebhookEmitter,
+  webhookSettings,
+  type EmailedSessionEvent,
+  type WebhookEventType,
+  type WebhookSettings,
+} from '#core/notifications';
 import { applySessionChange } from '#db/cookbook-sessions';
 import { appendSessionEvents } from '#core/cookbooks';
 import type { Sql } from '#db/sql';
@@ -107,4 +116,3 @@ export function createActivities(deps: ActivityDeps): SessionActivities {
     },
   };
 }
-

@@ -19,7 +19,15 @@ const sdkLevel: LogLevel = settings.LOG_LEVEL === 'debug' || settings.LOG_LEVEL 
 // served again as part of this worker's /metrics.
 Runtime.install({
   logger: new DefaultLogger(sdkLevel),
-  ...(settings.TEMPORAL_METRICS_ADDRESS ? { telemetryOptions: { metrics: { prometheus: { bindAddress: settings.TEMPORAL_METRICS_ADDRESS, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } } : {}),
+  ...(settings.TEMPORAL_METRICS_ADDRESS
+    ? {
+        telemetryOptions: {
+          metrics: {
+            prometheus: { bindAddress: settings.TEMPORAL_METRICS_ADDRESS, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true },
+          },
+        },
+      }
+    : {}),
 });
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });

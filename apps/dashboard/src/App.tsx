@@ -89,7 +89,8 @@ function Page({ path, role }: { path: string; role: Account['role'] }) {
     <div className="card">
       <h1>Page not found</h1>
       <p>
-        There is no page at <code>{path}</code>. {role === 'approver' ? <Link href="/inbox">Go to the inbox</Link> : <Link href="/">Go to the overview</Link>}.
+        There is no page at <code>{path}</code>.{' '}
+        {role === 'approver' ? <Link href="/inbox">Go to the inbox</Link> : <Link href="/">Go to the overview</Link>}.
       </p>
     </div>
   );
@@ -196,7 +197,13 @@ export function App() {
             <span className="brand-mark" aria-hidden="true" />
             Service
           </Link>
-          <button type="button" className="button menu-toggle" aria-expanded={menuOpen} aria-controls="main-nav" onClick={() => setMenuOpen((open) => !open)}>
+          <button
+            type="button"
+            className="button menu-toggle"
+            aria-expanded={menuOpen}
+            aria-controls="main-nav"
+            onClick={() => setMenuOpen((open) => !open)}
+          >
             Menu
           </button>
           <nav id="main-nav" className={`nav ${menuOpen ? 'nav-open' : ''}`} aria-label="Main">

@@ -67,8 +67,7 @@ function writePending(pending: PendingTopUp | null): void {
 
 /** Where Stripe sent the person back to: `/?topup=succeeded|cancelled&topUpId=…` or `/?autotopup=saved|cancelled`. */
 export type StripeReturn =
-  | { kind: 'topup'; outcome: 'succeeded' | 'cancelled'; topUpId: string | null }
-  | { kind: 'autotopup'; outcome: 'saved' | 'cancelled' };
+  { kind: 'topup'; outcome: 'succeeded' | 'cancelled'; topUpId: string | null } | { kind: 'autotopup'; outcome: 'saved' | 'cancelled' };
 
 const RETURN_PARAMS = ['topup', 'topUpId', 'autotopup'];
 
@@ -179,7 +178,8 @@ export function StripeReturnNotice({
       return (
         <div className="alert alert-success return-notice" role="status">
           <p>
-            Stripe confirmed the payment{pending ? ` of ${formatDollars(pending.amount)}` : ''}: your balance is now <strong>{formatDollars(current)}</strong>.
+            Stripe confirmed the payment{pending ? ` of ${formatDollars(pending.amount)}` : ''}: your balance is now{' '}
+            <strong>{formatDollars(current)}</strong>.
           </p>
           <DismissButton onDismiss={onDismiss} />
         </div>
@@ -187,13 +187,11 @@ export function StripeReturnNotice({
     }
     return (
       <div className={`alert ${timedOut ? 'alert-warning' : 'alert-info'} return-notice`} role="status">
-        <p>
-          Payment received by Stripe; your balance updates when Stripe confirms it{pending ? ` (${formatDollars(pending.amount)})` : ''}.
-        </p>
+        <p>Payment received by Stripe; your balance updates when Stripe confirms it{pending ? ` (${formatDollars(pending.amount)})` : ''}.</p>
         {timedOut ? (
           <p>
-            Stripe has not confirmed it yet. Most payments are confirmed within seconds, some payment methods take longer; the balance above shows it once Stripe
-            does (reload the page later).{reference}
+            Stripe has not confirmed it yet. Most payments are confirmed within seconds, some payment methods take longer; the balance above shows it
+            once Stripe does (reload the page later).{reference}
           </p>
         ) : (
           <Spinner label="Waiting for Stripe's confirmation" />
@@ -226,7 +224,17 @@ const isLiveBillingRefusal = (error: unknown) => error instanceof ApiError && er
  * the browser goes; the balance before it is kept in this tab so the return notice knows when
  * Stripe's webhook has credited the payment.
  */
-export function TopUpForm({ balance, mode, onMode, onCredited }: { balance: number | null; mode: BillingMode | null; onMode: (mode: BillingMode) => void; onCredited: () => void }) {
+export function TopUpForm({
+  balance,
+  mode,
+  onMode,
+  onCredited,
+}: {
+  balance: number | null;
+  mode: BillingMode | null;
+  onMode: (mode: BillingMode) => void;
+  onCredited: () => void;
+}) {
   const [amount, setAmount] = useState('10');
   const { busy, error, run } = useAction();
   const [credited, setCredited] = useState<number | null>(null);
@@ -237,7 +245,9 @@ export function TopUpForm({ balance, mode, onMode, onCredited }: { balance: numb
     await run(async () => {
       try {
         // One idempotency key per click: a retried request after a dropped connection credits (or starts a payment) once.
-        const body = await call(client.POST('/api/v1/balance', { body: { amount: Number(amount) }, headers: { 'idempotency-key': crypto.randomUUID() } }));
+        const body = await call(
+          client.POST('/api/v1/balance', { body: { amount: Number(amount) }, headers: { 'idempotency-key': crypto.randomUUID() } }),
+        );
         if ('checkoutUrl' in body) {
           onMode('live');
           writePending({ topUpId: body.topUpId, amount: Number(amount), balanceBefore: balance });
@@ -298,8 +308,8 @@ export function BalanceFigure({ balance }: { balance: number | null | undefined 
       {negative && (
         <div className="alert alert-warning" role="status" data-testid="negative-balance">
           <p>
-            <strong>{formatDollars(balance)}</strong> — a refunded or disputed payment was taken back. Add funds to keep calling APIs: calls are refused until
-            the balance is above zero.
+            <strong>{formatDollars(balance)}</strong> — a refunded or disputed payment was taken back. Add funds to keep calling APIs: calls are
+            refused until the balance is above zero.
           </p>
         </div>
       )}
@@ -315,8 +325,8 @@ export function LowBalanceAlertCard({ onUnauthenticated }: { onUnauthenticated: 
   return (
     <Card title="Low-balance alert" className="billing-card">
       <p className="muted small">
-        When a charge takes your balance below this amount, a <code>balance.low</code> event goes to the webhook endpoints that listen for it (once per
-        crossing; a top-up above the threshold re-arms it). Add an endpoint for it on the <Link href="/webhooks">Webhooks page</Link>.
+        When a charge takes your balance below this amount, a <code>balance.low</code> event goes to the webhook endpoints that listen for it (once
+        per crossing; a top-up above the threshold re-arms it). Add an endpoint for it on the <Link href="/webhooks">Webhooks page</Link>.
         {emailed === true && ` It is also e-mailed to ${email.data?.email}.`}
         {emailed === false && ' It is not e-mailed (your e-mail notifications leave it out).'}
       </p>
@@ -364,7 +374,9 @@ function LowBalanceForm({ initial }: { initial: number | null }) {
       </p>
       {saved && (
         <Notice tone="success">
-          {saved.threshold === null ? 'Low-balance alert turned off.' : `Saved: you are alerted when your balance falls below ${formatDollars(saved.threshold)}.`}
+          {saved.threshold === null
+            ? 'Low-balance alert turned off.'
+            : `Saved: you are alerted when your balance falls below ${formatDollars(saved.threshold)}.`}
         </Notice>
       )}
       <ErrorMessage error={error} />
@@ -413,8 +425,8 @@ export function AutoTopupCard({ state, mode, onMode }: { state: Loaded<AutoTopup
       }
     >
       <p className="muted small">
-        When a charge leaves your balance below the threshold, your saved card is charged the amount you choose, at most one attempt at a time. The balance
-        is credited when Stripe confirms the payment.
+        When a charge leaves your balance below the threshold, your saved card is charged the amount you choose, at most one attempt at a time. The
+        balance is credited when Stripe confirms the payment.
       </p>
       {unavailable && (
         <div className="alert alert-warning" role="status" data-testid="auto-topup-unavailable">
@@ -530,11 +542,27 @@ function AutoTopupForm({
       <div className="form-grid">
         <label className="field">
           <span className="field-label">When the balance falls below (dollars)</span>
-          <input inputMode="decimal" required value={threshold} onChange={(e) => setThreshold(e.target.value)} placeholder="e.g. 5" pattern="\d+(\.\d{1,6})?" disabled={disabled} />
+          <input
+            inputMode="decimal"
+            required
+            value={threshold}
+            onChange={(e) => setThreshold(e.target.value)}
+            placeholder="e.g. 5"
+            pattern="\d+(\.\d{1,6})?"
+            disabled={disabled}
+          />
         </label>
         <label className="field">
           <span className="field-label">Add this amount (dollars)</span>
-          <input inputMode="decimal" required value={amount} onChange={(e) => setAmount(e.target.value)} placeholder="e.g. 20" pattern="\d+(\.\d{1,2})?" disabled={disabled} />
+          <input
+            inputMode="decimal"
+            required
+            value={amount}
+            onChange={(e) => setAmount(e.target.value)}
+            placeholder="e.g. 20"
+            pattern="\d+(\.\d{1,2})?"
+            disabled={disabled}
+          />
         </label>
       </div>
       <button type="submit" className="button button-primary" disabled={busy || disabled}>

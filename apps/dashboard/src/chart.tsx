@@ -45,7 +45,13 @@ export function UsageChart({ days }: { days: DayPoint[] }) {
       <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={`Spend and calls per day over the last ${days.length} days`}>
         {ticks.map((t) => (
           <g key={t}>
-            <line x1={PAD.left} x2={WIDTH - PAD.right} y1={PAD.top + innerHeight * (1 - t)} y2={PAD.top + innerHeight * (1 - t)} className="chart-grid" />
+            <line
+              x1={PAD.left}
+              x2={WIDTH - PAD.right}
+              y1={PAD.top + innerHeight * (1 - t)}
+              y2={PAD.top + innerHeight * (1 - t)}
+              className="chart-grid"
+            />
             <text x={PAD.left - 6} y={PAD.top + innerHeight * (1 - t) + 4} textAnchor="end" className="chart-axis">
               {formatDollars(maxCost * t)}
             </text>
@@ -55,7 +61,14 @@ export function UsageChart({ days }: { days: DayPoint[] }) {
           </g>
         ))}
         {days.map((d, i) => (
-          <rect key={d.date} x={x(i) - barWidth / 2} y={yCost(d.cost)} width={barWidth} height={PAD.top + innerHeight - yCost(d.cost)} className="chart-bar">
+          <rect
+            key={d.date}
+            x={x(i) - barWidth / 2}
+            y={yCost(d.cost)}
+            width={barWidth}
+            height={PAD.top + innerHeight - yCost(d.cost)}
+            className="chart-bar"
+          >
             <title>{`${d.date}: ${formatDollars(d.cost)}, ${formatNumber(d.calls)} calls, ${formatNumber(d.errors)} errors`}</title>
           </rect>
         ))}
@@ -69,7 +82,8 @@ export function UsageChart({ days }: { days: DayPoint[] }) {
         )}
       </svg>
       <figcaption className="chart-legend">
-        <span className="legend-swatch legend-bar" aria-hidden="true" /> Spend (left axis) <span className="legend-swatch legend-line" aria-hidden="true" /> Calls (right axis)
+        <span className="legend-swatch legend-bar" aria-hidden="true" /> Spend (left axis){' '}
+        <span className="legend-swatch legend-line" aria-hidden="true" /> Calls (right axis)
       </figcaption>
       <table className="visually-hidden">
         <caption>Usage per day</caption>

@@ -77,7 +77,8 @@ export function Markdown({ source }: { source: string }) {
       continue;
     }
     const paragraph: string[] = [];
-    while (i < lines.length && (lines[i] ?? '').trim() !== '' && !/^(#{1,6}\s|```|\s*([-*]|\d+\.)\s)/.test(lines[i] ?? '')) paragraph.push(lines[i++] ?? '');
+    while (i < lines.length && (lines[i] ?? '').trim() !== '' && !/^(#{1,6}\s|```|\s*([-*]|\d+\.)\s)/.test(lines[i] ?? ''))
+      paragraph.push(lines[i++] ?? '');
     blocks.push(
       <p key={key++}>
         {paragraph.map((text, index) => (

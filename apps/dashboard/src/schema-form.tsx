@@ -36,12 +36,17 @@ function kindOf(field: FieldSchema): FieldKind {
   const type = typeOf(field);
   if (type === 'number' || type === 'integer' || type === 'boolean') return type;
   if (type === 'array') return field.items && typeOf(field.items) === 'object' && field.items.properties ? 'rows' : 'list';
-  if (type === 'string' && (field.maxLength === undefined || field.maxLength > 200) && field.format === undefined && field.pattern === undefined) return 'text';
+  if (type === 'string' && (field.maxLength === undefined || field.maxLength > 200) && field.format === undefined && field.pattern === undefined)
+    return 'text';
   return 'string';
 }
 
 const labelFor = (name: string, field: FieldSchema) =>
-  field.title ?? name.replace(/([a-z])([A-Z])/g, '$1 $2').replaceAll('_', ' ').replace(/^./, (c) => c.toUpperCase());
+  field.title ??
+  name
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .replaceAll('_', ' ')
+    .replace(/^./, (c) => c.toUpperCase());
 
 const INPUT_TYPES: Record<string, string> = { email: 'email', uri: 'url', url: 'url', date: 'date', 'date-time': 'datetime-local' };
 
@@ -192,7 +197,21 @@ function ScalarField({
 }
 
 /** A list of objects (e.g. one decision per invoice): a group of fields per row, rows added and removed. */
-function RowsField({ id, name, field, required, rows, onChange }: { id: string; name: string; field: FieldSchema; required: boolean; rows: Row[]; onChange: (rows: Row[]) => void }) {
+function RowsField({
+  id,
+  name,
+  field,
+  required,
+  rows,
+  onChange,
+}: {
+  id: string;
+  name: string;
+  field: FieldSchema;
+  required: boolean;
+  rows: Row[];
+  onChange: (rows: Row[]) => void;
+}) {
   const items: ObjectSchema = field.items ?? {};
   const itemRequired = new Set(items.required ?? []);
   const label = labelFor(name, field);
@@ -215,7 +234,12 @@ function RowsField({ id, name, field, required, rows, onChange }: { id: string; 
               onChange={(value) => onChange(rows.map((r, i) => (i === index ? { ...r, [sub]: value } : r)))}
             />
           ))}
-          <button type="button" className="button button-small" onClick={() => onChange(rows.filter((_, i) => i !== index))} aria-label={`Remove ${label} ${index + 1}`}>
+          <button
+            type="button"
+            className="button button-small"
+            onClick={() => onChange(rows.filter((_, i) => i !== index))}
+            aria-label={`Remove ${label} ${index + 1}`}
+          >
             Remove
           </button>
         </div>
@@ -245,7 +269,9 @@ export function SchemaForm({
   const id = useId();
   const required = new Set(schema.required ?? []);
   const fields = orderedFields(schema);
-  const [values, setValues] = useState<Record<string, Value>>(() => Object.fromEntries(fields.map(([name, field]) => [name, initialValue(field, required.has(name))])));
+  const [values, setValues] = useState<Record<string, Value>>(() =>
+    Object.fromEntries(fields.map(([name, field]) => [name, initialValue(field, required.has(name))])),
+  );
   const { busy, error, run } = useAction();
   const set = (name: string, value: Value) => setValues((previous) => ({ ...previous, [name]: value }));
 
@@ -262,7 +288,15 @@ export function SchemaForm({
       {fields.map(([name, field]) => {
         const value = values[name];
         return kindOf(field) === 'rows' ? (
-          <RowsField key={name} id={`${id}-${name}`} name={name} field={field} required={required.has(name)} rows={Array.isArray(value) ? value : []} onChange={(rows) => set(name, rows)} />
+          <RowsField
+            key={name}
+            id={`${id}-${name}`}
+            name={name}
+            field={field}
+            required={required.has(name)}
+            rows={Array.isArray(value) ? value : []}
+            onChange={(rows) => set(name, rows)}
+          />
         ) : (
           <ScalarField
             key={name}

@@ -158,7 +158,10 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   app.addHook('preValidation', (request, _reply, done) => {
     // The proxy passes query and body through to the upstream untouched.
     if (isProxyRoute(request)) return done();
-    for (const [part, value] of [['query', request.query], ['path', request.params]] as const) {
+    for (const [part, value] of [
+      ['query', request.query],
+      ['path', request.params],
+    ] as const) {
       const found = findUnstorableText(value);
       if (found) return done(unstorableTextError(part, found));
     }

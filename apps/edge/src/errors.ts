@@ -60,7 +60,9 @@ export function toPlatformError(error: FastifyError | Error): PlatformError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new PlatformError('body_missing', 'Request body is empty', { hint: 'Send a JSON object with Content-Type: application/json.' });
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new PlatformError('invalid_json', 'Request body is not valid JSON', { hint: 'Check the body for a syntax error; it must be a JSON object.' });
+      return new PlatformError('invalid_json', 'Request body is not valid JSON', {
+        hint: 'Check the body for a syntax error; it must be a JSON object.',
+      });
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new PlatformError('payload_too_large', 'Request body is larger than the limit (BODY_LIMIT_BYTES)', { hint: 'Send a smaller body.' });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -71,7 +73,9 @@ export function toPlatformError(error: FastifyError | Error): PlatformError {
       return new PlatformError('validation_failed', `Invalid request: ${err.message}`);
   }
   if (err instanceof SyntaxError && err.statusCode === 400) {
-    return new PlatformError('invalid_json', 'Request body is not valid JSON', { hint: 'Check the body for a syntax error; it must be a JSON object.' });
+    return new PlatformError('invalid_json', 'Request body is not valid JSON', {
+      hint: 'Check the body for a syntax error; it must be a JSON object.',
+    });
   }
   if (err.statusCode === 429) {
     return new PlatformError('rate_limited', 'Too many requests', { hint: 'Wait for the number of seconds in Retry-After, then retry.' });

@@ -9,7 +9,12 @@ const settings = loadSettingsOrExit(loadEdgeSettings);
 // Log lines leave in blocks (see LOG_BUFFER_BYTES); a quiet edge still writes its lines within a second
 // (periodic flush). A graceful shutdown awaits the flush below; on any other exit pino's own exit hook of
 // an asynchronous destination writes the buffer synchronously.
-const logStream = pino.destination({ dest: 1, sync: settings.LOG_BUFFER_BYTES === 0, minLength: settings.LOG_BUFFER_BYTES, periodicFlush: settings.LOG_BUFFER_BYTES === 0 ? 0 : 1_000 });
+const logStream = pino.destination({
+  dest: 1,
+  sync: settings.LOG_BUFFER_BYTES === 0,
+  minLength: settings.LOG_BUFFER_BYTES,
+  periodicFlush: settings.LOG_BUFFER_BYTES === 0 ? 0 : 1_000,
+});
 /** Waits until every buffered line was handed to stdout (a write in progress included). */
 const flushLogs = () =>
   new Promise<void>((resolve) => {

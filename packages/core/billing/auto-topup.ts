@@ -79,11 +79,18 @@ export async function startAutoTopupSetup(sql: Sql, stripe: Stripe, settings: St
     if (!session.url) throw new Error('no setup page');
     return { checkoutUrl: session.url };
   } catch (error) {
-    throw new PlatformError('upstream_unavailable', 'The payment provider could not start saving a card', { hint: 'Try again in a minute.', headers: { 'Retry-After': '30' }, cause: error });
+    throw new PlatformError('upstream_unavailable', 'The payment provider could not start saving a card', {
+      hint: 'Try again in a minute.',
+      headers: { 'Retry-After': '30' },
+      cause: error,
+    });
   }
 }
 
-export type AutoTopupOutcome = { status: 'charged'; topUpId: string; paymentIntentId: string } | { status: 'failed'; topUpId: string | null; reason: string } | { status: 'skipped' };
+export type AutoTopupOutcome =
+  | { status: 'charged'; topUpId: string; paymentIntentId: string }
+  | { status: 'failed'; topUpId: string | null; reason: string }
+  | { status: 'skipped' };
 
 /**
  * The job: charges the saved payment method off-session for the configured amount. The balance is
@@ -91,7 +98,14 @@ export type AutoTopupOutcome = { status: 'charged'; topUpId: string; paymentInte
  * stays in flight. A decline (or a card that needs its holder) ends the attempt as failed, backs
  * off, and is reported to the caller so the account can be told.
  */
-export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: StripeSettings, accountId: string, attemptKey: string, claimedAt?: number): Promise<AutoTopupOutcome> {
+export async function chargeAutoTopup(
+  sql: Sql,
+  stripe: Stripe,
+  settings: StripeSettings,
+  accountId: string,
+  attemptKey: string,
+  claimedAt?: number,
+): Promise<AutoTopupOutcome> {
   const row = await getAutoTopup(sql, accountId);
   if (!row || !row.auto_topup_in_flight_since) return { status: 'skipped' };
   if (claimedAt !== undefined && row.auto_topup_in_flight_since.getTime() !== claimedAt) return { status: 'skipped' };
@@ -136,7 +150,8 @@ export async function chargeAutoTopup(sql: Sql, stripe: Stripe, settings: Stripe
   // A delayed method: Stripe's payment_intent.succeeded (or payment_failed) settles it; until then no
   // other attempt is made (claimAutoTopup).
   if (intent.status === 'processing') return { status: 'charged', topUpId, paymentIntentId: intent.id };
-  const reason = intent.status === 'requires_action' ? 'the card needs its holder to confirm the payment (authentication_required)' : `payment ${intent.status}`;
+  const reason =
+    intent.status === 'requires_action' ? 'the card needs its holder to confirm the payment (authentication_required)' : `payment ${intent.status}`;
   if (!(await failTopup(sql, topUpId))) return { status: 'skipped' };
   await finishAutoTopup(sql, accountId, { ok: false, error: reason });
   return { status: 'failed', topUpId, reason };
@@ -180,7 +195,8 @@ export async function reconcileAutoTopups(
     // One payment Stripe cannot answer for is reported and skipped; it does not hold up the rest.
     try {
       const intent = await stripe.paymentIntents.retrieve(row.stripe_payment_intent_id);
-      const outcome = intent.status === 'succeeded' ? 'succeeded' : intent.status === 'canceled' || intent.status === 'requires_payment_method' ? 'failed' : null;
+      const outcome =
+        intent.status === 'succeeded' ? 'succeeded' : intent.status === 'canceled' || intent.status === 'requires_payment_method' ? 'failed' : null;
       if (outcome === null) continue;
       const done = await sql.begin((tx) => applyAutoTopupIntent(tx, intent, outcome));
       if (done === 'credited') report.credited += 1;

@@ -69,7 +69,8 @@ export class BalanceAlerts {
     if (after === 0n) return this.depleted(accountId, after);
     const threshold = thresholds.low;
     if (threshold === null || !(before >= threshold && after < threshold)) return;
-    if (await markBalanceLow(this.db, accountId)) await this.announce(accountId, { type: 'balance.low', balanceMicros: after, thresholdMicros: threshold });
+    if (await markBalanceLow(this.db, accountId))
+      await this.announce(accountId, { type: 'balance.low', balanceMicros: after, thresholdMicros: threshold });
   }
 
   private async depleted(accountId: string, balanceMicros: bigint): Promise<void> {

@@ -47,9 +47,14 @@ export async function configureAutoTopup(
   const threshold = parseDollars(input.threshold);
   const amount = parseDollars(input.amount);
   const { TOPUP_MIN_DOLLARS, TOPUP_MAX_DOLLARS } = settings;
-  if (threshold === null || threshold <= 0n) throw new PlatformError('validation_failed', 'threshold must be a positive dollar amount', { hint: 'For example {"threshold": 5}.' });
+  if (threshold === null || threshold <= 0n)
+    throw new PlatformError('validation_failed', 'threshold must be a positive dollar amount', { hint: 'For example {"threshold": 5}.' });
   if (amount === null || amount % 10_000n !== 0n || Number(amount) / 1e6 < TOPUP_MIN_DOLLARS || Number(amount) / 1e6 > TOPUP_MAX_DOLLARS) {
-    throw new PlatformError('validation_failed', `amount must be between ${TOPUP_MIN_DOLLARS} and ${TOPUP_MAX_DOLLARS} dollars, with at most two decimals`, { hint: 'For example {"amount": 20}.' });
+    throw new PlatformError(
+      'validation_failed',
+      `amount must be between ${TOPUP_MIN_DOLLARS} and ${TOPUP_MAX_DOLLARS} dollars, with at most two decimals`,
+      { hint: 'For example {"amount": 20}.' },
+    );
   }
   return setAutoTopup(db, accountId, { enabled: input.enabled, thresholdMicros: threshold, amountMicros: amount });
 }

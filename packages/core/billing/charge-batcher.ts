@@ -137,7 +137,10 @@ export class ChargeBatcher {
     if (batch.length === 1) return settle(batch[0]!, charge(this.sql, batch[0]!.req));
     let results: Array<ChargeResult | null>;
     try {
-      results = await chargeBatch(this.sql, batch.map((p) => p.req));
+      results = await chargeBatch(
+        this.sql,
+        batch.map((p) => p.req),
+      );
     } catch (error) {
       if (!refusedAsAWhole(error)) {
         for (const pending of batch) pending.reject(error);

@@ -83,10 +83,14 @@ export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedC
  */
 export function assertCallAllowed(caller: Caller, call: PricedCall, maxCostMicros?: bigint): void {
   if (maxCostMicros !== undefined && call.costMicros > maxCostMicros) {
-    throw new PlatformError('max_cost_exceeded', `This call costs $${formatDollars(call.costMicros)}, above your X-Max-Cost of $${formatDollars(maxCostMicros)}`, {
-      hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
-      details: { cost: toDollars(call.costMicros), maxCost: toDollars(maxCostMicros) },
-    });
+    throw new PlatformError(
+      'max_cost_exceeded',
+      `This call costs $${formatDollars(call.costMicros)}, above your X-Max-Cost of $${formatDollars(maxCostMicros)}`,
+      {
+        hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
+        details: { cost: toDollars(call.costMicros), maxCost: toDollars(maxCostMicros) },
+      },
+    );
   }
   if (call.apiId && caller.allowedApis && !caller.allowedApis.includes(call.apiId)) {
     throw new PlatformError('api_not_allowed', `This agent key may not call ${call.apiId}`, {
@@ -101,7 +105,13 @@ export function assertCallAllowed(caller: Caller, call: PricedCall, maxCostMicro
  * Throws the specification's 402 (with `balance` and `cost`) when the balance is below the cost.
  * Nothing is charged when it throws.
  */
-export async function chargeCall(charger: Charger, caller: Caller, call: PricedCall, maxCostMicros?: bigint, usage?: UsageSink): Promise<ChargeReceipt> {
+export async function chargeCall(
+  charger: Charger,
+  caller: Caller,
+  call: PricedCall,
+  maxCostMicros?: bigint,
+  usage?: UsageSink,
+): Promise<ChargeReceipt> {
   assertCallAllowed(caller, call, maxCostMicros);
   if (call.costMicros === 0n) return { chargeId: null, balanceMicros: null, costMicros: 0n, holdId: null };
 
@@ -115,10 +125,14 @@ export async function chargeCall(charger: Charger, caller: Caller, call: PricedC
     description: call.description ?? null,
   });
   if (!result.ok && result.reason === 'insufficient_balance') {
-    throw new PlatformError('insufficient_balance', `Insufficient balance: this call costs $${formatDollars(result.costMicros)}, the balance is $${formatDollars(result.balanceMicros)}`, {
-      hint: PAYMENT_HINT,
-      details: { balance: toDollars(result.balanceMicros), cost: toDollars(result.costMicros) },
-    });
+    throw new PlatformError(
+      'insufficient_balance',
+      `Insufficient balance: this call costs $${formatDollars(result.costMicros)}, the balance is $${formatDollars(result.balanceMicros)}`,
+      {
+        hint: PAYMENT_HINT,
+        details: { balance: toDollars(result.balanceMicros), cost: toDollars(result.costMicros) },
+      },
+    );
   }
   if (!result.ok) {
     throw new PlatformError('spend_limit_exceeded', `This agent key's spend limit of $${formatDollars(result.spendLimitMicros)} would be exceeded`, {

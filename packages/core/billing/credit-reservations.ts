@@ -130,7 +130,12 @@ export class CreditReservations implements Charger {
    * the edge refunds through here so that order holds everywhere. The balance it reports is what
    * the caller can spend (see `spendable`), so the next answer's X-Service-Balance follows from it.
    */
-  async refund(chargeId: string, reason: string, queue: Queue, log: { error(object: Record<string, unknown>, message: string): void }): Promise<RefundOutcome> {
+  async refund(
+    chargeId: string,
+    reason: string,
+    queue: Queue,
+    log: { error(object: Record<string, unknown>, message: string): void },
+  ): Promise<RefundOutcome> {
     await this.recorded(chargeId);
     const outcome = await refundOrQueue(this.sql, queue, chargeId, reason, log);
     if (!outcome.refunded) return outcome;
@@ -280,7 +285,13 @@ export class CreditReservations implements Charger {
     this.stats.held += 1;
     // Refilled ahead of need, so steady traffic never waits for a grant.
     if (state.refill === null && state.remaining * 2n < this.target(state, req.costMicros)) void this.refill(state, req.costMicros, 0n);
-    const result: HeldChargeResult = { ok: true, chargeId: charge.id, balanceMicros: this.spendable(state), costMicros: req.costMicros, holdId: state.holdId };
+    const result: HeldChargeResult = {
+      ok: true,
+      chargeId: charge.id,
+      balanceMicros: this.spendable(state),
+      costMicros: req.costMicros,
+      holdId: state.holdId,
+    };
     this.options.observe?.(req, result);
     return result;
   }
@@ -385,10 +396,15 @@ export class CreditReservations implements Charger {
         else byHold.set(taken.holdId, [taken.charge]);
       }
       for (const [holdId, charges] of byHold) {
-        if (holdId !== current) items.push({ state, current: false, item: { holdId, accountId: state.accountId, charges, releasedMicros: 0n, close: false } });
+        if (holdId !== current)
+          items.push({ state, current: false, item: { holdId, accountId: state.accountId, charges, releasedMicros: 0n, close: false } });
       }
       if (current !== null) {
-        items.push({ state, current: true, item: { holdId: current, accountId: state.accountId, charges: byHold.get(current) ?? [], releasedMicros: state.released, close } });
+        items.push({
+          state,
+          current: true,
+          item: { holdId: current, accountId: state.accountId, charges: byHold.get(current) ?? [], releasedMicros: state.released, close },
+        });
       }
     }
     // Open holds are kept alive (their expiry pushed forward) at least every third of their lifetime.
@@ -397,7 +413,12 @@ export class CreditReservations implements Charger {
     this.stats.settlements += 1;
     let results;
     try {
-      results = await settleHolds(this.sql, this.edgeId, items.map((i) => i.item), this.options.holdTtlSeconds);
+      results = await settleHolds(
+        this.sql,
+        this.edgeId,
+        items.map((i) => i.item),
+        this.options.holdTtlSeconds,
+      );
       this.lastSettled = now;
     } catch (error) {
       // Nothing was written: the calls wait for the next settlement (their ids make the retry exact).
@@ -417,7 +438,10 @@ export class CreditReservations implements Charger {
       if (current && state.holdId === item.holdId && result.open) state.releasedSettled = item.releasedMicros;
       if (result.unpaid.length > 0) {
         this.stats.unpaid += result.unpaid.length;
-        this.options.log.error({ accountId: state.accountId, holdId: item.holdId, calls: result.unpaid.length }, 'calls charged from a hold closed under this edge could not be paid from the balance');
+        this.options.log.error(
+          { accountId: state.accountId, holdId: item.holdId, calls: result.unpaid.length },
+          'calls charged from a hold closed under this edge could not be paid from the balance',
+        );
       }
       // Closed (by this settlement, or under the edge): whatever was left went back.
       if (current && (!result.open || item.close) && state.holdId === item.holdId) {

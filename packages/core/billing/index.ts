@@ -13,11 +13,27 @@ export { BalanceAlerts } from './balance-alerts.js';
 export type { BalanceAlert } from './balance-alerts.js';
 export { applyStripeEvent, createStripe, startCheckout, stripeSettings, verifyStripeEvent } from './stripe-topups.js';
 export type { StripeSettings } from './stripe-topups.js';
-export { atomicAmount, createFacilitator, decodePayment, mismatch, paymentRequiredHeader, requirementsFor, x402Enabled, x402Settings } from './x402.js';
+export {
+  atomicAmount,
+  createFacilitator,
+  decodePayment,
+  mismatch,
+  paymentRequiredHeader,
+  requirementsFor,
+  x402Enabled,
+  x402Settings,
+} from './x402.js';
 export type { PresentedPayment, X402Settings } from './x402.js';
 export { autoTopupJob, chargeAutoTopup, reconcileAutoTopups, reconcileAutoTopupsJob, requestAutoTopup, startAutoTopupSetup } from './auto-topup.js';
 export type { AutoTopupOutcome } from './auto-topup.js';
-export { accountBalance, autoTopupSettings, changeLowBalanceThreshold, configureAutoTopup, lowBalanceThreshold, settleBalanceAlertState } from './balance.js';
+export {
+  accountBalance,
+  autoTopupSettings,
+  changeLowBalanceThreshold,
+  configureAutoTopup,
+  lowBalanceThreshold,
+  settleBalanceAlertState,
+} from './balance.js';
 export type { AutoTopupRow } from './balance.js';
 export { apiUsageReport, usageStats, usageSummary } from './usage-reports.js';
 export type { UsageTotals } from './usage-reports.js';

@@ -4,7 +4,15 @@ import { z } from 'zod';
 import { PlatformError } from '#core/platform';
 import { formatDollars } from '#contracts/money';
 import type { Db, Sql } from '#db/sql';
-import { applyPaymentAdjustment, creditPaidCheckout, failTopup, findTopupByIdempotencyKey, insertTopup, recordStripeEvent, setTopupCheckoutSession } from '#db/topups';
+import {
+  applyPaymentAdjustment,
+  creditPaidCheckout,
+  failTopup,
+  findTopupByIdempotencyKey,
+  insertTopup,
+  recordStripeEvent,
+  setTopupCheckoutSession,
+} from '#db/topups';
 import { finishAutoTopup, saveAutoTopupPaymentMethod } from '#db/auto-topup';
 
 /** Micro-units per minor unit (cent) of a two-decimal currency. */
@@ -33,7 +41,11 @@ export function createStripe(settings: StripeSettings): Stripe | null {
     maxNetworkRetries: 2,
     timeout: 20_000,
     ...(target
-      ? { host: target.hostname, port: target.port || (target.protocol === 'https:' ? 443 : 80), protocol: target.protocol === 'https:' ? 'https' : 'http' }
+      ? {
+          host: target.hostname,
+          port: target.port || (target.protocol === 'https:' ? 443 : 80),
+          protocol: target.protocol === 'https:' ? 'https' : 'http',
+        }
       : {}),
   });
 }
@@ -60,16 +72,26 @@ export async function startCheckout(
     });
   }
   if (input.amountMicros % MICROS_PER_MINOR !== 0n) {
-    throw new PlatformError('validation_failed', 'amount must have at most two decimal places for a card payment', { hint: 'For example {"amount": 20} or {"amount": "12.50"}.' });
+    throw new PlatformError('validation_failed', 'amount must have at most two decimal places for a card payment', {
+      hint: 'For example {"amount": 20} or {"amount": "12.50"}.',
+    });
   }
   // A retried request with the same Idempotency-Key answers the same top-up and Checkout page.
   let topUpId = `top_${randomBytes(10).toString('hex')}`;
-  await insertTopup(sql, { id: topUpId, accountId: input.accountId, requestedMicros: input.amountMicros, currency: settings.BILLING_CURRENCY, idempotencyKey: input.idempotencyKey });
+  await insertTopup(sql, {
+    id: topUpId,
+    accountId: input.accountId,
+    requestedMicros: input.amountMicros,
+    currency: settings.BILLING_CURRENCY,
+    idempotencyKey: input.idempotencyKey,
+  });
   if (input.idempotencyKey) {
     const existing = await findTopupByIdempotencyKey(sql, input.accountId, input.idempotencyKey);
     if (!existing) throw new Error('top-up with an idempotency key vanished');
     if (existing.requested_micros !== input.amountMicros) {
-      throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was used for a top-up of another amount', { hint: 'Use a new key for a new top-up.' });
+      throw new PlatformError('idempotency_conflict', 'This Idempotency-Key was used for a top-up of another amount', {
+        hint: 'Use a new key for a new top-up.',
+      });
     }
     if (existing.checkout_url) return { checkoutUrl: existing.checkout_url, topUpId: existing.id };
     topUpId = existing.id;
@@ -116,7 +138,9 @@ export function verifyStripeEvent(stripe: Stripe, rawBody: Buffer, signature: st
   try {
     return stripe.webhooks.constructEvent(rawBody, signature, secret);
   } catch {
-    throw new PlatformError('validation_failed', 'Stripe-Signature does not verify for this body', { hint: 'Only Stripe calls this endpoint; check STRIPE_WEBHOOK_SECRET.' });
+    throw new PlatformError('validation_failed', 'Stripe-Signature does not verify for this body', {
+      hint: 'Only Stripe calls this endpoint; check STRIPE_WEBHOOK_SECRET.',
+    });
   }
 }
 

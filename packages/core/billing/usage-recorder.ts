@@ -74,7 +74,10 @@ export class UsageRecorder {
       const excess = this.buffer.length - this.options.bufferMax;
       if (excess > 0) {
         const dropped = this.buffer.splice(0, excess);
-        this.options.log.error({ dropped: dropped.length, events: dropped }, 'usage buffer full: oldest usage events dropped (logged here for replay)');
+        this.options.log.error(
+          { dropped: dropped.length, events: dropped },
+          'usage buffer full: oldest usage events dropped (logged here for replay)',
+        );
       }
       if (!this.closed && !this.timer) {
         this.timer = setTimeout(() => void this.flush(), Math.max(this.options.flushMs, 1_000));

@@ -17,7 +17,10 @@ export const x402Settings = z.object({
   /** Where payments go: the operator's address on X402_NETWORK. */
   X402_PAY_TO: optional(z.string().min(3).max(200)),
   /** CAIP-2 network id; the default is Base Sepolia (a test network). */
-  X402_NETWORK: z.string().regex(/^[a-z0-9-]+:[A-Za-z0-9-]+$/, 'must be a CAIP-2 id such as eip155:8453').default('eip155:84532'),
+  X402_NETWORK: z
+    .string()
+    .regex(/^[a-z0-9-]+:[A-Za-z0-9-]+$/, 'must be a CAIP-2 id such as eip155:8453')
+    .default('eip155:84532'),
   /** The token paid in (USDC on Base Sepolia by default) and its EIP-712 name and version. */
   X402_ASSET: z.string().min(3).max(200).default('0x036CbD53842c5426634e7929541eC2318f3dCF7e'),
   X402_ASSET_NAME: z.string().default('USDC'),
@@ -44,7 +47,12 @@ export const x402Settings = z.object({
       return micros;
     }),
   /** How long a payer whose settlement the facilitator refused (e.g. insufficient funds) may not pay with x402. */
-  X402_PAYER_COOLDOWN_SECONDS: z.coerce.number().int().min(1).max(30 * 86_400).default(3600),
+  X402_PAYER_COOLDOWN_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86_400)
+    .default(3600),
 });
 export type X402Settings = z.output<typeof x402Settings>;
 
@@ -121,8 +129,16 @@ export function decodePayment(header: string): PresentedPayment {
       hint: 'Build it from the PAYMENT-REQUIRED header of the 402 answer with an x402 client (x402Version 2).',
     });
   }
-  if (typeof payload !== 'object' || payload === null || typeof payload.accepted !== 'object' || payload.accepted === null || typeof payload.payload !== 'object') {
-    throw new PlatformError('validation_failed', 'PAYMENT-SIGNATURE lacks "accepted" or "payload"', { hint: 'Send an x402 version 2 payment payload.' });
+  if (
+    typeof payload !== 'object' ||
+    payload === null ||
+    typeof payload.accepted !== 'object' ||
+    payload.accepted === null ||
+    typeof payload.payload !== 'object'
+  ) {
+    throw new PlatformError('validation_failed', 'PAYMENT-SIGNATURE lacks "accepted" or "payload"', {
+      hint: 'Send an x402 version 2 payment payload.',
+    });
   }
   return { payload, hash: paymentIdentity(payload) };
 }

@@ -26,7 +26,10 @@ export async function listSessionPage(
   page: { limit: number; cursor?: string | undefined; status: SessionListStatus; agentKeyId: string | null },
 ): Promise<{ sessions: SessionRow[]; nextCursor: string | null }> {
   const found = await listSessions(db, accountId, { limit: page.limit, after: page.cursor, status: page.status, agentKeyId: page.agentKeyId });
-  if (!found) throw new PlatformError('validation_failed', 'cursor is not a nextCursor from this list', { hint: 'Omit cursor to start from the newest session.' });
+  if (!found)
+    throw new PlatformError('validation_failed', 'cursor is not a nextCursor from this list', {
+      hint: 'Omit cursor to start from the newest session.',
+    });
   return found;
 }
 
@@ -37,12 +40,20 @@ export async function assertApproverMayComplete(db: Db, sessionId: string, step:
   }
   const assignee = await findAssignee(db, sessionId, step.stepId);
   if (assignee && assignee.id !== memberId) {
-    throw new PlatformError('step_assigned_elsewhere', `This step is assigned to ${assignee.email}`, { hint: 'Ask the account owner to reassign it if it should be yours.' });
+    throw new PlatformError('step_assigned_elsewhere', `This step is assigned to ${assignee.email}`, {
+      hint: 'Ask the account owner to reassign it if it should be yours.',
+    });
   }
 }
 
 /** Assigns a waiting human step to one of the account's approvers (404 for another), or to nobody in particular (null). */
-export async function assignStep(db: Db, accountId: string, sessionId: string, stepId: string, memberId: string | null): Promise<{ id: string; email: string } | null> {
+export async function assignStep(
+  db: Db,
+  accountId: string,
+  sessionId: string,
+  stepId: string,
+  memberId: string | null,
+): Promise<{ id: string; email: string } | null> {
   const member = memberId === null ? null : await findMember(db, accountId, memberId);
   if (memberId !== null && !member) throw notFound(`Approver ${memberId}`, "List the account's approvers with GET /api/v1/members.");
   await assignHumanStep(db, sessionId, stepId, member?.id ?? null);

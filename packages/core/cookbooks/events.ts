@@ -61,9 +61,7 @@ export class SessionEventHub {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
-  constructor(
-    private readonly options: { redisUrl: string; prefix: string; reader: Redis; heartbeatMs: number; batchSize?: number },
-  ) {}
+  constructor(private readonly options: { redisUrl: string; prefix: string; reader: Redis; heartbeatMs: number; batchSize?: number }) {}
 
   /** Open streams and sessions followed on this instance. */
   stats(): { sessions: number; followers: number; subscriberConnections: number } {
@@ -215,7 +213,14 @@ export interface EventPage {
  * Reads up to `limit` events after `afterId` ('0-0' for the start) from the session's stream: the
  * same stream, ids and event names the SSE route sends.
  */
-export async function readSessionEvents(reader: Redis, prefix: string, sessionId: string, afterId: string, limit: number, sessionEnded: boolean): Promise<EventPage> {
+export async function readSessionEvents(
+  reader: Redis,
+  prefix: string,
+  sessionId: string,
+  afterId: string,
+  limit: number,
+  sessionEnded: boolean,
+): Promise<EventPage> {
   const key = sessionEventsKey(prefix, sessionId);
   const events = parseEntries((await reader.xrange(key, `(${afterId}`, '+', 'COUNT', limit)) as [string, string[]][]);
   const last = events.at(-1);

@@ -39,7 +39,6 @@ import type { TemporalGateway } from '#core/platform';
 import type { HumanStepView, SessionView, StepView } from '#contracts/cookbooks';
 import type { CookbookCache } from './cookbook-cache.js';
 
-
 export function sessionView(row: SessionRow): SessionView {
   return {
     sessionId: row.id,
@@ -54,7 +53,6 @@ export function sessionView(row: SessionRow): SessionView {
     outcome: row.outcome ?? null,
   };
 }
-
 
 /**
  * A step of a session's cookbook with what the history says about it. The current step counts as
@@ -91,7 +89,6 @@ export function stepView(cookbook: Cookbook, session: SessionRow, stepId: string
   };
 }
 
-
 export function humanStepView(row: PendingHumanStepRow): HumanStepView {
   const step = row.steps.find((candidate) => candidate.stepId === row.step_id);
   const results = row.prior_results ?? {};
@@ -115,7 +112,10 @@ export function humanStepView(row: PendingHumanStepRow): HumanStepView {
     decisions: {
       reject: step?.decisions?.reject === true,
       requestChanges: step?.decisions?.requestChanges
-        ? { backTo: step.decisions.requestChanges, title: row.steps.find((candidate) => candidate.stepId === step.decisions!.requestChanges)?.title ?? step.decisions.requestChanges }
+        ? {
+            backTo: step.decisions.requestChanges,
+            title: row.steps.find((candidate) => candidate.stepId === step.decisions!.requestChanges)?.title ?? step.decisions.requestChanges,
+          }
         : null,
     },
     inputSchema: step?.inputSchema ?? {},
@@ -202,7 +202,12 @@ export function stepPlan(step: CookbookStep): StepPlan {
     reminderAfterMs: step.timeLimits.reminderAfter ? parseDuration(step.timeLimits.reminderAfter) : null,
     expiresAfterMs: parseDuration(step.timeLimits.expiresAfter)!,
     ...(step.decisions
-      ? { decisions: { ...(step.decisions.reject ? { reject: true } : {}), ...(step.decisions.requestChanges ? { requestChangesBackTo: step.decisions.requestChanges } : {}) } }
+      ? {
+          decisions: {
+            ...(step.decisions.reject ? { reject: true } : {}),
+            ...(step.decisions.requestChanges ? { requestChangesBackTo: step.decisions.requestChanges } : {}),
+          },
+        }
       : {}),
   };
 }
@@ -270,7 +275,12 @@ export function sessionWorkflowOptions(input: CookbookSessionInput, taskQueue: s
  * workflow and answer the same session. An account has at most `maxActive` sessions active: each is
  * a workflow with timers that run for days, and starting one is free.
  */
-export async function startSession(sql: Sql, temporal: TemporalGateway, timeoutMs: number, input: StartInput): Promise<{ row: SessionRow; created: boolean }> {
+export async function startSession(
+  sql: Sql,
+  temporal: TemporalGateway,
+  timeoutMs: number,
+  input: StartInput,
+): Promise<{ row: SessionRow; created: boolean }> {
   const { accountId, cookbook, selectedApis, idempotencyKey } = input;
   if (idempotencyKey !== null) {
     const existing = await findSessionByIdempotencyKey(sql, accountId, idempotencyKey);
@@ -287,9 +297,13 @@ export async function startSession(sql: Sql, temporal: TemporalGateway, timeoutM
     }
     const active = await countActiveSessions(tx, accountId);
     if (active >= input.maxActive) {
-      throw new PlatformError('conflict', `This account already has ${active} active cookbook sessions, the most it may run at once (${input.maxActive})`, {
-        hint: 'Finish or cancel one first: GET /api/v1/cookbooks/sessions lists the active ones, POST /api/v1/cookbooks/sessions/{sessionId}/cancel frees its slot at once.',
-      });
+      throw new PlatformError(
+        'conflict',
+        `This account already has ${active} active cookbook sessions, the most it may run at once (${input.maxActive})`,
+        {
+          hint: 'Finish or cancel one first: GET /api/v1/cookbooks/sessions lists the active ones, POST /api/v1/cookbooks/sessions/{sessionId}/cancel frees its slot at once.',
+        },
+      );
     }
     return startLocked(tx, temporal, timeoutMs, input);
   });
@@ -349,7 +363,9 @@ export function startRequestHash(cookbookId: string, selectedApis: Record<string
   const sorted = Object.keys(selectedApis)
     .sort()
     .map((slot) => [slot, selectedApis[slot]]);
-  return createHash('sha256').update(JSON.stringify([cookbookId, sorted])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([cookbookId, sorted]))
+    .digest('hex');
 }
 
 /**
@@ -438,7 +454,8 @@ function updateError(error: unknown, sessionId: string): PlatformError | null {
       case REJECTIONS.decisionNotOffered: {
         const hint = (failure.details?.[0] as { hint?: unknown } | undefined)?.hint;
         return new PlatformError('validation_failed', failure.message, {
-          hint: typeof hint === 'string' ? hint : 'GET the human step for the decisions it offers; this session may have started before they existed.',
+          hint:
+            typeof hint === 'string' ? hint : 'GET the human step for the decisions it offers; this session may have started before they existed.',
         });
       }
     }
@@ -537,7 +554,10 @@ export function completionUpdateId(
 ): string {
   // A decision other than approving is part of the completion (the same data rejected is another completion).
   const decided = request.decision && request.decision !== 'approve' ? `\n${request.decision}\n${request.note ?? ''}` : '';
-  const digest = createHash('sha256').update(`${request.actor}\n${JSON.stringify(request.resultData)}${decided}`).digest('hex').slice(0, 16);
+  const digest = createHash('sha256')
+    .update(`${request.actor}\n${JSON.stringify(request.resultData)}${decided}`)
+    .digest('hex')
+    .slice(0, 16);
   return `complete-step:${sessionId}:${request.stepId}:${version === undefined ? '' : `v${version}:`}${digest}`;
 }
 

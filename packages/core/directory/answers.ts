@@ -142,7 +142,10 @@ export async function discoverAnswer(index: LiveDirectoryIndex, request: Discove
   results.forEach((r, k) => {
     out.ascii(k > 0 ? ',{"api":' : '{"api":');
     writeSummary(out, r.api);
-    out.ascii(`,"score":${JSON.stringify(r.score)},"reason":`).text(JSON.stringify(r.reason)).ascii('}');
+    out
+      .ascii(`,"score":${JSON.stringify(r.score)},"reason":`)
+      .text(JSON.stringify(r.reason))
+      .ascii('}');
   });
   out.ascii('],"interpreted":').text(JSON.stringify({ words: plan.words, corrections: plan.corrections, expansions: plan.expansions }));
   if (results.length === 0) {

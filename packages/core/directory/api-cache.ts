@@ -17,7 +17,13 @@ export class ApiCache extends FeedCache<MeteredApi | null> {
     private readonly sql: Sql,
     options: { redisUrl: string; redisPrefix: string; ttlMs: number },
   ) {
-    super({ redisUrl: options.redisUrl, channel: apiChangesChannel(options.redisPrefix), ttlMs: options.ttlMs, maxEntries: MAX_ENTRIES, keep: (api) => api !== null });
+    super({
+      redisUrl: options.redisUrl,
+      channel: apiChangesChannel(options.redisPrefix),
+      ttlMs: options.ttlMs,
+      maxEntries: MAX_ENTRIES,
+      keep: (api) => api !== null,
+    });
   }
 
   get(apiId: string): Promise<MeteredApi | null> {

@@ -203,7 +203,9 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
   // Phrase expansions ("text message" -> sms) form one more concept group of their own.
   const phraseTerms = expansions.filter((t) => !groupTerms.some((g) => g.has(t)));
   if (phraseTerms.length) groupTerms.push(new Map(phraseTerms.map((t) => [t, 1])));
-  const relatedAdded = [...new Set(groupTerms.flatMap((g) => [...g].filter(([t, f]) => f < 1 && !words.includes(t) && !expansions.includes(t)).map(([t]) => t)))];
+  const relatedAdded = [
+    ...new Set(groupTerms.flatMap((g) => [...g].filter(([t, f]) => f < 1 && !words.includes(t) && !expansions.includes(t)).map(([t]) => t))),
+  ];
   const all = [...new Set([...words, ...Object.values(corrections), ...expansions, ...groupTerms.flatMap((g) => [...g.keys()])])];
   // Each term weighs its IDF ("sentiment" says more than "analyze") times its factor; a concept
   // group counts with the weight of its best matched term, relative to its best possible one.
@@ -251,14 +253,17 @@ function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): Ran
     if (lexeme !== null) lexemeWeights.set(lexeme, Math.max(lexemeWeights.get(lexeme) ?? 0, plan.termFactors[k] ?? 1));
   });
   const terms = plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), weight: plan.weights[i]! }));
-  const hits = index.rank({
-    lexemes: [...lexemeWeights.keys()],
-    lexemeWeights: [...lexemeWeights.values()],
-    selective: lexemesOf(index, plan.selective.split(' | ')),
-    terms,
-    raw: plan.raw,
-    category: options.category,
-  }, options.offset + options.limit);
+  const hits = index.rank(
+    {
+      lexemes: [...lexemeWeights.keys()],
+      lexemeWeights: [...lexemeWeights.values()],
+      selective: lexemesOf(index, plan.selective.split(' | ')),
+      terms,
+      raw: plan.raw,
+      category: options.category,
+    },
+    options.offset + options.limit,
+  );
   return hits.slice(options.offset, options.offset + options.limit).map(({ api, score, coverage }) => rankedRow(api, score, coverage));
 }
 
@@ -374,7 +379,8 @@ export interface Discovery {
 }
 
 /** The lower-cased text a reason looks for the query's words in (once per API and index load). */
-const reasonText = (api: ApiSummaryRow) => `${api.name} ${api.provider} ${api.service ?? ''} ${api.categories.join(' ')} ${api.description}`.toLowerCase();
+const reasonText = (api: ApiSummaryRow) =>
+  `${api.name} ${api.provider} ${api.service ?? ''} ${api.categories.join(' ')} ${api.description}`.toLowerCase();
 
 /**
  * Dense retrieval in discovery (docs/DISCOVERY.md): the word ranking's top FUSION_DEPTH and the
@@ -408,7 +414,8 @@ function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32
   });
   for (const { at, similarity } of nearestOf(similarities, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY)) {
     const api = index.apis[at]!;
-    if (!fused.has(api.id)) fused.set(api.id, { row: rankedRow(api, 0, 0), score: DENSE_WEIGHT * similarity, lexical: Number.POSITIVE_INFINITY, similarity });
+    if (!fused.has(api.id))
+      fused.set(api.id, { row: rankedRow(api, 0, 0), score: DENSE_WEIGHT * similarity, lexical: Number.POSITIVE_INFINITY, similarity });
   }
   const ranked = [...fused.values()].sort((a, b) => b.score - a.score || a.lexical - b.lexical || (a.row.id < b.row.id ? -1 : 1)).slice(0, limit);
   const best = ranked[0]?.score || 1;
@@ -441,7 +448,8 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
     const hay = api ? (api.reasonText ??= reasonText(api)) : reasonText(row);
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);
     if (inDescription.length) parts.push(`matches ${inDescription.map((t) => `"${t}"`).join(', ')} in its name, categories or description`);
-    if (endpoints.length) parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
+    if (endpoints.length)
+      parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
     if (parts.length === 0) parts.push('name resembles the query');
     return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; ') };

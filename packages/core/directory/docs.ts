@@ -12,7 +12,9 @@ export { listDocs as listDocSections, listDocsWithContent as listDocSectionsWith
 export async function searchDocSections(db: Db, q: string | undefined): Promise<DocHit[]> {
   const query = q?.trim();
   if (!query || !/[\p{L}\p{N}]/u.test(query)) {
-    throw new PlatformError('validation_failed', 'q is required: a word or two with a letter or digit', { hint: 'Search with a word or two, e.g. q=rate limits (GET /api/v1/docs/search?q=rate+limits, or search_docs over MCP).' });
+    throw new PlatformError('validation_failed', 'q is required: a word or two with a letter or digit', {
+      hint: 'Search with a word or two, e.g. q=rate limits (GET /api/v1/docs/search?q=rate+limits, or search_docs over MCP).',
+    });
   }
   return searchDocs(db, query);
 }

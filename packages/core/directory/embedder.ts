@@ -49,7 +49,8 @@ export async function loadEmbedder(dir: string, options: { threads?: number; max
   const manifest = JSON.parse(await readModelFile(dir, 'manifest.json')) as Manifest;
   const tokenizer = new WordPiece(await readModelFile(dir, 'vocab.txt'));
   const maxTokens = options.maxTokens ?? manifest.maxTokens;
-  if (!(maxTokens >= 2 && maxTokens <= manifest.maxPositions)) throw new Error(`maxTokens must be between 2 and ${manifest.maxPositions}, not ${maxTokens}`);
+  if (!(maxTokens >= 2 && maxTokens <= manifest.maxPositions))
+    throw new Error(`maxTokens must be between 2 and ${manifest.maxPositions}, not ${maxTokens}`);
   // Loaded here, not at the top: processes that never embed do not load the native library.
   const ort = await import('onnxruntime-node');
   const session: InferenceSession = await ort.InferenceSession.create(join(dir, 'model.onnx'), {

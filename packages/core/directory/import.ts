@@ -108,7 +108,12 @@ function endpointSummary(op: Obj): string {
     return sentence ?? plainText(description, 200);
   }
   const operationId = str(op.operationId);
-  return operationId ? operationId.replace(/[_.-]+/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase() : '';
+  return operationId
+    ? operationId
+        .replace(/[_.-]+/g, ' ')
+        .replace(/([a-z])([A-Z])/g, '$1 $2')
+        .toLowerCase()
+    : '';
 }
 
 function paramsOf(pathItem: Obj, op: Obj): EndpointParam[] {
@@ -118,7 +123,8 @@ function paramsOf(pathItem: Obj, op: Obj): EndpointParam[] {
     .filter((p) => str(p.name) && str(p.in))
     .map((p) => ({ name: str(p.name)!, in: str(p.in)!, required: p.required === true, description: plainText(p.description, 120) }));
   const body = obj(op.requestBody);
-  if (Object.keys(body).length) params.push({ name: 'body', in: 'body', required: body.required === true, description: plainText(body.description, 120) });
+  if (Object.keys(body).length)
+    params.push({ name: 'body', in: 'body', required: body.required === true, description: plainText(body.description, 120) });
   return params;
 }
 
@@ -162,7 +168,9 @@ export function normalizeSpec(spec: Obj): ApiRecord {
   let authScheme = authSchemeOf(spec);
   if (authScheme.type === 'none') {
     // Some descriptions declare no security scheme but require a key parameter on every call.
-    const keyParam = endpoints.flatMap((e) => e.params ?? []).find((p) => p.required && (p.in === 'query' || p.in === 'header') && KEY_PARAM.test(p.name));
+    const keyParam = endpoints
+      .flatMap((e) => e.params ?? [])
+      .find((p) => p.required && (p.in === 'query' || p.in === 'header') && KEY_PARAM.test(p.name));
     if (keyParam) authScheme = { type: 'apiKey', in: keyParam.in as 'query' | 'header', name: keyParam.name };
   }
   const record: ApiRecord = {
@@ -206,7 +214,10 @@ export const curationSchema = z.object({
         price: z.string().optional(),
         byokPrice: z.string().optional(),
         /** Name of the environment variable holding the operator's upstream key (never the key itself). */
-        platformKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+        platformKeyEnv: z
+          .string()
+          .regex(/^[A-Z_][A-Z0-9_]*$/)
+          .optional(),
         /** Tie-breaker weight for discovery, 0..1. */
         popularity: z.number().min(0).max(1).optional(),
       })
@@ -293,7 +304,11 @@ async function upsertBatch(db: Db, batch: Pending[], defaultPriceMicros: bigint,
 }
 
 /** Applies the operator's curation file to imported rows; returns how many rows it changed. */
-export async function applyCuration(db: Db, curation: Curation, options: { connectionsMasterKey?: Buffer | undefined; env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {}): Promise<number> {
+export async function applyCuration(
+  db: Db,
+  curation: Curation,
+  options: { connectionsMasterKey?: Buffer | undefined; env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {},
+): Promise<number> {
   const env = options.env ?? process.env;
   let changed = 0;
   for (const [id, entry] of Object.entries(curation.apis)) {
@@ -366,18 +381,26 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
       batch = [];
     }
     if (progress.processed % every === 0) {
-      log(`${progress.processed}/${total} processed (inserted ${progress.inserted}, updated ${progress.updated}, unchanged ${progress.unchanged}, failed ${progress.failed})`);
+      log(
+        `${progress.processed}/${total} processed (inserted ${progress.inserted}, updated ${progress.updated}, unchanged ${progress.unchanged}, failed ${progress.failed})`,
+      );
       await options.onProgress?.({ ...progress });
     }
   }
   await upsertBatch(db, batch, options.defaultPriceMicros, progress, options.force === true);
   if (progress.inserted + progress.updated > 0) await refreshSearchWords(db);
   if (options.curation) {
-    const curated = await applyCuration(db, options.curation, { connectionsMasterKey: options.connectionsMasterKey, env: options.env ?? process.env, log });
+    const curated = await applyCuration(db, options.curation, {
+      connectionsMasterKey: options.connectionsMasterKey,
+      env: options.env ?? process.env,
+      log,
+    });
     log(`curation applied to ${curated} APIs`);
   }
   if (options.modelDir) await embedApis(db, options.modelDir, log, options.embedOnly);
-  log(`done: ${progress.processed} processed, ${progress.inserted} inserted, ${progress.updated} updated, ${progress.unchanged} unchanged, ${progress.operatorOwned} operator-owned left alone, ${progress.failed} failed`);
+  log(
+    `done: ${progress.processed} processed, ${progress.inserted} inserted, ${progress.updated} updated, ${progress.unchanged} unchanged, ${progress.operatorOwned} operator-owned left alone, ${progress.failed} failed`,
+  );
   await options.onProgress?.({ ...progress });
   return progress;
 }

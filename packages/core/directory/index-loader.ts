@@ -87,7 +87,18 @@ export async function loadDirectoryIndex(
   const extraLexemes = new Map(words.filter((w) => w.ndoc === null).map((w) => [w.word, w.lexeme] as const));
   const embedder = embeddings ? await embeddings.queries.model() : null;
   const dense = embedder
-    ? await loadDenseVectors(db, apis.map((row, i) => ({ id: row.id, name: row.name, description: row.embed_description, categories: row.categories, endpoints: indexed[i]!.endpoints })), embedder, embeddings!.warn)
+    ? await loadDenseVectors(
+        db,
+        apis.map((row, i) => ({
+          id: row.id,
+          name: row.name,
+          description: row.embed_description,
+          categories: row.categories,
+          endpoints: indexed[i]!.endpoints,
+        })),
+        embedder,
+        embeddings!.warn,
+      )
     : null;
   return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense });
 }
@@ -145,7 +156,11 @@ export class LiveDirectoryIndex {
 
   private load(): Promise<DirectoryIndex> {
     const embeddings = this.embeddings;
-    return loadDirectoryIndex(this.db, VOCABULARY_TERMS, embeddings ? { queries: embeddings, warn: (message) => this.log?.warn({}, message) } : undefined);
+    return loadDirectoryIndex(
+      this.db,
+      VOCABULARY_TERMS,
+      embeddings ? { queries: embeddings, warn: (message) => this.log?.warn({}, message) } : undefined,
+    );
   }
 
   get(): DirectoryIndex | Promise<DirectoryIndex> {

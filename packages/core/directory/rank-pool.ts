@@ -38,9 +38,7 @@ export interface RankWorkerData {
 }
 
 export type RankJob =
-  | { op: 'search'; id: number; request: SearchRequest }
-  | { op: 'discover'; id: number; request: DiscoverRequest }
-  | { op: 'close' };
+  { op: 'search'; id: number; request: SearchRequest } | { op: 'discover'; id: number; request: DiscoverRequest } | { op: 'close' };
 
 export type RankReply =
   | { id: number; body: Uint8Array }
@@ -84,9 +82,7 @@ export class RankPool implements DirectoryRanking {
   private started = false;
   private closed = false;
 
-  constructor(
-    private readonly options: { size: number; databaseUrl: string; modelDir?: string | null; rememberTasks?: number; log?: RankPoolLog },
-  ) {
+  constructor(private readonly options: { size: number; databaseUrl: string; modelDir?: string | null; rememberTasks?: number; log?: RankPoolLog }) {
     this.slots = Array.from({ length: options.size }, () => null);
   }
 
@@ -131,11 +127,15 @@ export class RankPool implements DirectoryRanking {
   }
 
   private run(job: (id: number) => RankJob): Promise<Buffer> {
-    if (this.closed) return Promise.reject(new PlatformError('service_unavailable', 'The directory is shutting down', { hint: 'Retry in a moment.' }));
+    if (this.closed)
+      return Promise.reject(new PlatformError('service_unavailable', 'The directory is shutting down', { hint: 'Retry in a moment.' }));
     this.start();
     let best: Slot | null = null;
     for (const slot of this.slots) if (slot && (!best || slot.pending.size < best.pending.size)) best = slot;
-    if (!best) return Promise.reject(new PlatformError('service_unavailable', 'Directory ranking is restarting', { hint: 'Retry in a moment.', headers: { 'Retry-After': '1' } }));
+    if (!best)
+      return Promise.reject(
+        new PlatformError('service_unavailable', 'Directory ranking is restarting', { hint: 'Retry in a moment.', headers: { 'Retry-After': '1' } }),
+      );
     const id = this.nextId++;
     const slot = best;
     return new Promise<Buffer>((resolve, reject) => {
@@ -149,7 +149,11 @@ export class RankPool implements DirectoryRanking {
   private spawn(at: number): void {
     const startedAt = Date.now();
     const worker = new Worker(ENTRY, {
-      workerData: { databaseUrl: this.options.databaseUrl, modelDir: this.options.modelDir ?? null, rememberTasks: this.options.rememberTasks } satisfies RankWorkerData,
+      workerData: {
+        databaseUrl: this.options.databaseUrl,
+        modelDir: this.options.modelDir ?? null,
+        rememberTasks: this.options.rememberTasks,
+      } satisfies RankWorkerData,
       execArgv: [],
       name: `directory-rank-${at}`,
     });
@@ -164,7 +168,8 @@ export class RankPool implements DirectoryRanking {
         slot.pending.delete(reply.id);
         if (slot.pending.size === 0) worker.unref();
         if ('body' in reply) pending.resolve(Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength));
-        else if ('error' in reply) pending.reject(new PlatformError(reply.error.code, reply.error.message, { hint: reply.error.hint, details: reply.error.details }));
+        else if ('error' in reply)
+          pending.reject(new PlatformError(reply.error.code, reply.error.message, { hint: reply.error.hint, details: reply.error.details }));
         else pending.reject(jobError(reply.failure));
       } else if ('log' in reply) {
         this.options.log?.warn({ err: reply.error, worker: at }, reply.log);
@@ -177,9 +182,12 @@ export class RankPool implements DirectoryRanking {
       slot.pending.clear();
       if (this.closed) return;
       this.options.log?.warn({ worker: at, code }, 'directory ranking worker stopped; starting another');
-      const timer = setTimeout(() => {
-        if (!this.closed && this.slots[at] === null) this.spawn(at);
-      }, Math.max(0, startedAt + RESPAWN_MIN_INTERVAL_MS - Date.now()));
+      const timer = setTimeout(
+        () => {
+          if (!this.closed && this.slots[at] === null) this.spawn(at);
+        },
+        Math.max(0, startedAt + RESPAWN_MIN_INTERVAL_MS - Date.now()),
+      );
       timer.unref();
     });
   }

@@ -13,13 +13,21 @@ const send = (reply: RankReply, transfer: ArrayBuffer[] = []) => port.postMessag
 
 // One connection loads the index (one transaction), one more LISTENs (postgres.js opens it apart).
 const sql = createSql(databaseUrl, { max: 1, appName: 'edge-directory-rank' });
-const index = new LiveDirectoryIndex(sql, {
-  warn: (object, message) => send({ log: message, error: object.err instanceof Error ? object.err.message : String(object.err ?? '') }),
-}, { modelDir, rememberTasks });
+const index = new LiveDirectoryIndex(
+  sql,
+  {
+    warn: (object, message) => send({ log: message, error: object.err instanceof Error ? object.err.message : String(object.err ?? '') }),
+  },
+  { modelDir, rememberTasks },
+);
 // Loaded at once, so the first job does not wait for it; a failure here is retried by the first job.
 Promise.resolve(index.get()).then(
   () => send({ ready: true }),
-  (error: unknown) => send({ log: 'directory ranking worker: loading the index failed; the next job retries', error: error instanceof Error ? error.message : String(error) }),
+  (error: unknown) =>
+    send({
+      log: 'directory ranking worker: loading the index failed; the next job retries',
+      error: error instanceof Error ? error.message : String(error),
+    }),
 );
 
 async function answer(job: Exclude<RankJob, { op: 'close' }>): Promise<void> {
@@ -34,7 +42,11 @@ async function answer(job: Exclude<RankJob, { op: 'close' }>): Promise<void> {
       const err = error as { message?: unknown; code?: unknown; stack?: unknown };
       send({
         id: job.id,
-        failure: { message: String(err?.message ?? error), code: typeof err?.code === 'string' ? err.code : undefined, stack: typeof err?.stack === 'string' ? err.stack : undefined },
+        failure: {
+          message: String(err?.message ?? error),
+          code: typeof err?.code === 'string' ? err.code : undefined,
+          stack: typeof err?.stack === 'string' ? err.stack : undefined,
+        },
       });
     }
   }

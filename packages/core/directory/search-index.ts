@@ -130,7 +130,8 @@ export class DirectoryIndex {
     const index = (api.endpointWords ??= endpointWords(api.endpoints));
     const words = index.words;
     // Per endpoint, its number of matched words (scratch of the index: reasons are built synchronously).
-    if (!this.endpointHits || this.endpointHits.length < api.endpoints.length) this.endpointHits = new Int32Array(Math.max(api.endpoints.length, 256));
+    if (!this.endpointHits || this.endpointHits.length < api.endpoints.length)
+      this.endpointHits = new Int32Array(Math.max(api.endpoints.length, 256));
     if (!this.wordMarks || this.wordMarks.length < words.length) this.wordMarks = new Uint8Array(Math.max(words.length, 1024));
     const hits = this.endpointHits;
     const marks = this.wordMarks;
@@ -409,7 +410,8 @@ export class DirectoryIndex {
         headCovered += head;
       }
       const textRank = L ? F(headSum / weightSum) : 0;
-      const endpointRank = L && api.endpointLexemes ? F(F(F((endpointMatches * RANK_WEIGHTS[0]!) / 1.64493406685) / weightSum) / endpointNorm[i]!) : 0;
+      const endpointRank =
+        L && api.endpointLexemes ? F(F(F((endpointMatches * RANK_WEIGHTS[0]!) / 1.64493406685) / weightSum) / endpointNorm[i]!) : 0;
       const coverage = covered / total;
       const headCoverage = headCovered / total;
       const sim = nameSimilarity.get(i) ?? 0;

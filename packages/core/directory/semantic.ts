@@ -42,7 +42,10 @@ const ENDPOINT_SUMMARIES = 5;
  */
 export function embeddingText(api: EmbeddableApi): string {
   // An operator's API may list endpoints without a summary.
-  const summaries = api.endpoints.map((e) => (typeof e.summary === 'string' ? e.summary.trim() : '')).filter(Boolean).slice(0, ENDPOINT_SUMMARIES);
+  const summaries = api.endpoints
+    .map((e) => (typeof e.summary === 'string' ? e.summary.trim() : ''))
+    .filter(Boolean)
+    .slice(0, ENDPOINT_SUMMARIES);
   return [api.name, api.description.slice(0, DESCRIPTION_CHARS), api.categories.map((c) => c.replace(/_/g, ' ')).join(', '), summaries.join('. ')]
     .map((part) => part.trim())
     .filter(Boolean)
@@ -157,8 +160,10 @@ export async function loadDenseVectors(
   warn: (message: string) => void,
 ): Promise<DenseVectors | null> {
   const stored = new Map(
-    (await db<{ api_id: string; text_hash: string; vector: Uint8Array }[]>`
-      select api_id, text_hash, vector from api_embeddings where model = ${embedder.model}`).map((r) => [r.api_id, r]),
+    (
+      await db<{ api_id: string; text_hash: string; vector: Uint8Array }[]>`
+      select api_id, text_hash, vector from api_embeddings where model = ${embedder.model}`
+    ).map((r) => [r.api_id, r]),
   );
   if (stored.size === 0) {
     warn(`discovery: no API embeddings for ${embedder.model} are stored; ranking by words only until \`npm run directory:import\` computes them`);

@@ -14,7 +14,10 @@ export function plainText(input: unknown, max = 2000): string {
     .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
     .replace(/<!--[\s\S]*?-->/g, ' ')
     .replace(/<[^>]{0,500}>/g, ' ')
-    .replace(/&([a-z]+|#\d+);/gi, (whole, name: string) => ENTITIES[name.toLowerCase()] ?? (name.startsWith('#') ? String.fromCharCode(Number(name.slice(1))) : whole))
+    .replace(
+      /&([a-z]+|#\d+);/gi,
+      (whole, name: string) => ENTITIES[name.toLowerCase()] ?? (name.startsWith('#') ? String.fromCharCode(Number(name.slice(1))) : whole),
+    )
     .replace(/```[\s\S]*?```/g, ' ')
     .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
     .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
@@ -105,7 +108,8 @@ export function generateInstructions(api: InstructionSource): string {
     const params = (e.params ?? []).slice(0, 8).map((p) => `\`${p.name}\` (${p.in}${p.required ? ', required' : ''})`);
     return `- \`${e.method} ${proxyPath(api.id)}${e.path.replace(/^\//, '')}\`${e.summary ? ` — ${e.summary}` : ''}${params.length ? `\n  Parameters: ${params.join(', ')}` : ''}`;
   });
-  const more = api.endpointCount > main.length ? `\n\n${api.endpointCount - main.length} more endpoints: \`GET /api/v1/apis/${api.id}\` lists them.` : '';
+  const more =
+    api.endpointCount > main.length ? `\n\n${api.endpointCount - main.length} more endpoints: \`GET /api/v1/apis/${api.id}\` lists them.` : '';
   return [
     `# ${api.name}`,
     '',
@@ -139,13 +143,16 @@ export function generateInstructions(api: InstructionSource): string {
 
 /** The live sections appended by the edge: price and errors. */
 export function instructionsFooter(apiId: string, priceMicros: bigint, byokPriceMicros: bigint | null, platformKey: boolean): string {
-  const byok = byokPriceMicros !== null && byokPriceMicros !== priceMicros ? ` ($${formatDollars(byokPriceMicros)} when you connect your own key)` : '';
+  const byok =
+    byokPriceMicros !== null && byokPriceMicros !== priceMicros ? ` ($${formatDollars(byokPriceMicros)} when you connect your own key)` : '';
   return [
     '',
     '## Price',
     '',
     `Each proxied call costs $${formatDollars(priceMicros)}${byok}, debited from your prepaid balance; every charged response carries \`X-Service-Cost\`, \`X-Service-Balance\` and \`X-Service-Api: ${apiId}\`. Send \`X-Max-Cost\` to refuse calls above a price.`,
-    platformKey ? 'A platform key is configured for this API: you can call it without connecting your own key.' : 'No platform key is configured for this API: connect your own key first.',
+    platformKey
+      ? 'A platform key is configured for this API: you can call it without connecting your own key.'
+      : 'No platform key is configured for this API: connect your own key first.',
     '',
     '## Errors to expect',
     '',

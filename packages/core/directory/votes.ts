@@ -12,7 +12,10 @@ export interface VoteSubject {
 
 async function requireTarget(db: Db, { targetType, targetId }: VoteSubject): Promise<void> {
   if (!(await targetExists(db, targetType, targetId))) {
-    throw notFound(`${targetType === 'api' ? 'API' : 'Cookbook'} ${targetId}`, targetType === 'api' ? 'GET /api/v1/apis lists API ids.' : 'GET /api/v1/cookbooks lists cookbook ids.');
+    throw notFound(
+      `${targetType === 'api' ? 'API' : 'Cookbook'} ${targetId}`,
+      targetType === 'api' ? 'GET /api/v1/apis lists API ids.' : 'GET /api/v1/cookbooks lists cookbook ids.',
+    );
   }
 }
 
@@ -33,6 +36,9 @@ export async function withdrawVote(db: Db, accountId: string, subject: VoteSubje
 /** The tally of an API or cookbook with the account's own vote. */
 export async function voteTally(db: Db, accountId: string, subject: VoteSubject): Promise<Tally & { myVote: 1 | -1 | null }> {
   await requireTarget(db, subject);
-  const [counts, mine] = await Promise.all([tally(db, subject.targetType, subject.targetId), myVote(db, accountId, subject.targetType, subject.targetId)]);
+  const [counts, mine] = await Promise.all([
+    tally(db, subject.targetType, subject.targetId),
+    myVote(db, accountId, subject.targetType, subject.targetId),
+  ]);
   return { ...counts, myVote: mine };
 }

@@ -81,10 +81,11 @@ export class WordPiece {
     const out = [this.cls];
     text.split(SPECIAL_TOKENS).forEach((part, at) => {
       if (at % 2 === 1) out.push(this.ids.get(part) ?? this.unk);
-      else for (const word of preTokenize(normalize(part))) {
-        if (out.length - 1 >= limit) break;
-        this.pieces(word, out);
-      }
+      else
+        for (const word of preTokenize(normalize(part))) {
+          if (out.length - 1 >= limit) break;
+          this.pieces(word, out);
+        }
     });
     out.length = Math.min(out.length, limit + 1);
     out.push(this.sep);
@@ -99,7 +100,7 @@ export class WordPiece {
       return;
     }
     const found: number[] = [];
-    for (let start = 0; start < chars.length; ) {
+    for (let start = 0; start < chars.length;) {
       let end = chars.length;
       let id: number | undefined;
       for (; end > start; end--) {

@@ -31,7 +31,8 @@ function embeddedIPv4(address: ipaddr.IPv6): { form: string; v4: ipaddr.IPv4 } |
   if (address.match(NAT64_WELL_KNOWN)) return { form: 'rfc6052', v4: v4FromParts(p[6]!, p[7]!) };
   if (address.match(SIX_TO_FOUR)) return { form: '6to4', v4: v4FromParts(p[1]!, p[2]!) };
   // `::` and `::1` are the unspecified and loopback addresses, not IPv4-compatible ones.
-  if (address.match(IPV4_COMPATIBLE) && range !== 'unspecified' && range !== 'loopback') return { form: 'ipv4Compatible', v4: v4FromParts(p[6]!, p[7]!) };
+  if (address.match(IPV4_COMPATIBLE) && range !== 'unspecified' && range !== 'loopback')
+    return { form: 'ipv4Compatible', v4: v4FromParts(p[6]!, p[7]!) };
   return null;
 }
 

@@ -3,7 +3,16 @@ import { openSecret, PlatformError, platformKeyContext } from '#core/platform';
 import type { SealedConnectionKeys } from './connection-cache.js';
 import { connectionKey } from './connections.js';
 import { canonicalPath, methodsServed, priceOf } from './pricing.js';
-import { assertPublicHost, knownPublicHost, upstreamAuth, upstreamBase, upstreamUrl, withAuthQuery, type UpstreamAuth, type UpstreamBase } from './upstream.js';
+import {
+  assertPublicHost,
+  knownPublicHost,
+  upstreamAuth,
+  upstreamBase,
+  upstreamUrl,
+  withAuthQuery,
+  type UpstreamAuth,
+  type UpstreamBase,
+} from './upstream.js';
 
 export interface PlanSettings {
   CONNECTIONS_MASTER_KEY: Buffer;
@@ -80,7 +89,10 @@ export async function planMeteredCall(
   const profile = apiProfile(api);
   const base = profile.base;
   if (base === null) {
-    throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, { hint: 'Nothing was charged.', headers: { 'Retry-After': '3600' } });
+    throw new PlatformError('upstream_unavailable', `API ${api.id} has no valid base URL`, {
+      hint: 'Nothing was charged.',
+      headers: { 'Retry-After': '3600' },
+    });
   }
   if (!settings.ALLOW_PRIVATE_UPSTREAMS && !knownPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS)) {
     await assertPublicHost(base.hostname, settings.UPSTREAM_DNS_CACHE_MS);
@@ -153,12 +165,7 @@ async function upstreamKey(
  * The refund rule of an upstream's answer: a 5xx is the upstream's failure, so the call is refunded
  * and answered 502 (503 stays 503, with Retry-After) carrying an excerpt of the upstream's body.
  */
-export function upstreamFailure(
-  apiId: string,
-  status: number,
-  excerpt: string,
-  retryAfter: string,
-): PlatformError {
+export function upstreamFailure(apiId: string, status: number, excerpt: string, retryAfter: string): PlatformError {
   if (status === 503) {
     return new PlatformError('upstream_unavailable', `${apiId} is temporarily unavailable (upstream answered 503)`, {
       hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',

@@ -4,9 +4,31 @@ export { connectApi, disconnectApi, listConnections, saveConnection } from './co
 export type { Connection } from './connections.js';
 export { droppedRequestHeaders, planMeteredCall, upstreamFailure } from './call-plan.js';
 export { MeteredCall, UpstreamSilent, bodyOf, readExcerpt, UPSTREAM_EXCERPT_BYTES } from './metered-call.js';
-export type { AnswerSink, CallObserver, CallOutcome, MeteredCallDeps, MeteredCallRequest, MeteredCallResult, MeteredCallSettings, UpstreamClient, UpstreamRequest, UpstreamResponse } from './metered-call.js';
+export type {
+  AnswerSink,
+  CallObserver,
+  CallOutcome,
+  MeteredCallDeps,
+  MeteredCallRequest,
+  MeteredCallResult,
+  MeteredCallSettings,
+  UpstreamClient,
+  UpstreamRequest,
+  UpstreamResponse,
+} from './metered-call.js';
 export { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
 export { canonicalPath, methodsServed, priceOf, pricedPath } from './pricing.js';
-export { PrivateUpstreamError, assertPublicHost, downstreamResponseHeaders, guardedLookup, proxyTarget, upstreamBase, upstreamRequestHeaders, upstreamUrl, withAuthQuery, type UpstreamBase } from './upstream.js';
+export {
+  PrivateUpstreamError,
+  assertPublicHost,
+  downstreamResponseHeaders,
+  guardedLookup,
+  proxyTarget,
+  upstreamBase,
+  upstreamRequestHeaders,
+  upstreamUrl,
+  withAuthQuery,
+  type UpstreamBase,
+} from './upstream.js';
 export { MIN_LEAK, SecretRedactor, secretForms } from './redaction.js';
 export { doorLocation } from './redirects.js';

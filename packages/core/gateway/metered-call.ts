@@ -182,12 +182,23 @@ export class MeteredCall {
     let upstream: UpstreamResponse;
     const forwarded = performance.now();
     try {
-      upstream = await this.deps.upstream.request({ origin: plan.origin, path: plan.upstreamPath, method: request.method, headers, body, signal: deadline.signal });
+      upstream = await this.deps.upstream.request({
+        origin: plan.origin,
+        path: plan.upstreamPath,
+        method: request.method,
+        headers,
+        body,
+        signal: deadline.signal,
+      });
     } catch (error) {
       deadline.clear();
       const { failure, timedOut } = deadline.expiredIn === 'upload' ? { failure: callTooLong(settings), timedOut: true } : this.failureOf(error);
       this.deps.log.warn({ apiId: api.id, code: failure.code, err: error }, 'proxy call failed before the upstream answered');
-      throw await settlement.refund(failure, failure.status, timedOut ? 'timeout' : failure.code === 'payload_too_large' ? 'refunded' : 'unreachable');
+      throw await settlement.refund(
+        failure,
+        failure.status,
+        timedOut ? 'timeout' : failure.code === 'payload_too_large' ? 'refunded' : 'unreachable',
+      );
     }
     deadline.answered();
     settlement.upstreamSeconds = (performance.now() - forwarded) / 1000;
@@ -201,10 +212,14 @@ export class MeteredCall {
         upstream.body.on('error', () => {}).destroy();
         deadline.clear();
         throw await settlement.refund(
-          new PlatformError('upstream_error', `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`, {
-            hint: 'The call was refunded. Answers to calls made with the platform key must be readable so the key can be kept out of them.',
-            details: {},
-          }),
+          new PlatformError(
+            'upstream_error',
+            `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`,
+            {
+              hint: 'The call was refunded. Answers to calls made with the platform key must be readable so the key can be kept out of them.',
+              details: {},
+            },
+          ),
           502,
           'refunded',
         );
@@ -220,7 +235,12 @@ export class MeteredCall {
       const excerpt = await readExcerpt(source, redactor);
       if (source !== upstream.body) upstream.body.destroy();
       deadline.clear();
-      const failure = upstreamFailure(api.id, upstream.statusCode, excerpt, retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS));
+      const failure = upstreamFailure(
+        api.id,
+        upstream.statusCode,
+        excerpt,
+        retryAfter(upstream.headers['retry-after'], settings.PROXY_RETRY_AFTER_SECONDS),
+      );
       throw await settlement.refund(failure, failure.status, 'upstream_5xx');
     }
 
@@ -272,13 +292,20 @@ export class MeteredCall {
     });
     deadline.clear();
     if (!delivered && deadline.expired) {
-      this.deps.log.warn({ apiId: api.id, maxCallMs: settings.PROXY_MAX_CALL_MS, bytesOut: settlement.bytesOut }, 'proxied answer cut at its deadline; the call keeps its charge');
+      this.deps.log.warn(
+        { apiId: api.id, maxCallMs: settings.PROXY_MAX_CALL_MS, bytesOut: settlement.bytesOut },
+        'proxied answer cut at its deadline; the call keeps its charge',
+      );
     }
     // Let a source error raised by the same teardown be seen first.
     await new Promise((resolve) => setImmediate(resolve));
     if (upstreamBroke) {
       // The upstream closed mid-answer: the caller got a cut-off answer, and the charge is returned.
-      await settlement.refund(new PlatformError('upstream_error', `${api.id} closed the connection mid-answer`, { hint: 'The call was refunded.', details: {} }), 502, 'upstream_5xx');
+      await settlement.refund(
+        new PlatformError('upstream_error', `${api.id} closed the connection mid-answer`, { hint: 'The call was refunded.', details: {} }),
+        502,
+        'upstream_5xx',
+      );
       return { api, receipt: settlement.receipt, status: 502, delivered: false, refunded: true };
     }
     settlement.served(upstream.statusCode);
@@ -306,7 +333,8 @@ export class MeteredCall {
 
   private failureOf(error: unknown): { failure: PlatformError; timedOut: boolean } {
     if (error instanceof Error && error.name === 'AbortError') return this.deps.upstream.classifyFailure(new UpstreamSilent());
-    if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge) return { failure: bodyTooLarge(this.deps.settings.PROXY_BODY_LIMIT_BYTES), timedOut: false };
+    if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge)
+      return { failure: bodyTooLarge(this.deps.settings.PROXY_BODY_LIMIT_BYTES), timedOut: false };
     return this.deps.upstream.classifyFailure(error);
   }
 }
@@ -334,7 +362,12 @@ class Settlement {
   served(status: number): void {
     if (!this.claim()) return;
     this.record(status, this.receipt.costMicros);
-    this.deps.observe?.({ apiId: this.api.id, outcome: status >= 400 ? 'upstream_4xx' : 'charged', upstreamSeconds: this.upstreamSeconds, costMicros: this.receipt.costMicros });
+    this.deps.observe?.({
+      apiId: this.api.id,
+      outcome: status >= 400 ? 'upstream_4xx' : 'charged',
+      upstreamSeconds: this.upstreamSeconds,
+      costMicros: this.receipt.costMicros,
+    });
   }
 
   /** Refunds the charge and says so on `failure` (details, and the X-Service-* headers of the refund); returns it. */
@@ -466,11 +499,15 @@ function bodyTooLarge(limit: number) {
 
 /** A call the deadline ended before the upstream answered (its body was still arriving). */
 function callTooLong(settings: MeteredCallSettings): PlatformError {
-  return new PlatformError('upstream_unavailable', `The call did not complete within ${settings.PROXY_MAX_CALL_MS / 1000} s, the longest a proxied call may take`, {
-    hint: 'The call was refunded: its request body had not all arrived. Retry after the number of seconds in Retry-After, or send the body faster.',
-    headers: { 'Retry-After': String(settings.PROXY_RETRY_AFTER_SECONDS) },
-    details: {},
-  });
+  return new PlatformError(
+    'upstream_unavailable',
+    `The call did not complete within ${settings.PROXY_MAX_CALL_MS / 1000} s, the longest a proxied call may take`,
+    {
+      hint: 'The call was refunded: its request body had not all arrived. Retry after the number of seconds in Retry-After, or send the body faster.',
+      headers: { 'Retry-After': String(settings.PROXY_RETRY_AFTER_SECONDS) },
+      details: {},
+    },
+  );
 }
 
 function retryAfter(given: string | string[] | undefined, fallback: number): string {

@@ -20,7 +20,8 @@ export function redactResponseHeaders(
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
-    const clean = (text: string) => redactor.redactText(lower === 'location' || lower === 'content-location' ? withoutParameter(text, queryParameter) : text);
+    const clean = (text: string) =>
+      redactor.redactText(lower === 'location' || lower === 'content-location' ? withoutParameter(text, queryParameter) : text);
     out[name] = Array.isArray(value) ? value.map(clean) : clean(value);
   }
   return out;

@@ -36,5 +36,14 @@ export function callerFromKey(key: KeyRow): Caller {
 }
 
 export function callerFromSession(accountId: string, memberId: string | null = null): Caller {
-  return { accountId, via: 'cookie', role: memberId === null ? 'owner' : 'approver', memberId, keyId: null, keyKind: null, spendLimited: false, allowedApis: null };
+  return {
+    accountId,
+    via: 'cookie',
+    role: memberId === null ? 'owner' : 'approver',
+    memberId,
+    keyId: null,
+    keyKind: null,
+    spendLimited: false,
+    allowedApis: null,
+  };
 }

@@ -79,7 +79,14 @@ export async function verifyDashboardSession(db: Db, settings: DashboardSessionS
   }
   const row = await findLiveDashboardSession(db, jti);
   if (!row || row.account_id !== sub) throw invalidSession('Session has ended');
-  return { sessionId: row.id, accountId: row.account_id, memberId: row.member_id, personId: row.person_id, expiresAt: row.expires_at, csrfHash: Buffer.from(csrf, 'base64url') };
+  return {
+    sessionId: row.id,
+    accountId: row.account_id,
+    memberId: row.member_id,
+    personId: row.person_id,
+    expiresAt: row.expires_at,
+    csrfHash: Buffer.from(csrf, 'base64url'),
+  };
 }
 
 /** Ends a dashboard session for good (logout); false when it had already ended. */

@@ -51,7 +51,9 @@ export async function changeKey(sql: Sql, input: { accountId: string; kind: KeyK
       select status from api_keys where id = ${input.keyId} and account_id = ${input.accountId} and kind = ${input.kind} for update`;
     if (!current) throw notFound(what, `List yours with GET /api/v1/${input.kind === 'agent' ? 'agent-keys' : 'keys'}.`);
     if (current.status === 'revoked') {
-      throw new PlatformError('conflict', `${what} ${input.keyId} is revoked and cannot be changed`, { hint: 'Revocation is permanent; create a new key instead.' });
+      throw new PlatformError('conflict', `${what} ${input.keyId} is revoked and cannot be changed`, {
+        hint: 'Revocation is permanent; create a new key instead.',
+      });
     }
     const { name, status } = input.change;
     const [key] = await tx<KeyRow[]>`

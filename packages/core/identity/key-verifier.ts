@@ -80,7 +80,8 @@ export class KeyVerifier {
       heartbeat: publisher && {
         publisher,
         onStateChange: (state, silentForMs) => {
-          if (state === 'silent') log?.warn({ silentForMs }, 'key change feed is silent: keys are read from Postgres on every call until it is heard again');
+          if (state === 'silent')
+            log?.warn({ silentForMs }, 'key change feed is silent: keys are read from Postgres on every call until it is heard again');
           else log?.info({ silentForMs }, 'key change feed heard again: key cache back in use');
         },
       },
@@ -116,10 +117,14 @@ export class KeyVerifier {
       });
     }
     const key = await this.rows.byHash(hashKey(presented));
-    if (!key) throw new PlatformError('invalid_key', 'API key not found', { hint: 'The key may have been mistyped; create a new one in the dashboard.' });
-    if (key.status === 'revoked') throw new PlatformError('key_revoked', 'API key has been revoked', { hint: 'Revocation is permanent; create a new key.' });
+    if (!key)
+      throw new PlatformError('invalid_key', 'API key not found', { hint: 'The key may have been mistyped; create a new one in the dashboard.' });
+    if (key.status === 'revoked')
+      throw new PlatformError('key_revoked', 'API key has been revoked', { hint: 'Revocation is permanent; create a new key.' });
     if (key.status === 'disabled') {
-      throw new PlatformError('key_disabled', 'API key is disabled', { hint: `Enable it with PATCH /api/v1/keys/${key.id} {"status":"enabled"} or in the dashboard.` });
+      throw new PlatformError('key_disabled', 'API key is disabled', {
+        hint: `Enable it with PATCH /api/v1/keys/${key.id} {"status":"enabled"} or in the dashboard.`,
+      });
     }
     if (key.expires_at && key.expires_at.getTime() <= Date.now()) {
       throw new PlatformError('key_expired', 'Agent key has expired', { hint: 'Create a new agent key.' });
@@ -148,7 +153,10 @@ export class KeyVerifier {
     const attempt = (delayMs: number) => {
       publishKeyChange(publisher, this.options.redisPrefix, keyId).catch((error: unknown) => {
         if (this.stopped || Date.now() - started > ANNOUNCE_RETRY_MAX_MS) {
-          this.options.log?.warn({ keyId, err: { message: (error as Error).message } }, 'key change could not be announced; other instances forget the key when their cache entry expires');
+          this.options.log?.warn(
+            { keyId, err: { message: (error as Error).message } },
+            'key change could not be announced; other instances forget the key when their cache entry expires',
+          );
           return;
         }
         const timer = setTimeout(() => {

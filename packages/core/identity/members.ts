@@ -1,6 +1,16 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { getAccount } from '#db/accounts';
-import { acceptInvite, findInvitedMember, findMember, getLiveMember, insertMember, listMembers, removeMember, setInviteToken, type MemberRow } from '#db/members';
+import {
+  acceptInvite,
+  findInvitedMember,
+  findMember,
+  getLiveMember,
+  insertMember,
+  listMembers,
+  removeMember,
+  setInviteToken,
+  type MemberRow,
+} from '#db/members';
 import { createPerson, findPersonByEmail, type PersonRow } from '#db/people';
 import { assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 import type { Db } from '#db/sql';
@@ -40,7 +50,9 @@ export function memberView(row: MemberRow): MemberView {
 export async function inviteMember(db: Db, input: { accountId: string; email: string }): Promise<MemberRow> {
   const account = await getAccount(db, input.accountId);
   if (account && account.email.toLowerCase() === input.email.toLowerCase()) {
-    throw new PlatformError('conflict', "This is the account's own address", { hint: 'The owner already sees and completes every human step; invite someone else.' });
+    throw new PlatformError('conflict', "This is the account's own address", {
+      hint: 'The owner already sees and completes every human step; invite someone else.',
+    });
   }
   const row = await insertMember(db, { accountId: input.accountId, email: input.email, role: 'approver' });
   if (!row) {
@@ -98,7 +110,10 @@ export async function acceptInvitation(db: Db, token: string, password: string):
     assertPasswordPolicy(password, invited.email);
     const created = await createPerson(db, { email: invited.email, passwordHash: await hashPassword(password) });
     // Another invitation to the same new address was accepted at the same moment and chose the password.
-    if (!created) throw new PlatformError('conflict', 'This address started signing in a moment ago', { hint: 'Open the link again and enter the password you just chose.' });
+    if (!created)
+      throw new PlatformError('conflict', 'This address started signing in a moment ago', {
+        hint: 'Open the link again and enter the password you just chose.',
+      });
     person = created;
   }
   // The token is spent by the update itself, so two acceptances of one link cannot both succeed.

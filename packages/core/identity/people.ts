@@ -10,7 +10,11 @@ import { verifyPassword } from './passwords.js';
  * wrong password, an unknown address, or a person who belongs to no account any more (every
  * membership removed): all three look the same to the caller, and cost the same scrypt work.
  */
-export async function authenticatePerson(db: Db, email: string, password: string): Promise<{ person: PersonRow; memberships: MembershipRow[] } | null> {
+export async function authenticatePerson(
+  db: Db,
+  email: string,
+  password: string,
+): Promise<{ person: PersonRow; memberships: MembershipRow[] } | null> {
   const person = await findPersonByEmail(db, email);
   const passwordOk = await verifyPassword(password, person?.password_hash ?? null);
   if (!person || !passwordOk) return null;

@@ -33,7 +33,12 @@ export async function registerAccount(
     const { key, fullKey } = await createKey(tx, { accountId: account.id, kind: 'api', name: input.keyName ?? 'default' });
     let balanceMicros = account.balance_micros;
     if (input.signupCreditMicros > 0n) {
-      ({ balanceMicros } = await credit(tx, { accountId: account.id, amountMicros: input.signupCreditMicros, kind: 'signup_credit', description: 'sign-up credit' }));
+      ({ balanceMicros } = await credit(tx, {
+        accountId: account.id,
+        amountMicros: input.signupCreditMicros,
+        kind: 'signup_credit',
+        description: 'sign-up credit',
+      }));
     }
     return { account, key, fullKey, balanceMicros };
   }) as Promise<Registration | null>;

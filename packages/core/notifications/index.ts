@@ -2,7 +2,14 @@ export { addEmail, EMAILED_SESSION_EVENTS, emailJob, enqueueEmail } from './emai
 export type { EmailedSessionEvent, EmailPayload } from './email-job.js';
 export { Mailer } from './mailer.js';
 export type { OutgoingMessage } from './mailer.js';
-export { accountEventMessage, humanStepMessage, loginAlertMessage, memberInviteMessage, topupFailedMessage, webhookDisabledMessage } from './messages.js';
+export {
+  accountEventMessage,
+  humanStepMessage,
+  loginAlertMessage,
+  memberInviteMessage,
+  topupFailedMessage,
+  webhookDisabledMessage,
+} from './messages.js';
 export { emailSettings } from './settings.js';
 export type { EmailSettings } from './settings.js';
 export {

@@ -64,13 +64,29 @@ export function humanStepMessage(input: {
   const [subject, lead, action] = ((): [string, string, string] => {
     switch (input.event) {
       case 'human_step.pending':
-        return [`Waiting for you: ${input.stepTitle} (${input.cookbookTitle})`, `A cookbook session waits for a person: ${about}.`, 'Review it and decide'];
+        return [
+          `Waiting for you: ${input.stepTitle} (${input.cookbookTitle})`,
+          `A cookbook session waits for a person: ${about}.`,
+          'Review it and decide',
+        ];
       case 'human_step.reminder':
-        return [`Reminder, still waiting: ${input.stepTitle} (${input.cookbookTitle})`, `A cookbook session is still waiting for a person: ${about}.`, 'Review it and decide'];
+        return [
+          `Reminder, still waiting: ${input.stepTitle} (${input.cookbookTitle})`,
+          `A cookbook session is still waiting for a person: ${about}.`,
+          'Review it and decide',
+        ];
       case 'human_step.rejected':
-        return [`Rejected: ${input.stepTitle} (${input.cookbookTitle})`, `${input.decidedBy ?? 'A person'} rejected ${about}. The session ended without its remaining steps.`, 'See the session'];
+        return [
+          `Rejected: ${input.stepTitle} (${input.cookbookTitle})`,
+          `${input.decidedBy ?? 'A person'} rejected ${about}. The session ended without its remaining steps.`,
+          'See the session',
+        ];
       case 'human_step.changes_requested':
-        return [`Changes requested: ${input.stepTitle} (${input.cookbookTitle})`, `${input.decidedBy ?? 'A person'} sent ${about} back to the agent.`, 'See the session'];
+        return [
+          `Changes requested: ${input.stepTitle} (${input.cookbookTitle})`,
+          `${input.decidedBy ?? 'A person'} sent ${about} back to the agent.`,
+          'See the session',
+        ];
     }
   })();
   const noteLines = input.note ? ['', `Their note: ${input.note}`] : [];
@@ -84,7 +100,13 @@ export function humanStepMessage(input: {
 export function webhookDisabledMessage(input: { to: string; url: string; reason: string; link: string }): OutgoingMessage {
   const subject = 'A webhook endpoint was disabled';
   const lead = `Deliveries to your webhook endpoint ${input.url} kept failing, so it was disabled and receives no more events.`;
-  const text = [lead, '', `Last failure: ${input.reason}`, '', `Fix the endpoint, then enable it again (events from while it was disabled are not resent; retry them from the delivery log): ${input.link}`].join('\n');
+  const text = [
+    lead,
+    '',
+    `Last failure: ${input.reason}`,
+    '',
+    `Fix the endpoint, then enable it again (events from while it was disabled are not resent; retry them from the delivery log): ${input.link}`,
+  ].join('\n');
   const html = `<p>${escapeHtml(lead)}</p><p>Last failure: ${escapeHtml(input.reason)}</p>
 <p><a href="${escapeHtml(input.link)}">Fix the endpoint, then enable it again</a> (events from while it was disabled are not resent; retry them from the delivery log).</p>`;
   return { to: input.to, subject, text, html };
@@ -93,14 +115,17 @@ export function webhookDisabledMessage(input: { to: string; url: string; reason:
 /** Tells an account that an automatic top-up did not go through. */
 export function topupFailedMessage(input: { to: string; reason: string; retryAfter: Date | null; link: string }): OutgoingMessage {
   const subject = 'Your automatic top-up did not go through';
-  const next = input.retryAfter ? `It will be tried again after ${input.retryAfter.toUTCString()}.` : 'It will be tried again when the balance is next below your threshold.';
+  const next = input.retryAfter
+    ? `It will be tried again after ${input.retryAfter.toUTCString()}.`
+    : 'It will be tried again when the balance is next below your threshold.';
   const lead = `We tried to add funds to your balance with your saved card, and the payment failed: ${input.reason}.`;
   const text = [lead, next, '', `Check the card or add funds now: ${input.link}`].join('\n');
   const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(next)}</p><p><a href="${escapeHtml(input.link)}">Check the card or add funds now</a></p>`;
   return { to: input.to, subject, text, html };
 }
 
-const dollars = (value: unknown) => (typeof value === 'number' ? `$${value.toFixed(value % 1 === 0 ? 2 : Math.min(6, String(value).split('.')[1]?.length ?? 2))}` : String(value));
+const dollars = (value: unknown) =>
+  typeof value === 'number' ? `$${value.toFixed(value % 1 === 0 ? 2 : Math.min(6, String(value).split('.')[1]?.length ?? 2))}` : String(value);
 
 /** An account event the owner asked to get by e-mail (PUT /notifications/email). */
 export function accountEventMessage(input: { to: string; type: string; data: Record<string, unknown>; origin: string }): OutgoingMessage {
@@ -111,7 +136,11 @@ export function accountEventMessage(input: { to: string; type: string; data: Rec
       case 'balance.low':
         return ['Your balance is low', `Your balance is ${dollars(d.balance)}, below the ${dollars(d.threshold)} you set.`, `${input.origin}/`];
       case 'balance.depleted':
-        return ['Your balance is used up', `Your balance is ${dollars(d.balance)}: calls that cost money are refused until you add funds.`, `${input.origin}/`];
+        return [
+          'Your balance is used up',
+          `Your balance is ${dollars(d.balance)}: calls that cost money are refused until you add funds.`,
+          `${input.origin}/`,
+        ];
       case 'topup.succeeded':
         return ['Funds added', `${dollars(d.amount)} was added to your balance.`, `${input.origin}/`];
       case 'session.completed':
@@ -123,12 +152,22 @@ export function accountEventMessage(input: { to: string; type: string; data: Rec
           `${input.origin}/sessions/${encodeURIComponent(session ?? '')}`,
         ];
       case 'key.revoked':
-        return ['A key was revoked', `The ${d.kind === 'agent' ? 'agent key' : 'API key'} "${String(d.name ?? '')}" (${String(d.prefix ?? '')}...) was revoked; calls with it are refused.`, `${input.origin}/keys`];
+        return [
+          'A key was revoked',
+          `The ${d.kind === 'agent' ? 'agent key' : 'API key'} "${String(d.name ?? '')}" (${String(d.prefix ?? '')}...) was revoked; calls with it are refused.`,
+          `${input.origin}/keys`,
+        ];
       default:
         return [`Account event: ${input.type}`, `Event ${input.type} happened on your account.`, `${input.origin}/`];
     }
   })();
-  const text = [lead, '', `Open the dashboard: ${link}`, '', 'You get this e-mail because your account asked for it (PUT /api/v1/notifications/email).'].join('\n');
+  const text = [
+    lead,
+    '',
+    `Open the dashboard: ${link}`,
+    '',
+    'You get this e-mail because your account asked for it (PUT /api/v1/notifications/email).',
+  ].join('\n');
   const html = `<p>${escapeHtml(lead)}</p><p><a href="${escapeHtml(link)}">Open the dashboard</a></p><p><small>You get this e-mail because your account asked for it.</small></p>`;
   return { to: input.to, subject, text, html };
 }

@@ -6,11 +6,20 @@ export const emailSettings = z.object({
    * Where mail goes: an SMTP URL (smtp:// or smtps://, credentials in the URL). The default is the
    * development mail catcher that `npm run up` starts (scripts/mail-catcher.ts).
    */
-  SMTP_URL: z.string().url().refine((value) => /^smtps?:$/.test(new URL(value).protocol), 'must be an smtp:// or smtps:// URL').default('smtp://127.0.0.1:1025'),
+  SMTP_URL: z
+    .string()
+    .url()
+    .refine((value) => /^smtps?:$/.test(new URL(value).protocol), 'must be an smtp:// or smtps:// URL')
+    .default('smtp://127.0.0.1:1025'),
   /** The From header of every message. */
   MAIL_FROM: z.string().min(3).default('Service <no-reply@service.localhost>'),
   /** How long an approver's invitation link works. */
-  INVITE_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(72),
+  INVITE_TTL_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 30)
+    .default(72),
 });
 
 export type EmailSettings = z.output<typeof emailSettings>;

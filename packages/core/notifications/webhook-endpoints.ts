@@ -32,7 +32,8 @@ const TEST_WINDOW_SECONDS = 3_600;
 const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
 const missingEndpoint = (id: string) => notFound(`Webhook ${id}`, 'List yours with GET /api/v1/webhooks.');
-const disabledEndpoint = () => new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
+const disabledEndpoint = () =>
+  new PlatformError('conflict', 'This endpoint is disabled', { hint: 'Enable it first: PATCH /api/v1/webhooks/{id} {"enabled": true}.' });
 
 /** The owner's address and the event types e-mailed to it. */
 export async function emailPreferences(db: Db, accountId: string): Promise<{ email: string; eventTypes: string[] }> {
@@ -57,7 +58,9 @@ export async function createWebhookEndpoint(
   input: { url: string; description?: string | undefined; eventTypes: string[] },
 ): Promise<{ row: WebhookEndpointRow; secret: string }> {
   if ((await countWebhookEndpoints(db, accountId)) >= settings.WEBHOOK_MAX_ENDPOINTS) {
-    throw new PlatformError('conflict', `An account may have at most ${settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints`, { hint: 'Delete one, or listen to more event types on one endpoint.' });
+    throw new PlatformError('conflict', `An account may have at most ${settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints`, {
+      hint: 'Delete one, or listen to more event types on one endpoint.',
+    });
   }
   const id = newWebhookId();
   const secret = newWebhookSecret();
@@ -91,7 +94,12 @@ export async function changeWebhookEndpoint(
   id: string,
   change: { url?: string; description?: string; eventTypes?: string[]; enabled?: boolean },
 ): Promise<WebhookEndpointRow> {
-  const row = await updateWebhookEndpoint(db, accountId, id, change.eventTypes === undefined ? change : { ...change, eventTypes: [...new Set(change.eventTypes)] });
+  const row = await updateWebhookEndpoint(
+    db,
+    accountId,
+    id,
+    change.eventTypes === undefined ? change : { ...change, eventTypes: [...new Set(change.eventTypes)] },
+  );
   if (!row) throw missingEndpoint(id);
   return row;
 }
@@ -102,7 +110,12 @@ export async function removeWebhookEndpoint(db: Db, accountId: string, id: strin
 }
 
 /** A new signing secret; the previous one keeps signing for a day. 404 for another's endpoint or none. */
-export async function rotateSigningSecret(db: Db, masterKey: Buffer, accountId: string, id: string): Promise<{ secret: string; previousSecretValidUntil: Date }> {
+export async function rotateSigningSecret(
+  db: Db,
+  masterKey: Buffer,
+  accountId: string,
+  id: string,
+): Promise<{ secret: string; previousSecretValidUntil: Date }> {
   const secret = newWebhookSecret();
   const until = new Date(Date.now() + ROTATION_OVERLAP_MS);
   if (!(await rotateWebhookSecret(db, accountId, id, sealWebhookSecret(masterKey, id, secret), until))) throw missingEndpoint(id);
@@ -122,10 +135,14 @@ export async function recordTestEvent(sql: Sql, accountId: string, id: string, p
     await tx`select pg_advisory_xact_lock(hashtextextended(${`webhook-test:${accountId}`}, 0))`;
     const recent = await recentEventsOfType(tx, accountId, 'webhook.test', TEST_WINDOW_SECONDS);
     if (recent.count >= perHour) {
-      throw new PlatformError('rate_limited', `This account has sent ${recent.count} test deliveries in the last hour, the most it may (${perHour})`, {
-        hint: `The next test delivery can be sent in ${recent.firstLeavesInSeconds} seconds (Retry-After), when the oldest of them is an hour old; real events are delivered meanwhile as usual.`,
-        headers: { 'Retry-After': String(recent.firstLeavesInSeconds) },
-      });
+      throw new PlatformError(
+        'rate_limited',
+        `This account has sent ${recent.count} test deliveries in the last hour, the most it may (${perHour})`,
+        {
+          hint: `The next test delivery can be sent in ${recent.firstLeavesInSeconds} seconds (Retry-After), when the oldest of them is an hour old; real events are delivered meanwhile as usual.`,
+          headers: { 'Retry-After': String(recent.firstLeavesInSeconds) },
+        },
+      );
     }
     return recordWebhookEventFor(tx, endpoint, { type: 'webhook.test', data: { message: 'A test event sent from the API or the dashboard.' } });
   });

@@ -12,7 +12,15 @@ import type { Sql } from '#db/sql';
  * Event types that may also be e-mailed to the account's owner (PUT /notifications/email). Human steps
  * have their own e-mails (to approvers too), and a failed automatic top-up is always e-mailed.
  */
-export const EMAILABLE_EVENT_TYPES = ['balance.low', 'balance.depleted', 'topup.succeeded', 'session.completed', 'session.failed', 'session.expired', 'key.revoked'] as const;
+export const EMAILABLE_EVENT_TYPES = [
+  'balance.low',
+  'balance.depleted',
+  'topup.succeeded',
+  'session.completed',
+  'session.failed',
+  'session.expired',
+  'key.revoked',
+] as const;
 
 /** Every event type an endpoint can listen to. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -57,7 +65,8 @@ export const webhookDeliveryJob: JobDeclaration<typeof deliveryPayload> = {
 /** The Standard Webhooks secret format: whsec_ and base64 of 24 random bytes. */
 export const newWebhookSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 export const webhookSecretContext = (endpointId: string) => `webhook-secret:${endpointId}`;
-export const sealWebhookSecret = (masterKey: Buffer, endpointId: string, secret: string) => sealSecret(masterKey, secret, webhookSecretContext(endpointId));
+export const sealWebhookSecret = (masterKey: Buffer, endpointId: string, secret: string) =>
+  sealSecret(masterKey, secret, webhookSecretContext(endpointId));
 
 /**
  * Signs a payload the Standard Webhooks way: `webhook-id`, `webhook-timestamp` and
@@ -70,9 +79,11 @@ export function signWebhook(
   secrets: WebhookSecretsRow,
   message: { id: string; body: string; at: Date },
 ): Record<string, string> {
-  const sign = (sealed: Buffer) => new Webhook(openSecret(masterKey, sealed, webhookSecretContext(endpointId))).sign(message.id, message.at, message.body);
+  const sign = (sealed: Buffer) =>
+    new Webhook(openSecret(masterKey, sealed, webhookSecretContext(endpointId))).sign(message.id, message.at, message.body);
   const signatures = [sign(secrets.secret_sealed)];
-  if (secrets.previous_secret_sealed && secrets.previous_expires_at && secrets.previous_expires_at > message.at) signatures.push(sign(secrets.previous_secret_sealed));
+  if (secrets.previous_secret_sealed && secrets.previous_expires_at && secrets.previous_expires_at > message.at)
+    signatures.push(sign(secrets.previous_secret_sealed));
   return {
     'webhook-id': message.id,
     'webhook-timestamp': String(Math.floor(message.at.getTime() / 1000)),
@@ -124,18 +135,31 @@ export class WebhookEmitter {
     this.queue = createQueue(webhookDeliveryJob.queue, { connection, prefix });
   }
 
-  async emit(accountId: string, type: WebhookEventType, data: Record<string, unknown>, id = `msg_${randomBytes(12).toString('hex')}`): Promise<number> {
+  async emit(
+    accountId: string,
+    type: WebhookEventType,
+    data: Record<string, unknown>,
+    id = `msg_${randomBytes(12).toString('hex')}`,
+  ): Promise<number> {
     const at = new Date().toISOString();
     const deliveries = await recordWebhookEvent(this.db, { id, accountId, type, payload: { type, timestamp: at, data } });
     // A queue waits for Redis as long as Redis is away, and an edge emits from inside a request (a
     // revoked key): the wait is bounded. The deliveries are recorded, so the sweeper queues them.
-    await withTimeout(enqueueDeliveries(this.queue, this.settings, deliveries), ENQUEUE_TIMEOUT_MS, 'queueing webhook deliveries (recorded: the sweeper queues them)');
+    await withTimeout(
+      enqueueDeliveries(this.queue, this.settings, deliveries),
+      ENQUEUE_TIMEOUT_MS,
+      'queueing webhook deliveries (recorded: the sweeper queues them)',
+    );
     // The same event by e-mail, when the account asked for this type (the job id is the event id).
     if ((EMAILABLE_EVENT_TYPES as readonly string[]).includes(type)) {
       const preferences = await getEmailPreferences(this.db, accountId);
       if (preferences?.eventTypes.includes(type)) {
         this.emails ??= createQueue(emailJob.queue, { connection: this.connection, prefix: this.prefix });
-        await withTimeout(addEmail(this.emails, { kind: 'account-event', accountId, eventId: id, type, data }), ENQUEUE_TIMEOUT_MS, 'queueing the event e-mail');
+        await withTimeout(
+          addEmail(this.emails, { kind: 'account-event', accountId, eventId: id, type, data }),
+          ENQUEUE_TIMEOUT_MS,
+          'queueing the event e-mail',
+        );
       }
     }
     return deliveries.length;

@@ -69,5 +69,4 @@ export class PlatformError extends Error {
   }
 }
 
-export const notFound = (what: string, hint?: string) =>
-  new PlatformError('not_found', `${what} not found`, hint === undefined ? {} : { hint });
+export const notFound = (what: string, hint?: string) => new PlatformError('not_found', `${what} not found`, hint === undefined ? {} : { hint });

@@ -11,7 +11,18 @@ export { cachedBytes, cachedJson, cachedText } from './response-cache.js';
 export { connectionContext, isDevMasterKey, keyHint, masterKeySetting, openSecret, platformKeyContext, sealSecret } from './secret-box.js';
 export { SettingsError, envFlag, loadSettingsOrExit, parseSettings, sharedSettings } from './settings.js';
 export { TemporalGateway, temporalTls, type TemporalTlsSettings } from './temporal.js';
-export { DEV_CODEC_KEYS, ENCRYPTED_ENCODING, EncryptionCodec, KEY_ID_METADATA, codecServerBody, fromCodecJson, isDevCodecKeys, parseCodecKeys, temporalDataConverter, toCodecJson } from './payload-codec.js';
+export {
+  DEV_CODEC_KEYS,
+  ENCRYPTED_ENCODING,
+  EncryptionCodec,
+  KEY_ID_METADATA,
+  codecServerBody,
+  fromCodecJson,
+  isDevCodecKeys,
+  parseCodecKeys,
+  temporalDataConverter,
+  toCodecJson,
+} from './payload-codec.js';
 export type { CodecKey, CodecServerBody } from './payload-codec.js';
 export { readBounded } from './bounded-read.js';
 export { BoundedLabel, createRegistry, metricsSettings, prom, serveMetrics } from './metrics.js';

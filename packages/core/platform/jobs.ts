@@ -37,7 +37,11 @@ export async function addJob<P extends z.ZodType>(
   extra: Pick<JobsOptions, 'jobId' | 'delay'> = {},
   timeoutMs = ADD_JOB_TIMEOUT_MS,
 ): Promise<string | undefined> {
-  const job = await withTimeout(queue.add(declaration.name, payload, { ...declaration.options, ...extra }), timeoutMs, `queueing a ${declaration.name} job (is Redis reachable?)`);
+  const job = await withTimeout(
+    queue.add(declaration.name, payload, { ...declaration.options, ...extra }),
+    timeoutMs,
+    `queueing a ${declaration.name} job (is Redis reachable?)`,
+  );
   return job.id;
 }
 

@@ -136,7 +136,9 @@ export function fromCodecJson(body: CodecServerBody): Payload[] {
 export function toCodecJson(payloads: Payload[]): CodecServerBody {
   return {
     payloads: payloads.map((payload) => ({
-      metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([name, value]) => [name, Buffer.from(value ?? new Uint8Array()).toString('base64')])),
+      metadata: Object.fromEntries(
+        Object.entries(payload.metadata ?? {}).map(([name, value]) => [name, Buffer.from(value ?? new Uint8Array()).toString('base64')]),
+      ),
       data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64'),
     })),
   };

@@ -12,7 +12,10 @@ export const sharedSettings = z.object({
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
-  REDIS_PREFIX: z.string().regex(/^[a-z0-9:_-]+$/i).default('platform'),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9:_-]+$/i)
+    .default('platform'),
   /** The site root as users reach it; the API lives under PUBLIC_URL/api/v1, the dashboard at PUBLIC_URL/. Links in e-mails start here. */
   PUBLIC_URL: z.string().url().default('http://127.0.0.1:3000'),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
@@ -34,10 +37,22 @@ export const sharedSettings = z.object({
     .enum(['true', 'false', ''])
     .optional()
     .transform((value) => value === 'true'),
-  TEMPORAL_TLS_CA_FILE: z.string().optional().transform((value) => value || undefined),
-  TEMPORAL_TLS_CERT_FILE: z.string().optional().transform((value) => value || undefined),
-  TEMPORAL_TLS_KEY_FILE: z.string().optional().transform((value) => value || undefined),
-  TEMPORAL_TLS_SERVER_NAME: z.string().optional().transform((value) => value || undefined),
+  TEMPORAL_TLS_CA_FILE: z
+    .string()
+    .optional()
+    .transform((value) => value || undefined),
+  TEMPORAL_TLS_CERT_FILE: z
+    .string()
+    .optional()
+    .transform((value) => value || undefined),
+  TEMPORAL_TLS_KEY_FILE: z
+    .string()
+    .optional()
+    .transform((value) => value || undefined),
+  TEMPORAL_TLS_SERVER_NAME: z
+    .string()
+    .optional()
+    .transform((value) => value || undefined),
 });
 
 export class SettingsError extends Error {
@@ -56,16 +71,14 @@ export function parseSettings<S extends z.ZodType>(schema: S, env: NodeJS.Proces
 }
 
 /** Boolean environment flags written as true/false/1/0/yes/no. */
-export const envFlag = z
-  .union([z.boolean(), z.string()])
-  .transform((value, ctx) => {
-    if (typeof value === 'boolean') return value;
-    const v = value.trim().toLowerCase();
-    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-    if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
-    ctx.addIssue({ code: 'custom', message: `expected true or false, got "${value}"` });
-    return z.NEVER;
-  });
+export const envFlag = z.union([z.boolean(), z.string()]).transform((value, ctx) => {
+  if (typeof value === 'boolean') return value;
+  const v = value.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  ctx.addIssue({ code: 'custom', message: `expected true or false, got "${value}"` });
+  return z.NEVER;
+});
 
 /** For process entry points: loads settings or stops the process with the message naming what is wrong. */
 export function loadSettingsOrExit<T>(load: () => T): T {

@@ -19,7 +19,8 @@ export interface TemporalTlsSettings {
 export function temporalTls(settings: TemporalTlsSettings): TLSConfig | undefined {
   const { TEMPORAL_TLS_CA_FILE: ca, TEMPORAL_TLS_CERT_FILE: cert, TEMPORAL_TLS_KEY_FILE: key, TEMPORAL_TLS_SERVER_NAME: serverName } = settings;
   if (!settings.TEMPORAL_TLS && !ca && !cert && !key && !serverName) return undefined;
-  if (Boolean(cert) !== Boolean(key)) throw new SettingsError('TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together (the client certificate for mTLS and its key)');
+  if (Boolean(cert) !== Boolean(key))
+    throw new SettingsError('TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together (the client certificate for mTLS and its key)');
   const read = (name: string, path: string) => {
     try {
       return readFileSync(path);

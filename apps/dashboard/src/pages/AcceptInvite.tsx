@@ -21,7 +21,10 @@ const ASK_AGAIN = 'Ask the account owner to send the invitation again.';
 function acceptError(error: unknown): { text: string; linkProblem: boolean } {
   if (error instanceof ApiError && error.status === 400 && !error.message.startsWith('Password')) {
     if (error.message.startsWith('This invitation link')) {
-      return { text: `This invitation link no longer works: it was used already, has expired, or a newer invitation replaced it. ${ASK_AGAIN}`, linkProblem: true };
+      return {
+        text: `This invitation link no longer works: it was used already, has expired, or a newer invitation replaced it. ${ASK_AGAIN}`,
+        linkProblem: true,
+      };
     }
     return { text: describeError(error), linkProblem: true };
   }
@@ -90,11 +93,12 @@ export function AcceptInvitePage({ signedInAs, onSignedIn }: { signedInAs: Accou
         ) : (
           <>
             <p className="muted">
-              New to Service: choose a password. You then sign in with your e-mail address and this password to see and complete the steps the account owner shares with you.
+              New to Service: choose a password. You then sign in with your e-mail address and this password to see and complete the steps the account
+              owner shares with you.
             </p>
             <p className="muted" id="accept-existing">
-              Already sign in to Service with this address? Enter that password: the account is added to your login, and you switch between your accounts at the top of the
-              dashboard.
+              Already sign in to Service with this address? Enter that password: the account is added to your login, and you switch between your
+              accounts at the top of the dashboard.
             </p>
             {signedInAs && (
               <div className="alert alert-info">

@@ -24,7 +24,9 @@ function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
         onInvited(created.member);
       } catch (caught) {
         if (caught instanceof ApiError && caught.status === 409) {
-          throw new Error(`${email.trim()} is already invited to or an approver of this account, or is its own address. To send a pending invitation again, use Resend invitation in the list below.`);
+          throw new Error(
+            `${email.trim()} is already invited to or an approver of this account, or is its own address. To send a pending invitation again, use Resend invitation in the list below.`,
+          );
         }
         throw dailyAllowanceError(caught);
       }
@@ -35,7 +37,16 @@ function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {
       <form className="inline-form" onSubmit={submit}>
         <label className="field field-grow">
           <span className="field-label">Email address</span>
-          <input type="email" name="email" autoComplete="off" value={email} onChange={(e) => setEmail(e.target.value)} required maxLength={254} placeholder="e.g. reviewer@example.com" />
+          <input
+            type="email"
+            name="email"
+            autoComplete="off"
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+            required
+            maxLength={254}
+            placeholder="e.g. reviewer@example.com"
+          />
         </label>
         <button type="submit" className="button button-primary" disabled={busy}>
           {busy ? 'Sending…' : 'Send invitation'}
@@ -69,9 +80,11 @@ function MemberRow({ member, onChanged, onMessage }: { member: Member; onChanged
             aria-label={`Resend invitation to ${member.email}`}
             onClick={() =>
               void run(async () => {
-                await call(client.POST('/api/v1/members/{memberId}/resend-invite', { params: { path: { memberId: member.id } } })).catch((caught: unknown) => {
-                  throw dailyAllowanceError(caught);
-                });
+                await call(client.POST('/api/v1/members/{memberId}/resend-invite', { params: { path: { memberId: member.id } } })).catch(
+                  (caught: unknown) => {
+                    throw dailyAllowanceError(caught);
+                  },
+                );
                 onMessage(`The invitation went to ${member.email} again. The link in the earlier e-mail no longer works.`);
                 onChanged();
               })
@@ -113,8 +126,8 @@ export function ApproversPage() {
       {message && <Notice tone="success">{message}</Notice>}
       <Card title="Invite an approver">
         <p className="muted">
-          They get an e-mail with a link to choose a password (or, if they already sign in to Service, to add this account to their login). The link works once and for a limited
-          time; you can send a fresh one from the list below. The e-mail does not name you: say it is coming.
+          They get an e-mail with a link to choose a password (or, if they already sign in to Service, to add this account to their login). The link
+          works once and for a limited time; you can send a fresh one from the list below. The e-mail does not name you: say it is coming.
         </p>
         <InviteForm
           onInvited={(member) => {

@@ -26,7 +26,15 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
           <label className="field-label" htmlFor="connect-api-id">
             API id
           </label>
-          <input id="connect-api-id" value={apiId} onChange={(e) => setApiId(e.target.value)} required placeholder="e.g. openweathermap.org" autoComplete="off" aria-describedby="connect-api-id-help" />
+          <input
+            id="connect-api-id"
+            value={apiId}
+            onChange={(e) => setApiId(e.target.value)}
+            required
+            placeholder="e.g. openweathermap.org"
+            autoComplete="off"
+            aria-describedby="connect-api-id-help"
+          />
           <span className="field-help" id="connect-api-id-help">
             Find ids in the <Link href="/directory">directory</Link>.
           </span>
@@ -35,7 +43,15 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
           <label className="field-label" htmlFor="connect-api-key">
             Your key for that API
           </label>
-          <input id="connect-api-key" type="password" value={apiKey} onChange={(e) => setApiKey(e.target.value)} required autoComplete="off" aria-describedby="connect-api-key-help" />
+          <input
+            id="connect-api-key"
+            type="password"
+            value={apiKey}
+            onChange={(e) => setApiKey(e.target.value)}
+            required
+            autoComplete="off"
+            aria-describedby="connect-api-key-help"
+          />
           <span className="field-help" id="connect-api-key-help">
             Stored encrypted; only its last characters are ever shown again.
           </span>
@@ -76,7 +92,9 @@ export function ConnectionsPage() {
       <Card title="Connected APIs">
         {connections.loading && !connections.data && <Spinner label="Loading connections" />}
         <ErrorMessage error={connections.error} onRetry={connections.reload} />
-        {connections.data && connections.data.connections.length === 0 && <Empty title="No connections yet">Calls use the platform's own keys until you connect yours.</Empty>}
+        {connections.data && connections.data.connections.length === 0 && (
+          <Empty title="No connections yet">Calls use the platform's own keys until you connect yours.</Empty>
+        )}
         {connections.data && connections.data.connections.length > 0 && (
           <ul className="key-list" aria-label="Connected APIs">
             {connections.data.connections.map((connection) => (

@@ -68,7 +68,12 @@ export function DirectoryPage() {
         <form className="search-form" onSubmit={submit} role="search">
           <label className="field field-grow">
             <span className="field-label">{textMode === 'discover' ? 'Describe what you need' : 'Search APIs'}</span>
-            <input type="search" value={text} onChange={(e) => setText(e.target.value)} placeholder={textMode === 'discover' ? 'e.g. send a text message when it will rain' : 'e.g. weather'} />
+            <input
+              type="search"
+              value={text}
+              onChange={(e) => setText(e.target.value)}
+              placeholder={textMode === 'discover' ? 'e.g. send a text message when it will rain' : 'e.g. weather'}
+            />
           </label>
           <fieldset className="segmented">
             <legend className="visually-hidden">Kind of search</legend>
@@ -76,7 +81,8 @@ export function DirectoryPage() {
               <input type="radio" name="mode" value="search" checked={textMode === 'search'} onChange={() => setTextMode('search')} /> Keywords
             </label>
             <label className={textMode === 'discover' ? 'segmented-on' : ''}>
-              <input type="radio" name="mode" value="discover" checked={textMode === 'discover'} onChange={() => setTextMode('discover')} /> Natural language
+              <input type="radio" name="mode" value="discover" checked={textMode === 'discover'} onChange={() => setTextMode('discover')} /> Natural
+              language
             </label>
           </fieldset>
           <button type="submit" className="button button-primary">
@@ -89,7 +95,12 @@ export function DirectoryPage() {
               All
             </Link>
             {categories.data.categories.map((c) => (
-              <Link key={c.id} href={`/directory?category=${encodeURIComponent(c.id)}`} className="chip" aria-current={category === c.id ? 'page' : undefined}>
+              <Link
+                key={c.id}
+                href={`/directory?category=${encodeURIComponent(c.id)}`}
+                className="chip"
+                aria-current={category === c.id ? 'page' : undefined}
+              >
                 {c.name} <span className="muted">{c.apiCount}</span>
               </Link>
             ))}
@@ -131,7 +142,11 @@ export function DirectoryPage() {
 
 function Votes({ apiId }: { apiId: string }) {
   const { expired } = useSession();
-  const tally = useApi(JSON.stringify(['votes', apiId]), (signal) => client.GET('/api/v1/votes', { params: { query: { targetType: 'api', targetId: apiId } }, signal }), expired);
+  const tally = useApi(
+    JSON.stringify(['votes', apiId]),
+    (signal) => client.GET('/api/v1/votes', { params: { query: { targetType: 'api', targetId: apiId } }, signal }),
+    expired,
+  );
   const { busy, error, run } = useAction();
   const vote = async (value: 1 | -1) => {
     await run(async () => {
@@ -174,7 +189,10 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
 
   return (
     <>
-      <PageHeader title={item?.name ?? 'API'} description={item ? `${item.provider}${item.version ? ` · version ${item.version}` : ''}` : undefined} />
+      <PageHeader
+        title={item?.name ?? 'API'}
+        description={item ? `${item.provider}${item.version ? ` · version ${item.version}` : ''}` : undefined}
+      />
       <p>
         <Link href="/directory">← Directory</Link>
       </p>
@@ -215,8 +233,8 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
             {instructions === null ? (
               <>
                 <p>
-                  Instructions written for agents: how to authenticate, call the main endpoints through the proxy, and handle errors. Reading them costs{' '}
-                  <strong>{formatDollars(INSTRUCTIONS_PRICE)}</strong>, charged to your balance.
+                  Instructions written for agents: how to authenticate, call the main endpoints through the proxy, and handle errors. Reading them
+                  costs <strong>{formatDollars(INSTRUCTIONS_PRICE)}</strong>, charged to your balance.
                 </p>
                 <button type="button" className="button button-primary" onClick={() => void loadInstructions()} disabled={busy}>
                   {busy ? 'Loading…' : `Show instructions for ${formatDollars(INSTRUCTIONS_PRICE)}`}

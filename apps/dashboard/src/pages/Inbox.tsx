@@ -18,7 +18,9 @@ export async function completeHumanStep(
   resultData: Record<string, unknown>,
   decision?: { decision: 'reject' | 'request_changes'; note: string },
 ): Promise<void> {
-  const body = decision ? { stepId, resultData, decision: decision.decision, ...(decision.note ? { note: decision.note } : {}) } : { stepId, resultData };
+  const body = decision
+    ? { stepId, resultData, decision: decision.decision, ...(decision.note ? { note: decision.note } : {}) }
+    : { stepId, resultData };
   await call(client.POST('/api/v1/cookbooks/sessions/{sessionId}/complete-step', { params: { path: { sessionId } }, body }));
 }
 
@@ -56,7 +58,12 @@ function DecisionPanel({ step, onDecided }: { step: HumanStep; onDecided: (messa
           </button>
         )}
         {reject && (
-          <button type="button" className="button button-danger-outline" disabled={busy} onClick={() => decide('reject', `“${step.title}” was rejected. The session ends without the remaining steps.`)}>
+          <button
+            type="button"
+            className="button button-danger-outline"
+            disabled={busy}
+            onClick={() => decide('reject', `“${step.title}” was rejected. The session ends without the remaining steps.`)}
+          >
             Reject
           </button>
         )}
@@ -108,7 +115,11 @@ function AssigneeSelect({
           }),
         );
         onChange(body.assignee);
-        setSaved(body.assignee ? `Saved: ${body.assignee.email} takes this step; other approvers no longer see it.` : 'Saved: any approver can take this step.');
+        setSaved(
+          body.assignee
+            ? `Saved: ${body.assignee.email} takes this step; other approvers no longer see it.`
+            : 'Saved: any approver can take this step.',
+        );
         onSaved?.();
       } catch (caught) {
         onChange(before);
@@ -267,9 +278,12 @@ export function InboxPage() {
     if (reloadTimer.current !== null) window.clearTimeout(reloadTimer.current);
     reloadTimer.current = window.setTimeout(reload, 150);
   }, [reload]);
-  useEffect(() => () => {
-    if (reloadTimer.current !== null) window.clearTimeout(reloadTimer.current);
-  }, []);
+  useEffect(
+    () => () => {
+      if (reloadTimer.current !== null) window.clearTimeout(reloadTimer.current);
+    },
+    [],
+  );
 
   const sessionIds = [...active.map((s) => s.sessionId), ...(inbox.data?.humanSteps.map((s) => s.sessionId) ?? [])];
   const streams = useSessionStreams(sessionIds, (event) => {
@@ -314,7 +328,9 @@ export function InboxPage() {
       <ErrorMessage error={members.error} onRetry={members.reload} />
       {inbox.data && steps.length === 0 && (
         <Card>
-          <Empty title="Nothing needs you right now">Steps that need a person appear here as soon as a session reaches them — no need to reload.</Empty>
+          <Empty title="Nothing needs you right now">
+            Steps that need a person appear here as soon as a session reaches them — no need to reload.
+          </Empty>
         </Card>
       )}
       <div className="stack" aria-live="polite">

@@ -4,7 +4,6 @@ import { formatDateTime, formatDollars, statusLabel } from '../format';
 import { useSession } from '../session';
 import { Badge, Card, ConfirmButton, CopyButton, Empty, ErrorMessage, PageHeader, Spinner, useAction, useApi } from '../ui';
 
-
 type KeyMeta = Answer<'/api/v1/keys'>['keys'][number];
 type AgentKey = Answer<'/api/v1/agent-keys'>['agentKeys'][number];
 
@@ -72,7 +71,8 @@ function KeyRow({ apiKey, onChanged }: { apiKey: KeyMeta; onChanged: () => void 
           </p>
         )}
         <p className="key-meta">
-          <code>{apiKey.prefix}…</code> · created {formatDateTime(apiKey.createdAt)} · {apiKey.lastUsedAt ? `last used ${formatDateTime(apiKey.lastUsedAt)}` : 'never used'}
+          <code>{apiKey.prefix}…</code> · created {formatDateTime(apiKey.createdAt)} ·{' '}
+          {apiKey.lastUsedAt ? `last used ${formatDateTime(apiKey.lastUsedAt)}` : 'never used'}
         </p>
         <ErrorMessage error={error} />
       </div>
@@ -180,7 +180,13 @@ function CreateAgentKey({ onCreated }: { onCreated: () => void }) {
         </label>
         <label className="field">
           <span className="field-label">Spending limit in dollars (optional)</span>
-          <input inputMode="decimal" value={spendLimit} onChange={(e) => setSpendLimit(e.target.value)} placeholder="e.g. 5.00" pattern="\d+(\.\d{1,6})?" />
+          <input
+            inputMode="decimal"
+            value={spendLimit}
+            onChange={(e) => setSpendLimit(e.target.value)}
+            placeholder="e.g. 5.00"
+            pattern="\d+(\.\d{1,6})?"
+          />
         </label>
         <label className="field">
           <span className="field-label">Allowed API ids (optional, comma separated)</span>
@@ -218,7 +224,13 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
           {agentKey.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatDateTime(agentKey.expiresAt)}` : 'never expires'}
         </p>
         {agentKey.spendLimit !== null && agentKey.spendLimit > 0 && (
-          <meter className="meter" min={0} max={agentKey.spendLimit} value={Math.min(agentKey.spent, agentKey.spendLimit)} aria-label={`Spent of limit for ${agentKey.name}`} />
+          <meter
+            className="meter"
+            min={0}
+            max={agentKey.spendLimit}
+            value={Math.min(agentKey.spent, agentKey.spendLimit)}
+            aria-label={`Spent of limit for ${agentKey.name}`}
+          />
         )}
         <ErrorMessage error={error} />
       </div>
@@ -249,7 +261,10 @@ export function KeysPage() {
 
   return (
     <>
-      <PageHeader title="Keys" description="API keys for your programs, and agent keys with their own limits. A full key is shown only when it is created." />
+      <PageHeader
+        title="Keys"
+        description="API keys for your programs, and agent keys with their own limits. A full key is shown only when it is created."
+      />
       <Card title="API keys">
         <CreateKey onCreated={keys.reload} />
         {keys.loading && !keys.data && <Spinner label="Loading keys" />}
@@ -268,7 +283,9 @@ export function KeysPage() {
         <CreateAgentKey onCreated={agentKeys.reload} />
         {agentKeys.loading && !agentKeys.data && <Spinner label="Loading agent keys" />}
         <ErrorMessage error={agentKeys.error} onRetry={agentKeys.reload} />
-        {agentKeys.data && agentKeys.data.agentKeys.length === 0 && <Empty title="No agent keys yet">Give each agent its own key with a spending limit.</Empty>}
+        {agentKeys.data && agentKeys.data.agentKeys.length === 0 && (
+          <Empty title="No agent keys yet">Give each agent its own key with a spending limit.</Empty>
+        )}
         {agentKeys.data && agentKeys.data.agentKeys.length > 0 && (
           <ul className="key-list" aria-label="Agent keys">
             {agentKeys.data.agentKeys.map((key) => (
@@ -280,4 +297,3 @@ export function KeysPage() {
     </>
   );
 }
-

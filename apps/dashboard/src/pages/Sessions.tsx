@@ -74,9 +74,17 @@ function SessionTable({ sessions, label }: { sessions: (Session & { cookbookTitl
 
 export function SessionsPage() {
   const { expired } = useSession();
-  const active = useApi('sessions/active', (signal) => client.GET('/api/v1/cookbooks/sessions', { params: { query: { limit: 200 } }, signal }), expired);
+  const active = useApi(
+    'sessions/active',
+    (signal) => client.GET('/api/v1/cookbooks/sessions', { params: { query: { limit: 200 } }, signal }),
+    expired,
+  );
   // Ended sessions come from the server (status=ended), whichever browser or agent ran them.
-  const recent = useApi('sessions/ended', (signal) => client.GET('/api/v1/cookbooks/sessions', { params: { query: { status: 'ended', limit: 20 } }, signal }), expired);
+  const recent = useApi(
+    'sessions/ended',
+    (signal) => client.GET('/api/v1/cookbooks/sessions', { params: { query: { status: 'ended', limit: 20 } }, signal }),
+    expired,
+  );
   useInterval(active.reload, 5000);
   useInterval(recent.reload, 15000);
 
@@ -86,7 +94,9 @@ export function SessionsPage() {
       <Card title="Active">
         {active.loading && !active.data && <Spinner label="Loading sessions" />}
         <ErrorMessage error={active.error} onRetry={active.reload} />
-        {active.data && active.data.sessions.length === 0 && <Empty title="No active sessions">An agent starts one with POST /api/v1/cookbooks/{'{id}'}/start.</Empty>}
+        {active.data && active.data.sessions.length === 0 && (
+          <Empty title="No active sessions">An agent starts one with POST /api/v1/cookbooks/{'{id}'}/start.</Empty>
+        )}
         {active.data && active.data.sessions.length > 0 && <SessionTable sessions={active.data.sessions} label="Active sessions" />}
       </Card>
       <Card title="Recent">
@@ -122,7 +132,11 @@ function eventSentence(event: SessionEvent): string {
 
 export function SessionDetailPage({ sessionId }: { sessionId: string }) {
   const { expired, account } = useSession();
-  const detail = useApi(JSON.stringify(['session', sessionId]), (signal) => client.GET('/api/v1/cookbooks/sessions/{sessionId}', { params: { path: { sessionId } }, signal }), expired);
+  const detail = useApi(
+    JSON.stringify(['session', sessionId]),
+    (signal) => client.GET('/api/v1/cookbooks/sessions/{sessionId}', { params: { path: { sessionId } }, signal }),
+    expired,
+  );
   // The owner may assign the waiting step here too, as in the inbox.
   const members = useApi(account.role === 'owner' ? 'members' : null, (signal) => client.GET('/api/v1/members', { signal }), expired);
   const [events, setEvents] = useState<(SessionEvent & { at: number })[]>([]);
@@ -171,7 +185,11 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
         <Link href="/sessions">← All sessions</Link>
       </p>
       {detail.loading && !detail.data && <Spinner label="Loading the session" />}
-      {notFound ? <Empty title="No such session">It does not exist or belongs to another account.</Empty> : <ErrorMessage error={detail.error} onRetry={reload} />}
+      {notFound ? (
+        <Empty title="No such session">It does not exist or belongs to another account.</Empty>
+      ) : (
+        <ErrorMessage error={detail.error} onRetry={reload} />
+      )}
       {session && (
         <>
           <Card title="Status">
@@ -203,7 +221,12 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
                     ? 'None'
                     : Object.entries(session.selectedApis).map(([slot, apiId]) => (
                         <span key={slot} className="chip">
-                          {slot}: {account.role === 'approver' ? <span className="mono">{apiId}</span> : <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>}
+                          {slot}:{' '}
+                          {account.role === 'approver' ? (
+                            <span className="mono">{apiId}</span>
+                          ) : (
+                            <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>
+                          )}
                         </span>
                       ))}
                 </dd>
@@ -248,7 +271,14 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
               ))}
             </ol>
           </Card>
-          <Card title="Event history" actions={<span className="small muted">{ACTIVE_STATUSES.has(session.status) ? (stream === 'live' ? 'Live' : 'Connecting…') : 'Session ended'}</span>}>
+          <Card
+            title="Event history"
+            actions={
+              <span className="small muted">
+                {ACTIVE_STATUSES.has(session.status) ? (stream === 'live' ? 'Live' : 'Connecting…') : 'Session ended'}
+              </span>
+            }
+          >
             {events.length === 0 ? (
               <Empty title="No events received yet" />
             ) : (

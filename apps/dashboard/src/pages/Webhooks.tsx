@@ -47,7 +47,9 @@ const EVENT_TYPES: Record<EventType, { group: (typeof GROUPS)[number]['title']; 
 const EVENT_COLUMNS = [0, 1, 2, 3].map((column) =>
   GROUPS.filter((group) => group.column === column).map((group) => ({
     title: group.title,
-    types: (Object.keys(EVENT_TYPES) as EventType[]).filter((type) => EVENT_TYPES[type].group === group.title).map((type) => ({ type, description: EVENT_TYPES[type].description })),
+    types: (Object.keys(EVENT_TYPES) as EventType[])
+      .filter((type) => EVENT_TYPES[type].group === group.title)
+      .map((type) => ({ type, description: EVENT_TYPES[type].description })),
   })),
 );
 
@@ -70,7 +72,8 @@ function SecretReveal({ secret, label, children, onDone }: { secret: string; lab
   return (
     <div className="key-reveal" role="region" aria-label={label}>
       <p className="key-reveal-warning">
-        <strong>Copy this signing secret now.</strong> It won't be shown again: the platform keeps it only to sign deliveries and cannot show it to you later.
+        <strong>Copy this signing secret now.</strong> It won't be shown again: the platform keeps it only to sign deliveries and cannot show it to
+        you later.
       </p>
       <div className="key-reveal-row">
         <code className="key-full" data-testid="webhook-secret">
@@ -80,9 +83,9 @@ function SecretReveal({ secret, label, children, onDone }: { secret: string; lab
       </div>
       {children}
       <p className="small">
-        To verify a delivery, check its Standard Webhooks headers <code>webhook-id</code>, <code>webhook-timestamp</code> and <code>webhook-signature</code> against the raw body
-        with this secret, e.g. <code>new Webhook(secret).verify(rawBody, headers)</code> from the <code>standardwebhooks</code> package, and ignore a{' '}
-        <code>webhook-id</code> you have already handled (retries carry the same one).
+        To verify a delivery, check its Standard Webhooks headers <code>webhook-id</code>, <code>webhook-timestamp</code> and{' '}
+        <code>webhook-signature</code> against the raw body with this secret, e.g. <code>new Webhook(secret).verify(rawBody, headers)</code> from the{' '}
+        <code>standardwebhooks</code> package, and ignore a <code>webhook-id</code> you have already handled (retries carry the same one).
       </p>
       <button type="button" className="button button-small" onClick={onDone}>
         I have stored it — hide the secret
@@ -153,14 +156,30 @@ function AddEndpoint({ onAdded }: { onAdded: () => void }) {
         <div className="form-grid">
           <label className="field">
             <span className="field-label">Endpoint URL</span>
-            <input type="url" name="url" autoComplete="off" value={url} onChange={(e) => setUrl(e.target.value)} required maxLength={2000} placeholder="https://example.com/hooks/service" />
+            <input
+              type="url"
+              name="url"
+              autoComplete="off"
+              value={url}
+              onChange={(e) => setUrl(e.target.value)}
+              required
+              maxLength={2000}
+              placeholder="https://example.com/hooks/service"
+            />
             <span className="field-help">Must be https on a public host. Each event arrives as a signed POST with a JSON body.</span>
           </label>
           <label className="field">
             <span className="field-label">
               Description <span className="optional">(optional)</span>
             </span>
-            <input name="description" autoComplete="off" value={description} onChange={(e) => setDescription(e.target.value)} maxLength={200} placeholder="e.g. billing alerts to Slack" />
+            <input
+              name="description"
+              autoComplete="off"
+              value={description}
+              onChange={(e) => setDescription(e.target.value)}
+              maxLength={200}
+              placeholder="e.g. billing alerts to Slack"
+            />
           </label>
         </div>
         <EventTypeChoice selected={types} onChange={setTypes} />
@@ -223,7 +242,9 @@ function DeliveryRow({ endpoint, delivery, onRetried }: { endpoint: WebhookEndpo
           onClick={() =>
             void run(async () => {
               const answer = await call(
-                client.POST('/api/v1/webhooks/{id}/deliveries/{deliveryId}/retry', { params: { path: { id: endpoint.id, deliveryId: delivery.id } } }),
+                client.POST('/api/v1/webhooks/{id}/deliveries/{deliveryId}/retry', {
+                  params: { path: { id: endpoint.id, deliveryId: delivery.id } },
+                }),
               );
               onRetried(answer.delivery);
             })
@@ -288,9 +309,7 @@ function DeliveryLog({ endpoint, refreshKey, onRefresh }: { endpoint: WebhookEnd
           {first.loading && first.data ? 'Refreshing…' : 'Refresh'}
         </button>
       </header>
-      {endpoint.status !== 'enabled' && (
-        <p className="small muted">This endpoint is disabled: enable it to retry deliveries or send a test event.</p>
-      )}
+      {endpoint.status !== 'enabled' && <p className="small muted">This endpoint is disabled: enable it to retry deliveries or send a test event.</p>}
       {message && (
         <p className="small" role="status">
           {message}
@@ -298,7 +317,9 @@ function DeliveryLog({ endpoint, refreshKey, onRefresh }: { endpoint: WebhookEnd
       )}
       {first.loading && !first.data && <Spinner label="Loading deliveries" />}
       <ErrorMessage error={first.error} onRetry={reload} />
-      {first.data && rows.length === 0 && <Empty title="No deliveries yet">Send a test event, or wait for one of the event types it listens to.</Empty>}
+      {first.data && rows.length === 0 && (
+        <Empty title="No deliveries yet">Send a test event, or wait for one of the event types it listens to.</Empty>
+      )}
       {rows.length > 0 && (
         <div className="table-scroll">
           <table className="table delivery-table" aria-label={`Delivery log of ${endpointName(endpoint)}`}>
@@ -364,7 +385,8 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
     <li className="key-item webhook-item" data-testid="webhook-row">
       <div className="key-main">
         <p className="key-name">
-          <span className="mono">{endpoint.url}</span> <Badge tone={enabled ? 'green' : failing ? 'red' : 'amber'}>{enabled ? 'Enabled' : 'Disabled'}</Badge>
+          <span className="mono">{endpoint.url}</span>{' '}
+          <Badge tone={enabled ? 'green' : failing ? 'red' : 'amber'}>{enabled ? 'Enabled' : 'Disabled'}</Badge>
         </p>
         {endpoint.description && <p className="webhook-description">{endpoint.description}</p>}
         <p className="key-meta">
@@ -376,7 +398,8 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
           ))}
         </p>
         <p className="key-meta">
-          added {formatDateTime(endpoint.createdAt)} · {endpoint.lastSuccessAt ? `last success ${formatDateTime(endpoint.lastSuccessAt)}` : 'no successful delivery yet'}
+          added {formatDateTime(endpoint.createdAt)} ·{' '}
+          {endpoint.lastSuccessAt ? `last success ${formatDateTime(endpoint.lastSuccessAt)}` : 'no successful delivery yet'}
         </p>
         {!enabled && endpoint.disabledReason && !failing && <p className="key-meta">Disabled: {endpoint.disabledReason}.</p>}
         {failing && (
@@ -422,7 +445,13 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
         >
           {logOpen ? 'Hide deliveries' : 'Deliveries'}
         </button>
-        <button type="button" className="button button-small" disabled={busy} onClick={() => void setEnabled(!enabled)} aria-label={`${enabled ? 'Disable' : 'Enable'} ${name}`}>
+        <button
+          type="button"
+          className="button button-small"
+          disabled={busy}
+          onClick={() => void setEnabled(!enabled)}
+          aria-label={`${enabled ? 'Disable' : 'Enable'} ${name}`}
+        >
           {enabled ? 'Disable' : 'Enable'}
         </button>
         <ConfirmButton
@@ -453,8 +482,9 @@ function EndpointRow({ endpoint, onChanged, onMessage }: { endpoint: WebhookEndp
         <div className="webhook-wide">
           <SecretReveal secret={rotated.secret} label={`New signing secret of ${name}`} onDone={() => setRotated(null)}>
             <p>
-              This is the new secret of <code className="mono">{endpoint.url}</code>. The old one keeps working for 24 hours (until {formatDateTime(rotated.previousSecretValidUntil)}):
-              until then each delivery carries two signatures, one per secret, so switch your receiver to the new secret before that.
+              This is the new secret of <code className="mono">{endpoint.url}</code>. The old one keeps working for 24 hours (until{' '}
+              {formatDateTime(rotated.previousSecretValidUntil)}): until then each delivery carries two signatures, one per secret, so switch your
+              receiver to the new secret before that.
             </p>
           </SecretReveal>
         </div>

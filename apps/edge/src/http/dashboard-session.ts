@@ -54,7 +54,8 @@ function requestOrigin(request: FastifyRequest): string | null {
  */
 export function assertNotCrossSite(request: FastifyRequest): void {
   const site = request.headers['sec-fetch-site'];
-  if (site === 'cross-site' || site === 'same-site') throw csrfFailed(`A request started by another site (Sec-Fetch-Site: ${site}) cannot use the session cookie`);
+  if (site === 'cross-site' || site === 'same-site')
+    throw csrfFailed(`A request started by another site (Sec-Fetch-Site: ${site}) cannot use the session cookie`);
 }
 
 /** A browser call must come from the site's own origin; a call naming another origin is refused. */

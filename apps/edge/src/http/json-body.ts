@@ -37,7 +37,8 @@ const child = (path: string, key: string) => {
 // A high surrogate not followed by a low one, or a low one not preceded by a high one (code units:
 // no `u` flag). String.prototype.isWellFormed says the same, but is not in the compiler's lib yet.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const problemOf = (text: string): UnstorableText['problem'] | null => (text.includes('\u0000') ? 'nul' : LONE_SURROGATE.test(text) ? 'lone_surrogate' : null);
+const problemOf = (text: string): UnstorableText['problem'] | null =>
+  text.includes('\u0000') ? 'nul' : LONE_SURROGATE.test(text) ? 'lone_surrogate' : null;
 
 /**
  * The first string in a parsed value (object keys included) that Postgres would refuse, with its
@@ -68,13 +69,21 @@ export function findUnstorableText(value: unknown, root = ''): UnstorableText | 
 /** The 400 for text that cannot be stored, naming where it is. */
 export function unstorableTextError(part: 'body' | 'query' | 'path', found: UnstorableText): PlatformError {
   if (found.problem === 'nul') {
-    return new PlatformError('validation_failed', `Invalid request ${part}: ${found.where} contains the NUL character (\\u0000), which text cannot hold`, {
-      hint: `Remove \\u0000 from ${found.where} (request ${part}).`,
-    });
+    return new PlatformError(
+      'validation_failed',
+      `Invalid request ${part}: ${found.where} contains the NUL character (\\u0000), which text cannot hold`,
+      {
+        hint: `Remove \\u0000 from ${found.where} (request ${part}).`,
+      },
+    );
   }
-  return new PlatformError('validation_failed', `Invalid request ${part}: ${found.where} contains a lone UTF-16 surrogate (\\uD800-\\uDFFF without its pair), which is not valid Unicode`, {
-    hint: `Send well-formed Unicode in ${found.where} (request ${part}): a high surrogate \\uD800-\\uDBFF must be followed by a low one \\uDC00-\\uDFFF; remove or replace an unpaired one.`,
-  });
+  return new PlatformError(
+    'validation_failed',
+    `Invalid request ${part}: ${found.where} contains a lone UTF-16 surrogate (\\uD800-\\uDFFF without its pair), which is not valid Unicode`,
+    {
+      hint: `Send well-formed Unicode in ${found.where} (request ${part}): a high surrogate \\uD800-\\uDBFF must be followed by a low one \\uDC00-\\uDFFF; remove or replace an unpaired one.`,
+    },
+  );
 }
 
 // An escape that may decode to text Postgres refuses: `\u0000` or a surrogate. Without one in the
@@ -97,7 +106,12 @@ export function limitJsonBodies(app: FastifyInstance, maxDepth: number): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     if (!isUtf8(bytes)) {
-      done(new PlatformError('validation_failed', 'Request body is not valid UTF-8', { hint: 'Encode the JSON body as UTF-8 (a lone surrogate cannot be encoded at all: escape or remove it).' }), undefined);
+      done(
+        new PlatformError('validation_failed', 'Request body is not valid UTF-8', {
+          hint: 'Encode the JSON body as UTF-8 (a lone surrogate cannot be encoded at all: escape or remove it).',
+        }),
+        undefined,
+      );
       return;
     }
     const text = bytes.toString('utf8');

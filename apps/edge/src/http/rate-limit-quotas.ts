@@ -308,7 +308,8 @@ export class RateCounters {
   exact(key: string, limit: QuotaLimit): Promise<Counted> {
     this.stats.hits += 1;
     return this.batcher.hit(key, limit.windowMs).then(
-      ([count, ttlMs]): Counted => (count > limit.max ? { outcome: 'refused', resetMs: ttlMs } : { outcome: 'admitted', remaining: limit.max - count, resetMs: ttlMs }),
+      ([count, ttlMs]): Counted =>
+        count > limit.max ? { outcome: 'refused', resetMs: ttlMs } : { outcome: 'admitted', remaining: limit.max - count, resetMs: ttlMs },
       (error: unknown): Counted => ({ outcome: 'unavailable', error }),
     );
   }

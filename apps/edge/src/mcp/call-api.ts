@@ -13,7 +13,18 @@ import { CHARGE_META, platformErrorResult, type ToolCaller } from './dispatch.js
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /** Headers a tool call may not set: the caller's credentials and the edge's own controls come from the MCP request and the tool's arguments. */
-const RESERVED_HEADERS = new Set(['authorization', 'x-api-key', 'cookie', 'host', 'content-length', 'transfer-encoding', 'connection', 'x-max-cost', 'x-request-id', 'x-forwarded-for']);
+const RESERVED_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'cookie',
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'x-max-cost',
+  'x-request-id',
+  'x-forwarded-for',
+]);
 
 /** Headers of the upstream's answer that describe its transfer, not its content. */
 const TRANSFER_HEADERS = /^(content-length$|transfer-encoding$|connection$|keep-alive$)/i;
@@ -27,8 +38,14 @@ export function callApiInput(allowedApis: readonly string[] | null) {
     apiId: apiId.describe('The directory API id, e.g. from discover_apis'),
     method: z.enum(METHODS).default('GET'),
     path: z.string().max(4000).default('/').describe("The upstream path after the API's base URL, e.g. /v1/forecast (no query string: use query)"),
-    query: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])).optional().describe('Query parameters for the upstream'),
-    headers: z.record(z.string(), z.string()).optional().describe('Extra request headers for the upstream (never your platform key: the MCP request carries it)'),
+    query: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]))
+      .optional()
+      .describe('Query parameters for the upstream'),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Extra request headers for the upstream (never your platform key: the MCP request carries it)'),
     body: z
       .union([z.string(), z.record(z.string(), z.unknown()), z.array(z.unknown())])
       .optional()
@@ -42,7 +59,10 @@ export const callApiOutput = z.object({
   headers: z.record(z.string(), z.string()).describe("The upstream's response headers"),
   body: z.string().optional().describe('The body as text, for text and JSON answers'),
   bodyBase64: z.string().optional().describe('The body in base64, for binary answers'),
-  bodyBytes: z.number().int().describe("Size of the upstream body: the bytes received, or when the body was cut, its Content-Length if the upstream gave one"),
+  bodyBytes: z
+    .number()
+    .int()
+    .describe('Size of the upstream body: the bytes received, or when the body was cut, its Content-Length if the upstream gave one'),
   truncated: z.boolean().describe('True when the body was cut at MCP_CALL_API_MAX_BODY_BYTES: the rest was not read, and the call keeps its charge'),
   cost: z.number().describe('Dollars charged for the call'),
   balance: z.number().nullable().describe('Balance in dollars after the charge'),
@@ -129,7 +149,8 @@ function upstreamRequest(args: CallApiArgs): { path: string; headers: string[]; 
   const named = new Set<string>();
   for (const [name, value] of Object.entries(args.headers ?? {})) {
     const lower = name.toLowerCase();
-    if (RESERVED_HEADERS.has(lower)) return invalid(`headers.${name} cannot be set through call_api`, 'Your key travels with the MCP request; use maxCost for X-Max-Cost.');
+    if (RESERVED_HEADERS.has(lower))
+      return invalid(`headers.${name} cannot be set through call_api`, 'Your key travels with the MCP request; use maxCost for X-Max-Cost.');
     headers.push(name, value);
     named.add(lower);
   }
@@ -169,7 +190,13 @@ function toolOutput(sink: BoundedSink, receipt: ChargeReceipt, balanceMicros: bi
  * call_api: the MCP door of the metered call (core/gateway's MeteredCall), with the same price,
  * limits, checks, refunds and usage as the REST proxy; the answer is read up to `maxBodyBytes`.
  */
-export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller, args: CallApiArgs, maxBodyBytes: number): Promise<CallToolResult> {
+export async function callApi(
+  app: FastifyInstance,
+  caller: Caller,
+  toolCaller: ToolCaller,
+  args: CallApiArgs,
+  maxBodyBytes: number,
+): Promise<CallToolResult> {
   const request = upstreamRequest(args);
   if ('content' in request) return request;
   const sink = new BoundedSink(maxBodyBytes);
@@ -192,11 +219,17 @@ export async function callApi(app: FastifyInstance, caller: Caller, toolCaller: 
       sink,
       doorBase: '',
     });
-    if (result.refunded) throw new PlatformError('upstream_error', `${args.apiId} closed the connection mid-answer`, { hint: 'The call was refunded.', details: { chargeId: result.receipt.chargeId } });
+    if (result.refunded)
+      throw new PlatformError('upstream_error', `${args.apiId} closed the connection mid-answer`, {
+        hint: 'The call was refunded.',
+        details: { chargeId: result.receipt.chargeId },
+      });
     return toolOutput(sink, result.receipt, result.receipt.balanceMicros ?? (await app.charges.balanceOf(caller.accountId)));
   } catch (error) {
     if (error instanceof PlatformError) return platformErrorResult(error);
     app.log.error({ err: error, apiId: args.apiId }, 'call_api failed');
-    return platformErrorResult(new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, check get_usage for its outcome.' }));
+    return platformErrorResult(
+      new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, check get_usage for its outcome.' }),
+    );
   }
 }

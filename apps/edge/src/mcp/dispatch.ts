@@ -44,25 +44,43 @@ export function platformErrorResult(error: PlatformError): CallToolResult {
 /** A charge as a tool result states it: dollars, with the balance and charge id of a charge that debited the balance. */
 function chargeOfReceipt(receipt: ChargeReceipt): { cost: number; balance: number | null; chargeId: string | null } {
   const debited = receipt.chargeId !== null && receipt.balanceMicros !== null;
-  return { cost: toDollars(receipt.costMicros), balance: debited ? toDollars(receipt.balanceMicros!) : null, chargeId: debited ? receipt.chargeId : null };
+  return {
+    cost: toDollars(receipt.costMicros),
+    balance: debited ? toDollars(receipt.balanceMicros!) : null,
+    chargeId: debited ? receipt.chargeId : null,
+  };
 }
 
 const invalidArguments = (issues: z.core.$ZodIssue[]) =>
-  new PlatformError('validation_failed', `Invalid arguments: ${issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`).join('; ')}`, {
-    hint: "See the tool's inputSchema.",
-  });
+  new PlatformError(
+    'validation_failed',
+    `Invalid arguments: ${issues
+      .slice(0, 5)
+      .map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`)
+      .join('; ')}`,
+    {
+      hint: "See the tool's inputSchema.",
+    },
+  );
 
 /**
  * A tool's arguments as the operation's input: checked against the tool's input schema (`shape`,
  * which may require what the route leaves optional), then each part against the route's own
  * schema, so an error names the argument, not where a REST client would have put it.
  */
-function inputOf<S extends OperationSchemas>(shape: ArgShape, schemas: S, args: Record<string, unknown>, headerArgs: RouteTool['headerArgs'] = {}): OperationInput<S> {
+function inputOf<S extends OperationSchemas>(
+  shape: ArgShape,
+  schemas: S,
+  args: Record<string, unknown>,
+  headerArgs: RouteTool['headerArgs'] = {},
+): OperationInput<S> {
   // Postgres text holds neither NUL nor a lone surrogate: refused here as the edge refuses them in a request.
   const unstorable = findUnstorableText(args);
   if (unstorable) {
     const what = unstorable.problem === 'nul' ? 'the NUL character (\\u0000)' : 'a lone UTF-16 surrogate (\\uD800-\\uDFFF without its pair)';
-    throw new PlatformError('validation_failed', `Invalid arguments: ${unstorable.where} contains ${what}, which text cannot hold`, { hint: `Remove or replace it in ${unstorable.where}.` });
+    throw new PlatformError('validation_failed', `Invalid arguments: ${unstorable.where} contains ${what}, which text cannot hold`, {
+      hint: `Remove or replace it in ${unstorable.where}.`,
+    });
   }
   const checked = z.object(shape).safeParse(args);
   if (!checked.success) throw invalidArguments(checked.error.issues);
@@ -79,9 +97,12 @@ function inputOf<S extends OperationSchemas>(shape: ArgShape, schemas: S, args: 
   if (schemas.headers) {
     // A header argument goes in under its header's name; an error names the argument, not the header.
     const argOf = new Map(Object.entries(headerArgs).map(([name, arg]) => [arg.header, name]));
-    const values = Object.fromEntries(Object.entries(headerArgs).flatMap(([name, arg]) => (checked.data[name] === undefined ? [] : [[arg.header, checked.data[name]]])));
+    const values = Object.fromEntries(
+      Object.entries(headerArgs).flatMap(([name, arg]) => (checked.data[name] === undefined ? [] : [[arg.header, checked.data[name]]])),
+    );
     const parsed = schemas.headers.safeParse(values);
-    if (!parsed.success) throw invalidArguments(parsed.error.issues.map((issue) => ({ ...issue, path: issue.path.map((key) => argOf.get(String(key)) ?? key) })));
+    if (!parsed.success)
+      throw invalidArguments(parsed.error.issues.map((issue) => ({ ...issue, path: issue.path.map((key) => argOf.get(String(key)) ?? key) })));
     input.headers = parsed.data;
   }
   return input as unknown as OperationInput<S>;
@@ -119,6 +140,8 @@ export async function runOperation(
   } catch (error) {
     if (error instanceof PlatformError) return platformErrorResult(error);
     app.log.error({ err: error, tool: tool.name, requestId: toolCaller.requestId }, 'MCP tool failed');
-    return platformErrorResult(new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, report the time of the call.' }));
+    return platformErrorResult(
+      new PlatformError('internal_error', 'Internal error', { hint: 'Retry the call; if it keeps failing, report the time of the call.' }),
+    );
   }
 }

@@ -107,7 +107,11 @@ function authFailure(request: FastifyRequest, reply: FastifyReply, payload: unkn
   const id = message && !Array.isArray(message) && (typeof message.id === 'string' || typeof message.id === 'number') ? message.id : null;
   const text = `${code}: ${body.error ?? 'Authentication failed'}${body.hint ? ` (${body.hint})` : ''}`;
   reply.type('application/json; charset=utf-8');
-  return JSON.stringify({ jsonrpc: '2.0', id, error: { code: JSONRPC_AUTH_ERROR, message: text, data: { status: reply.statusCode, ok: false, ...body, code } } });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    error: { code: JSONRPC_AUTH_ERROR, message: text, data: { status: reply.statusCode, ok: false, ...body, code } },
+  });
 }
 
 declare module 'fastify' {

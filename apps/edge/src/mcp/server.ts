@@ -35,7 +35,8 @@ function describedOnly(schema: z.ZodType): StandardSchemaWithJSON {
   } as StandardSchemaWithJSON;
 }
 
-const spends = (price: string) => ` Spends money: ${price} per call, charged to the prepaid balance; pass maxCost (dollars) to refuse a higher price.`;
+const spends = (price: string) =>
+  ` Spends money: ${price} per call, charged to the prepaid balance; pass maxCost (dollars) to refuse a higher price.`;
 const maxCost = z.union([z.number(), z.string()]).optional().describe('Refuse the call (402) if it would cost more than this many dollars');
 
 /**
@@ -63,7 +64,13 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
         inputSchema: describedOnly(z.object(shape)),
         ...(output ? { outputSchema: output as unknown as StandardSchemaWithJSON } : {}),
         // A priced read is not read-only: it debits the balance. That is how the annotations say "spends money".
-        annotations: { title: tool.title, readOnlyHint: tool.readOnly && !tool.price, destructiveHint: false, idempotentHint: tool.readOnly && !tool.price, openWorldHint: false },
+        annotations: {
+          title: tool.title,
+          readOnlyHint: tool.readOnly && !tool.price,
+          destructiveHint: false,
+          idempotentHint: tool.readOnly && !tool.price,
+          openWorldHint: false,
+        },
         ...(tool.price ? { _meta: { [PRICE_META]: tool.price } } : {}),
       },
       async (args: unknown) => {
@@ -93,7 +100,18 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
           const issues = parsed.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
           return {
             isError: true,
-            content: [{ type: 'text', text: JSON.stringify({ status: 400, ok: false, code: 'validation_failed', error: `Invalid arguments: ${issues.join('; ')}`, hint: 'See the tool\'s inputSchema.' }) }],
+            content: [
+              {
+                type: 'text',
+                text: JSON.stringify({
+                  status: 400,
+                  ok: false,
+                  code: 'validation_failed',
+                  error: `Invalid arguments: ${issues.join('; ')}`,
+                  hint: "See the tool's inputSchema.",
+                }),
+              },
+            ],
           };
         }
         return callApi(app, caller, toolCaller, parsed.data, app.deps.settings.MCP_CALL_API_MAX_BODY_BYTES);

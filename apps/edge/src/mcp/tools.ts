@@ -59,7 +59,8 @@ export const ROUTE_TOOLS: RouteTool[] = [
   {
     name: 'discover_apis',
     title: 'Discover APIs for a task',
-    description: 'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched. Free.',
+    description:
+      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched. Free.',
     method: 'GET',
     url: '/api/v1/discover',
     readOnly: true,
@@ -140,7 +141,10 @@ export const ROUTE_TOOLS: RouteTool[] = [
     url: '/api/v1/cookbooks/:id/start',
     readOnly: false,
     headerArgs: {
-      idempotencyKey: { header: 'idempotency-key', schema: z.string().min(1).max(200).optional().describe('Any unique text; a retry with the same key answers the same session') },
+      idempotencyKey: {
+        header: 'idempotency-key',
+        schema: z.string().min(1).max(200).optional().describe('Any unique text; a retry with the same key answers the same session'),
+      },
     },
     operation: startCookbookOperation,
   },

@@ -22,7 +22,11 @@ export default fp(
     cache.start();
     app.decorate('apiCache', cache);
     app.addHook('onClose', async () => cache.stop());
-    const connections = new ConnectionCache(sql, { redisUrl: settings.REDIS_URL, redisPrefix: settings.REDIS_PREFIX, ttlMs: settings.CONNECTION_CACHE_TTL_MS });
+    const connections = new ConnectionCache(sql, {
+      redisUrl: settings.REDIS_URL,
+      redisPrefix: settings.REDIS_PREFIX,
+      ttlMs: settings.CONNECTION_CACHE_TTL_MS,
+    });
     connections.start();
     app.decorate('connectionCache', connections);
     app.addHook('onClose', async () => connections.stop());

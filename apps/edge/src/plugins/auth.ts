@@ -19,7 +19,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export type AuthRequirement = 'none' | 'key' | 'account' | 'apiKey';
 
 /** What an approver (a member signed in to the dashboard) may do; see `config.approver`. */
-const APPROVER_HINT = "Approvers see and complete the account's human steps (the dashboard's inbox) and nothing else; ask the account's owner for anything more.";
+const APPROVER_HINT =
+  "Approvers see and complete the account's human steps (the dashboard's inbox) and nothing else; ask the account's owner for anything more.";
 
 /** The caller of a request (core identity's Caller), set by this plugin on authenticated routes. */
 export type AuthContext = Caller;
@@ -56,7 +57,7 @@ export function presentedKey(request: FastifyRequest): string | null {
     }
     bearer = match[1];
   }
-  const headerKey = Array.isArray(apiKeyHeader) ? null : apiKeyHeader?.trim() ?? null;
+  const headerKey = Array.isArray(apiKeyHeader) ? null : (apiKeyHeader?.trim() ?? null);
   if (Array.isArray(apiKeyHeader)) throw new PlatformError('invalid_key', 'Send X-API-Key once');
   if (bearer !== null && headerKey !== null && bearer !== headerKey) {
     throw new PlatformError('invalid_key', 'Authorization and X-API-Key carry different keys', { hint: 'Send one key, in one of the two headers.' });

@@ -44,7 +44,12 @@ export default fp(
 
     const handler = (operation: 'encode' | 'decode') => async (request: FastifyRequest, reply: FastifyReply) => {
       allowOrigin(request, reply);
-      await requireOperator(request, reply, { expected: credentials, realm: 'temporal codec', surface: 'The codec server', rateLimiter: app.rateLimiter });
+      await requireOperator(request, reply, {
+        expected: credentials,
+        realm: 'temporal codec',
+        surface: 'The codec server',
+        rateLimiter: app.rateLimiter,
+      });
       const namespace = request.headers['x-namespace'];
       if (typeof namespace === 'string' && namespace !== '' && namespace !== settings.TEMPORAL_NAMESPACE) {
         throw new PlatformError('not_found', `This codec server serves namespace "${settings.TEMPORAL_NAMESPACE}", not "${namespace}"`, {
@@ -54,7 +59,7 @@ export default fp(
       const parsed = codecServerBody.safeParse(request.body);
       if (!parsed.success) {
         throw new PlatformError('validation_failed', 'Body must be {"payloads": [{"metadata": {...}, "data": "<base64>"}]}', {
-          hint: 'This is Temporal\'s codec server protocol: Payloads as proto3 JSON, bytes in base64.',
+          hint: "This is Temporal's codec server protocol: Payloads as proto3 JSON, bytes in base64.",
         });
       }
       const payloads = fromCodecJson(parsed.data);
@@ -77,10 +82,17 @@ export default fp(
     // An operator opens /codec once in the browser: it asks for the Basic login, which the browser
     // then resends with the UI's cross-origin requests to /codec/decode.
     app.get(CODEC_SERVER_PATH, { schema: { hide: true } }, async (request, reply) => {
-      await requireOperator(request, reply, { expected: credentials, realm: 'temporal codec', surface: 'The codec server', rateLimiter: app.rateLimiter });
+      await requireOperator(request, reply, {
+        expected: credentials,
+        realm: 'temporal codec',
+        surface: 'The codec server',
+        rateLimiter: app.rateLimiter,
+      });
       return reply
         .type('text/plain; charset=utf-8')
-        .send(`Codec server for Temporal namespace "${settings.TEMPORAL_NAMESPACE}". You are logged in: the Temporal UI at ${uiOrigin} can now decode payloads through ${settings.PUBLIC_URL}${CODEC_SERVER_PATH} (with "include cross-origin credentials" on).\n`);
+        .send(
+          `Codec server for Temporal namespace "${settings.TEMPORAL_NAMESPACE}". You are logged in: the Temporal UI at ${uiOrigin} can now decode payloads through ${settings.PUBLIC_URL}${CODEC_SERVER_PATH} (with "include cross-origin credentials" on).\n`,
+        );
     });
 
     const routeOptions = { schema: { hide: true }, bodyLimit: CODEC_BODY_LIMIT };

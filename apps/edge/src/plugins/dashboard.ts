@@ -11,8 +11,7 @@ export const DEFAULT_DASHBOARD_DIST = fileURLToPath(new URL('../../../dashboard/
 /** Paths that are never dashboard pages: their unknown routes stay JSON 404s. */
 const NOT_PAGES = /^\/(api|admin)(\/|$)/;
 
-const escapeAttribute = (value: string) =>
-  value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+const escapeAttribute = (value: string) => value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 const MISSING_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -76,7 +75,12 @@ export default fp(
     const sendPage = (reply: FastifyReply) =>
       reply
         .code(200)
-        .headers({ 'Cache-Control': 'no-cache', 'X-Frame-Options': 'DENY', 'Content-Security-Policy': "frame-ancestors 'none'", 'X-Content-Type-Options': 'nosniff' })
+        .headers({
+          'Cache-Control': 'no-cache',
+          'X-Frame-Options': 'DENY',
+          'Content-Security-Policy': "frame-ancestors 'none'",
+          'X-Content-Type-Options': 'nosniff',
+        })
         .type('text/html; charset=utf-8')
         .send(page);
 

@@ -75,11 +75,21 @@ export default fp(
     const admitInRedis = async (accountId: string, streamId: string): Promise<boolean | null> => {
       try {
         const now = Date.now();
-        const admitted = (await redis.eval(ADMIT, 1, setKey(accountId), now, now + leaseMs, settings.SSE_MAX_STREAMS_PER_ACCOUNT, streamId, leaseMs * 2)) as number;
+        const admitted = (await redis.eval(
+          ADMIT,
+          1,
+          setKey(accountId),
+          now,
+          now + leaseMs,
+          settings.SSE_MAX_STREAMS_PER_ACCOUNT,
+          streamId,
+          leaseMs * 2,
+        )) as number;
         redisWarned = false;
         return admitted === 1;
       } catch (error) {
-        if (!redisWarned) app.log.warn({ err: { message: (error as Error).message } }, 'event stream count unavailable in Redis: counting on this edge only');
+        if (!redisWarned)
+          app.log.warn({ err: { message: (error as Error).message } }, 'event stream count unavailable in Redis: counting on this edge only');
         redisWarned = true;
         return null;
       }
@@ -87,7 +97,8 @@ export default fp(
 
     const closeStreamsOf = (keyIds: Set<string>) => {
       for (const stream of [...streams.values()]) {
-        if (stream.keyId !== null && keyIds.has(stream.keyId)) stream.close({ code: 'key_revoked', error: 'The key that opened this stream no longer works (disabled, revoked or expired)' });
+        if (stream.keyId !== null && keyIds.has(stream.keyId))
+          stream.close({ code: 'key_revoked', error: 'The key that opened this stream no longer works (disabled, revoked or expired)' });
       }
     };
     const recheck = async (keyIds: string[]) => {
@@ -106,7 +117,8 @@ export default fp(
       try {
         const gone = new Set(await removedMembers(sql, memberIds));
         for (const stream of [...streams.values()]) {
-          if (stream.memberId !== null && gone.has(stream.memberId)) stream.close({ code: 'invalid_session', error: 'This approver has been removed from the account' });
+          if (stream.memberId !== null && gone.has(stream.memberId))
+            stream.close({ code: 'invalid_session', error: 'This approver has been removed from the account' });
         }
       } catch (error) {
         app.log.warn({ err: { message: (error as Error).message } }, 'could not re-check the approvers of open event streams');

@@ -66,20 +66,30 @@ function undiciUpstream(settings: EdgeSettings): UpstreamClient & { close(): Pro
       }),
     classifyFailure(error) {
       if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
-        const failure = new PlatformError('private_upstream', 'The upstream resolves to a private, loopback or link-local address; the proxy refuses it', {
-          hint: 'The call was refunded. Register the API with a public base URL.',
-          details: {},
-        });
+        const failure = new PlatformError(
+          'private_upstream',
+          'The upstream resolves to a private, loopback or link-local address; the proxy refuses it',
+          {
+            hint: 'The call was refunded. Register the API with a public base URL.',
+            details: {},
+          },
+        );
         return { failure, timedOut: false };
       }
       const timedOut =
         error instanceof UpstreamSilent ||
-        error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.ConnectTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
-      const failure = new PlatformError('upstream_unavailable', timedOut ? 'The upstream did not answer in time' : 'The upstream could not be reached', {
-        hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
-        headers: { 'Retry-After': retryAfter },
-        details: {},
-      });
+        error instanceof undiciErrors.HeadersTimeoutError ||
+        error instanceof undiciErrors.ConnectTimeoutError ||
+        error instanceof undiciErrors.BodyTimeoutError;
+      const failure = new PlatformError(
+        'upstream_unavailable',
+        timedOut ? 'The upstream did not answer in time' : 'The upstream could not be reached',
+        {
+          hint: 'The call was refunded. Retry after the number of seconds in Retry-After.',
+          headers: { 'Retry-After': retryAfter },
+          details: {},
+        },
+      );
       return { failure, timedOut };
     },
     close: () => agent.close(),

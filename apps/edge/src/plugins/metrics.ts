@@ -86,7 +86,11 @@ export default fp(
         this.set(app.eventStreams?.size ?? 0);
       },
     });
-    const mcp = new prom.Gauge({ name: 'platform_mcp_requests_in_flight', help: 'MCP requests being served (the transport is stateless: one per POST /mcp)', registers: [registry] });
+    const mcp = new prom.Gauge({
+      name: 'platform_mcp_requests_in_flight',
+      help: 'MCP requests being served (the transport is stateless: one per POST /mcp)',
+      registers: [registry],
+    });
 
     app.addHook('onRequest', (request, _reply, done) => {
       if (request.routeOptions.url === '/mcp') mcp.inc();

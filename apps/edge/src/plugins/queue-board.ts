@@ -48,7 +48,12 @@ export default fp(
       // bull-board installs its own error handler in this scope, so failures are answered here.
       scope.addHook('onRequest', async (request, reply) => {
         try {
-          await requireOperator(request, reply, { expected: credentials, realm: 'queue board', surface: 'The queue board', rateLimiter: app.rateLimiter });
+          await requireOperator(request, reply, {
+            expected: credentials,
+            realm: 'queue board',
+            surface: 'The queue board',
+            rateLimiter: app.rateLimiter,
+          });
         } catch (error) {
           return sendError(reply, error as PlatformError);
         }

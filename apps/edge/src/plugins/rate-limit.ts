@@ -99,7 +99,10 @@ export function clientAddress(ip: string): string {
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /** The subject a request is counted against, and under which policy. */
@@ -155,7 +158,12 @@ export default fp(
         // with a sign-up credit), is worse than a minute of 503. Every other route fails open.
         if (Date.now() - lastWarning > 10_000) {
           lastWarning = Date.now();
-          request.log.warn({ err: counted.error, policy }, limit.exact ? 'rate limiter unavailable (Redis); refusing sign-in and sign-up' : 'rate limiter unavailable (Redis); letting requests through');
+          request.log.warn(
+            { err: counted.error, policy },
+            limit.exact
+              ? 'rate limiter unavailable (Redis); refusing sign-in and sign-up'
+              : 'rate limiter unavailable (Redis); letting requests through',
+          );
         }
         if (limit.exact) {
           throw new PlatformError('service_unavailable', 'Sign-in and sign-up are paused: their rate limiter is unavailable', {
@@ -197,7 +205,8 @@ export default fp(
       // one exceeded.
       const own = count(policy, subject);
       const account = policy === 'key' && accountId ? count('account', `account:${accountId}`) : undefined;
-      if (own instanceof Promise || account instanceof Promise) return Promise.all([own, account]).then(([o, a]) => settleCaller(request, reply, policy, o, a));
+      if (own instanceof Promise || account instanceof Promise)
+        return Promise.all([own, account]).then(([o, a]) => settleCaller(request, reply, policy, o, a));
       settleCaller(request, reply, policy, own, account);
     }
 

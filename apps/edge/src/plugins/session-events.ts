@@ -12,7 +12,12 @@ declare module 'fastify' {
 export default fp(
   async function sessionEventsPlugin(app: FastifyInstance) {
     const { settings, redis } = app.deps;
-    const hub = new SessionEventHub({ redisUrl: settings.REDIS_URL, prefix: settings.REDIS_PREFIX, reader: redis, heartbeatMs: settings.SSE_HEARTBEAT_MS });
+    const hub = new SessionEventHub({
+      redisUrl: settings.REDIS_URL,
+      prefix: settings.REDIS_PREFIX,
+      reader: redis,
+      heartbeatMs: settings.SSE_HEARTBEAT_MS,
+    });
     app.decorate('sessionEvents', hub);
     // preClose: open streams end before the server waits for connections to drain.
     app.addHook('preClose', async () => hub.stop());

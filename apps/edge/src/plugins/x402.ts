@@ -36,7 +36,10 @@ interface PendingPayment extends PresentedPayment {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    x402: { enabled: boolean; authorize(request: FastifyRequest, reply: FastifyReply, call: PricedCall, maxCostMicros?: bigint): Promise<ChargeReceipt> };
+    x402: {
+      enabled: boolean;
+      authorize(request: FastifyRequest, reply: FastifyReply, call: PricedCall, maxCostMicros?: bigint): Promise<ChargeReceipt>;
+    };
   }
   interface FastifyRequest {
     x402Payment: PendingPayment | null;
@@ -81,7 +84,9 @@ export default fp(
       const caller = request.auth;
       if (!caller) throw new PlatformError('missing_credentials', 'Authentication required');
       if (!enabled || !facilitator) {
-        throw new PlatformError('validation_failed', 'This deployment does not take x402 payments', { hint: 'Drop the PAYMENT-SIGNATURE header and pay from the balance.' });
+        throw new PlatformError('validation_failed', 'This deployment does not take x402 payments', {
+          hint: 'Drop the PAYMENT-SIGNATURE header and pay from the balance.',
+        });
       }
       assertCallAllowed(caller, call, maxCostMicros);
       const header = request.headers[PAYMENT_SIGNATURE];
@@ -90,7 +95,8 @@ export default fp(
       const requirements = requirementsFor(settings, call.costMicros);
       const wrong = mismatch(presented.payload, requirements);
       if (wrong) throw refuse(request, `The payment does not match what this call asks for: ${wrong}`, call.costMicros, balance);
-      if (balance < 0n) throw refuse(request, 'The account owes a refunded top-up; settle the balance before paying per call', call.costMicros, balance);
+      if (balance < 0n)
+        throw refuse(request, 'The account owes a refunded top-up; settle the balance before paying per call', call.costMicros, balance);
       if (!(await claimX402Payment(sql, { hash: presented.hash, accountId: caller.accountId, amountMicros: call.costMicros }))) {
         throw refuse(request, 'This payment was presented before; a payment pays for one call', call.costMicros, balance);
       }
@@ -107,7 +113,11 @@ export default fp(
             cause: error,
           });
         }
-        verdict = { isValid: false, invalidReason: error.invalidReason ?? `refused (${error.statusCode})`, ...(error.payer ? { payer: error.payer } : {}) };
+        verdict = {
+          isValid: false,
+          invalidReason: error.invalidReason ?? `refused (${error.statusCode})`,
+          ...(error.payer ? { payer: error.payer } : {}),
+        };
       }
       if (!verdict.isValid) {
         await markX402Payment(sql, presented.hash, { status: 'invalid', reason: verdict.invalidReason ?? 'invalid', payer: verdict.payer ?? null });
@@ -126,18 +136,29 @@ export default fp(
         inFlightSeconds: settings.X402_MAX_TIMEOUT_SECONDS,
       });
       if (refusal === 'recent_settle_failure') {
-        throw new PlatformError('payment_invalid', 'A payment from this wallet could not be settled lately (the facilitator refused it); it may not pay per call for now', {
-          hint: `Nothing was charged. Pay from the balance (POST /api/v1/balance), or from this wallet again after ${settings.X402_PAYER_COOLDOWN_SECONDS} seconds.`,
-          details: { balance: toDollars(balance), cost: toDollars(call.costMicros) },
-          headers: { 'Retry-After': String(settings.X402_PAYER_COOLDOWN_SECONDS) },
-        });
+        throw new PlatformError(
+          'payment_invalid',
+          'A payment from this wallet could not be settled lately (the facilitator refused it); it may not pay per call for now',
+          {
+            hint: `Nothing was charged. Pay from the balance (POST /api/v1/balance), or from this wallet again after ${settings.X402_PAYER_COOLDOWN_SECONDS} seconds.`,
+            details: { balance: toDollars(balance), cost: toDollars(call.costMicros) },
+            headers: { 'Retry-After': String(settings.X402_PAYER_COOLDOWN_SECONDS) },
+          },
+        );
       }
       if (refusal === 'unsettled_limit') {
-        throw new PlatformError('payment_invalid', `This wallet has calls served and not yet settled worth up to $${formatDollars(settings.X402_PAYER_MAX_UNSETTLED_DOLLARS)}; one more would exceed that`, {
-          hint: 'Nothing was charged. Retry once your calls in flight have answered, or pay from the balance (POST /api/v1/balance).',
-          details: { balance: toDollars(balance), cost: toDollars(call.costMicros) },
-          headers: { 'Retry-After': '1', 'PAYMENT-REQUIRED': paymentRequiredHeader(settings, resourceUrl(request), call.costMicros, 'too much unsettled for this payer') },
-        });
+        throw new PlatformError(
+          'payment_invalid',
+          `This wallet has calls served and not yet settled worth up to $${formatDollars(settings.X402_PAYER_MAX_UNSETTLED_DOLLARS)}; one more would exceed that`,
+          {
+            hint: 'Nothing was charged. Retry once your calls in flight have answered, or pay from the balance (POST /api/v1/balance).',
+            details: { balance: toDollars(balance), cost: toDollars(call.costMicros) },
+            headers: {
+              'Retry-After': '1',
+              'PAYMENT-REQUIRED': paymentRequiredHeader(settings, resourceUrl(request), call.costMicros, 'too much unsettled for this payer'),
+            },
+          },
+        );
       }
       request.x402Payment = { ...presented, requirements, call, caller, payer, settled: false, failed: false, chargeId: null };
       reply.header('X-Service-Cost', formatDollars(call.costMicros));
@@ -156,7 +177,13 @@ export default fp(
       const payment = request.x402Payment;
       if (payment) return settleOrWithhold(request, reply, payment, payload);
       // Every 402 of a priced route says how to pay with x402, beside the balance and cost in its body.
-      if (enabled && reply.statusCode === 402 && request.routeOptions.config.priced && !reply.hasHeader('PAYMENT-REQUIRED') && typeof payload === 'string') {
+      if (
+        enabled &&
+        reply.statusCode === 402 &&
+        request.routeOptions.config.priced &&
+        !reply.hasHeader('PAYMENT-REQUIRED') &&
+        typeof payload === 'string'
+      ) {
         const cost = (() => {
           try {
             return parseDollars(String((JSON.parse(payload) as { cost?: unknown }).cost));
@@ -164,7 +191,8 @@ export default fp(
             return null;
           }
         })();
-        if (cost !== null && cost > 0n) reply.header('PAYMENT-REQUIRED', paymentRequiredHeader(settings, resourceUrl(request), cost, 'Insufficient balance'));
+        if (cost !== null && cost > 0n)
+          reply.header('PAYMENT-REQUIRED', paymentRequiredHeader(settings, resourceUrl(request), cost, 'Insufficient balance'));
       }
       return payload;
     });
@@ -229,7 +257,10 @@ export default fp(
       } catch (error) {
         // Paid at the facilitator but not written here: the payer still gets what they paid for, and
         // the payment is kept as settled_unrecorded (with its transaction) for an operator to record.
-        request.log.error({ err: error, transaction: settlement.transaction, item: payment.call.item }, 'x402 payment settled but its ledger entries could not be written');
+        request.log.error(
+          { err: error, transaction: settlement.transaction, item: payment.call.item },
+          'x402 payment settled but its ledger entries could not be written',
+        );
         await markX402Unrecorded(
           sql,
           payment.hash,

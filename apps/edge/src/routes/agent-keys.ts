@@ -10,7 +10,6 @@ import { emitAfterChange } from './webhooks.js';
 import { agentKeyMeta as agentKey } from '#contracts/keys';
 import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyName, listQuery, toKeyMeta } from './keys.js';
 
-
 function toAgentKey(key: KeyRow): z.infer<typeof agentKey> {
   return {
     ...toKeyMeta(key),
@@ -55,7 +54,8 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
       let spendLimitMicros: bigint | null = null;
       if (body.spendLimit !== undefined) {
         spendLimitMicros = parseDollars(body.spendLimit);
-        if (spendLimitMicros === null) throw invalid('spendLimit', 'must be a non-negative dollar amount', 'Use at most six decimal places, e.g. 5 or "2.50".');
+        if (spendLimitMicros === null)
+          throw invalid('spendLimit', 'must be a non-negative dollar amount', 'Use at most six decimal places, e.g. 5 or "2.50".');
       }
       let expiresAt: Date | null = null;
       if (body.expiresAt !== undefined) {
@@ -63,7 +63,11 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         if (expiresAt.getTime() <= Date.now()) throw invalid('expiresAt', 'must be in the future');
       }
       const allowedApis = body.allowedApis === undefined ? null : [...new Set(body.allowedApis)];
-      const { key, fullKey } = await issueKey(sql, { accountId, kind: 'agent', name: body.name, spendLimitMicros, allowedApis, expiresAt }, app.deps.settings.MAX_KEYS_PER_ACCOUNT);
+      const { key, fullKey } = await issueKey(
+        sql,
+        { accountId, kind: 'agent', name: body.name, spendLimitMicros, allowedApis, expiresAt },
+        app.deps.settings.MAX_KEYS_PER_ACCOUNT,
+      );
       request.log.info({ keyId: key.id, spendLimit: spendLimitMicros === null ? null : formatDollars(spendLimitMicros) }, 'agent key created');
       return reply.code(201).send({ ok: true as const, agentKey: toAgentKey(key), fullKey });
     },
@@ -77,12 +81,21 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['agent keys'],
         summary: "List the account's agent keys (never the full key), newest first",
         querystring: listQuery,
-        response: { 200: z.object({ ok: z.literal(true), agentKeys: z.array(agentKey), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 429) },
+        response: {
+          200: z.object({ ok: z.literal(true), agentKeys: z.array(agentKey), nextCursor: z.string().nullable() }),
+          ...errorResponses(400, 401, 403, 429),
+        },
       },
     },
     async (request) => {
       const { accountId } = requireAuth(request);
-      const page = await listKeys(sql, { accountId, kind: 'agent', limit: request.query.limit, cursor: request.query.cursor ?? null, includeRevoked: false });
+      const page = await listKeys(sql, {
+        accountId,
+        kind: 'agent',
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+        includeRevoked: false,
+      });
       return { ok: true as const, agentKeys: page.keys.map(toAgentKey), nextCursor: page.nextCursor };
     },
   );
@@ -106,7 +119,9 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
       } catch (error) {
         // A deleted agent key is gone from the caller's point of view: deleting it again is 404.
         if (error instanceof PlatformError && error.code === 'conflict') {
-          throw new PlatformError('not_found', `Agent key ${request.params.id} was already deleted`, { hint: 'List yours with GET /api/v1/agent-keys.' });
+          throw new PlatformError('not_found', `Agent key ${request.params.id} was already deleted`, {
+            hint: 'List yours with GET /api/v1/agent-keys.',
+          });
         }
         throw error;
       }

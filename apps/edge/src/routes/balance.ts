@@ -69,7 +69,9 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Set the low-balance threshold (dollars), or null for none',
         description:
           'balance.low is sent once per crossing: when a charge takes the balance from at or above the threshold to below it; a top-up that lifts the balance back above re-arms it. balance.depleted is sent when the balance reaches zero or a call is refused for want of funds. Both are webhook events (POST /webhooks).',
-        body: z.object({ lowBalanceThreshold: z.union([z.number(), z.string()]).nullable().describe('Dollars, e.g. 2 or "0.50"; null turns it off') }).strict(),
+        body: z
+          .object({ lowBalanceThreshold: z.union([z.number(), z.string()]).nullable().describe('Dollars, e.g. 2 or "0.50"; null turns it off') })
+          .strict(),
         response: { 200: alertsResponse, ...errorResponses(400, 401, 403, 429) },
       },
     },
@@ -105,7 +107,9 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
   });
   const requireStripe = () => {
     if (!stripe || billingMode(app.deps.settings) !== 'live') {
-      throw new PlatformError('live_billing', 'Auto top-up needs live billing with Stripe configured', { hint: 'The operator sets BILLING_MODE=live and STRIPE_SECRET_KEY.' });
+      throw new PlatformError('live_billing', 'Auto top-up needs live billing with Stripe configured', {
+        hint: 'The operator sets BILLING_MODE=live and STRIPE_SECRET_KEY.',
+      });
     }
     return stripe;
   };
@@ -114,7 +118,11 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     '/balance/auto-topup',
     {
       config: { auth: 'account' },
-      schema: { tags: ['balance'], summary: 'Auto top-up: its settings and state', response: { 200: autoTopupSchema, ...errorResponses(401, 403, 429) } },
+      schema: {
+        tags: ['balance'],
+        summary: 'Auto top-up: its settings and state',
+        response: { 200: autoTopupSchema, ...errorResponses(401, 403, 429) },
+      },
     },
     async (request) => {
       return autoTopupView(await autoTopupSettings(app.deps.sql, requireAuth(request).accountId));
@@ -127,9 +135,10 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'account' },
       schema: {
         tags: ['balance'],
-        summary: 'Set auto top-up: when a charge leaves the balance below `threshold`, charge the saved card `amount` (off-session, from a queue job)',
+        summary:
+          'Set auto top-up: when a charge leaves the balance below `threshold`, charge the saved card `amount` (off-session, from a queue job)',
         description:
-          'Needs live billing and a saved card (POST /balance/auto-topup/setup). At most one attempt is in flight per account; the balance is credited by Stripe\'s webhook; a declined attempt sends topup.failed (webhook and e-mail) and waits before the next.',
+          "Needs live billing and a saved card (POST /balance/auto-topup/setup). At most one attempt is in flight per account; the balance is credited by Stripe's webhook; a declined attempt sends topup.failed (webhook and e-mail) and waits before the next.",
         body: z.object({ enabled: z.boolean(), threshold: z.union([z.number(), z.string()]), amount: z.union([z.number(), z.string()]) }).strict(),
         response: { 200: autoTopupSchema, ...errorResponses(400, 401, 403, 429) },
       },
@@ -174,9 +183,10 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'account' },
       schema: {
         tags: ['balance'],
-        summary: 'Add funds: credited at once in sandbox billing mode; in live mode, a Stripe Checkout page to pay on (credited when Stripe confirms the payment)',
+        summary:
+          'Add funds: credited at once in sandbox billing mode; in live mode, a Stripe Checkout page to pay on (credited when Stripe confirms the payment)',
         description:
-          'Sandbox: answers the new balance. Live (BILLING_MODE=live with Stripe configured): answers { ok, checkoutUrl, topUpId }; send the person to checkoutUrl; the balance is credited by Stripe\'s webhook with the amount paid (TOPUP_MIN_DOLLARS to TOPUP_MAX_DOLLARS, two decimals). Both honor an Idempotency-Key header.',
+          "Sandbox: answers the new balance. Live (BILLING_MODE=live with Stripe configured): answers { ok, checkoutUrl, topUpId }; send the person to checkoutUrl; the balance is credited by Stripe's webhook with the amount paid (TOPUP_MIN_DOLLARS to TOPUP_MAX_DOLLARS, two decimals). Both honor an Idempotency-Key header.",
         body: z.object({ amount: z.union([z.number(), z.string()]).describe('Dollars, e.g. 5 or "12.50"; at most six decimals') }),
         // 409: over the sandbox balance cap, or an Idempotency-Key reused with another amount.
         response: { 200: z.union([topUpResponse, checkoutResponse]), ...errorResponses(400, 403, 409, 503) },
@@ -225,7 +235,12 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       if (result.ok) {
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
         else await settleBalanceAlertState(sql, auth.accountId);
-        if (!result.replayed) await emitAfterChange(request.server, auth.accountId, 'topup.succeeded', { amount: toDollars(result.creditedMicros), balance: toDollars(result.balanceMicros), mode: 'sandbox' });
+        if (!result.replayed)
+          await emitAfterChange(request.server, auth.accountId, 'topup.succeeded', {
+            amount: toDollars(result.creditedMicros),
+            balance: toDollars(result.balanceMicros),
+            mode: 'sandbox',
+          });
         return { ok: true as const, balance: toDollars(result.balanceMicros), credited: toDollars(result.creditedMicros) };
       }
       switch (result.reason) {

@@ -8,7 +8,12 @@ import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID } from '#contracts/directory';
 
 const connectionSchema = z.object({ apiId: z.string(), keyHint: z.string(), createdAt: z.string(), updatedAt: z.string() });
-const present = (c: Connection) => ({ apiId: c.apiId, keyHint: c.keyHint, createdAt: c.createdAt.toISOString(), updatedAt: c.updatedAt.toISOString() });
+const present = (c: Connection) => ({
+  apiId: c.apiId,
+  keyHint: c.keyHint,
+  createdAt: c.createdAt.toISOString(),
+  updatedAt: c.updatedAt.toISOString(),
+});
 
 /** Bring your own key: the caller stores their own upstream key; the proxy then uses it. */
 /**
@@ -40,7 +45,11 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const auth = requireAuth(request);
       const { sql, settings } = request.server.deps;
-      const connection = await connectApi(sql, settings.CONNECTIONS_MASTER_KEY, { accountId: auth.accountId, apiId: request.params.apiId, apiKey: request.body.apiKey });
+      const connection = await connectApi(sql, settings.CONNECTIONS_MASTER_KEY, {
+        accountId: auth.accountId,
+        apiId: request.params.apiId,
+        apiKey: request.body.apiKey,
+      });
       await announceChange(request, auth.accountId, connection.apiId);
       return reply.code(201).send({ ok: true as const, connection: present(connection) });
     },

@@ -74,7 +74,8 @@ const sessionAndCookbook = (app: FastifyInstance, caller: Caller, sessionId: str
   requireSessionAndCookbook(app.deps.sql, cookbookCache(app), caller.accountId, sessionId, agentKeyScope(caller));
 
 /** The caller's session: for an agent key, one it started. */
-const callersSession = (app: FastifyInstance, caller: Caller, sessionId: string) => requireSession(app.deps.sql, caller.accountId, sessionId, agentKeyScope(caller));
+const callersSession = (app: FastifyInstance, caller: Caller, sessionId: string) =>
+  requireSession(app.deps.sql, caller.accountId, sessionId, agentKeyScope(caller));
 
 const sessionEnded = (row: { id: string; status: string }) =>
   new PlatformError('conflict', `The session has ended (${row.status})`, { hint: `GET /api/v1/cookbooks/sessions/${row.id} for the outcome.` });
@@ -102,7 +103,9 @@ export const listSessionsOperation = operation(
       status: z
         .enum(['active', 'ended', 'all'])
         .default('active')
-        .describe('active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all'),
+        .describe(
+          'active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all',
+        ),
       limit: z.coerce.number().int().min(1).max(200).default(50),
       cursor: z.string().min(1).max(100).optional(),
     }),
@@ -160,7 +163,12 @@ export const getCurrentStepOperation = operation({ params: sessionParams }, asyn
   const { row, cookbook } = await sessionAndCookbook(app, door.caller, params.sessionId);
   if (isEnded(row) || row.current_step_id === null) throw sessionEnded(row);
   const history = await listSessionSteps(app.deps.sql, row.id);
-  const step = stepView(cookbook, row, row.current_step_id, history.find((h) => h.step_id === row.current_step_id));
+  const step = stepView(
+    cookbook,
+    row,
+    row.current_step_id,
+    history.find((h) => h.step_id === row.current_step_id),
+  );
   if (!step) throw new Error(`step ${row.current_step_id} is not in cookbook ${cookbook.id}`);
   return { ok: true as const, step };
 });
@@ -172,7 +180,10 @@ export const completeStepOperation = operation(
     body: z.object({
       stepId: z.string().min(1).max(100),
       resultData: jsonObject,
-      decision: z.enum(['approve', 'reject', 'request_changes']).optional().describe('Human steps only; approve (the default) validates resultData against the inputSchema'),
+      decision: z
+        .enum(['approve', 'reject', 'request_changes'])
+        .optional()
+        .describe('Human steps only; approve (the default) validates resultData against the inputSchema'),
       note: z.string().min(1).max(2000).optional().describe("The person's note; required with request_changes"),
     }),
   },
@@ -190,7 +201,15 @@ export const completeStepOperation = operation(
       const history = await listSessionSteps(sql, row.id);
       const prior = priorCompletion(cookbook, history, { stepId, resultData, actor });
       if (prior) {
-        const nextStep = prior.nextStepId === null ? null : stepView(cookbook, row, prior.nextStepId, history.find((h) => h.step_id === prior.nextStepId));
+        const nextStep =
+          prior.nextStepId === null
+            ? null
+            : stepView(
+                cookbook,
+                row,
+                prior.nextStepId,
+                history.find((h) => h.step_id === prior.nextStepId),
+              );
         return { ok: true as const, session: sessionView(row), nextStep };
       }
     }
@@ -201,7 +220,13 @@ export const completeStepOperation = operation(
       });
     }
     checkDecision(cookbook.id, step, { decision, note, resultData });
-    const completion = { stepId, resultData, actor, completer: completerOf(auth), ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }) };
+    const completion = {
+      stepId,
+      resultData,
+      actor,
+      completer: completerOf(auth),
+      ...(decision === 'approve' ? {} : { decision, ...(note ? { note } : {}) }),
+    };
     // The Update answers the session and the next step: nothing is read back from Postgres.
     return { ok: true as const, ...(await completeStep(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, cookbook, completion)) };
   },
@@ -212,7 +237,11 @@ export const getSessionEventsOperation = operation(
   {
     params: sessionParams,
     querystring: z.object({
-      afterEventId: z.string().regex(STREAM_ID, 'must be an event id from this session, such as "3-0"').default('0-0').describe('Omit (or "0-0") to read from the start'),
+      afterEventId: z
+        .string()
+        .regex(STREAM_ID, 'must be an event id from this session, such as "3-0"')
+        .default('0-0')
+        .describe('Omit (or "0-0") to read from the start'),
       limit: z.coerce.number().int().min(1).max(500).default(100),
     }),
   },
@@ -247,7 +276,10 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'List cookbooks (free text and category filters)',
         querystring: listCookbooksOperation.schemas.querystring,
-        response: { 200: z.object({ ok: z.literal(true), cookbooks: z.array(cookbookSummarySchema), nextCursor: z.string().nullable() }), ...errorResponses(400) },
+        response: {
+          200: z.object({ ok: z.literal(true), cookbooks: z.array(cookbookSummarySchema), nextCursor: z.string().nullable() }),
+          ...errorResponses(400),
+        },
       },
     },
     async (request, reply) => listCookbooksOperation.run(app, restDoor(request, reply), request),
@@ -261,7 +293,10 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: "The caller's sessions, newest first: active ones (running or waiting for a human) unless status says otherwise",
         querystring: listSessionsOperation.schemas.querystring,
-        response: { 200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema), nextCursor: z.string().nullable() }), ...errorResponses(400, 401) },
+        response: {
+          200: z.object({ ok: z.literal(true), sessions: z.array(sessionSchema), nextCursor: z.string().nullable() }),
+          ...errorResponses(400, 401),
+        },
       },
     },
     async (request, reply) => listSessionsOperation.run(app, restDoor(request, reply), request),
@@ -293,7 +328,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. ' +
           'An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. ' +
-          'A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account\'s API keys and its dashboard only.',
+          "A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account's API keys and its dashboard only.",
         params: startSchemas.params,
         headers: startSchemas.headers,
         body: startSchemas.body,
@@ -315,7 +350,10 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'A session with its progress and step history',
         params: getSessionOperation.schemas.params,
-        response: { 200: z.object({ ok: z.literal(true), session: sessionSchema.extend({ cookbookTitle: z.string(), steps: z.array(stepSchema) }) }), ...errorResponses(404) },
+        response: {
+          200: z.object({ ok: z.literal(true), session: sessionSchema.extend({ cookbookTitle: z.string(), steps: z.array(stepSchema) }) }),
+          ...errorResponses(404),
+        },
       },
     },
     async (request, reply) => getSessionOperation.run(app, restDoor(request, reply), request),
@@ -373,7 +411,9 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const auth = requireAuth(request);
       const row = await callersSession(app, auth, request.params.sessionId);
       if (isEnded(row)) {
-        throw new PlatformError('conflict', `The session has ended (${row.status})`, { hint: 'Only running sessions and sessions waiting for a human can be cancelled.' });
+        throw new PlatformError('conflict', `The session has ended (${row.status})`, {
+          hint: 'Only running sessions and sessions waiting for a human can be cancelled.',
+        });
       }
       const reason = request.body?.reason;
       await cancelSession(temporal, settings.TEMPORAL_UPDATE_TIMEOUT_MS, row, reason);
@@ -391,9 +431,16 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Only the step a session is waiting on can be assigned (409 otherwise). An assigned step is shown to that approver only (and to the owner), and other approvers get 403 step_assigned_elsewhere if they try to complete it. Approvers are invited with POST /api/v1/members.',
         params: sessionParams.extend({ stepId: z.string().min(1).max(100) }),
-        body: z.object({ memberId: z.string().min(1).max(100).nullable().describe('An approver of this account (GET /api/v1/members), or null') }).strict(),
+        body: z
+          .object({ memberId: z.string().min(1).max(100).nullable().describe('An approver of this account (GET /api/v1/members), or null') })
+          .strict(),
         response: {
-          200: z.object({ ok: z.literal(true), sessionId: z.string(), stepId: z.string(), assignee: z.object({ id: z.string(), email: z.string() }).nullable() }),
+          200: z.object({
+            ok: z.literal(true),
+            sessionId: z.string(),
+            stepId: z.string(),
+            assignee: z.object({ id: z.string(), email: z.string() }).nullable(),
+          }),
           ...errorResponses(400, 403, 404, 409),
         },
       },
@@ -457,7 +504,7 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['cookbooks'],
         summary: 'The session events after a given id, as JSON pages: for clients that poll instead of holding an event stream',
         description:
-          'The same events, ids and names as the server-sent event stream. Pass the answer\'s lastEventId as afterEventId to get what came since; `ended: true` means the final event has been delivered.',
+          "The same events, ids and names as the server-sent event stream. Pass the answer's lastEventId as afterEventId to get what came since; `ended: true` means the final event has been delivered.",
         params: getSessionEventsOperation.schemas.params,
         querystring: getSessionEventsOperation.schemas.querystring,
         response: {
@@ -494,7 +541,9 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       const header = request.headers['last-event-id'];
       const lastEventId = (typeof header === 'string' ? header.trim() : undefined) || request.query.lastEventId || '0-0';
       if (!STREAM_ID.test(lastEventId)) {
-        throw new PlatformError('validation_failed', 'Last-Event-ID must be an event id from this stream, such as "3-0"', { hint: 'Omit it to replay from the start.' });
+        throw new PlatformError('validation_failed', 'Last-Event-ID must be an event id from this stream, such as "3-0"', {
+          hint: 'Omit it to replay from the start.',
+        });
       }
 
       const caller = requireAuth(request);
@@ -537,15 +586,20 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
       // The client may have gone while the stream was being admitted.
       if (request.raw.destroyed || raw.destroyed) finish();
       try {
-        const stop = await app.sessionEvents.follow(row.id, lastEventId, {
-          event: (event) => {
-            if (!finished) raw.write(sseFrame(event));
+        const stop = await app.sessionEvents.follow(
+          row.id,
+          lastEventId,
+          {
+            event: (event) => {
+              if (!finished) raw.write(sseFrame(event));
+            },
+            heartbeat: () => {
+              if (!finished) raw.write(': heartbeat\n\n');
+            },
+            end: finish,
           },
-          heartbeat: () => {
-            if (!finished) raw.write(': heartbeat\n\n');
-          },
-          end: finish,
-        }, { sessionEnded: isEnded(row) });
+          { sessionEnded: isEnded(row) },
+        );
         if (finished) stop();
         else unsubscribe = stop;
       } catch (error) {

@@ -2,7 +2,17 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { apiPageAnswer, categoryExists, categoryName, getApi, listApis, listCategories, modelDirSetting, publishedBaseUrl, toApiSummary } from '#core/directory';
+import {
+  apiPageAnswer,
+  categoryExists,
+  categoryName,
+  getApi,
+  listApis,
+  listCategories,
+  modelDirSetting,
+  publishedBaseUrl,
+  toApiSummary,
+} from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
 import { PRICES, toDollars } from '#contracts/money';
@@ -64,7 +74,9 @@ async function discoverBytes(app: FastifyInstance, query: z.output<typeof discov
   const { redis, settings } = app.deps;
   const text = query.q ?? query.query;
   if (text === undefined) {
-    throw new PlatformError('validation_failed', 'q is required', { hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).' });
+    throw new PlatformError('validation_failed', 'q is required', {
+      hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).',
+    });
   }
   // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
   const discoveryMode = modelDirSetting(settings.DISCOVERY_MODEL_DIR) ?? 'words';
@@ -74,10 +86,16 @@ async function discoverBytes(app: FastifyInstance, query: z.output<typeof discov
 }
 
 /** The search_apis tool: GET /apis's answer. */
-export const searchApis = operation({ querystring: searchQuery }, async (app, _door, { query }) => JSON.parse((await searchApiBytes(app, query)).toString('utf8')) as object);
+export const searchApis = operation(
+  { querystring: searchQuery },
+  async (app, _door, { query }) => JSON.parse((await searchApiBytes(app, query)).toString('utf8')) as object,
+);
 
 /** The discover_apis tool: GET /discover's answer. */
-export const discoverApis = operation({ querystring: discoverQuery }, async (app, _door, { query }) => JSON.parse((await discoverBytes(app, query)).toString('utf8')) as object);
+export const discoverApis = operation(
+  { querystring: discoverQuery },
+  async (app, _door, { query }) => JSON.parse((await discoverBytes(app, query)).toString('utf8')) as object,
+);
 
 /** GET /apis/:id and the get_api tool. */
 export const readApi = operation({ params: apiParams }, async (app, _door, { params }) => {
@@ -125,7 +143,10 @@ export const readApiInstructions = operation({ params: apiParams }, async (app, 
     apiId: row.id,
     format: 'markdown' as const,
     // The examples' $BASE_URL becomes this deployment's address.
-    instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll('$BASE_URL', app.deps.settings.PUBLIC_URL),
+    instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll(
+      '$BASE_URL',
+      app.deps.settings.PUBLIC_URL,
+    ),
   };
 });
 
@@ -176,7 +197,9 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['directory'],
         summary: 'Every category with the number of APIs in it',
-        response: { 200: z.object({ ok: z.literal(true), categories: z.array(z.object({ id: z.string(), name: z.string(), apiCount: z.number().int() })) }) },
+        response: {
+          200: z.object({ ok: z.literal(true), categories: z.array(z.object({ id: z.string(), name: z.string(), apiCount: z.number().int() })) }),
+        },
       },
     },
     async () =>
@@ -230,8 +253,16 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
             results: z.array(
               z.object({
                 api: apiSummary,
-                score: z.number().describe('Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score.'),
-                reason: z.string().describe('Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way.'),
+                score: z
+                  .number()
+                  .describe(
+                    'Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score.',
+                  ),
+                reason: z
+                  .string()
+                  .describe(
+                    'Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way.',
+                  ),
               }),
             ),
             interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),

@@ -7,7 +7,10 @@ import { operation, restDoor } from '../http/operation.js';
 /** GET /docs and the list_docs tool. */
 export const listDocSections = operation({}, async (app) => {
   const rows = await listDocs(app.deps.sql);
-  return { ok: true as const, docs: rows.map((r) => ({ id: r.id, slug: r.slug, title: r.title, summary: r.summary, price: toDollars(r.price_micros) })) };
+  return {
+    ok: true as const,
+    docs: rows.map((r) => ({ id: r.id, slug: r.slug, title: r.title, summary: r.summary, price: toDollars(r.price_micros) })),
+  };
 });
 
 /** GET /docs/search and the search_docs tool. */
@@ -32,7 +35,10 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['docs'],
         summary: 'List documentation sections with their price',
         response: {
-          200: z.object({ ok: z.literal(true), docs: z.array(z.object({ id: z.string(), slug: z.string(), title: z.string(), summary: z.string(), price: z.number() })) }),
+          200: z.object({
+            ok: z.literal(true),
+            docs: z.array(z.object({ id: z.string(), slug: z.string(), title: z.string(), summary: z.string(), price: z.number() })),
+          }),
         },
       },
     },
@@ -47,7 +53,9 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['docs'],
         summary: 'Search the docs; answers titles with highlighted snippets (<mark>...</mark>)',
         querystring: searchDocSections.schemas.querystring,
-        response: { 200: z.object({ ok: z.literal(true), results: z.array(z.object({ slug: z.string(), title: z.string(), snippet: z.string() })) }) },
+        response: {
+          200: z.object({ ok: z.literal(true), results: z.array(z.object({ slug: z.string(), title: z.string(), snippet: z.string() })) }),
+        },
       },
     },
     async (request, reply) => searchDocSections.run(app, restDoor(request, reply), request),
@@ -64,7 +72,10 @@ const docsRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'One documentation section in full ($0.005 unless the section is free)',
         params: getDocSection.schemas.params,
         response: {
-          200: z.object({ ok: z.literal(true), doc: z.object({ id: z.string(), slug: z.string(), title: z.string(), summary: z.string(), content: z.string() }) }),
+          200: z.object({
+            ok: z.literal(true),
+            doc: z.object({ id: z.string(), slug: z.string(), title: z.string(), summary: z.string(), content: z.string() }),
+          }),
         },
       },
     },

@@ -49,7 +49,9 @@ const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         probe(() => temporal.check()),
       ]);
       const checks = { postgres, redis: redisState, temporal: temporalState };
-      const down = Object.entries(checks).filter(([, state]) => state === 'down').map(([name]) => name);
+      const down = Object.entries(checks)
+        .filter(([, state]) => state === 'down')
+        .map(([name]) => name);
       if (down.length === 0) return { ok: true, status: 'healthy' as const, checks };
       return reply.code(503).send({
         ok: false,

@@ -74,12 +74,21 @@ const keyRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['keys'],
         summary: "List the account's API keys (prefix and metadata, never the full key), newest first",
         querystring: listQuery,
-        response: { 200: z.object({ ok: z.literal(true), keys: z.array(keyMeta), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 429) },
+        response: {
+          200: z.object({ ok: z.literal(true), keys: z.array(keyMeta), nextCursor: z.string().nullable() }),
+          ...errorResponses(400, 401, 403, 429),
+        },
       },
     },
     async (request) => {
       const { accountId } = requireAuth(request);
-      const page = await listKeys(sql, { accountId, kind: 'api', limit: request.query.limit, cursor: request.query.cursor ?? null, includeRevoked: true });
+      const page = await listKeys(sql, {
+        accountId,
+        kind: 'api',
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+        includeRevoked: true,
+      });
       return { ok: true as const, keys: page.keys.map(toKeyMeta), nextCursor: page.nextCursor };
     },
   );

@@ -65,7 +65,10 @@ const llmsTxtRoutes: FastifyPluginAsyncZod = async (app) => {
     const docs = await listDocSectionsWithContent(sql);
     const sections = docs.map((doc) => {
       // Each section's own headings move one level down, under the section's title.
-      const body = doc.content.trim().replace(/^# .*\n+/, '').replace(/^(#{1,5}) /gm, '#$1 ');
+      const body = doc.content
+        .trim()
+        .replace(/^# .*\n+/, '')
+        .replace(/^(#{1,5}) /gm, '#$1 ');
       return `## ${doc.title}\n\nSource: ${site}/api/v1/docs/${doc.slug}\n\n${body}\n`;
     });
     return reply.headers(headers).send([head(site), ...sections].join('\n'));

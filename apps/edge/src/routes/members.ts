@@ -38,7 +38,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['members'],
         summary: 'Invite a person by e-mail as an approver of this account',
         description:
-          'The invitation e-mail carries a one-time link (valid INVITE_TTL_HOURS) where the person chooses a password, or, if the address already signs in, enters theirs: the account joins their login. The e-mail names no sender (the account\'s address is not verified). The answer is the same whether or not the address signs in anywhere; an invitation reserves the address in this account only. 409 when it is already invited to or an approver of this account, or is its own address; 429 past INVITES_PER_ACCOUNT_PER_DAY invitation e-mails (resends included).',
+          "The invitation e-mail carries a one-time link (valid INVITE_TTL_HOURS) where the person chooses a password, or, if the address already signs in, enters theirs: the account joins their login. The e-mail names no sender (the account's address is not verified). The answer is the same whether or not the address signs in anywhere; an invitation reserves the address in this account only. 409 when it is already invited to or an approver of this account, or is its own address; 429 past INVITES_PER_ACCOUNT_PER_DAY invitation e-mails (resends included).",
         body: z.object({ email: emailSchema, role: z.literal('approver').default('approver') }).strict(),
         response: { 201: z.object({ ok: z.literal(true), member: memberSchema }), ...errorResponses(400, 401, 403, 409, 429, 503) },
       },
@@ -93,7 +93,10 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const auth = requireAuth(request);
       const member = await requireApprover(sql, auth.accountId, request.params.memberId);
-      if (member.accepted_at) throw new PlatformError('conflict', 'This approver has already accepted the invitation', { hint: 'They sign in with their e-mail and password.' });
+      if (member.accepted_at)
+        throw new PlatformError('conflict', 'This approver has already accepted the invitation', {
+          hint: 'They sign in with their e-mail and password.',
+        });
       await claimSend(auth.accountId);
       await sendInvite(member.id);
       return { ok: true as const, member: memberView(member) };
@@ -106,7 +109,8 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'account' },
       schema: {
         tags: ['members'],
-        summary: 'Remove an approver: their sessions end at once, an unused invitation stops working, their assigned steps go back to the first taker',
+        summary:
+          'Remove an approver: their sessions end at once, an unused invitation stops working, their assigned steps go back to the first taker',
         params: memberParams,
         response: { 200: z.object({ ok: z.literal(true), removed: z.literal(true) }), ...errorResponses(401, 403, 404, 429) },
       },

@@ -49,7 +49,10 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
         reply.header('Access-Control-Allow-Origin', '*');
         reply.header('Access-Control-Allow-Methods', METHODS.join(', '));
         // Upstreams take headers of their own: any well-formed header name may be sent.
-        reply.header('Access-Control-Allow-Headers', typeof asked === 'string' && /^[A-Za-z0-9!#$%&'*+.^_`|~, -]{1,2000}$/.test(asked) ? asked : 'authorization, content-type, x-max-cost');
+        reply.header(
+          'Access-Control-Allow-Headers',
+          typeof asked === 'string' && /^[A-Za-z0-9!#$%&'*+.^_`|~, -]{1,2000}$/.test(asked) ? asked : 'authorization, content-type, x-max-cost',
+        );
         reply.header('Access-Control-Max-Age', '600');
         return reply.code(204).send();
       },
@@ -158,7 +161,8 @@ function paramsValidator(wildcard: boolean) {
     if (httpPart !== 'params') return zod;
     return (data: unknown) => {
       const params = data as { apiId?: unknown; '*'?: unknown };
-      if (typeof params.apiId === 'string' && API_ID_PATTERN.test(params.apiId) && (typeof params['*'] === 'string') === wildcard) return { value: params };
+      if (typeof params.apiId === 'string' && API_ID_PATTERN.test(params.apiId) && (typeof params['*'] === 'string') === wildcard)
+        return { value: params };
       return zod(data);
     };
   };

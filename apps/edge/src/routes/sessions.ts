@@ -4,7 +4,16 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound, PlatformError } from '#core/platform';
 import { enqueueEmail } from '#core/notifications';
-import { acceptInvitation, authenticatePerson, callerIdentity, listMemberships, LoginThrottle, personIdByEmail, PASSWORD_POLICY, type MembershipRow } from '#core/identity';
+import {
+  acceptInvitation,
+  authenticatePerson,
+  callerIdentity,
+  listMemberships,
+  LoginThrottle,
+  personIdByEmail,
+  PASSWORD_POLICY,
+  type MembershipRow,
+} from '#core/identity';
 import { closeDashboardSession, openDashboardSession, verifyDashboardSession } from '#core/identity';
 import { assertCsrf, assertSameOrigin, clearSessionCookies, SESSION_COOKIE, setSessionCookies } from '../http/dashboard-session.js';
 import { clientAddress } from '../plugins/rate-limit.js';
@@ -20,7 +29,9 @@ const person = {
 };
 const accountChoices = z
   .array(z.object({ id: z.string(), email: z.string(), role: z.enum(['owner', 'approver']), current: z.boolean() }))
-  .describe('Every account the signed-in person belongs to (the one they own first); switch with POST /api/auth/switch-account. Only the current one for a key.');
+  .describe(
+    'Every account the signed-in person belongs to (the one they own first); switch with POST /api/auth/switch-account. Only the current one for a key.',
+  );
 
 /**
  * Dashboard sessions on the site root (/api/auth/...), outside the versioned API: login sets the
@@ -68,7 +79,12 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
     // An address nobody signs in with has nobody to tell.
     if (!personId) return;
     try {
-      await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'login-alert', personId, failingClients, windowSeconds: settings.LOGIN_ALERT_WINDOW_SECONDS });
+      await enqueueEmail(redis, settings.REDIS_PREFIX, {
+        kind: 'login-alert',
+        personId,
+        failingClients,
+        windowSeconds: settings.LOGIN_ALERT_WINDOW_SECONDS,
+      });
       request.log.warn({ personId, failingClients }, 'many clients fail to sign in at one address; its person is told');
     } catch (error) {
       request.log.error({ err: error, personId }, 'could not queue the failed sign-in alert');
@@ -139,7 +155,8 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: TAGS,
         summary: 'Switch the dashboard session to another account the signed-in person belongs to (new session cookies; the old session ends)',
-        description: 'Cookie sessions only (a key belongs to one account). The account must be one of `accounts` in GET /api/auth/session; any other is 404.',
+        description:
+          'Cookie sessions only (a key belongs to one account). The account must be one of `accounts` in GET /api/auth/session; any other is 404.',
         body: z.object({ accountId: z.string().min(1).max(100) }).strict(),
         response: { 200: signedIn, ...errorResponses(400, 401, 403, 404, 429) },
       },
@@ -148,12 +165,15 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       const auth = requireAuth(request);
       const token = request.cookies[SESSION_COOKIE];
       if (auth.via !== 'cookie' || !token) {
-        throw new PlatformError('validation_failed', 'Only a dashboard session switches accounts', { hint: 'An API key belongs to one account: use a key of the account you want.' });
+        throw new PlatformError('validation_failed', 'Only a dashboard session switches accounts', {
+          hint: 'An API key belongs to one account: use a key of the account you want.',
+        });
       }
       const session = await verifyDashboardSession(sql, settings, token);
       const memberships = session.personId ? await listMemberships(sql, session.personId) : [];
       const target = memberships.find((m) => m.account_id === request.body.accountId);
-      if (!session.personId || !target) throw notFound(`Account ${request.body.accountId} among yours`, 'GET /api/auth/session lists the accounts you belong to.');
+      if (!session.personId || !target)
+        throw notFound(`Account ${request.body.accountId} among yours`, 'GET /api/auth/session lists the accounts you belong to.');
       const answer = await signIn(reply, session.personId, memberships, target);
       await closeDashboardSession(sql, session.sessionId);
       return answer;
@@ -167,7 +187,10 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: TAGS,
         summary: 'Log out: ends the session (the token stops working at once) and clears the cookies',
         description: 'With a live session, the same CSRF rules as other cookie-authenticated changes apply. Without one it only clears the cookies.',
-        response: { 200: z.object({ ok: z.literal(true), loggedOut: z.boolean().describe('false when there was no live session') }), ...errorResponses(403) },
+        response: {
+          200: z.object({ ok: z.literal(true), loggedOut: z.boolean().describe('false when there was no live session') }),
+          ...errorResponses(403),
+        },
       },
     },
     async (request, reply) => {

@@ -22,7 +22,8 @@ const stripeWebhookRoutes: FastifyPluginAsync = async (app) => {
     {
       schema: {
         tags: ['balance'],
-        summary: "Stripe's webhook (checkout.session.completed, checkout.session.async_payment_succeeded, charge.refunded, charge.dispute.created); signed with Stripe-Signature",
+        summary:
+          "Stripe's webhook (checkout.session.completed, checkout.session.async_payment_succeeded, charge.refunded, charge.dispute.created); signed with Stripe-Signature",
         hide: !settings.STRIPE_WEBHOOK_SECRET,
       },
     },
@@ -34,7 +35,12 @@ const stripeWebhookRoutes: FastifyPluginAsync = async (app) => {
       const event = verifyStripeEvent(stripe, raw, typeof signature === 'string' ? signature : undefined, settings.STRIPE_WEBHOOK_SECRET);
       const outcome = await applyStripeEvent(sql, event, stripe);
       request.log.info({ stripeEventId: event.id, type: event.type, outcome }, 'stripe event');
-      const object = event.data.object as { metadata?: Record<string, string> | null; amount_total?: number | null; amount_received?: number | null; last_payment_error?: { message?: string } | null };
+      const object = event.data.object as {
+        metadata?: Record<string, string> | null;
+        amount_total?: number | null;
+        amount_received?: number | null;
+        last_payment_error?: { message?: string } | null;
+      };
       const accountId = object.metadata?.accountId;
       if (accountId && outcome === 'credited') {
         await settleBalanceAlertState(sql, accountId);
@@ -48,7 +54,9 @@ const stripeWebhookRoutes: FastifyPluginAsync = async (app) => {
       if (accountId && outcome === 'auto top-up failed') {
         const reason = object.last_payment_error?.message ?? 'the payment failed';
         await emitAfterChange(app, accountId, 'topup.failed', { topUpId: object.metadata?.topUpId, reason, mode: 'auto' });
-        await enqueueEmail(app.deps.redis, settings.REDIS_PREFIX, { kind: 'topup-failed', accountId, reason }).catch((error: unknown) => request.log.error({ err: error }, 'top-up failure e-mail not queued'));
+        await enqueueEmail(app.deps.redis, settings.REDIS_PREFIX, { kind: 'topup-failed', accountId, reason }).catch((error: unknown) =>
+          request.log.error({ err: error }, 'top-up failure e-mail not queued'),
+        );
       }
       return { ok: true as const, received: true, outcome };
     },

@@ -42,7 +42,9 @@ const usageRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['usage'],
         summary: 'Usage summary of metered calls per day and per API',
         querystring: readUsage.schemas.querystring,
-        response: { 200: z.object({ ok: z.literal(true), days: z.number(), totals, byDay: z.array(day), byApi: z.array(totals.extend({ apiId: z.string() })) }) },
+        response: {
+          200: z.object({ ok: z.literal(true), days: z.number(), totals, byDay: z.array(day), byApi: z.array(totals.extend({ apiId: z.string() })) }),
+        },
       },
     },
     async (request, reply) => readUsage.run(app, restDoor(request, reply), request),

@@ -58,9 +58,13 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
       const { accountId } = requireAuth(request);
       const parsed = z.object(target).safeParse({ ...request.body, ...request.query });
       if (!parsed.success) {
-        throw new PlatformError('validation_failed', `Invalid vote target: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`, {
-          hint: 'DELETE /api/v1/vote?targetType=api&targetId=<id> (or the same two fields in a JSON body).',
-        });
+        throw new PlatformError(
+          'validation_failed',
+          `Invalid vote target: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`,
+          {
+            hint: 'DELETE /api/v1/vote?targetType=api&targetId=<id> (or the same two fields in a JSON body).',
+          },
+        );
       }
       return { ok: true as const, ...(await withdrawVote(sql, accountId, parsed.data)) };
     },
@@ -75,7 +79,15 @@ const voteRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Vote tally of an API or cookbook, with your own vote',
         querystring: z.object(target),
         response: {
-          200: z.object({ ok: z.literal(true), targetType: z.string(), targetId: z.string(), up: z.number().int(), down: z.number().int(), score: z.number().int(), myVote: voteValue.nullable() }),
+          200: z.object({
+            ok: z.literal(true),
+            targetType: z.string(),
+            targetId: z.string(),
+            up: z.number().int(),
+            down: z.number().int(),
+            score: z.number().int(),
+            myVote: voteValue.nullable(),
+          }),
           ...errorResponses(404),
         },
       },

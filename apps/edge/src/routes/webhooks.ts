@@ -124,7 +124,8 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     } catch {
       throw new PlatformError('validation_failed', 'url must be an absolute URL', { hint: 'For example https://example.com/hooks/service.' });
     }
-    if (url.username || url.password) throw new PlatformError('validation_failed', 'url must not carry credentials', { hint: 'Verify our signature instead (webhook-signature).' });
+    if (url.username || url.password)
+      throw new PlatformError('validation_failed', 'url must not carry credentials', { hint: 'Verify our signature instead (webhook-signature).' });
     if (url.protocol !== 'https:' && !(settings.ALLOW_PRIVATE_UPSTREAMS && url.protocol === 'http:')) {
       throw new PlatformError('validation_failed', 'url must be https', { hint: 'Webhook payloads are sent only over TLS.' });
     }
@@ -133,7 +134,9 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         await assertPublicHost(url.hostname);
       } catch (error) {
         if (error instanceof PlatformError && error.code === 'private_upstream') {
-          throw new PlatformError('validation_failed', `url's host ${url.hostname} resolves to a private, loopback or link-local address`, { hint: 'Webhooks go to public hosts only.' });
+          throw new PlatformError('validation_failed', `url's host ${url.hostname} resolves to a private, loopback or link-local address`, {
+            hint: 'Webhooks go to public hosts only.',
+          });
         }
         throw error;
       }
@@ -153,7 +156,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { auth: 'account' },
       schema: {
         tags: ['webhooks'],
-        summary: "Which account events are also e-mailed to the owner (human steps and failed automatic top-ups always are)",
+        summary: 'Which account events are also e-mailed to the owner (human steps and failed automatic top-ups always are)',
         response: { 200: emailPreferences, ...errorResponses(401, 403, 429) },
       },
     },
@@ -188,8 +191,17 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['webhooks'],
         summary: 'Register a webhook endpoint for some event types; the signing secret is in this answer only',
         description: `Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}. Payloads follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers; body { type, timestamp, data }). At most WEBHOOK_MAX_ENDPOINTS (20) per account.`,
-        body: z.object({ url: z.string().max(2000), eventTypes: z.array(eventType).min(1).max(WEBHOOK_EVENT_TYPES.length), description: z.string().max(200).optional() }).strict(),
-        response: { 201: z.object({ ok: z.literal(true), webhook: webhookSchema, secret: secretSchema }), ...errorResponses(400, 401, 403, 409, 429) },
+        body: z
+          .object({
+            url: z.string().max(2000),
+            eventTypes: z.array(eventType).min(1).max(WEBHOOK_EVENT_TYPES.length),
+            description: z.string().max(200).optional(),
+          })
+          .strict(),
+        response: {
+          201: z.object({ ok: z.literal(true), webhook: webhookSchema, secret: secretSchema }),
+          ...errorResponses(400, 401, 403, 409, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -222,7 +234,12 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Change an endpoint: url, event types, description, or enable / disable it',
         params: idParams,
         body: z
-          .object({ url: z.string().max(2000).optional(), eventTypes: z.array(eventType).min(1).optional(), description: z.string().max(200).optional(), enabled: z.boolean().optional() })
+          .object({
+            url: z.string().max(2000).optional(),
+            eventTypes: z.array(eventType).min(1).optional(),
+            description: z.string().max(200).optional(),
+            enabled: z.boolean().optional(),
+          })
           .strict()
           .refine((body) => Object.keys(body).length > 0, { message: 'give at least one of url, eventTypes, description, enabled' }),
         response: { 200: z.object({ ok: z.literal(true), webhook: webhookSchema }), ...errorResponses(400, 401, 403, 404, 429) },
@@ -266,7 +283,10 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['webhooks'],
         summary: 'Replace the signing secret; for 24 hours deliveries carry signatures by both, so receivers switch without a gap',
         params: idParams,
-        response: { 200: z.object({ ok: z.literal(true), secret: secretSchema, previousSecretValidUntil: z.string() }), ...errorResponses(401, 403, 404, 429) },
+        response: {
+          200: z.object({ ok: z.literal(true), secret: secretSchema, previousSecretValidUntil: z.string() }),
+          ...errorResponses(401, 403, 404, 429),
+        },
       },
     },
     async (request) => {
@@ -282,7 +302,8 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['webhooks'],
         summary: 'Send a webhook.test event to this endpoint (whatever types it listens to); its delivery shows in the log',
-        description: 'At most WEBHOOK_TEST_DELIVERIES_PER_HOUR (30) test deliveries per account in any hour; the next gets 429 with Retry-After (seconds until one leaves the hour).',
+        description:
+          'At most WEBHOOK_TEST_DELIVERIES_PER_HOUR (30) test deliveries per account in any hour; the next gets 429 with Retry-After (seconds until one leaves the hour).',
         params: idParams,
         response: { 202: z.object({ ok: z.literal(true), delivery: deliverySchema }), ...errorResponses(401, 403, 404, 409, 429) },
       },
@@ -304,7 +325,10 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: "An endpoint's delivery log, newest first",
         params: idParams,
         querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50), cursor: z.string().min(1).max(100).optional() }),
-        response: { 200: z.object({ ok: z.literal(true), deliveries: z.array(deliverySchema), nextCursor: z.string().nullable() }), ...errorResponses(400, 401, 403, 404, 429) },
+        response: {
+          200: z.object({ ok: z.literal(true), deliveries: z.array(deliverySchema), nextCursor: z.string().nullable() }),
+          ...errorResponses(400, 401, 403, 404, 429),
+        },
       },
     },
     async (request) => {
