@@ -41,6 +41,8 @@ export REDIS_PREFIX=${TEST_REDIS_PREFIX:-platform-test}
 if [ -z "${TEST_SKIP_CHECKS:-}" ]; then
   say test "lint"
   npx eslint . --max-warnings=0
+  say test "format (prettier --check; npm run format fixes it)"
+  npx prettier --check . --log-level warn
   say test "folder READMEs name their files (scripts/check-readmes.ts)"
   npx tsx scripts/check-readmes.ts
   say test "import boundaries (dependency-cruiser: .dependency-cruiser.cjs)"
