@@ -92,5 +92,14 @@ describe("the edge's Prometheus metrics", () => {
     expect(sample(text, 'platform_money_micros_total', { kind: 'refunded' })).toBeGreaterThanOrEqual(2_000);
     expect(sample(text, 'platform_http_request_duration_seconds_count', { route: '/api/v1/proxy/:apiId/*', status: '402' })).toBe(1);
     expect(sample(text, 'platform_credit_holds_open')).toBeGreaterThanOrEqual(0);
+    // A sandbox top-up is credited money.
+    const topUp = await rawRequest(edge, {
+      method: 'POST',
+      path: '/api/v1/balance',
+      headers: { authorization: `Bearer ${rich.fullKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: 2 }),
+    });
+    expect(topUp.status, topUp.body.toString()).toBe(200);
+    expect(sample(await scrape(), 'platform_money_micros_total', { kind: 'credited' })).toBeGreaterThanOrEqual(2_000_000);
   });
 });

@@ -55,7 +55,7 @@ export default fp(
     });
     const money = new prom.Counter({
       name: 'platform_money_micros_total',
-      help: 'Money moved by this edge in micro-dollars: charged (every priced item), refunded (failed metered calls), credited (top-ups)',
+      help: 'Money moved by this edge in micro-dollars: charged (every priced item), refunded (failed metered calls), credited (sandbox top-ups and Stripe payments)',
       labelNames: ['kind'] as const,
       registers: [registry],
     });

@@ -234,7 +234,10 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       const result = await topUp(sql, { accountId: auth.accountId, amountMicros, capMicros, idempotencyKey });
       if (result.ok) {
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
-        else await settleBalanceAlertState(sql, auth.accountId);
+        else {
+          request.server.metrics.money('credited', result.creditedMicros);
+          await settleBalanceAlertState(sql, auth.accountId);
+        }
         if (!result.replayed)
           await emitAfterChange(request.server, auth.accountId, 'topup.succeeded', {
             amount: toDollars(result.creditedMicros),

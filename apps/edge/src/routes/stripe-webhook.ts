@@ -43,6 +43,8 @@ const stripeWebhookRoutes: FastifyPluginAsync = async (app) => {
       };
       const accountId = object.metadata?.accountId;
       if (accountId && outcome === 'credited') {
+        // Stripe amounts are in cents.
+        app.metrics.money('credited', BigInt(object.amount_total ?? object.amount_received ?? 0) * 10_000n);
         await settleBalanceAlertState(sql, accountId);
         const auto = object.metadata?.purpose === 'auto-topup';
         await emitAfterChange(app, accountId, 'topup.succeeded', {
