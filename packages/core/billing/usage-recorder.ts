@@ -40,7 +40,9 @@ export class UsageRecorder {
 
   record(event: Omit<UsageEvent, 'id'> & { id?: string }): void {
     this.buffer.push({ ...event, id: event.id ?? randomUUID() });
-    if (this.buffer.length >= this.options.batchSize) void this.flush();
+    // An outcome that arrives while the edge closes (a call settled just after its answer left) is
+    // handed off at once: no timer would run for it any more.
+    if (this.buffer.length >= this.options.batchSize || this.closed) void this.flush();
     else if (!this.timer && !this.closed) {
       this.timer = setTimeout(() => void this.flush(), this.options.flushMs);
       this.timer.unref();

@@ -297,8 +297,7 @@ export class MeteredCall {
         'proxied answer cut at its deadline; the call keeps its charge',
       );
     }
-    // Let a source error raised by the same teardown be seen first.
-    await new Promise((resolve) => setImmediate(resolve));
+    // (A source error raised by the same teardown was seen already: the sinks resolve after it.)
     if (upstreamBroke) {
       // The upstream closed mid-answer: the caller got a cut-off answer, and the charge is returned.
       await settlement.refund(
