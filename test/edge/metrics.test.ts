@@ -5,22 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestAccount, createTestApp } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { rawRequest, registerApi, startUpstream, type TestUpstream } from '../helpers/upstream.js';
-
-/** `promtool check metrics` (Debian's prometheus package) on an exposition text: its verdict and complaints. */
-export function promtoolCheck(text: string): { status: number | null; output: string } {
-  const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-  return { status: result.status, output: `${result.stdout ?? ''}${result.stderr ?? ''}${result.error ? String(result.error) : ''}` };
-}
-
-/** The value of one series in an exposition text, or undefined. */
-export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (!Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`))) continue;
-    return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return undefined;
-}
+import { promtoolCheck, sample } from '../helpers/metrics.js';
 
 describe('the monitoring configuration (ops/)', () => {
   it('has alert rules and a scrape configuration promtool accepts', () => {

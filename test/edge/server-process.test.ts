@@ -1,18 +1,7 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
+import { freePort } from '../helpers/ports.js';
 
 describe('the edge process (apps/edge/src/server.ts)', () => {
   it('writes buffered log lines within about a second when quiet, and every one of them when it shuts down', async () => {

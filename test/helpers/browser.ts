@@ -1,10 +1,12 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { uniqueId } from './settings.js';
+import { freePort } from './ports.js';
+
+export { freePort };
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Where failed browser tests leave a screenshot (git-ignored). */
@@ -74,19 +76,6 @@ export async function launchBrowser(options: { viewport?: { width: number; heigh
       await browser.close().catch(() => undefined);
     },
   };
-}
-
-/** A port that was free a moment ago: the edge's PUBLIC_URL must name its real origin for the CSRF check. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 const safeName = (name: string) =>

@@ -1,21 +1,11 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+import { promtoolCheck } from '../helpers/metrics.js';
+import { freePort } from '../helpers/ports.js';
 
 // Each worker process serves Prometheus metrics on a port of its own; the text passes
 // `promtool check metrics` (Debian's prometheus package, installed by the test script).
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 const children: ChildProcess[] = [];
 afterAll(async () => {
@@ -52,15 +42,10 @@ async function scrapeWorker(entry: string, env: Record<string, string>): Promise
   }
 }
 
-function promtool(text: string) {
-  const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-  return { status: result.status, output: `${result.stdout ?? ''}${result.stderr ?? ''}` };
-}
-
 describe('the worker processes serve Prometheus metrics', () => {
   it('queue workers: queue depths by state, job outcomes, event-loop lag; promtool accepts the text', { timeout: 120_000 }, async () => {
     const text = await scrapeWorker('workers/queues/main.ts', { REDIS_PREFIX: uniqueId('qmetrics') });
-    const check = promtool(text);
+    const check = promtoolCheck(text);
     expect(check.status, check.output).toBe(0);
     expect(text).toMatch(/platform_queue_jobs\{[^}]*queue="usage-events"[^}]*state="waiting"/);
     expect(text).toContain('platform_queue_job_failures_total');
@@ -77,7 +62,7 @@ describe('the worker processes serve Prometheus metrics', () => {
         TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${sdkPort}`,
         REDIS_PREFIX: uniqueId('tmetrics'),
       });
-      const check = promtool(text);
+      const check = promtoolCheck(text);
       expect(check.status, check.output).toBe(0);
       expect(text).toMatch(/platform_cookbook_sessions_active\{[^}]*status="waiting_for_human"/);
       expect(text).toContain('platform_cookbook_sessions_oldest_wait_seconds');

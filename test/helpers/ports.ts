@@ -1,0 +1,14 @@
+import { createServer } from 'node:net';
+
+/** A port that was free a moment ago: the edge's PUBLIC_URL must name its real origin for the CSRF check. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
