@@ -177,8 +177,9 @@ export default fp(
           await app.rateLimiter.consumeCaller(request, reply);
         }
         const authInfo: AuthInfo = { token: key, clientId: caller.keyId ?? caller.accountId, scopes: [], extra: { caller, toolCaller } };
-        const response = await handler.fetch(toWebRequest(request), { authInfo, parsedBody: request.body });
-        return sendWebResponse(reply, response);
+        return app.metrics.mcpRequest(async () =>
+          sendWebResponse(reply, await handler.fetch(toWebRequest(request), { authInfo, parsedBody: request.body })),
+        );
       },
     });
 
@@ -191,5 +192,5 @@ export default fp(
       });
     }
   },
-  { name: 'mcp', dependencies: ['deps', 'auth', 'rate-limit', 'route-catalog'] },
+  { name: 'mcp', dependencies: ['deps', 'auth', 'rate-limit', 'route-catalog', 'metrics'] },
 );

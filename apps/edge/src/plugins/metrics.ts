@@ -15,6 +15,8 @@ export interface EdgeMetrics {
   money(kind: 'charged' | 'refunded' | 'credited', micros: bigint): void;
   /** The metrics endpoint's port once listening (METRICS_PORT), else null. */
   port: number | null;
+  /** Counts an MCP request while it is served (the MCP route wraps its work in it). */
+  mcpRequest<T>(work: () => Promise<T>): Promise<T>;
 }
 
 declare module 'fastify' {
@@ -92,13 +94,8 @@ export default fp(
       registers: [registry],
     });
 
-    app.addHook('onRequest', (request, _reply, done) => {
-      if (request.routeOptions.url === '/mcp') mcp.inc();
-      done();
-    });
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url;
-      if (route === '/mcp') mcp.dec();
       const status = reply.statusCode;
       http.observe({ method: request.method, route: route ?? 'unmatched', status: String(status) }, reply.elapsedTime / 1000);
       // Refused by the rate limiter before the metered call began.
@@ -120,6 +117,14 @@ export default fp(
         if (micros > 0n) money.inc({ kind }, Number(micros));
       },
       port: null,
+      mcpRequest: async (work) => {
+        mcp.inc();
+        try {
+          return await work();
+        } finally {
+          mcp.dec();
+        }
+      },
     };
     app.decorate('metrics', metrics);
 
