@@ -82,7 +82,8 @@ module.exports = {
     {
       name: 'fixtures-only-for-tests',
       severity: 'error',
-      comment: 'packages/fixtures (accounts, APIs, in-process workers) is for tests and benchmarks only.',
+      comment:
+        'packages/fixtures (accounts, APIs, in-process workers, the loopback OAuth provider) is for tests, benchmarks and development scripts only.',
       from: { path: '^(apps|workers|workflows|db|packages/(core|contracts))/' },
       to: { path: '^packages/fixtures/' },
     },

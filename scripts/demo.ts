@@ -8,8 +8,13 @@
 // the balance.low webhook arrive), runs the weather-alert-sms cookbook session (following its
 // server-sent events), sees the human step announced by e-mail (read from the development mail
 // catcher) and by webhook, lets a person complete it through the dashboard's login, reads usage and
-// balance, and finally does a little of the same through the MCP endpoint with the official MCP
-// client. Every step prints what it did and the key fields of the answer; no full key, webhook
+// balance, does a little of the same through the MCP endpoint with the official MCP client, and
+// finally asks a person for an OAuth connection: the operator registers a real OAuth provider
+// (`oidc-provider` on 127.0.0.1, packages/fixtures/oidc-provider.ts) and an API its resource server
+// serves; the agent sees it needs OAuth, gets 409 connection_required, and requests a connection
+// with a purpose; the person sees the request in the inbox, consents at the provider (its login and
+// consent forms, submitted over HTTP) and comes back through the platform's callback; the agent's
+// long poll answers `connected` and its call goes through carrying the token. Every step prints what it did and the key fields of the answer; no full key, webhook
 // secret, password or session cookie is ever printed. Any failed step stops the demo with exit
 // code 1 and says what went wrong.
 //
@@ -25,12 +30,15 @@ import { promisify } from 'node:util';
 import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Webhook } from 'standardwebhooks';
 import { createPlatformClient, type PlatformClient } from '#client';
+import { startTestOAuthProvider, type TestOAuthProvider } from '#fixtures/oidc-provider';
 
 const run = promisify(execFile);
 const BASE = (process.env.DEMO_BASE_URL ?? process.env.PUBLIC_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`).replace(/\/+$/, '');
 const API = `${BASE}/api/v1`;
 const WEATHER_API = 'demo-weather';
 const SMS_API = 'demo-sms';
+const OAUTH_API = 'demo-oauth';
+const OAUTH_PRICE = '0.004';
 const COOKBOOK = 'weather-alert-sms';
 const WEATHER_PRICE = '0.002';
 const SMS_PRICE = '0.003';
@@ -170,9 +178,12 @@ async function startExampleUpstream(): Promise<ExampleUpstream> {
 // ---------------------------------------------------------------------------------------------
 // The operator CLI: the supported way to add an API (it writes DATABASE_URL, the stack's database).
 
-async function operatorCli(args: string[]): Promise<{ ok: boolean; out: string }> {
+/** Runs `npm run api -- ARGS` (apps/cli/api.ts); `stdin` is written to its standard input (a secret, never an argument). */
+async function operatorCli(args: string[], stdin?: string): Promise<{ ok: boolean; out: string }> {
   try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'apps/cli/api.ts', ...args], { cwd: process.cwd(), env: process.env });
+    const running = run('npx', ['tsx', 'apps/cli/api.ts', ...args], { cwd: process.cwd(), env: process.env });
+    if (stdin !== undefined) running.child.stdin?.end(stdin);
+    const { stdout, stderr } = await running;
     return { ok: true, out: `${stdout}${stderr}` };
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string; message: string };
@@ -180,10 +191,19 @@ async function operatorCli(args: string[]): Promise<{ ok: boolean; out: string }
   }
 }
 
-async function registerUpstreamApi(id: string, name: string, baseUrl: string, price: string, category: string, description: string) {
+async function registerUpstreamApi(
+  id: string,
+  name: string,
+  baseUrl: string,
+  price: string,
+  category: string,
+  description: string,
+  /** More options for add and update alike (an OAuth API's --oauth-* options). */
+  extra: string[] = [],
+) {
   const shown = await operatorCli(['show', '--id', id]);
   const args = shown.ok
-    ? ['update', '--id', id, '--base-url', baseUrl, '--price', price]
+    ? ['update', '--id', id, '--base-url', baseUrl, '--price', price, ...extra]
     : [
         'add',
         '--id',
@@ -195,11 +215,12 @@ async function registerUpstreamApi(id: string, name: string, baseUrl: string, pr
         '--price',
         price,
         '--auth',
-        'none',
+        extra.some((arg) => arg.startsWith('--oauth-')) ? 'oauth2' : 'none',
         '--category',
         category,
         '--description',
         description,
+        ...extra,
       ];
   const result = await operatorCli(args);
   if (!result.ok) throw new DemoError(`npm run api -- ${args.slice(0, 3).join(' ')} failed:\n${result.out.trim()}`);
@@ -443,6 +464,7 @@ async function main() {
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   show('example upstream', `${upstreamUrl} (GET /weather/forecast, POST /sms/messages)`);
   const receiver = await startWebhookReceiver();
+  let provider: TestOAuthProvider | undefined;
   try {
     await registerUpstreamApi(
       WEATHER_API,
@@ -460,15 +482,22 @@ async function main() {
       'messaging',
       'Example SMS sender: send text messages to phone numbers (the demo upstream).',
     );
-    await walk(upstream, receiver);
+    // The OAuth provider of the last part: the platform's callback on this edge is its client's one redirect URI.
+    provider = await startTestOAuthProvider({ redirectUris: [`${API}/oauth/callback`], accessTokenTtl: 300 });
+    await walk(upstream, receiver, provider);
   } finally {
     upstream.server.closeAllConnections();
     upstream.server.close();
     receiver.close();
+    if (provider) {
+      await provider.close();
+      // The provider lived for this run only: its app goes with it (a later run registers a new one).
+      await operatorCli(['oauth-app', 'remove', '--provider', provider.host]);
+    }
   }
 }
 
-async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
+async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver, provider: TestOAuthProvider) {
   // -- 1. register -----------------------------------------------------------------------------
   step('Register an account (POST /register)');
   const email = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}@example.com`;
@@ -786,7 +815,177 @@ async function walk(upstream: ExampleUpstream, receiver: WebhookReceiver) {
   } finally {
     await mcp.close();
   }
+
+  await oauthWalk(provider, { api, auth, person, csrfToken: login.body.csrfToken, sessionCookie: cookies.get('session')! });
   console.log(`\n${bold('Demo complete.')}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The last part: an agent asks a person for an OAuth connection, the person grants it from the inbox.
+
+interface Parties {
+  /** The agent's client (its API key) and the key's Authorization header for proxied calls. */
+  api: PlatformClient;
+  auth: Record<string, string>;
+  /** The person's client (the dashboard's cookie session), its CSRF token, and the session cookie alone. */
+  person: PlatformClient;
+  csrfToken: string;
+  sessionCookie: string;
+}
+
+async function oauthWalk(provider: TestOAuthProvider, { api, auth, person, csrfToken, sessionCookie }: Parties) {
+  const onApi = { params: { path: { id: OAUTH_API } } };
+
+  // -- operator: an OAuth provider, its app and an API ---------------------------------------
+  step('Operator: a real OAuth provider on 127.0.0.1, its OAuth app and an OAuth API (npm run api -- oauth-app set, add)');
+  show('provider', `${provider.issuer} (oidc-provider: login and consent forms, PKCE required; a resource server at /api checks each token)`);
+  const appArgs = [
+    'oauth-app',
+    'set',
+    '--provider',
+    provider.host,
+    '--client-id',
+    provider.clientId,
+    '--client-secret-stdin',
+    '--authorization-url',
+    provider.authorizationUrl,
+    '--token-url',
+    provider.tokenUrl,
+    '--revocation-url',
+    provider.revocationUrl,
+  ];
+  const registeredApp = await operatorCli(appArgs, provider.clientSecret);
+  if (!registeredApp.ok) throw new DemoError(`npm run api -- oauth-app set failed:\n${registeredApp.out.trim()}`);
+  if (registeredApp.out.includes(provider.clientSecret)) throw new DemoError('npm run api -- oauth-app set printed the client secret');
+  show('npm run api -- oauth-app set', `${provider.host}, client ${provider.clientId} (secret piped on stdin, not shown)`);
+  show('redirect URI', `${API}/oauth/callback`);
+  await registerUpstreamApi(
+    OAUTH_API,
+    'Demo Things',
+    provider.resourceUrl,
+    OAUTH_PRICE,
+    'productivity',
+    "Example OAuth 2 API: a person's things at the demo provider.",
+    [
+      '--byok-price',
+      OAUTH_PRICE,
+      '--oauth-authorization-url',
+      provider.authorizationUrl,
+      '--oauth-token-url',
+      provider.tokenUrl,
+      '--oauth-scopes',
+      'read',
+    ],
+  );
+
+  // -- the agent: needs OAuth, and its call says how to get it --------------------------------
+  step(`Agent: can it call ${OAUTH_API}? (GET /apis/${OAUTH_API}, then GET /proxy/${OAUTH_API}/things)`);
+  const before = await expectStatus('GET /apis/{id}', api.GET('/api/v1/apis/{id}', onApi));
+  const state = before.body.api.callability;
+  show('callability', `${state.state} (${state.reason}), provider ${state.provider ?? '?'}`);
+  if (state.hint) note(state.hint);
+  if (state.state !== 'needs_oauth') throw new DemoError(`${OAUTH_API} is ${state.state}, expected needs_oauth: ${JSON.stringify(state)}`);
+  const refused = await call<{ error: string; code: string; hint?: string }>('GET', `/proxy/${OAUTH_API}/things`, { headers: auth, expect: 409 });
+  show('proxied call', `409 ${refused.body.code}: ${refused.body.error}`);
+  if (refused.body.hint) note(refused.body.hint);
+  if (refused.body.code !== 'connection_required') throw new DemoError(`expected connection_required: ${JSON.stringify(refused.body)}`);
+
+  // -- the agent asks a person ------------------------------------------------------------------
+  step(`Agent: ask a person to connect it (POST /connect/${OAUTH_API}/request), then wait (GET /connect/requests/{id}?wait=30)`);
+  const purpose = 'List your things every morning and summarise what changed overnight. Read only.';
+  const asked = await expectStatus(
+    'POST /connect/{apiId}/request',
+    api.POST('/api/v1/connect/{apiId}/request', { params: { path: { apiId: OAUTH_API } }, body: { purpose } }),
+    201,
+  );
+  const request = asked.body.request;
+  show(
+    'request',
+    `${request.id} ${request.status}, ${request.authKind} via ${request.oauthProvider}, scopes ${request.scopes.join(', ') || "(the API's)"}`,
+  );
+  show('purpose', request.purpose);
+  show('link for a person', request.connectUrl);
+  // The agent's long poll runs while the person acts; it answers as soon as the request is answered.
+  const waitStarted = Date.now();
+  const waited = expectStatus(
+    'GET /connect/requests/{id}?wait=30',
+    api.GET('/api/v1/connect/requests/{requestId}', { params: { path: { requestId: request.id }, query: { wait: 30 } } }),
+  );
+  waited.catch(() => undefined);
+  note('long poll open: the agent waits for the answer');
+
+  // -- the person: the inbox, then consent at the provider ---------------------------------------
+  step('Person: sees it in the inbox (GET /connect/requests, cookie) and starts consent (POST /oauth/authorize)');
+  const inbox = await expectStatus('GET /connect/requests (cookie)', person.GET('/api/v1/connect/requests'));
+  const listed = inbox.body.requests.find((r) => r.id === request.id);
+  if (!listed) throw new DemoError(`the inbox does not list request ${request.id}: ${JSON.stringify(inbox.body).slice(0, 400)}`);
+  show(
+    'inbox',
+    `"Connect ${listed.apiName}" (${listed.status}, ${listed.authKind === 'oauth' ? 'OAuth sign-in' : listed.authKind}): ${listed.purpose}`,
+  );
+  const started = await expectStatus(
+    'POST /oauth/authorize (cookie)',
+    person.POST('/api/v1/oauth/authorize', {
+      headers: { origin: new URL(BASE).origin, 'x-csrf-token': csrfToken },
+      body: { apiId: OAUTH_API, connectRequestId: request.id, returnTo: '/inbox' },
+    }),
+  );
+  const authorizationUrl = new URL(started.body.authorizationUrl);
+  show('consent', `${started.body.provider} as "${started.body.label}", scopes ${started.body.scopes.join(' ')}, until ${started.body.expiresAt}`);
+  show(
+    'go to',
+    `${authorizationUrl.origin}${authorizationUrl.pathname} (PKCE ${authorizationUrl.searchParams.get('code_challenge_method')}; state and challenge not shown)`,
+  );
+
+  step('Person: signs in and allows at the provider, and comes back through GET /oauth/callback');
+  let callback: URL;
+  try {
+    callback = await provider.authorize(authorizationUrl.href);
+  } catch (error) {
+    throw new DemoError(`at the provider: ${(error as Error).message}`);
+  }
+  if (`${callback.origin}${callback.pathname}` !== `${API}/oauth/callback`)
+    throw new DemoError(`the provider sent the browser to ${callback.origin}${callback.pathname}, not ${API}/oauth/callback`);
+  if (callback.searchParams.has('error'))
+    throw new DemoError(`the provider answered ${callback.searchParams.get('error')}: ${callback.searchParams.get('error_description')}`);
+  show('at the provider', 'login form, then consent form (Allow): redirected back with a code (not shown)');
+  let landed: Response;
+  try {
+    // The browser's top-level navigation back: the session cookie is all it carries.
+    landed = await fetch(callback, { redirect: 'manual', headers: { cookie: `session=${sessionCookie}` } });
+  } catch (error) {
+    throw notRunning('GET /oauth/callback', error);
+  }
+  const landing = new URL(landed.headers.get('location') ?? '/', BASE);
+  if (landed.status !== 303 || landing.searchParams.get('oauth') !== 'connected') {
+    throw new DemoError(
+      `GET /oauth/callback answered ${landed.status} to ${landing.pathname}${landing.search}: ${(await landed.text()).slice(0, 300)}`,
+    );
+  }
+  show('callback', `303 to ${landing.pathname}?oauth=${landing.searchParams.get('oauth')} (the dashboard's inbox says it is connected)`);
+
+  // -- the agent hears and calls ---------------------------------------------------------------
+  step(`Agent: its wait answers, ${OAUTH_API} is ready, and the call goes through with the token`);
+  const outcome = await waited;
+  show(
+    'request',
+    `${outcome.body.request.status} after ${((Date.now() - waitStarted) / 1000).toFixed(1)} s of waiting (resolved ${outcome.body.request.resolvedAt})`,
+  );
+  if (outcome.body.request.status !== 'connected') throw new DemoError(`the request ended ${outcome.body.request.status}, expected connected`);
+  const after = await expectStatus('GET /apis/{id}', api.GET('/api/v1/apis/{id}', onApi));
+  show('callability', `${after.body.api.callability.state} (${after.body.api.callability.reason})`);
+  if (after.body.api.callability.state !== 'ready') throw new DemoError(`${OAUTH_API} is ${after.body.api.callability.state} after the consent`);
+  const calls = provider.resourceCalls.length;
+  const proxied = await call<{ ok: boolean; path: string; subject: string; scope: string }>('GET', `/proxy/${OAUTH_API}/things`, { headers: auth });
+  const seen = provider.resourceCalls[calls];
+  if (!seen) throw new DemoError("the proxied call did not reach the provider's resource server");
+  if (!seen.valid) throw new DemoError('the resource server refused the token the platform sent');
+  if (seen.token && JSON.stringify(proxied.body).includes(seen.token)) throw new DemoError('the answer carried the access token');
+  show('status', `${proxied.status}, X-Service-Api: ${proxied.headers.get('x-service-api')}`);
+  show('resource server', `a valid bearer token for "${seen.accountId}" with scope "${seen.scope}" (the token is not shown)`);
+  show('answer', proxied.body);
+  show('charged', costHeaders(proxied.headers));
+  if (!proxied.headers.get('x-service-cost')) throw new DemoError('the proxied call carried no X-Service-Cost header');
 }
 
 main().then(

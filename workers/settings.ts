@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { directorySettings } from '#core/directory';
 import { emailSettings, webhookSettings } from '#core/notifications';
 import { stripeSettings } from '#core/billing';
+import { oauthRenewalSettings } from '#core/oauth';
 import { isDevCodecKeys, isDevMasterKey, metricsSettings } from '#core/platform';
 import { envFlag, parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
@@ -12,6 +13,7 @@ export const workerSettings = sharedSettings
   .extend(webhookSettings.shape)
   .extend(stripeSettings.shape)
   .extend(metricsSettings.shape)
+  .extend(oauthRenewalSettings.shape)
   .extend({
     /** Where the Temporal SDK serves its own metrics (host:port, loopback); the Temporal worker's /metrics includes them. Empty: off. */
     TEMPORAL_METRICS_ADDRESS: z

@@ -1,11 +1,26 @@
 import { connectionContext, openSecret, platformKeyContext, sealSecret } from '#core/platform';
 import { webhookSecretContext } from '#core/notifications';
+import { oauthAccessTokenContext, oauthClientSecretContext, oauthRefreshTokenContext, oauthVerifierContext } from '#core/oauth';
+import {
+  lockSealedAppSecrets,
+  lockSealedConnectionTokens,
+  lockSealedVerifiers,
+  setSealedAppSecret,
+  setSealedConnectionTokens,
+  setSealedVerifier,
+} from '#db/oauth';
 import type { Sql } from '#db/sql';
 
 export interface RotationReport {
   connections: number;
   platformKeys: number;
   webhookSecrets: number;
+  /** OAuth apps' client secrets. */
+  oauthApps: number;
+  /** OAuth connections (their access and refresh tokens). */
+  oauthConnections: number;
+  /** Consent flows under way (their PKCE verifiers). */
+  oauthAuthorizations: number;
 }
 
 export class RotationError extends Error {
@@ -14,7 +29,8 @@ export class RotationError extends Error {
 
 /**
  * Re-seals every secret the secret box holds (bring-your-own keys in `connections`, platform keys in
- * `apis`, webhook signing secrets in `webhook_endpoints`) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
+ * `apis`, webhook signing secrets in `webhook_endpoints`, OAuth client secrets, tokens and PKCE
+ * verifiers) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
  * none does. Each secret is opened under the old key first; one that does not open (a wrong old
  * key, a row already rotated) aborts the whole run with the row named, never its secret.
  */
@@ -56,6 +72,35 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
         row.previous_secret_sealed === null ? null : reseal(row.previous_secret_sealed, context, `the previous signing secret of webhook ${row.id}`);
       await tx`update webhook_endpoints set secret_sealed = ${sealed}, previous_secret_sealed = ${previous} where id = ${row.id}`;
     }
-    return { connections: connections.length, platformKeys: apis.length, webhookSecrets: endpoints.length };
+    const apps = await lockSealedAppSecrets(tx);
+    for (const app of apps) {
+      const context = oauthClientSecretContext(app.accountId, app.provider);
+      await setSealedAppSecret(tx, app.id, reseal(app.sealed, context, `the client secret of the OAuth app ${app.id} (${app.provider})`));
+    }
+    const grants = await lockSealedConnectionTokens(tx);
+    for (const grant of grants) {
+      const access = reseal(grant.access, oauthAccessTokenContext(grant.id), `the access token of OAuth connection ${grant.id}`);
+      const refresh =
+        grant.refresh === null
+          ? null
+          : reseal(grant.refresh, oauthRefreshTokenContext(grant.id), `the refresh token of OAuth connection ${grant.id}`);
+      await setSealedConnectionTokens(tx, grant.id, access, refresh);
+    }
+    const flows = await lockSealedVerifiers(tx);
+    for (const flow of flows) {
+      await setSealedVerifier(
+        tx,
+        flow.stateHash,
+        reseal(flow.sealed, oauthVerifierContext(flow.stateHash), 'the PKCE verifier of a consent flow under way'),
+      );
+    }
+    return {
+      connections: connections.length,
+      platformKeys: apis.length,
+      webhookSecrets: endpoints.length,
+      oauthApps: apps.length,
+      oauthConnections: grants.length,
+      oauthAuthorizations: flows.length,
+    };
   });
 }

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { z } from 'zod';
+import { API_ID_PATTERN, CATEGORY_PATTERN } from '#contracts/directory';
 import type { Db } from './sql.js';
 
 export const cookbooksDir = fileURLToPath(new URL('../seed/cookbooks', import.meta.url));
@@ -29,11 +30,14 @@ export const DEFAULT_TIME_LIMITS = {
 const slotSchema = z.object({
   name: z.string().regex(/^[a-z][a-zA-Z0-9_]{0,63}$/, 'slot names are identifiers such as "sms" or "weatherSource"'),
   description: z.string().min(1),
-  /** The kind of API that fits the slot, in the directory's category words. */
-  category: z.string().min(1),
+  /** The kind of API that fits the slot: a directory category (test/edge/cookbooks.test.ts checks the catalog has it). */
+  category: z.string().regex(CATEGORY_PATTERN, 'slot categories are directory categories such as "messaging" or "developer_tools"'),
   required: z.boolean(),
-  /** APIs.guru providers known to fit, as a hint to whoever fills the slot. */
-  suggestedProviders: z.array(z.string()).default([]),
+  /**
+   * Directory API ids known to fit (`twilio.com-api`, not the provider `twilio.com`), as a hint to
+   * whoever fills the slot; test/edge/cookbooks.test.ts checks the catalog holds each.
+   */
+  suggestedProviders: z.array(z.string().regex(API_ID_PATTERN, 'suggestedProviders are directory API ids such as "twilio.com-api"')).default([]),
 });
 
 const STEP_ID = /^[a-z][a-z0-9-]{0,63}$/;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { authSchemeSchema, type AuthScheme } from '#contracts/auth-scheme';
+import { apiOAuthSchema, authSchemeSchema, type ApiOAuth, type AuthScheme } from '#contracts/auth-scheme';
 import type { Db } from './sql.js';
 
 /** Channel on which an API row change is announced to every edge (which caches the rows it proxies to). */
@@ -15,7 +15,7 @@ export async function publishApiChange(redis: Redis, redisPrefix: string, apiId:
  * The proxy's view of a directory API (the `apis` table of 00002): where it lives, how the upstream
  * expects its key, and what a call costs. Operators write these rows with `npm run api`.
  */
-export { authSchemeSchema, type AuthScheme };
+export { apiOAuthSchema, authSchemeSchema, type ApiOAuth, type AuthScheme };
 
 export const pricingRuleSchema = z.object({
   /** HTTP method, or '*' / absent for any. */
@@ -31,6 +31,12 @@ export interface MeteredApi {
   name: string;
   baseUrl: string;
   authScheme: AuthScheme;
+  /** The OAuth 2 flows and scopes its description declares (migration 00027); null without OAuth 2. */
+  oauth: ApiOAuth | null;
+  /** Who issues its tokens (the authorization server's host): the key of the OAuth app that serves it. */
+  oauthProvider: string | null;
+  /** Where a caller gets a key of their own (an https documentation link), when known. */
+  keyDocsUrl: string | null;
   priceMicros: bigint;
   byokPriceMicros: bigint | null;
   pricingRules: PricingRule[];
@@ -43,6 +49,9 @@ interface ApiRow {
   name: string;
   base_url: string;
   auth_scheme: unknown;
+  oauth: unknown;
+  oauth_provider: string | null;
+  key_docs_url: string | null;
   price_micros: bigint;
   byok_price_micros: bigint | null;
   pricing_rules: unknown;
@@ -50,17 +59,23 @@ interface ApiRow {
   source: string;
 }
 
-const COLUMNS = 'id, name, base_url, auth_scheme, price_micros, byok_price_micros, pricing_rules, platform_key_encrypted, source';
+const COLUMNS =
+  'id, name, base_url, auth_scheme, oauth, oauth_provider, key_docs_url, price_micros, byok_price_micros, pricing_rules, platform_key_encrypted, source';
 
 function fromRow(row: ApiRow): MeteredApi {
   const scheme = authSchemeSchema.safeParse(row.auth_scheme);
   const rules = z.array(pricingRuleSchema).safeParse(row.pricing_rules);
+  const oauth = row.oauth === null ? null : apiOAuthSchema.safeParse(row.oauth);
   return {
     id: row.id,
     name: row.name,
     baseUrl: row.base_url,
     // An unknown scheme in imported data means "send no key", never a crash on the request path.
     authScheme: scheme.success ? scheme.data : { type: 'none' },
+    // An OAuth description that does not parse is as good as none: the API cannot be connected.
+    oauth: oauth?.success ? oauth.data : null,
+    oauthProvider: oauth?.success ? row.oauth_provider : null,
+    keyDocsUrl: row.key_docs_url,
     priceMicros: row.price_micros,
     byokPriceMicros: row.byok_price_micros,
     pricingRules: rules.success ? rules.data : [],
@@ -92,6 +107,9 @@ export interface OperatorApiInput {
   pricingRules?: PricingRule[];
   categories?: string[];
   description?: string;
+  oauth?: ApiOAuth | null;
+  oauthProvider?: string | null;
+  keyDocsUrl?: string | null;
 }
 
 const rulesJson = (rules: PricingRule[]) => rules.map((r) => ({ ...r, priceMicros: r.priceMicros.toString() }));
@@ -99,8 +117,10 @@ const rulesJson = (rules: PricingRule[]) => rules.map((r) => ({ ...r, priceMicro
 /** Inserts an operator API; returns false when the id exists. */
 export async function insertOperatorApi(db: Db, input: OperatorApiInput): Promise<boolean> {
   const rows = await db`
-    insert into apis (id, name, provider, base_url, auth_scheme, price_micros, byok_price_micros, pricing_rules, categories, description, source)
+    insert into apis (id, name, provider, base_url, auth_scheme, oauth, oauth_provider, key_docs_url,
+                      price_micros, byok_price_micros, pricing_rules, categories, description, source)
     values (${input.id}, ${input.name}, ${input.provider ?? input.name}, ${input.baseUrl}, ${db.json(input.authScheme)},
+            ${input.oauth ? db.json(input.oauth) : null}::jsonb, ${input.oauthProvider ?? null}, ${input.keyDocsUrl ?? null},
             ${input.priceMicros}, ${input.byokPriceMicros ?? null}, ${db.json(rulesJson(input.pricingRules ?? []))},
             ${input.categories ?? []}, ${input.description ?? ''}, 'operator')
     on conflict (id) do nothing
@@ -115,6 +135,10 @@ export interface ApiUpdate {
   priceMicros?: bigint;
   byokPriceMicros?: bigint | null;
   pricingRules?: PricingRule[];
+  /** The OAuth description and its provider, set together; null clears both. */
+  oauth?: { oauth: ApiOAuth; provider: string } | null;
+  /** Null clears it. */
+  keyDocsUrl?: string | null;
 }
 
 /** Updates the given fields; returns false when the API does not exist. */
@@ -127,6 +151,9 @@ export async function updateApi(db: Db, id: string, update: ApiUpdate): Promise<
       price_micros = coalesce(${update.priceMicros ?? null}::bigint, price_micros),
       byok_price_micros = case when ${update.byokPriceMicros !== undefined} then ${update.byokPriceMicros ?? null}::bigint else byok_price_micros end,
       pricing_rules = coalesce(${update.pricingRules ? db.json(rulesJson(update.pricingRules)) : null}::jsonb, pricing_rules),
+      oauth = case when ${update.oauth !== undefined} then ${update.oauth ? db.json(update.oauth.oauth) : null}::jsonb else oauth end,
+      oauth_provider = case when ${update.oauth !== undefined} then ${update.oauth?.provider ?? null}::text else oauth_provider end,
+      key_docs_url = case when ${update.keyDocsUrl !== undefined} then ${update.keyDocsUrl ?? null}::text else key_docs_url end,
       updated_at = now()
     where id = ${id}
     returning id`;

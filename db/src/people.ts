@@ -54,3 +54,45 @@ export async function listMemberships(db: Db, personId: string): Promise<Members
        where m.person_id = ${personId} and m.removed_at is null and m.accepted_at is not null) memberships
      order by rank, since, account_id`;
 }
+
+/**
+ * Stores a fresh reset token's hash for a person (replacing any earlier one, so only the newest link
+ * works); false when the person is gone.
+ */
+export async function setResetToken(db: Db, personId: string, tokenHash: Buffer, expiresAt: Date): Promise<boolean> {
+  const rows = await db`update people set reset_token_hash = ${tokenHash}, reset_expires_at = ${expiresAt} where id = ${personId} returning id`;
+  return rows.length > 0;
+}
+
+/** The person whose live (unexpired) reset token has this hash; null for a spent, expired, replaced or unknown one. */
+export async function findPersonByResetToken(db: Db, tokenHash: Buffer): Promise<PersonRow | null> {
+  const [row] = await db<PersonRow[]>`
+    select id, email, created_at from people where reset_token_hash = ${tokenHash} and reset_expires_at > now()`;
+  return row ?? null;
+}
+
+/**
+ * Sets a new password with a reset token, spending the token in the same statement (two uses of one
+ * link cannot both succeed); null when the token is no longer live.
+ */
+export async function resetPasswordWithToken(db: Db, tokenHash: Buffer, passwordHash: string): Promise<PersonRow | null> {
+  const [row] = await db<PersonRow[]>`
+    update people set password_hash = ${passwordHash}, reset_token_hash = null, reset_expires_at = null
+     where reset_token_hash = ${tokenHash} and reset_expires_at > now()
+     returning id, email, created_at`;
+  return row ?? null;
+}
+
+/** The person with their password hash (to check a current password before changing it). */
+export async function getPersonWithPassword(db: Db, id: string): Promise<(PersonRow & { password_hash: string | null }) | null> {
+  const [row] = await db<(PersonRow & { password_hash: string | null })[]>`
+    select id, email, created_at, password_hash from people where id = ${id}`;
+  return row ?? null;
+}
+
+/** Sets a person's password; any pending reset link stops working. */
+export async function setPassword(db: Db, personId: string, passwordHash: string): Promise<boolean> {
+  const rows = await db`
+    update people set password_hash = ${passwordHash}, reset_token_hash = null, reset_expires_at = null where id = ${personId} returning id`;
+  return rows.length > 0;
+}

@@ -4,6 +4,8 @@ type CustomTypes = { bigint: bigint };
 export type Sql = postgres.Sql<CustomTypes>;
 /** A transaction handle or the pool: data-access functions that may run inside a transaction take this. */
 export type Db = Sql | postgres.TransactionSql<CustomTypes>;
+/** A piece of SQL (a tagged template not yet run) to compose into a statement. */
+export type SqlFragment = postgres.Fragment;
 
 export interface SqlOptions {
   max?: number;

@@ -20,6 +20,21 @@ export const usageEventSchema = z.object({
   holdId: z.string().uuid().nullable().optional(),
   /** ISO timestamp of the call. */
   at: z.string().datetime({ offset: true }),
+  // What the activity log shows of the call (migration 00028); absent in events from older edges.
+  /** The proxied request's method. */
+  method: z.string().min(1).max(16).nullable().optional(),
+  /** The path under the API's base URL, never the query string (redacted before it is stored). */
+  path: z.string().max(2_048).nullable().optional(),
+  outcome: z.enum(['served', 'failed', 'refunded']).nullable().optional(),
+  /** The platform's error code of a failed or refunded call. */
+  errorCode: z.string().min(1).max(64).nullable().optional(),
+  /** What the call was charged before any refund, in micro-dollars as a decimal string. */
+  chargedMicros: z
+    .string()
+    .regex(/^\d{1,18}$/)
+    .nullable()
+    .optional(),
+  paidWith: z.enum(['balance', 'x402']).nullable().optional(),
 });
 export type UsageEvent = z.output<typeof usageEventSchema>;
 
@@ -48,6 +63,12 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
     charge_id: e.chargeId,
     hold_id: e.holdId ?? null,
     at: e.at,
+    method: e.method ?? null,
+    path: e.path ?? null,
+    outcome: e.outcome ?? null,
+    error_code: e.errorCode ?? null,
+    charged_micros: e.chargedMicros ?? null,
+    paid_with: e.paidWith ?? null,
   }));
   return sql.begin(async (tx): Promise<number> => {
     const inserted = await tx<{ n: string }[]>`
@@ -93,6 +114,12 @@ const EVENT_COLUMNS: string[] = [
   'charge_id',
   'hold_id',
   'at',
+  'method',
+  'path',
+  'outcome',
+  'error_code',
+  'charged_micros',
+  'paid_with',
 ];
 
 export interface UsageTotals {

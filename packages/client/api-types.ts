@@ -450,6 +450,421 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the signed-in person’s password; signs out their other dashboard sessions
+         * @description Cookie sessions only. The current password must be right (401 `invalid_credentials`); the new one follows the policy (A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password.) and differs from the current one (400). Every other dashboard session of the person ends; this one stays signed in. A pending reset link stops working.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        currentPassword: string;
+                        /** @description A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password. */
+                        newPassword: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description Other dashboard sessions signed out */
+                            sessionsEnded: number;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link by e-mail
+         * @description Always 202 with the same answer, whether or not the address signs in anywhere (no account enumeration). When it does, its person gets an e-mail with a one-time link to /reset-password (valid PASSWORD_RESET_TTL_MINUTES, default 60; a newer request replaces it). At most PASSWORD_RESETS_PER_ADDRESS_PER_HOUR e-mails per address; requests past that are answered alike and send nothing. Rate limited per client address with sign-in (RATE_LIMIT_LOGIN_*).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        email: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with the token from a reset e-mail; signs the person out of every dashboard session
+         * @description The token is the one in the e-mail's link (after #token=). It works once, until it expires, and only if no newer link replaced it: otherwise 400. A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password. A password that breaks the policy is 400 and the link still works. Every dashboard session of the person ends; API keys keep working. Sign in afterwards with POST /api/auth/login.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A password is 10 to 200 characters, has at least 5 different characters, and is neither your email nor a commonly used password. */
+                        password: string;
+                        token: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The address that signs in with the new password */
+                            email: string;
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description Dashboard sessions signed out */
+                            sessionsEnded: number;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/session": {
         parameters: {
             query?: never;
@@ -586,6 +1001,318 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in person’s live dashboard sessions, in every account they belong to, newest first
+         * @description Cookie sessions only (400 for a key). At most 200.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            sessions: {
+                                /** @description The account the session works in */
+                                account: {
+                                    email: string;
+                                    id: string;
+                                };
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description The session of this request */
+                                current: boolean;
+                                /** @description ISO 8601 */
+                                expiresAt: string;
+                                id: string;
+                                /** @enum {string} */
+                                role: "owner" | "approver";
+                                /** @description The browser's User-Agent when it signed in; null for older sessions */
+                                userAgent: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/sessions/revoke-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out everywhere: end the signed-in person’s other dashboard sessions, or all of them with includeCurrent
+         * @description Cookie sessions only. By default this session stays signed in; `includeCurrent: true` ends it too and clears its cookies. API keys are not affected: revoke those on the Keys page.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Also end the session of this request (default false) */
+                        includeCurrent?: boolean;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            sessionsEnded: number;
+                            /** @description Whether this session ended too */
+                            signedOut: boolean;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -777,6 +1504,359 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every metered call, newest first: served, failed and refunded, with its cost, refund, status and key
+         * @description Filter by api, key, outcome, status and time (since inclusive, until exclusive). Paged with cursor and nextCursor. Calls appear once their usage is recorded (a second or so). An agent key sees its own calls only. Calls refused before any charge (401, 402, 429) are not metered calls and do not appear.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only calls to this API id */
+                    api?: string;
+                    /** @description The previous page's nextCursor */
+                    cursor?: string;
+                    /** @description Only calls made with this key id (an API key or agent key of the account) */
+                    key?: string;
+                    /** @description Entries per page (default 50, max 200) */
+                    limit?: number;
+                    /** @description served: answered and kept its cost; failed: an error answer (kept its cost, or cost nothing); refunded: charged, then returned */
+                    outcome?: "served" | "failed" | "refunded";
+                    /** @description Calls at or after this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
+                    since?: string;
+                    /** @description One status (404) or a class (2xx, 4xx, 5xx) */
+                    status?: string;
+                    /** @description Calls before this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
+                    until?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            activity: {
+                                apiId: string;
+                                /** @description When the call ended (UTC, microseconds) */
+                                at: string;
+                                bytesIn: number;
+                                bytesOut: number;
+                                /** @description What the call was charged in dollars */
+                                charged: number;
+                                /** @description What the call was charged in micro-dollars (1 dollar = 1,000,000), exact */
+                                chargedMicros: string;
+                                /** @description The ledger charge (see GET /statement) */
+                                chargeId: string | null;
+                                /** @description What the call cost after any refund in dollars */
+                                cost: number;
+                                /** @description What the call cost after any refund in micro-dollars (1 dollar = 1,000,000), exact */
+                                costMicros: string;
+                                /** @description The platform's error code of a refunded or failed call (upstream_error, upstream_unavailable, ...) */
+                                errorCode: string | null;
+                                /** @description What to do about a failed or refunded call */
+                                hint: string | null;
+                                /** @description The usage event id */
+                                id: string;
+                                /** @description What was bought: 'proxy' for a proxied call; 'instructions', 'doc', 'cookbook' for the platform's priced reads */
+                                item: string;
+                                /** @description The key or agent key that made the call (its id and prefix, never the key); null for the dashboard session */
+                                key: {
+                                    id: string;
+                                    kind: ("api" | "agent") | null;
+                                    name: string | null;
+                                    prefix: string | null;
+                                } | null;
+                                latencyMs: number;
+                                /** @description The proxied request method (null for other items and older calls) */
+                                method: string | null;
+                                /** @enum {string} */
+                                outcome: "served" | "failed" | "refunded";
+                                paidWith: ("balance" | "x402") | null;
+                                /** @description The path under the API base URL, redacted: never the query string; opaque, key-like segments read {redacted} */
+                                path: string | null;
+                                /** @description What was refunded in dollars */
+                                refund: number;
+                                /** @description The ledger refund of that charge */
+                                refundId: string | null;
+                                /** @description What was refunded in micro-dollars (1 dollar = 1,000,000), exact */
+                                refundMicros: string;
+                                /** @description A refund is owed and queued but not in the ledger yet */
+                                refundPending: boolean;
+                                /** @description The status the caller got */
+                                status: number;
+                            }[];
+                            nextCursor: string | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/activity/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-sent events: each new metered call as it is recorded
+         * @description Each event is `event: call` with the activity entry as JSON `data:` and its id as `id:`. Takes the filters of GET /activity (not cursor or limit). Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS, and with a last `stream.closed` event when its key is disabled or revoked; reconnect and read GET /activity?since= for what came between.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only calls to this API id */
+                    api?: string;
+                    /** @description Only calls made with this key id (an API key or agent key of the account) */
+                    key?: string;
+                    /** @description served: answered and kept its cost; failed: an error answer (kept its cost, or cost nothing); refunded: charged, then returned */
+                    outcome?: "served" | "failed" | "refunded";
+                    /** @description Calls at or after this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
+                    since?: string;
+                    /** @description One status (404) or a class (2xx, 4xx, 5xx) */
+                    status?: string;
+                    /** @description Calls before this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
+                    until?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1295,10 +2375,14 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description true: only the APIs you can call now (callability.state "ready"); anonymous callers get the ones that need no account */
+                    callable?: boolean | ("true" | "false");
                     category?: string;
                     cursor?: string;
                     limit?: number;
                     q?: string;
+                    /** @description Browse order (without q): name (A to Z), price (cheapest first), votes (most useful first), popular (most accounts calling it in the last 30 days, then most calls). Default: featured first, then by name. Keep the same sort while paging. */
+                    sort?: "name" | "price" | "votes" | "popular";
                 };
                 header?: never;
                 path?: never;
@@ -1314,6 +2398,25 @@ export interface paths {
                     content: {
                         "application/json": {
                             apis: {
+                                /** @description Whether the caller can call the API now. Anonymous callers get the part that does not depend on an account (no connections counted). */
+                                callability: {
+                                    /** @description What to do, in words (absent when ready) */
+                                    hint?: string;
+                                    /** @description needs_key: where the API's documentation says to get a key */
+                                    keyDocsUrl?: string;
+                                    /** @description OAuth 2 APIs: who issues the tokens (the authorization server's host) */
+                                    provider?: string;
+                                    /**
+                                     * @description Why, as a stable code
+                                     * @enum {string}
+                                     */
+                                    reason: "no_auth" | "platform_key" | "own_key" | "oauth_connection" | "key_required" | "oauth_app" | "own_oauth_app" | "reauth_required" | "no_oauth_app" | "oauth_not_described" | "placeholder_provider" | "oauth_flow_unsupported" | "unsupported_scheme" | "key_not_allowed";
+                                    /**
+                                     * @description ready: callable now; needs_key: connect your own key first; needs_oauth: connect with OAuth first (or ask a person to); unavailable: not callable through the platform (reason says why)
+                                     * @enum {string}
+                                     */
+                                    state: "ready" | "needs_key" | "needs_oauth" | "unavailable";
+                                };
                                 categories: string[];
                                 category: string;
                                 description: string;
@@ -1334,6 +2437,46 @@ export interface paths {
                 };
                 /** @description Malformed request (validation_failed, invalid_json, body_missing) */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1435,6 +2578,25 @@ export interface paths {
                                 /** @description The upstream's base URL for APIs from the public catalog; null for APIs the operator registered, whose upstream may be a private host */
                                 baseUrl: string | null;
                                 byokPricePerCall: number | null;
+                                /** @description Whether the caller can call the API now. Anonymous callers get the part that does not depend on an account (no connections counted). */
+                                callability: {
+                                    /** @description What to do, in words (absent when ready) */
+                                    hint?: string;
+                                    /** @description needs_key: where the API's documentation says to get a key */
+                                    keyDocsUrl?: string;
+                                    /** @description OAuth 2 APIs: who issues the tokens (the authorization server's host) */
+                                    provider?: string;
+                                    /**
+                                     * @description Why, as a stable code
+                                     * @enum {string}
+                                     */
+                                    reason: "no_auth" | "platform_key" | "own_key" | "oauth_connection" | "key_required" | "oauth_app" | "own_oauth_app" | "reauth_required" | "no_oauth_app" | "oauth_not_described" | "placeholder_provider" | "oauth_flow_unsupported" | "unsupported_scheme" | "key_not_allowed";
+                                    /**
+                                     * @description ready: callable now; needs_key: connect your own key first; needs_oauth: connect with OAuth first (or ask a person to); unavailable: not callable through the platform (reason says why)
+                                     * @enum {string}
+                                     */
+                                    state: "ready" | "needs_key" | "needs_oauth" | "unavailable";
+                                };
                                 categories: string[];
                                 category: string;
                                 description: string;
@@ -1442,11 +2604,43 @@ export interface paths {
                                 endpoints: {
                                     method: string;
                                     path: string;
+                                    /** @description The OAuth scopes the operation declares, where it declares any; any one alternative may be enough (Google lists each as its own) */
+                                    scopes?: string[];
                                     summary: string;
                                 }[];
                                 featured: boolean;
                                 id: string;
+                                /** @description Where a caller gets a key of their own, from the description (https); null when unknown or not needed */
+                                keyDocsUrl: string | null;
                                 name: string;
+                                /** @description The OAuth 2 flows and scopes the API's description declares (URLs and scope descriptions); null without OAuth 2 */
+                                oauth: {
+                                    flows: {
+                                        authorizationCode?: {
+                                            /** Format: uri */
+                                            authorizationUrl: string;
+                                            /** Format: uri */
+                                            refreshUrl?: string;
+                                            /** Format: uri */
+                                            tokenUrl: string;
+                                        };
+                                        clientCredentials?: {
+                                            /** Format: uri */
+                                            refreshUrl?: string;
+                                            /** Format: uri */
+                                            tokenUrl: string;
+                                        };
+                                        implicit?: {
+                                            /** Format: uri */
+                                            authorizationUrl: string;
+                                        };
+                                    };
+                                    scopes: {
+                                        [key: string]: string;
+                                    };
+                                } | null;
+                                /** @description Who issues its tokens (the authorization server host, e.g. accounts.google.com); one OAuth app for this provider serves all its APIs. Null without OAuth 2, or when the description names a placeholder server */
+                                oauthProvider: string | null;
                                 platformKey: boolean;
                                 pricePerCall: number;
                                 provider: string;
@@ -1463,6 +2657,46 @@ export interface paths {
                 };
                 /** @description Malformed request (validation_failed, invalid_json, body_missing) */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1749,6 +2983,8 @@ export interface paths {
                 query?: {
                     cursor?: string;
                     limit?: number;
+                    /** @description Browse order (without q): name (A to Z), price (cheapest first), votes (most useful first), popular (most accounts calling it in the last 30 days, then most calls). Default: featured first, then by name. Keep the same sort while paging. */
+                    sort?: "name" | "price" | "votes" | "popular";
                 };
                 header?: never;
                 path: {
@@ -1766,6 +3002,25 @@ export interface paths {
                     content: {
                         "application/json": {
                             apis: {
+                                /** @description Whether the caller can call the API now. Anonymous callers get the part that does not depend on an account (no connections counted). */
+                                callability: {
+                                    /** @description What to do, in words (absent when ready) */
+                                    hint?: string;
+                                    /** @description needs_key: where the API's documentation says to get a key */
+                                    keyDocsUrl?: string;
+                                    /** @description OAuth 2 APIs: who issues the tokens (the authorization server's host) */
+                                    provider?: string;
+                                    /**
+                                     * @description Why, as a stable code
+                                     * @enum {string}
+                                     */
+                                    reason: "no_auth" | "platform_key" | "own_key" | "oauth_connection" | "key_required" | "oauth_app" | "own_oauth_app" | "reauth_required" | "no_oauth_app" | "oauth_not_described" | "placeholder_provider" | "oauth_flow_unsupported" | "unsupported_scheme" | "key_not_allowed";
+                                    /**
+                                     * @description ready: callable now; needs_key: connect your own key first; needs_oauth: connect with OAuth first (or ask a person to); unavailable: not callable through the platform (reason says why)
+                                     * @enum {string}
+                                     */
+                                    state: "ready" | "needs_key" | "needs_oauth" | "unavailable";
+                                };
                                 categories: string[];
                                 category: string;
                                 description: string;
@@ -1786,6 +3041,46 @@ export interface paths {
                 };
                 /** @description Malformed request (validation_failed, invalid_json, body_missing) */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3217,6 +4512,1184 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/connect/{apiId}/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask a person to connect an API (agents may): the request reaches the dashboard inbox, e-mail and webhooks
+         * @description Say in `purpose` what you want to do with the API and why: the person reads it before connecting. An identical pending request (same API, key, purpose and scopes) is answered with 200 instead of a new one. Then wait for the outcome: GET /connect/requests/{id}?wait=60, or the event stream GET /connect/requests/{id}/events; `?wait=N` here waits too.
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Alias of waitSeconds */
+                    wait?: number;
+                    /** @description Long poll: wait up to this many seconds (at most 60) for a pending request to be answered before replying */
+                    waitSeconds?: number;
+                };
+                header?: never;
+                path: {
+                    apiId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What you want to do with the API and why, in plain words for the person who connects it (10 to 1000 characters) */
+                        purpose: string;
+                        /** @description OAuth scopes you need, from the API's declared scopes; only for OAuth APIs */
+                        scopes?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description false: an identical pending request was answered instead */
+                            created: boolean;
+                            /** @enum {boolean} */
+                            ok: true;
+                            request: {
+                                apiId: string;
+                                apiName: string;
+                                /**
+                                 * @description How a person connects the API: their own key (or token), or an OAuth grant
+                                 * @enum {string}
+                                 */
+                                authKind: "key" | "oauth" | "none";
+                                /** @description The dashboard's inbox at this request, where a person connects or declines in one step */
+                                connectUrl: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                id: string;
+                                /** @description What the agent does next, in words */
+                                next: string;
+                                oauthProvider: string | null;
+                                purpose: string;
+                                resolvedAt: string | null;
+                                scopes: string[];
+                                /**
+                                 * @description pending until a person connects the API (connected) or declines; cancelled by the agent; expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            created: true;
+                            /** @enum {boolean} */
+                            ok: true;
+                            request: {
+                                apiId: string;
+                                apiName: string;
+                                /**
+                                 * @description How a person connects the API: their own key (or token), or an OAuth grant
+                                 * @enum {string}
+                                 */
+                                authKind: "key" | "oauth" | "none";
+                                /** @description The dashboard's inbox at this request, where a person connects or declines in one step */
+                                connectUrl: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                id: string;
+                                /** @description What the agent does next, in words */
+                                next: string;
+                                oauthProvider: string | null;
+                                purpose: string;
+                                resolvedAt: string | null;
+                                scopes: string[];
+                                /**
+                                 * @description pending until a person connects the API (connected) or declines; cancelled by the agent; expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/connect/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Connect requests, pending first (an agent key sees the ones it made) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description nextCursor of the previous page */
+                    cursor?: string;
+                    limit?: number;
+                    /** @description Only requests in this status */
+                    status?: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nextCursor: string | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                            requests: {
+                                apiId: string;
+                                apiName: string;
+                                /**
+                                 * @description How a person connects the API: their own key (or token), or an OAuth grant
+                                 * @enum {string}
+                                 */
+                                authKind: "key" | "oauth" | "none";
+                                /** @description The dashboard's inbox at this request, where a person connects or declines in one step */
+                                connectUrl: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                id: string;
+                                /** @description What the agent does next, in words */
+                                next: string;
+                                oauthProvider: string | null;
+                                purpose: string;
+                                resolvedAt: string | null;
+                                scopes: string[];
+                                /**
+                                 * @description pending until a person connects the API (connected) or declines; cancelled by the agent; expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                            }[];
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/connect/requests/{requestId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A connect request and how it stands; ?wait=N long-polls up to N seconds for a pending one */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Alias of waitSeconds */
+                    wait?: number;
+                    /** @description Long poll: wait up to this many seconds (at most 60) for a pending request to be answered before replying */
+                    waitSeconds?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description The connect request id */
+                    requestId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            request: {
+                                apiId: string;
+                                apiName: string;
+                                /**
+                                 * @description How a person connects the API: their own key (or token), or an OAuth grant
+                                 * @enum {string}
+                                 */
+                                authKind: "key" | "oauth" | "none";
+                                /** @description The dashboard's inbox at this request, where a person connects or declines in one step */
+                                connectUrl: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                id: string;
+                                /** @description What the agent does next, in words */
+                                next: string;
+                                oauthProvider: string | null;
+                                purpose: string;
+                                resolvedAt: string | null;
+                                scopes: string[];
+                                /**
+                                 * @description pending until a person connects the API (connected) or declines; cancelled by the agent; expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Cancel a pending connect request (the agent no longer needs it) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The connect request id */
+                    requestId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            request: {
+                                apiId: string;
+                                apiName: string;
+                                /**
+                                 * @description How a person connects the API: their own key (or token), or an OAuth grant
+                                 * @enum {string}
+                                 */
+                                authKind: "key" | "oauth" | "none";
+                                /** @description The dashboard's inbox at this request, where a person connects or declines in one step */
+                                connectUrl: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                id: string;
+                                /** @description What the agent does next, in words */
+                                next: string;
+                                oauthProvider: string | null;
+                                purpose: string;
+                                resolvedAt: string | null;
+                                scopes: string[];
+                                /**
+                                 * @description pending until a person connects the API (connected) or declines; cancelled by the agent; expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/connect/requests/{requestId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Decline a connect request (a person in the dashboard only) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The connect request id */
+                    requestId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            request: {
+                                apiId: string;
+                                apiName: string;
+                                /**
+                                 * @description How a person connects the API: their own key (or token), or an OAuth grant
+                                 * @enum {string}
+                                 */
+                                authKind: "key" | "oauth" | "none";
+                                /** @description The dashboard's inbox at this request, where a person connects or declines in one step */
+                                connectUrl: string;
+                                createdAt: string;
+                                expiresAt: string;
+                                id: string;
+                                /** @description What the agent does next, in words */
+                                next: string;
+                                oauthProvider: string | null;
+                                purpose: string;
+                                resolvedAt: string | null;
+                                scopes: string[];
+                                /**
+                                 * @description pending until a person connects the API (connected) or declines; cancelled by the agent; expired
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "connected" | "declined" | "cancelled" | "expired";
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/connect/requests/{requestId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-sent events of a connect request: its state now, then its outcome, then the stream ends
+         * @description The first event is the request as it stands (`connect_request.pending`, or its outcome if it has one); a pending request is followed by one of `connect_request.connected`, `connect_request.declined`, `connect_request.cancelled` or `connect_request.expired`, after which the stream ends. Each `data:` is the request (as GET /connect/requests/{id} answers it). Comment lines are heartbeats. A stream ends after SSE_MAX_LIFETIME_SECONDS (reconnect: the first event says where it stands), and with a `stream.closed` event when the key that opened it stops working.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The connect request id */
+                    requestId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/cookbooks": {
         parameters: {
             query?: never;
@@ -3370,7 +5843,31 @@ export interface paths {
                                     description: string;
                                     name: string;
                                     required: boolean;
+                                    /** @description The cookbook's suggestions, the ones the caller can call now first */
                                     suggestedProviders: string[];
+                                    /** @description The suggested APIs that are in the directory, callable now first (ready, then needs_key / needs_oauth, then unavailable) */
+                                    suggestions: {
+                                        apiId: string;
+                                        /** @description Whether the caller can call the API now. Anonymous callers get the part that does not depend on an account (no connections counted). */
+                                        callability: {
+                                            /** @description What to do, in words (absent when ready) */
+                                            hint?: string;
+                                            /** @description needs_key: where the API's documentation says to get a key */
+                                            keyDocsUrl?: string;
+                                            /** @description OAuth 2 APIs: who issues the tokens (the authorization server's host) */
+                                            provider?: string;
+                                            /**
+                                             * @description Why, as a stable code
+                                             * @enum {string}
+                                             */
+                                            reason: "no_auth" | "platform_key" | "own_key" | "oauth_connection" | "key_required" | "oauth_app" | "own_oauth_app" | "reauth_required" | "no_oauth_app" | "oauth_not_described" | "placeholder_provider" | "oauth_flow_unsupported" | "unsupported_scheme" | "key_not_allowed";
+                                            /**
+                                             * @description ready: callable now; needs_key: connect your own key first; needs_oauth: connect with OAuth first (or ask a person to); unavailable: not callable through the platform (reason says why)
+                                             * @enum {string}
+                                             */
+                                            state: "ready" | "needs_key" | "needs_oauth" | "unavailable";
+                                        };
+                                    }[];
                                 }[];
                                 steps: {
                                     context?: {
@@ -3562,7 +6059,7 @@ export interface paths {
         put?: never;
         /**
          * Start a session: selectedApis maps each slot name to a directory API id
-         * @description Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account's API keys and its dashboard only.
+         * @description Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account's API keys and its dashboard only. Every chosen API must be callable by the caller now (callability.state "ready"); another choice is 409 api_not_callable with what would make it callable in the hint.
          */
         post: {
             parameters: {
@@ -5569,6 +8066,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description true: only the APIs you can call now (callability.state "ready"); anonymous callers get the ones that need no account */
+                    callable?: boolean | ("true" | "false");
                     limit?: number;
                     q?: string;
                     query?: string;
@@ -5599,6 +8098,25 @@ export interface paths {
                             query: string;
                             results: {
                                 api: {
+                                    /** @description Whether the caller can call the API now. Anonymous callers get the part that does not depend on an account (no connections counted). */
+                                    callability: {
+                                        /** @description What to do, in words (absent when ready) */
+                                        hint?: string;
+                                        /** @description needs_key: where the API's documentation says to get a key */
+                                        keyDocsUrl?: string;
+                                        /** @description OAuth 2 APIs: who issues the tokens (the authorization server's host) */
+                                        provider?: string;
+                                        /**
+                                         * @description Why, as a stable code
+                                         * @enum {string}
+                                         */
+                                        reason: "no_auth" | "platform_key" | "own_key" | "oauth_connection" | "key_required" | "oauth_app" | "own_oauth_app" | "reauth_required" | "no_oauth_app" | "oauth_not_described" | "placeholder_provider" | "oauth_flow_unsupported" | "unsupported_scheme" | "key_not_allowed";
+                                        /**
+                                         * @description ready: callable now; needs_key: connect your own key first; needs_oauth: connect with OAuth first (or ask a person to); unavailable: not callable through the platform (reason says why)
+                                         * @enum {string}
+                                         */
+                                        state: "ready" | "needs_key" | "needs_oauth" | "unavailable";
+                                    };
                                     categories: string[];
                                     category: string;
                                     description: string;
@@ -5610,6 +8128,17 @@ export interface paths {
                                     service: string | null;
                                     votes: number;
                                 };
+                                /** @description What of the API matched the task, for showing to a person: no scores. */
+                                matched: {
+                                    /** @description Up to three endpoints whose summary or path names the words of the task, best first. */
+                                    endpoints: {
+                                        method: string;
+                                        path: string;
+                                        summary: string;
+                                    }[];
+                                    /** @description The sentence of the API's description naming the most words of the task, or null when none does. */
+                                    sentence: string | null;
+                                };
                                 /** @description Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way. */
                                 reason: string;
                                 /** @description Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score. */
@@ -5620,6 +8149,46 @@ export interface paths {
                 };
                 /** @description Malformed request (validation_failed, invalid_json, body_missing) */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7051,6 +9620,534 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your OAuth connections: label, status, scopes and expiry (never a token) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            connections: {
+                                createdAt: string;
+                                /** @description When the current access token expires; the platform renews it */
+                                expiresAt: string | null;
+                                /** @enum {string} */
+                                grantType: "authorization_code" | "client_credentials";
+                                /** @description Send it (or the label) in X-Service-Connection to use this connection */
+                                id: string;
+                                /** @description Calls without X-Service-Connection use the default connection of the API provider */
+                                isDefault: boolean;
+                                label: string;
+                                provider: string;
+                                refreshedAt: string | null;
+                                /** @description Whether the platform can renew the access without a person */
+                                renewable: boolean;
+                                scopes: string[];
+                                /** @enum {string} */
+                                status: "ready" | "needs_reauth";
+                                /** @description Why a person must reconnect it (needs_reauth) */
+                                statusReason: string | null;
+                                updatedAt: string;
+                            }[];
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/connections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Disconnect: delete an OAuth connection and revoke its tokens at the provider (RFC 7009) where it offers revocation */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            connection: {
+                                createdAt: string;
+                                /** @description When the current access token expires; the platform renews it */
+                                expiresAt: string | null;
+                                /** @enum {string} */
+                                grantType: "authorization_code" | "client_credentials";
+                                /** @description Send it (or the label) in X-Service-Connection to use this connection */
+                                id: string;
+                                /** @description Calls without X-Service-Connection use the default connection of the API provider */
+                                isDefault: boolean;
+                                label: string;
+                                provider: string;
+                                refreshedAt: string | null;
+                                /** @description Whether the platform can renew the access without a person */
+                                renewable: boolean;
+                                scopes: string[];
+                                /** @enum {string} */
+                                status: "ready" | "needs_reauth";
+                                /** @description Why a person must reconnect it (needs_reauth) */
+                                statusReason: string | null;
+                                updatedAt: string;
+                            };
+                            /** @enum {boolean} */
+                            ok: true;
+                            /**
+                             * @description What the provider did with the tokens; the connection is gone either way
+                             * @enum {string}
+                             */
+                            revocation: "revoked" | "not_supported" | "failed";
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Rename an OAuth connection or make it the default for its provider */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Make it the default (another becomes default by choosing it)
+                         * @enum {boolean}
+                         */
+                        isDefault?: true;
+                        /** @description A name for the connection, unique per provider: letters, digits, spaces and . _ @ - */
+                        label?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            connection: {
+                                createdAt: string;
+                                /** @description When the current access token expires; the platform renews it */
+                                expiresAt: string | null;
+                                /** @enum {string} */
+                                grantType: "authorization_code" | "client_credentials";
+                                /** @description Send it (or the label) in X-Service-Connection to use this connection */
+                                id: string;
+                                /** @description Calls without X-Service-Connection use the default connection of the API provider */
+                                isDefault: boolean;
+                                label: string;
+                                provider: string;
+                                refreshedAt: string | null;
+                                /** @description Whether the platform can renew the access without a person */
+                                renewable: boolean;
+                                scopes: string[];
+                                /** @enum {string} */
+                                status: "ready" | "needs_reauth";
+                                /** @description Why a person must reconnect it (needs_reauth) */
+                                statusReason: string | null;
+                                updatedAt: string;
+                            };
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/api/v1/me/human-steps": {
         parameters: {
             query?: never;
@@ -8117,6 +11214,922 @@ export interface paths {
             };
         };
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your own OAuth apps (never their secrets) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            apps: {
+                                authorizationParams: {
+                                    [key: string]: string;
+                                };
+                                authorizationUrl: string;
+                                clientId: string;
+                                createdAt: string;
+                                defaultScopes: string[];
+                                hasClientSecret: boolean;
+                                id: string;
+                                issuer: string;
+                                /** @enum {string} */
+                                owner: "operator" | "account";
+                                provider: string;
+                                revocationUrl: string | null;
+                                /** @enum {string} */
+                                tokenAuthMethod: "client_secret_basic" | "client_secret_post" | "none";
+                                tokenUrl: string;
+                                updatedAt: string;
+                            }[];
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Bring your own OAuth app for a provider: your consent flows (and client credentials) use it instead of the operator's
+         * @description Register PUBLIC_URL/api/v1/oauth/callback as its redirect URI at the provider. The client secret is encrypted at rest and never returned.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Extra authorization request parameters, e.g. {"access_type": "offline"} */
+                        authorizationParams?: {
+                            [key: string]: string;
+                        };
+                        authorizationUrl?: string;
+                        clientId: string;
+                        /** @description Absent for a public client (PKCE only) */
+                        clientSecret?: string;
+                        /** @description Alone: the endpoints are read from its discovery document */
+                        issuer?: string;
+                        /** @description The authorization server's host, e.g. accounts.google.com */
+                        provider: string;
+                        revocationUrl?: string;
+                        /** @description Asked for on every consent, e.g. offline_access */
+                        scopes?: string[];
+                        /** @enum {string} */
+                        tokenAuthMethod?: "client_secret_basic" | "client_secret_post" | "none";
+                        tokenUrl?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            app: {
+                                authorizationParams: {
+                                    [key: string]: string;
+                                };
+                                authorizationUrl: string;
+                                clientId: string;
+                                createdAt: string;
+                                defaultScopes: string[];
+                                hasClientSecret: boolean;
+                                id: string;
+                                issuer: string;
+                                /** @enum {string} */
+                                owner: "operator" | "account";
+                                provider: string;
+                                revocationUrl: string | null;
+                                /** @enum {string} */
+                                tokenAuthMethod: "client_secret_basic" | "client_secret_post" | "none";
+                                tokenUrl: string;
+                                updatedAt: string;
+                            };
+                            /** @enum {boolean} */
+                            ok: true;
+                            redirectUri: string;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth/apps/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove your own OAuth app for a provider (refused while connections made with it exist) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The authorization server's host, e.g. accounts.google.com */
+                    provider: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            app: {
+                                authorizationParams: {
+                                    [key: string]: string;
+                                };
+                                authorizationUrl: string;
+                                clientId: string;
+                                createdAt: string;
+                                defaultScopes: string[];
+                                hasClientSecret: boolean;
+                                id: string;
+                                issuer: string;
+                                /** @enum {string} */
+                                owner: "operator" | "account";
+                                provider: string;
+                                revocationUrl: string | null;
+                                /** @enum {string} */
+                                tokenAuthMethod: "client_secret_basic" | "client_secret_post" | "none";
+                                tokenUrl: string;
+                                updatedAt: string;
+                            };
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start an OAuth consent flow (dashboard session only): answers the provider URL to send the person to
+         * @description Authorization code with PKCE (S256); the state is bound to the dashboard session that starts it and is good for 10 minutes, once. Name the API (its provider is connected) or the provider. Scopes default to what the API operations declare needing, else all it declares. With connectionId the connection is re-authorised in place (reconnect, or more scopes: incremental consent).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        apiId?: string;
+                        /**
+                         * Format: uuid
+                         * @description Re-authorise this connection
+                         */
+                        connectionId?: string;
+                        /**
+                         * Format: uuid
+                         * @description The agent's connect request this answers
+                         */
+                        connectRequestId?: string;
+                        /** @description A name for the connection, unique per provider: letters, digits, spaces and . _ @ - */
+                        label?: string;
+                        /** @description The authorization server's host, e.g. accounts.google.com */
+                        provider?: string;
+                        /** @description A dashboard path to come back to (default /connections) */
+                        returnTo?: string;
+                        /** @description The scopes to ask for, among those the API declares */
+                        scopes?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Send the person's browser here */
+                            authorizationUrl: string;
+                            /** @description The flow must be finished by then */
+                            expiresAt: string;
+                            label: string;
+                            /** @enum {boolean} */
+                            ok: true;
+                            provider: string;
+                            scopes: string[];
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth/client-credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Connect server to server (client credentials) with your own OAuth app for the provider */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        apiId?: string;
+                        /** @description A name for the connection, unique per provider: letters, digits, spaces and . _ @ - */
+                        label?: string;
+                        /** @description The authorization server's host, e.g. accounts.google.com */
+                        provider?: string;
+                        scopes?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            connection: {
+                                createdAt: string;
+                                /** @description When the current access token expires; the platform renews it */
+                                expiresAt: string | null;
+                                /** @enum {string} */
+                                grantType: "authorization_code" | "client_credentials";
+                                /** @description Send it (or the label) in X-Service-Connection to use this connection */
+                                id: string;
+                                /** @description Calls without X-Service-Connection use the default connection of the API provider */
+                                isDefault: boolean;
+                                label: string;
+                                provider: string;
+                                refreshedAt: string | null;
+                                /** @description Whether the platform can renew the access without a person */
+                                renewable: boolean;
+                                scopes: string[];
+                                /** @enum {string} */
+                                status: "ready" | "needs_reauth";
+                                /** @description Why a person must reconnect it (needs_reauth) */
+                                statusReason: string | null;
+                                updatedAt: string;
+                            };
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -10070,6 +14083,202 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/statement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every ledger movement (top-ups, charges, refunds, credits, clawbacks) with the balance after each, for a period
+         * @description Entries in posting order with the running balance; `summary` totals the whole period (from inclusive, to exclusive; both optional). Over all time, summary.net equals the balance. JSON is paged with cursor and nextCursor; `Accept: text/csv` or `format=csv` answers the whole period as CSV (columns: id, at, kind, amount, amount_micros, balance_after, balance_after_micros, api_id, item, description, key_id, refund_of, hold_id). Credit holds move no money by themselves: the charges made from a hold appear when the hold is settled, at their call time.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The previous page's nextCursor */
+                    cursor?: string;
+                    /** @description csv: the whole period as CSV (as Accept: text/csv) */
+                    format?: "json" | "csv";
+                    /** @description Entries at or after this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
+                    from?: string;
+                    /** @description Entries per page (default 50, max 200) */
+                    limit?: number;
+                    /** @description Entries before this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            entries: {
+                                /** @description Signed dollars: credits positive, charges and clawbacks negative */
+                                amount: number;
+                                amountMicros: string;
+                                apiId: string | null;
+                                /** @description When the movement happened (UTC, microseconds); a charge made from a credit hold carries its call time */
+                                at: string;
+                                /** @description The balance right after this entry, in dollars (the running balance) */
+                                balanceAfter: number;
+                                balanceAfterMicros: string;
+                                description: string | null;
+                                /** @description For a charge made from a credit hold: the hold */
+                                holdId: string | null;
+                                /** @description The ledger entry id (a charge id is the chargeId of its call in GET /activity) */
+                                id: string;
+                                item: string | null;
+                                keyId: string | null;
+                                /** @enum {string} */
+                                kind: "signup_credit" | "topup" | "charge" | "refund" | "adjustment" | "clawback" | "x402_credit";
+                                /** @description For a refund: the charge it returns */
+                                refundOf: string | null;
+                            }[];
+                            from: string | null;
+                            nextCursor: string | null;
+                            /** @enum {boolean} */
+                            ok: true;
+                            summary: {
+                                /** @description The balance after the period's last entry */
+                                closingBalance: number | null;
+                                closingBalanceMicros: string | null;
+                                credits: number;
+                                creditsMicros: string;
+                                /** @description Negative or zero */
+                                debits: number;
+                                debitsMicros: string;
+                                entries: number;
+                                /** @description credits + debits */
+                                net: number;
+                                netMicros: string;
+                                /** @description The balance before the period's first entry (null when the period has none) */
+                                openingBalance: number | null;
+                                openingBalanceMicros: string | null;
+                            };
+                            to: string | null;
+                        };
+                        "text/csv": string;
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/usage": {
         parameters: {
             query?: never;
@@ -11099,7 +15308,7 @@ export interface paths {
                                 description: string;
                                 /** @description Why it was disabled: by the account, or after deliveries kept failing */
                                 disabledReason: string | null;
-                                eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "webhook.test")[];
+                                eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "connection.requested" | "connection.request_resolved" | "connection.refresh_failed" | "connection.recovered" | "webhook.test")[];
                                 id: string;
                                 lastSuccessAt: string | null;
                                 /** @enum {string} */
@@ -11194,7 +15403,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint for some event types; the signing secret is in this answer only
-         * @description Event types: balance.low, balance.depleted, topup.succeeded, topup.failed, human_step.pending, human_step.reminder, human_step.rejected, human_step.changes_requested, session.completed, session.failed, session.expired, key.revoked, webhook.test. Payloads follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers; body { type, timestamp, data }). At most WEBHOOK_MAX_ENDPOINTS (20) per account.
+         * @description Event types: balance.low, balance.depleted, topup.succeeded, topup.failed, human_step.pending, human_step.reminder, human_step.rejected, human_step.changes_requested, session.completed, session.failed, session.expired, key.revoked, connection.requested, connection.request_resolved, connection.refresh_failed, connection.recovered, webhook.test. Payloads follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers; body { type, timestamp, data }). At most WEBHOOK_MAX_ENDPOINTS (20) per account.
          */
         post: {
             parameters: {
@@ -11207,7 +15416,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         description?: string;
-                        eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "webhook.test")[];
+                        eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "connection.requested" | "connection.request_resolved" | "connection.refresh_failed" | "connection.recovered" | "webhook.test")[];
                         url: string;
                     };
                 };
@@ -11229,7 +15438,7 @@ export interface paths {
                                 description: string;
                                 /** @description Why it was disabled: by the account, or after deliveries kept failing */
                                 disabledReason: string | null;
-                                eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "webhook.test")[];
+                                eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "connection.requested" | "connection.request_resolved" | "connection.refresh_failed" | "connection.recovered" | "webhook.test")[];
                                 id: string;
                                 lastSuccessAt: string | null;
                                 /** @enum {string} */
@@ -11542,7 +15751,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        eventTypes?: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "webhook.test")[];
+                        eventTypes?: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "connection.requested" | "connection.request_resolved" | "connection.refresh_failed" | "connection.recovered" | "webhook.test")[];
                         url?: string;
                     };
                 };
@@ -11562,7 +15771,7 @@ export interface paths {
                                 description: string;
                                 /** @description Why it was disabled: by the account, or after deliveries kept failing */
                                 disabledReason: string | null;
-                                eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "webhook.test")[];
+                                eventTypes: ("balance.low" | "balance.depleted" | "topup.succeeded" | "topup.failed" | "human_step.pending" | "human_step.reminder" | "human_step.rejected" | "human_step.changes_requested" | "session.completed" | "session.failed" | "session.expired" | "key.revoked" | "connection.requested" | "connection.request_resolved" | "connection.refresh_failed" | "connection.recovered" | "webhook.test")[];
                                 id: string;
                                 lastSuccessAt: string | null;
                                 /** @enum {string} */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callability } from './directory.js';
 
 // The cookbook and session shapes of the API: the routes' response schemas (and so the OpenAPI
 // document), core's view types and the dashboard's types all come from here.
@@ -10,7 +11,13 @@ export const slotSchema = z.object({
   description: z.string(),
   category: z.string(),
   required: z.boolean(),
-  suggestedProviders: z.array(z.string()),
+  suggestedProviders: z.array(z.string()).describe("The cookbook's suggestions, the ones the caller can call now first"),
+});
+/** A slot as GET /cookbooks/{id} shows it to a caller: its suggestions that are directory APIs, with their state for that caller. */
+export const slotViewSchema = slotSchema.extend({
+  suggestions: z
+    .array(z.object({ apiId: z.string(), callability }))
+    .describe('The suggested APIs that are in the directory, callable now first (ready, then needs_key / needs_oauth, then unavailable)'),
 });
 export const timeLimitsSchema = z.object({ reminderAfter: z.string().optional(), expiresAfter: z.string() });
 /** A human step's declaration of what it shows from earlier steps (all of a result, or some fields). */
@@ -39,7 +46,7 @@ export const cookbookSchema = z.object({
   title: z.string(),
   description: z.string(),
   category: z.string(),
-  slots: z.array(slotSchema),
+  slots: z.array(slotViewSchema),
   steps: z.array(cookbookStepSchema),
 });
 export const statusSchema = z.enum(['running', 'waiting_for_human', 'completed', 'failed', 'cancelled', 'expired']);

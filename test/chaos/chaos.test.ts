@@ -184,6 +184,8 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     await sleep(slice);
     note('kill postgres');
     await pgService.kill();
+    // The outage is real: the database refuses the test's own query while the callers run.
+    await expect(sql`select 1`).rejects.toThrow();
     const during = completeUntilDone('draft-message', { message: 'Storm tonight.', recipients: ['+4712345678'] });
     await sleep(slice);
     note('start postgres');
@@ -225,8 +227,11 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
 
     const served = outcomes.get(200) ?? 0;
     expect(served).toBeGreaterThan(50);
-    // The outages were felt: calls during the Postgres outage were refused (503, nothing charged).
-    expect([...outcomes.entries()].filter(([status]) => status !== 200).reduce((sum, [, count]) => sum + count, 0)).toBeGreaterThan(0);
+    // How many calls the outages refused depends on the machine's pace: credit holds serve a busy
+    // account through a short Postgres outage, so a loaded run may refuse none (a local run refused
+    // 4 of 8,005). What must hold whatever the count: each answer is a 200 or a refusal that charged
+    // nothing, which the ledger checks below prove.
+    expect([...outcomes.keys()].filter((status) => status !== 200 && status !== 503 && status !== 429 && status !== 0)).toEqual([]);
     const [ledger] = await sql<{ charges: number; refunds: number; net: string; balance: string; entries_sum: string }[]>`
       select (select count(*)::int from ledger_entries where account_id = ${account.accountId} and kind = 'charge' and api_id = ${apiId}) as charges,
              (select count(*)::int from ledger_entries r where r.account_id = ${account.accountId} and r.kind = 'refund'

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError, parseAuth, runApiCli } from '#cli/api-cli';
 import { priceOf } from '#core/gateway';
@@ -100,6 +103,152 @@ describe('operator CLI: npm run api', () => {
     for (const argv of bad) await expect(run(argv), argv.join(' ')).rejects.toBeInstanceOf(CliError);
     expect(() => parseAuth('header:')).toThrow(CliError);
     expect(parseAuth('bearer')).toEqual({ type: 'bearer' });
+  });
+
+  it('describes an OAuth 2 API served by a provider on loopback: flows, scopes, provider key and key docs', async () => {
+    const id = uniqueId('cli-');
+    const issuer = 'http://127.0.0.1:45123';
+    const out = await run([
+      'add',
+      '--id',
+      id,
+      '--name',
+      'Loopback OAuth API',
+      '--base-url',
+      'http://127.0.0.1:45124/api',
+      '--price',
+      '0.001',
+      '--oauth-authorization-url',
+      `${issuer}/auth`,
+      '--oauth-token-url',
+      `${issuer}/token`,
+      '--oauth-client-credentials',
+      '--oauth-scopes',
+      'openid, api:read,api:write',
+      '--key-docs-url',
+      'https://provider.example.org/developers',
+    ]);
+    expect(JSON.parse(out.replace(/^added /, ''))).toMatchObject({
+      id,
+      auth: { type: 'oauth2' },
+      oauth: { provider: '127.0.0.1:45123', scopes: ['openid', 'api:read', 'api:write'] },
+      keyDocsUrl: 'https://provider.example.org/developers',
+    });
+    const api = (await getMeteredApi(sql, id))!;
+    expect(api).toMatchObject({
+      authScheme: { type: 'oauth2' },
+      oauthProvider: '127.0.0.1:45123',
+      keyDocsUrl: 'https://provider.example.org/developers',
+      oauth: {
+        flows: {
+          authorizationCode: { authorizationUrl: `${issuer}/auth`, tokenUrl: `${issuer}/token` },
+          clientCredentials: { tokenUrl: `${issuer}/token` },
+        },
+        scopes: { openid: '', 'api:read': '', 'api:write': '' },
+      },
+    });
+    const [row] = await sql<{ oauth_provider: string }[]>`select oauth_provider from apis where id = ${id}`;
+    expect(row?.oauth_provider).toBe('127.0.0.1:45123');
+
+    // A token URL alone is the client credentials flow.
+    const machine = uniqueId('cli-');
+    await run([
+      'add',
+      '--id',
+      machine,
+      '--name',
+      'M2M',
+      '--base-url',
+      'https://m2m.example.com',
+      '--price',
+      '0.001',
+      '--oauth-token-url',
+      'https://login.m2m.example.com/token',
+    ]);
+    expect((await getMeteredApi(sql, machine))!).toMatchObject({
+      oauth: { flows: { clientCredentials: { tokenUrl: 'https://login.m2m.example.com/token' } }, scopes: {} },
+      oauthProvider: 'login.m2m.example.com',
+    });
+    expect((await getMeteredApi(sql, machine))!.oauth!.flows.authorizationCode).toBeUndefined();
+  });
+
+  it('takes an OAuth description from a JSON file, replaces it on update and clears it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'api-cli-'));
+    try {
+      const file = join(dir, 'oauth.json');
+      const description = {
+        flows: { implicit: { authorizationUrl: 'https://login.microsoftonline.com/common/oauth2/authorize' } },
+        scopes: { user_impersonation: 'impersonate your user account' },
+      };
+      await writeFile(file, JSON.stringify(description));
+      const id = uniqueId('cli-');
+      await run(['add', '--id', id, '--name', 'Azure-like', '--base-url', 'https://management.azure.com', '--price', '0.001', '--oauth-file', file]);
+      expect((await getMeteredApi(sql, id))!).toMatchObject({
+        authScheme: { type: 'oauth2' },
+        oauth: description,
+        oauthProvider: 'login.microsoftonline.com',
+      });
+
+      // update: new flags replace the description; --oauth-provider names the provider key.
+      await run([
+        'update',
+        '--id',
+        id,
+        '--oauth-authorization-url',
+        'https://idp.example.net/authorize',
+        '--oauth-token-url',
+        'https://idp.example.net/token',
+        '--oauth-provider',
+        'Accounts.Example.net',
+      ]);
+      expect((await getMeteredApi(sql, id))!).toMatchObject({
+        oauth: {
+          flows: { authorizationCode: { authorizationUrl: 'https://idp.example.net/authorize', tokenUrl: 'https://idp.example.net/token' } },
+          scopes: {},
+        },
+        oauthProvider: 'accounts.example.net',
+      });
+      // An update that names no OAuth option leaves the description alone.
+      await run(['update', '--id', id, '--price', '0.002', '--key-docs-url', 'https://docs.example.net/keys']);
+      expect((await getMeteredApi(sql, id))!).toMatchObject({
+        oauthProvider: 'accounts.example.net',
+        keyDocsUrl: 'https://docs.example.net/keys',
+        priceMicros: 2_000n,
+      });
+      await run(['update', '--id', id, '--clear-oauth', '--auth', 'bearer', '--key-docs-url', 'none']);
+      expect((await getMeteredApi(sql, id))!).toMatchObject({ oauth: null, oauthProvider: null, keyDocsUrl: null, authScheme: { type: 'bearer' } });
+
+      // Bad OAuth input: each refused with a CliError that says why.
+      const bad = join(dir, 'bad.json');
+      await writeFile(bad, JSON.stringify({ flows: { password: { tokenUrl: 'https://x.example.com/token' } }, scopes: {} }));
+      const notJson = join(dir, 'not.json');
+      await writeFile(notJson, '{ flows');
+      const plainHttp = join(dir, 'http.json');
+      await writeFile(plainHttp, JSON.stringify({ flows: { clientCredentials: { tokenUrl: 'http://idp.example.com/token' } }, scopes: {} }));
+      const add = ['add', '--id', uniqueId('cli-'), '--name', 'x', '--base-url', 'https://x.example', '--price', '1'];
+      const cases: [string[], RegExp][] = [
+        [[...add, '--oauth-token-url', 'http://idp.example.com/token'], /https/],
+        [[...add, '--oauth-authorization-url', 'https://idp.example.com/auth'], /--oauth-token-url is required/],
+        [[...add, '--oauth-token-url', 'https://idp.example.com/token', '--oauth-scopes', 'read,has space'], /not a scope name/],
+        [[...add, '--oauth-token-url', 'not a url'], /absolute https URL/],
+        [[...add, '--oauth-token-url', 'https://user:pw@idp.example.com/token'], /credentials/],
+        [[...add, '--oauth-file', bad], /not an OAuth description/],
+        [[...add, '--oauth-file', notJson], /cannot read JSON/],
+        [[...add, '--oauth-file', plainHttp], /https/],
+        [[...add, '--oauth-file', join(dir, 'missing.json')], /cannot read JSON/],
+        [[...add, '--oauth-file', plainHttp, '--oauth-scopes', 'a'], /leave out --oauth-scopes/],
+        [[...add, '--oauth-provider', 'idp.example.com'], /give its URLs/],
+        [[...add, '--oauth-token-url', 'https://idp.example.com/token', '--oauth-provider', 'not a host'], /host name/],
+        [[...add, '--oauth-token-url', 'https://idp.example.com/token', '--auth', 'header:X-Key'], /--auth oauth2/],
+        [[...add, '--clear-oauth'], /for update/],
+        [[...add, '--key-docs-url', 'http://docs.example.com'], /https/],
+        [['update', '--id', id, '--clear-oauth', '--oauth-token-url', 'https://idp.example.com/token'], /leave out the --oauth-\* options/],
+      ];
+      for (const [argv, message] of cases) await expect(run(argv), argv.join(' ')).rejects.toThrow(message);
+      for (const [argv] of cases) await expect(run(argv), argv.join(' ')).rejects.toBeInstanceOf(CliError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('runs as a process through tsx', async () => {

@@ -285,6 +285,21 @@ describe('dashboard in a browser', () => {
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByRole('heading', { name: 'APIs for “send a text message to a phone”' }).waitFor();
     await page.getByTestId('api-item').first().waitFor();
+
+    // Each API says whether you can call it now; "Callable now" keeps only the ready ones.
+    await page.goto(`${base}/directory`);
+    await page.getByTestId('callability').first().waitFor();
+    const listed = await page.getByTestId('callability').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-state')));
+    expect(listed.length).toBeGreaterThan(0);
+    await page.getByLabel('Callable now').check();
+    await page.waitForURL(/callable=true/);
+    await expect
+      .poll(async () => {
+        const states = await page.getByTestId('callability').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-state')));
+        return states.length > 0 && states.every((state) => state === 'ready');
+      })
+      .toBe(true);
+    await page.getByText('Ready').first().waitFor();
   });
 
   it("shows an agent's human step in the inbox live, and completing it advances the session", async () => {

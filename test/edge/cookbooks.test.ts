@@ -132,6 +132,52 @@ describe('GET /api/v1/cookbooks and /cookbooks/{id}', () => {
   });
   afterAll(async () => app.close());
 
+  it('fits the directory: every slot names a category of the imported catalog and suggests API ids it holds', async () => {
+    // The catalog the suite's global setup imported (test/helpers/directory-setup.ts), not operator rows.
+    const categories = new Set(
+      (await app.deps.sql<{ category: string }[]>`select distinct unnest(categories) as category from apis where source = 'apis.guru'`).map(
+        (r) => r.category,
+      ),
+    );
+    const ids = new Set((await app.deps.sql<{ id: string }[]>`select id from apis where source = 'apis.guru'`).map((r) => r.id));
+    const missing: string[] = [];
+    for (const cookbook of await readCookbookFiles(cookbooksDir)) {
+      for (const slot of cookbook.slots) {
+        if (!categories.has(slot.category)) missing.push(`${cookbook.id}/${slot.name}: category "${slot.category}"`);
+        if (slot.suggestedProviders.length === 0) missing.push(`${cookbook.id}/${slot.name}: no suggestion`);
+        for (const id of slot.suggestedProviders) if (!ids.has(id)) missing.push(`${cookbook.id}/${slot.name}: API "${id}"`);
+      }
+    }
+    expect(missing, 'slots naming what the directory lacks').toEqual([]);
+    // The detail answers the same ids.
+    type SlotView = {
+      name: string;
+      category: string;
+      suggestedProviders: string[];
+      suggestions: { apiId: string; callability: { state: string } }[];
+    };
+    const { cookbook } = expectOk<{ cookbook: { slots: SlotView[] } }>(
+      await app.inject({
+        method: 'GET',
+        url: '/api/v1/cookbooks/weather-alert-sms',
+        headers: bearer((await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n })).fullKey),
+      }),
+    );
+    // Suggestions come callable first for the caller (docs/decisions/callability-states.md), so only the sets are fixed here.
+    const rank: Record<string, number> = { ready: 0, needs_key: 1, needs_oauth: 1, unavailable: 2 };
+    for (const [name, category, ids] of [
+      ['sms', 'messaging', ['twilio.com-api', 'nexmo.com-sms']],
+      ['weather', 'location', ['weatherbit.io', 'visualcrossing.com-weather']],
+    ] as const) {
+      const slot = cookbook.slots.find((s) => s.name === name)!;
+      expect(slot.category).toBe(category);
+      expect([...slot.suggestedProviders].sort()).toEqual([...ids].sort());
+      expect(slot.suggestions.map((s) => s.apiId)).toEqual(slot.suggestedProviders);
+      const ranks = slot.suggestions.map((s) => rank[s.callability.state]!);
+      expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+    }
+  });
+
   it('lists cookbooks publicly, with paging, free text and category filters', async () => {
     const all = expectOk<{ cookbooks: Summary[]; nextCursor: string | null }>(await app.inject({ method: 'GET', url: '/api/v1/cookbooks' }));
     expect(all.cookbooks.length).toBeGreaterThanOrEqual(6);

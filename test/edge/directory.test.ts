@@ -125,6 +125,31 @@ describe('GET /api/v1/apis/{id}, /categories, /apis/category/{c}', () => {
     });
   });
 
+  it("answers an OAuth API's flows, scopes, provider, operations' scopes and where to get credentials", async () => {
+    const { api } = expectOk<{ api: Record<string, unknown> }>(await get('/api/v1/apis/googleapis.com-sheets'));
+    expect(api).toMatchObject({
+      authScheme: { type: 'oauth2' },
+      oauthProvider: 'accounts.google.com',
+      keyDocsUrl: 'https://console.developers.google.com/',
+      oauth: {
+        flows: {
+          authorizationCode: {
+            authorizationUrl: 'https://accounts.google.com/o/oauth2/auth',
+            tokenUrl: 'https://accounts.google.com/o/oauth2/token',
+          },
+          implicit: { authorizationUrl: 'https://accounts.google.com/o/oauth2/auth' },
+        },
+        scopes: { 'https://www.googleapis.com/auth/spreadsheets': 'See, edit, create, and delete all your Google Sheets spreadsheets' },
+      },
+    });
+    const endpoints = api.endpoints as { method: string; path: string; scopes?: string[] }[];
+    expect(endpoints.find((e) => e.method === 'POST' && e.path === '/v4/spreadsheets')?.scopes).toContain(
+      'https://www.googleapis.com/auth/spreadsheets',
+    );
+    const { api: plain } = expectOk<{ api: Record<string, unknown> }>(await get('/api/v1/apis/xkcd.com'));
+    expect(plain).toMatchObject({ oauth: null, oauthProvider: null, keyDocsUrl: null });
+  });
+
   it('404s an unknown API id', async () => {
     expectError(await get('/api/v1/apis/no-such-api.example'), 404, 'not_found');
   });

@@ -6,7 +6,12 @@ import { createTestApp, expectError, expectOk } from '../helpers/app.js';
 
 interface Discovery {
   query: string;
-  results: { api: { id: string; name: string; pricePerCall: number }; score: number; reason: string }[];
+  results: {
+    api: { id: string; name: string; pricePerCall: number; description: string };
+    score: number;
+    reason: string;
+    matched: { endpoints: { method: string; path: string; summary: string }[]; sentence: string | null };
+  }[];
   hint?: string;
 }
 
@@ -28,6 +33,13 @@ describe('GET /api/v1/discover', () => {
     const scores = body.results.map((r) => r.score);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
     expect(body.results.some((r) => /endpoints: (GET|POST) \//.test(r.reason))).toBe(true);
+    // What matched, for a person: the endpoints named in the reason, and a sentence of the description.
+    for (const r of body.results) {
+      for (const e of r.matched.endpoints) expect(r.reason).toContain(`${e.method} ${e.path}`);
+      if (r.matched.sentence !== null) expect(r.api.description).toContain(r.matched.sentence.replace(/…$/, ''));
+    }
+    expect(body.results.some((r) => r.matched.endpoints.length > 0)).toBe(true);
+    expect(body.results.some((r) => r.matched.sentence !== null && /text|message|sms|phone/i.test(r.matched.sentence))).toBe(true);
     const alias = expectOk<Discovery>(await discover('query=turn%20an%20address%20into%20coordinates'));
     expect(alias.results.slice(0, 5).map((r) => r.api.id)).toEqual(
       expect.arrayContaining([expect.stringMatching(/geocod|opencage|graphhopper|gisgraphy/)]),

@@ -70,9 +70,11 @@ describe('the edge fuzzed against its own OpenAPI document (Schemathesis)', () =
       '--exclude-checks',
       'positive_data_acceptance',
       // The proxy forwards to third-party hosts: fuzzing it would send traffic to real APIs.
-      // Its answers are the upstream's; test/edge/proxy*.test.ts cover it.
+      // Its answers are the upstream's; test/edge/proxy*.test.ts cover it. The activity stream and a
+      // pending connect request's events are event streams that stay open (test/edge/activity.test.ts
+      // and test/edge/connect-requests.test.ts cover them).
       '--exclude-path-regex',
-      '^/api/v1/proxy/',
+      '^/api/v1/(proxy/|activity/stream$|connect/requests/[^/]+/events$)',
       '--max-examples',
       maxExamples,
       '--workers',

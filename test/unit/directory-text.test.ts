@@ -54,10 +54,10 @@ describe('generated instructions', () => {
   });
 
   it('footer shows the live price, and the own-key price only when it differs', () => {
-    expect(instructionsFooter('weather', 2_500n, null, true)).toContain('Each proxied call costs $0.0025, debited');
-    expect(instructionsFooter('weather', 2_500n, 2_500n, true)).not.toContain('own key)');
-    expect(instructionsFooter('weather', 2_500n, 1_000n, false)).toContain('$0.0025 ($0.001 when you connect your own key)');
-    expect(instructionsFooter('weather', 2_500n, null, false)).toContain('connect your own key first');
+    expect(instructionsFooter('weather', 2_500n, null)).toContain('Each proxied call costs $0.0025, debited');
+    expect(instructionsFooter('weather', 2_500n, 2_500n)).not.toContain('own key)');
+    expect(instructionsFooter('weather', 2_500n, 1_000n)).toContain('$0.0025 ($0.001 when you connect your own key)');
+    expect(instructionsFooter('weather', 2_500n, null)).toContain('`409` `connection_required`');
   });
 });
 

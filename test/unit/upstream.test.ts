@@ -127,8 +127,8 @@ describe('proxy upstream rules', () => {
 describe('planned request headers', () => {
   it("are one set per API and case, which the caller's Connection header never changes", () => {
     const api = { id: 'x', baseUrl: 'https://api.example.com' };
-    const plan = (authHeader: [string, string] | null, platformKey: boolean) =>
-      ({ api, authHeader, platformKey }) as unknown as Parameters<typeof droppedRequestHeaders>[0];
+    const plan = (authHeader: [string, string] | null, secretKey: boolean) =>
+      ({ api, authHeader, platformKey: secretKey, secretKey }) as unknown as Parameters<typeof droppedRequestHeaders>[0];
     const noBody = droppedRequestHeaders(plan(['X-Key', 'k'], true), false);
     expect([...noBody].sort()).toEqual(['accept-encoding', 'content-length', 'x-key']);
     expect(droppedRequestHeaders(plan(['X-Key', 'other'], true), false)).toBe(noBody);

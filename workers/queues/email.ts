@@ -1,22 +1,30 @@
 import { UnrecoverableError } from 'bullmq';
-import { mintInviteLink } from '#core/identity';
+import { mintInviteLink, mintPasswordResetLink } from '#core/identity';
 import {
   accountEventMessage,
+  connectRequestMessage,
+  connectionRefreshFailedMessage,
   emailJob,
   humanStepMessage,
   loginAlertMessage,
   Mailer,
   memberInviteMessage,
+  passwordResetMessage,
   topupFailedMessage,
   webhookDisabledMessage,
   type EmailPayload,
   type OutgoingMessage,
 } from '#core/notifications';
 import { findHumanStepAudience } from '#db/members';
+import { findConnectRequestEmail } from '#db/connect-requests';
+import { authSchemeSchema } from '#contracts/auth-scheme';
+import { connectUrlFor } from '#core/connect-requests';
 import { getAccount } from '#db/accounts';
 import { getPerson } from '#db/people';
 import { getAutoTopup } from '#db/auto-topup';
 import { findWebhookEndpointById } from '#db/webhooks';
+import { getOAuthConnection } from '#db/oauth';
+import { reconnectLink } from '#core/oauth';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
 /** SMTP replies in the 5xx range are permanent: retrying the same message cannot succeed. */
@@ -50,6 +58,11 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
           }),
         ];
       }
+      case 'password-reset': {
+        const reset = await mintPasswordResetLink(sql, settings, payload.personId);
+        if (!reset) return [];
+        return [passwordResetMessage({ to: reset.person.email, link: reset.link, expiresAt: reset.expiresAt })];
+      }
       case 'webhook-disabled': {
         const endpoint = await findWebhookEndpointById(sql, payload.endpointId);
         const owner = endpoint && (await getAccount(sql, endpoint.account_id));
@@ -72,6 +85,41 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
         const account = await getAutoTopup(sql, payload.accountId);
         if (!account) return [];
         return [topupFailedMessage({ to: account.email, reason: payload.reason, retryAfter: account.auto_topup_retry_after, link: `${origin}/` })];
+      }
+      case 'connect-request': {
+        const request = await findConnectRequestEmail(sql, payload.requestId);
+        // A request answered (or withdrawn) before the mail went out needs no announcement any more.
+        if (!request || request.status !== 'pending') return [];
+        const scheme = authSchemeSchema.safeParse(request.auth_scheme);
+        const authKind = !scheme.success || scheme.data.type === 'none' ? 'none' : scheme.data.type === 'oauth2' ? 'oauth' : 'key';
+        return [
+          connectRequestMessage({
+            to: request.owner_email,
+            apiName: request.api_name,
+            apiId: request.api_id,
+            authKind,
+            purpose: request.purpose,
+            scopes: request.scopes,
+            expiresAt: request.expires_at,
+            link: connectUrlFor(settings.PUBLIC_URL, payload.requestId),
+          }),
+        ];
+      }
+      case 'connection-refresh-failed': {
+        const connection = await getOAuthConnection(sql, payload.accountId, payload.connectionId);
+        // Reconnected (or removed) before the mail went out: nothing to ask of anyone any more.
+        if (!connection || connection.status !== 'needs_reauth') return [];
+        const owner = await getAccount(sql, payload.accountId);
+        if (!owner) return [];
+        return [
+          connectionRefreshFailedMessage({
+            to: owner.email,
+            provider: connection.provider,
+            label: connection.label,
+            reason: (connection.statusReason ?? 'The provider refused to renew the access').replace(/\.$/, ''),
+            link: reconnectLink(settings.PUBLIC_URL, connection.id),
+          }),
+        ];
       }
       case 'human-step': {
         const audience = await findHumanStepAudience(sql, payload.sessionId, payload.stepId);

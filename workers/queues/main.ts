@@ -1,9 +1,10 @@
 // The BullMQ worker process: one Worker per queue (usage aggregation, directory indexing, refunds),
 // each job handed to the processor of its declared name; the refund and auto top-up reconcilers,
-// retention and the webhook sweep are repeatable jobs.
+// retention, the webhook sweep and the OAuth token renewal are repeatable jobs.
 import { Worker } from 'bullmq';
 import pino from 'pino';
 import { reconcileAutoTopupsJob, reconcileRefundsJob } from '#core/billing';
+import { oauthRenewalJob } from '#core/oauth';
 import { createRedis, loadSettingsOrExit, createQueue } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
@@ -64,6 +65,14 @@ await billing.upsertJobScheduler(
 const webhooks = createQueue(webhookSweepJob.queue, { connection, prefix: settings.REDIS_PREFIX });
 await webhooks.upsertJobScheduler(webhookSweepJob.name, { every: 60_000 }, { name: webhookSweepJob.name, data: {}, opts: webhookSweepJob.options });
 
+// OAuth access tokens renewed ahead of expiry, and idle refresh tokens kept alive (docs/OPERATIONS.md).
+const oauth = createQueue(oauthRenewalJob.queue, { connection, prefix: settings.REDIS_PREFIX });
+await oauth.upsertJobScheduler(
+  oauthRenewalJob.name,
+  { every: settings.OAUTH_RENEW_EVERY_SECONDS * 1000 },
+  { name: oauthRenewalJob.name, data: {}, opts: oauthRenewalJob.options },
+);
+
 onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
   await Promise.all(workers.map((worker) => worker.close()));
   await Promise.all([
@@ -71,6 +80,7 @@ onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
     maintenance.close(),
     webhooks.close(),
     billing.close(),
+    oauth.close(),
     ...observed.map((queue) => queue.close()),
     metrics?.close(),
   ]);

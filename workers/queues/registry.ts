@@ -2,6 +2,7 @@ import type { QueueDeps, QueueProcessor } from './definitions.js';
 import { directoryIndexingProcessor } from './directory-indexing.js';
 import { autoTopupProcessor, reconcileAutoTopupsProcessor } from './auto-topup.js';
 import { emailProcessor } from './email.js';
+import { oauthRenewalProcessor } from './oauth-renewal.js';
 import { webhookDeliveryProcessor, webhookSweepProcessor } from './webhooks.js';
 import { reconcileProcessor, refundProcessor } from './refunds.js';
 import { retentionProcessor } from './retention.js';
@@ -20,5 +21,6 @@ export function queueProcessors(deps: QueueDeps): QueueProcessor[] {
     webhookSweepProcessor(deps),
     autoTopupProcessor(deps),
     reconcileAutoTopupsProcessor(deps),
+    oauthRenewalProcessor(deps),
   ];
 }

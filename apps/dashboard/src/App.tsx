@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { call, client, describeError, isUnauthenticated } from './api';
 import { AcceptInvitePage } from './pages/AcceptInvite';
+import { ActivityPage } from './pages/Activity';
 import { ApproversPage } from './pages/Approvers';
 import { AuthPage } from './pages/Auth';
 import { ConnectionsPage } from './pages/Connections';
@@ -8,7 +9,10 @@ import { ApiDetailPage, DirectoryPage } from './pages/Directory';
 import { InboxPage } from './pages/Inbox';
 import { KeysPage } from './pages/Keys';
 import { OverviewPage } from './pages/Overview';
+import { ForgotPasswordPage, ResetPasswordPage } from './pages/ResetPassword';
+import { SettingsPage } from './pages/Settings';
 import { SessionDetailPage, SessionsPage } from './pages/Sessions';
+import { StatementPage } from './pages/Statement';
 import { WebhooksPage } from './pages/Webhooks';
 import { Link, navigate, useLocation } from './router';
 import { accountFrom, SessionContext, signedInEmail, type Account } from './session';
@@ -66,23 +70,26 @@ function AccountSwitcher({ account, onSwitched }: { account: Account; onSwitched
   );
 }
 
-/** Pages that render signed out. /accept-invite renders signed in too (see App). */
-const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite']);
+/** Pages that render signed out. /accept-invite and /reset-password render signed in too (see App). */
+const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite', '/forgot-password', '/reset-password']);
 
 /** The owner's pages: an approver who opens one (an old bookmark, a typed address) lands in the inbox. */
 const isOwnerPage = (path: string) =>
-  ['/', '/keys', '/connections', '/approvers', '/webhooks', '/directory'].includes(path) || path.startsWith('/directory/');
+  ['/', '/keys', '/activity', '/statement', '/connections', '/approvers', '/webhooks', '/directory'].includes(path) || path.startsWith('/directory/');
 
 function Page({ path, role }: { path: string; role: Account['role'] }) {
   if (role === 'approver' && isOwnerPage(path)) return <InboxPage />;
   if (path === '/') return <OverviewPage />;
   if (path === '/keys') return <KeysPage />;
+  if (path === '/activity') return <ActivityPage />;
+  if (path === '/statement') return <StatementPage />;
   if (path === '/connections') return <ConnectionsPage />;
   if (path === '/inbox') return <InboxPage />;
   if (path === '/sessions') return <SessionsPage />;
   if (path.startsWith('/sessions/')) return <SessionDetailPage sessionId={decodeURIComponent(path.slice('/sessions/'.length))} />;
   if (path === '/approvers') return <ApproversPage />;
   if (path === '/webhooks') return <WebhooksPage />;
+  if (path === '/settings') return <SettingsPage />;
   if (path === '/directory') return <DirectoryPage />;
   if (path.startsWith('/directory/')) return <ApiDetailPage apiId={decodeURIComponent(path.slice('/directory/'.length))} />;
   return (
@@ -124,9 +131,11 @@ export function App() {
   }, [path]);
 
   // Signed in on /signin or /signup (e.g. after signing in there): continue to the overview, or for
-  // an approver to the inbox. /accept-invite stays: its link may be for someone else than who is signed in.
+  // an approver to the inbox. /accept-invite and /reset-password stay: their links may be for someone
+  // else than who is signed in (and a reset signs this browser out anyway).
   useEffect(() => {
-    if (account && PUBLIC_PATHS.has(path) && path !== '/accept-invite') navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
+    if (account && PUBLIC_PATHS.has(path) && path !== '/accept-invite' && path !== '/reset-password')
+      navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
   }, [account, path]);
 
   // An approver on one of the owner's pages gets the inbox (Page renders it at once), under its own address.
@@ -180,7 +189,10 @@ export function App() {
       />
     );
   }
+  // Setting a password by the e-mail link signs every session out, this browser's too.
+  if (path === '/reset-password') return <ResetPasswordPage onSignedOut={() => setAccount(null)} />;
   if (account === null) {
+    if (path === '/forgot-password') return <ForgotPasswordPage />;
     return <AuthPage mode={path === '/signup' ? 'signup' : 'signin'} onSignedIn={(signedIn) => setAccount(signedIn)} />;
   }
   if (PUBLIC_PATHS.has(path)) return null;
@@ -218,9 +230,17 @@ export function App() {
           </nav>
           <div className="account">
             <span className="account-who">
-              <span className="account-email" title={signedInEmail(account)} data-testid="signed-in-email">
+              {/* The address opens Settings (password, sessions, e-mails): no extra button, so the bar stays one row at 1280 px. */}
+              <Link
+                href="/settings"
+                className="account-email account-settings"
+                title={`Settings for ${signedInEmail(account)}`}
+                aria-label={`Settings, signed in as ${signedInEmail(account)}`}
+                aria-current={path === '/settings' ? 'page' : undefined}
+                data-testid="signed-in-email"
+              >
                 {signedInEmail(account)}
-              </span>
+              </Link>
               {approver && (
                 <span className="account-role" title={`Approver for ${account.email}`}>
                   Approver for {account.email}

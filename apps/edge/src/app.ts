@@ -27,6 +27,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Set on the metered proxy's routes: their 2xx `request completed` lines are sampled (LOG_REQUEST_SAMPLE). */
     sampledRequestLog?: boolean;
+    /** The query string carries secrets (the OAuth callback's code and state): request logs leave it out. */
+    secretQuery?: boolean;
   }
 }
 
@@ -54,7 +56,9 @@ export function loggedUrl(request: Pick<FastifyRequest, 'url' | 'routeOptions'>)
   const url = request.url;
   const q = url.indexOf('?');
   if (q === -1) return url;
-  return request.routeOptions.url === undefined || isProxyRoute(request) ? `${url.slice(0, q)}?[redacted]` : url;
+  return request.routeOptions.url === undefined || isProxyRoute(request) || request.routeOptions.config?.secretQuery === true
+    ? `${url.slice(0, q)}?[redacted]`
+    : url;
 }
 
 /**

@@ -106,7 +106,7 @@ export const edgeSettings = sharedSettings
     /** Per client address on public routes. */
     RATE_LIMIT_PUBLIC_MAX: count(120),
     RATE_LIMIT_PUBLIC_WINDOW_SECONDS: seconds(60),
-    /** Per client address on POST /api/auth/login. */
+    /** Per client address on POST /api/auth/login, accept-invite and password-reset (one budget). */
     RATE_LIMIT_LOGIN_MAX: count(10),
     RATE_LIMIT_LOGIN_WINDOW_SECONDS: seconds(300),
     /**
@@ -124,6 +124,8 @@ export const edgeSettings = sharedSettings
     LOGIN_ALERT_WINDOW_SECONDS: seconds(3_600),
     /** Invitation e-mails (new invitations and resends) one account may send per 24 hours. */
     INVITES_PER_ACCOUNT_PER_DAY: count(20),
+    /** Password reset e-mails one address may get per hour; further requests are answered alike and send nothing. */
+    PASSWORD_RESETS_PER_ADDRESS_PER_HOUR: count(3),
     /** Per client address on POST /api/v1/register. */
     RATE_LIMIT_REGISTER_MAX: count(5),
     RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),

@@ -120,7 +120,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   // Every route's pattern, so a known path asked with another method answers 405 with Allow.
-  const routes: { pattern: RegExp; methods: string[] }[] = [];
+  const routes: { pattern: RegExp; methods: string[]; params: number }[] = [];
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/api/')) return;
     const source = route.url
@@ -128,9 +128,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
       .split(/(:[A-Za-z0-9_]+|\*)/)
       .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
       .join('');
-    routes.push({ pattern: new RegExp(`^${source}/?$`), methods: [route.method].flat() });
+    routes.push({ pattern: new RegExp(`^${source}/?$`), methods: [route.method].flat(), params: route.url.split(/:[A-Za-z0-9_]+|\*/).length - 1 });
   });
-  const allowedMethods = (path: string) => [...new Set(routes.filter((route) => route.pattern.test(path)).flatMap((route) => route.methods))];
+  // The most specific routes that match, as the router prefers them: /connect/requests (static) over
+  // /connect/:apiId, whose methods belong to another resource.
+  const allowedMethods = (path: string) => {
+    const matching = routes.filter((route) => route.pattern.test(path));
+    const fewest = Math.min(...matching.map((route) => route.params));
+    return [...new Set(matching.filter((route) => route.params === fewest).flatMap((route) => route.methods))];
+  };
 
   const methodNotAllowed = (request: FastifyRequest): PlatformError | null => {
     const path = request.url.split('?')[0] ?? '/';

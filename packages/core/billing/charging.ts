@@ -59,7 +59,14 @@ export function parseMaxCost(value: string | undefined): bigint | undefined {
  * failed call); any other priced item is served once paid (from the balance or with x402), so it is
  * recorded here with the charge that paid for it.
  */
-export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedCall, chargeId: string | null, holdId: string | null = null): void {
+export function recordPricedItem(
+  usage: UsageSink,
+  caller: Caller,
+  call: PricedCall,
+  chargeId: string | null,
+  holdId: string | null = null,
+  paidWith: 'balance' | 'x402' = 'balance',
+): void {
   if (call.item === 'proxy') return;
   usage.record({
     accountId: caller.accountId,
@@ -74,6 +81,9 @@ export function recordPricedItem(usage: UsageSink, caller: Caller, call: PricedC
     chargeId,
     holdId,
     at: new Date().toISOString(),
+    outcome: 'served',
+    chargedMicros: call.costMicros.toString(),
+    paidWith: call.costMicros > 0n ? paidWith : null,
   });
 }
 

@@ -62,6 +62,57 @@ interface AccountState {
   previousSpend: bigint;
   lastCall: number;
   closing: boolean;
+  /** Orders this edge's refunds of the account against its reads of the balance (see BalanceGate). */
+  gate: BalanceGate;
+}
+
+/**
+ * Keeps an account's refunds and its balance snapshots (grants, settlements and synchronous
+ * charges, each of which answers the balance outside holds as of its commit) from overlapping on
+ * this edge. A refund adds its amount to the last snapshot; a snapshot taken while a refund was
+ * committing may or may not include it, and applying it after the refund's addition would lose the
+ * refund (or, applied before, count it twice). So refunds run together, snapshots run together, and
+ * the two kinds take turns: each snapshot either includes a refund or precedes it. A kind that
+ * arrives while the other waits queues behind it, so neither starves the other.
+ */
+/** Runs `work` as a snapshot inside every gate, entered one after another (only settlements hold several). */
+function inGates<T>(gates: BalanceGate[], work: () => Promise<T>, from = 0): Promise<T> {
+  const gate = gates[from];
+  return gate ? gate.run('snapshot', () => inGates(gates, work, from + 1)) : work();
+}
+
+class BalanceGate {
+  private kind: 'refund' | 'snapshot' | null = null;
+  private active = 0;
+  private waiting: Array<{ kind: 'refund' | 'snapshot'; go: () => void }> = [];
+
+  async run<T>(kind: 'refund' | 'snapshot', work: () => Promise<T>): Promise<T> {
+    if (this.active > 0 && (this.kind !== kind || this.waiting.length > 0)) {
+      await new Promise<void>((go) => this.waiting.push({ kind, go }));
+    } else {
+      this.kind = kind;
+      this.active += 1;
+    }
+    try {
+      return await work();
+    } finally {
+      this.leave();
+    }
+  }
+
+  /** Lets in the next waiting group: every waiter of the first waiting kind (its turn), in order. */
+  private leave(): void {
+    this.active -= 1;
+    if (this.active > 0) return;
+    this.kind = null;
+    const next = this.waiting[0];
+    if (!next) return;
+    this.kind = next.kind;
+    const admitted = this.waiting.filter((w) => w.kind === next.kind);
+    this.waiting = this.waiting.filter((w) => w.kind !== next.kind);
+    this.active = admitted.length;
+    for (const w of admitted) w.go();
+  }
 }
 
 /**
@@ -135,8 +186,21 @@ export class CreditReservations implements Charger {
     reason: string,
     queue: Queue,
     log: { error(object: Record<string, unknown>, message: string): void },
+    /** The charge's account, when the caller knows it: orders the refund against this edge's balance snapshots. */
+    accountId?: string,
   ): Promise<RefundOutcome> {
     await this.recorded(chargeId);
+    const known = accountId === undefined ? undefined : this.accounts.get(accountId.toLowerCase());
+    if (known) return known.gate.run('refund', () => this.refundNow(chargeId, reason, queue, log));
+    return this.refundNow(chargeId, reason, queue, log);
+  }
+
+  private async refundNow(
+    chargeId: string,
+    reason: string,
+    queue: Queue,
+    log: { error(object: Record<string, unknown>, message: string): void },
+  ): Promise<RefundOutcome> {
     const outcome = await refundOrQueue(this.sql, queue, chargeId, reason, log);
     if (!outcome.refunded) return outcome;
     const state = this.accounts.get(outcome.accountId.toLowerCase());
@@ -170,7 +234,8 @@ export class CreditReservations implements Charger {
    * the balance it reports is corrected to what the caller can spend.
    */
   private async chargeBeside(req: ChargeRequest): Promise<ChargeResult> {
-    const result = await this.fallback.charge(req);
+    const held = this.accounts.get(req.accountId.toLowerCase());
+    const result = held && held.holdId !== null ? await held.gate.run('snapshot', () => this.fallback.charge(req)) : await this.fallback.charge(req);
     const state = this.accounts.get(req.accountId.toLowerCase());
     if (!result.ok || !state || state.holdId === null) return result;
     // The synchronous charge answers the balance outside holds as of its commit.
@@ -240,6 +305,7 @@ export class CreditReservations implements Charger {
         previousSpend: 0n,
         lastCall: Date.now(),
         closing: false,
+        gate: new BalanceGate(),
       };
       this.accounts.set(key, state);
     }
@@ -322,14 +388,16 @@ export class CreditReservations implements Charger {
       try {
         // A hold being closed is never refilled: its settlement finishes first and a new one opens.
         if (state.closing) await this.settle();
-        const result = await reserveCredit(this.sql, {
-          accountId: state.accountId,
-          edgeId: this.edgeId,
-          holdId: state.holdId,
-          wantMicros: want < needed ? needed : want,
-          needMicros: needed,
-          ttlSeconds: this.options.holdTtlSeconds,
-        });
+        const result = await state.gate.run('snapshot', () =>
+          reserveCredit(this.sql, {
+            accountId: state.accountId,
+            edgeId: this.edgeId,
+            holdId: state.holdId,
+            wantMicros: want < needed ? needed : want,
+            needMicros: needed,
+            ttlSeconds: this.options.holdTtlSeconds,
+          }),
+        );
         if (!result.ok) {
           this.stats.refusedRefills += 1;
           state.availableOutside = result.availableMicros;
@@ -413,11 +481,14 @@ export class CreditReservations implements Charger {
     this.stats.settlements += 1;
     let results;
     try {
-      results = await settleHolds(
-        this.sql,
-        this.edgeId,
-        items.map((i) => i.item),
-        this.options.holdTtlSeconds,
+      const gates = [...new Set(items.map((i) => i.state.gate))];
+      results = await inGates(gates, () =>
+        settleHolds(
+          this.sql,
+          this.edgeId,
+          items.map((i) => i.item),
+          this.options.holdTtlSeconds,
+        ),
       );
       this.lastSettled = now;
     } catch (error) {

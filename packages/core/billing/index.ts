@@ -37,3 +37,14 @@ export {
 export type { AutoTopupRow } from './balance.js';
 export { apiUsageReport, usageStats, usageSummary } from './usage-reports.js';
 export type { UsageTotals } from './usage-reports.js';
+export {
+  ActivityTail,
+  presentActivity,
+  readActivity,
+  readStatement,
+  redactCallPath,
+  statementCsv,
+  storeUsageEvents,
+  STATEMENT_CSV_COLUMNS,
+} from './activity.js';
+export type { ActivityEntry, ActivityQuery, StatementEntry, StatementQuery, StatementSummary } from './activity.js';

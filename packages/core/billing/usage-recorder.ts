@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Sql } from '#db/sql';
-import { recordUsageEvents, type UsageEvent } from '#db/usage';
+import type { UsageEvent } from '#db/usage';
 import { addJob, createQueue, type Logger } from '#core/platform';
+import { storeUsageEvents } from './activity.js';
 import { usageBatchJob } from './usage-job.js';
 
 export interface UsageRecorderOptions {
@@ -97,7 +98,7 @@ export class UsageRecorder {
       this.options.log.warn({ err: error, events: batch.length }, 'usage queue unavailable; writing usage events to Postgres directly');
     }
     try {
-      await recordUsageEvents(this.options.sql, batch);
+      await storeUsageEvents(this.options.sql, batch);
       return true;
     } catch (error) {
       this.options.log.error({ err: error, events: batch.length }, 'usage events could not be stored; kept in memory for retry');

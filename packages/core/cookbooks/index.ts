@@ -17,6 +17,7 @@ export {
   completionUpdateId,
   sessionView,
   sessionWorkflowOptions,
+  slotViews,
   startSession,
   stepPlan,
   stepPlans,

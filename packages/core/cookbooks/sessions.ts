@@ -37,6 +37,7 @@ import {
 } from '#workflows/messages';
 import type { TemporalGateway } from '#core/platform';
 import type { HumanStepView, SessionView, StepView } from '#contracts/cookbooks';
+import type { Callability } from '#contracts/directory';
 import type { CookbookCache } from './cookbook-cache.js';
 
 export function sessionView(row: SessionRow): SessionView {
@@ -165,8 +166,16 @@ export async function requireSessionAndCookbook(
   return { row, cookbook };
 }
 
-/** Checks `selectedApis` against the cookbook's slots and the directory; names the first bad slot. */
-export async function checkSelectedApis(db: Db, cookbook: Cookbook, selectedApis: Record<string, string>): Promise<void> {
+/**
+ * Checks `selectedApis` against the cookbook's slots, the directory and, given `states` (each chosen
+ * API's state for the caller), that the caller can call each now; names the first bad slot.
+ */
+export async function checkSelectedApis(
+  db: Db,
+  cookbook: Cookbook,
+  selectedApis: Record<string, string>,
+  states?: ReadonlyMap<string, Callability>,
+): Promise<void> {
   const slotNames = new Set(cookbook.slots.map((slot) => slot.name));
   const unknown = Object.keys(selectedApis).filter((name) => !slotNames.has(name));
   if (unknown.length > 0) {
@@ -191,6 +200,54 @@ export async function checkSelectedApis(db: Db, cookbook: Cookbook, selectedApis
       });
     }
   }
+  if (!states) return;
+  for (const [slot, apiId] of Object.entries(selectedApis)) {
+    const state = states.get(apiId);
+    if (state && state.state !== 'ready') throw notCallable(cookbook, slot, apiId, state);
+  }
+}
+
+const STATE_WORDS: Record<Exclude<Callability['state'], 'ready'>, string> = {
+  needs_key: 'needs your own key first',
+  needs_oauth: 'needs an OAuth connection first',
+  unavailable: 'cannot be called through the platform for you',
+};
+
+/** A slot filled with an API the caller cannot call now: what it needs, or another choice. */
+function notCallable(cookbook: Cookbook, slot: string, apiId: string, state: Callability): PlatformError {
+  const what = STATE_WORDS[state.state as Exclude<Callability['state'], 'ready'>];
+  return new PlatformError('api_not_callable', `Slot "${slot}": ${apiId} ${what} (${state.state}, ${state.reason})`, {
+    hint: `${state.hint ?? ''} Or choose an API you can call now: GET /api/v1/cookbooks/${cookbook.id} lists each slot's suggestions, callable ones first, and GET /api/v1/apis?callable=true lists every API you can call.`.trim(),
+    details: { slot, apiId, callability: state },
+  });
+}
+
+const STATE_ORDER: Record<Callability['state'], number> = { ready: 0, needs_key: 1, needs_oauth: 1, unavailable: 2 };
+
+/**
+ * The cookbook's slots as a caller sees them: each slot's suggestions that are directory APIs with
+ * their state for the caller, callable ones first (the cookbook's order otherwise), and
+ * suggestedProviders in that order too (names that are no API id last).
+ */
+export function slotViews(cookbook: Cookbook, states: ReadonlyMap<string, Callability>) {
+  return cookbook.slots.map((slot) => {
+    const rank = (id: string) => {
+      const state = states.get(id);
+      return state ? STATE_ORDER[state.state] : 3;
+    };
+    const ordered = slot.suggestedProviders
+      .map((id, at) => ({ id, at }))
+      .sort((a, b) => rank(a.id) - rank(b.id) || a.at - b.at)
+      .map((s) => s.id);
+    return {
+      ...slot,
+      suggestedProviders: ordered,
+      suggestions: ordered.flatMap((apiId) => {
+        const callability = states.get(apiId);
+        return callability ? [{ apiId, callability }] : [];
+      }),
+    };
+  });
 }
 
 /** The workflow's plan of a cookbook step (the durations parsed to milliseconds). */
@@ -238,6 +295,8 @@ export interface StartInput {
   startedBy: { keyId: string | null; keyKind: 'api' | 'agent' | null };
   /** How many sessions the account may have active at once (SESSIONS_MAX_ACTIVE_PER_ACCOUNT). */
   maxActive: number;
+  /** Each chosen API's state for the caller: a choice the caller cannot call now is refused. */
+  callability?: ReadonlyMap<string, Callability>;
 }
 
 /**
@@ -286,7 +345,7 @@ export async function startSession(
     const existing = await findSessionByIdempotencyKey(sql, accountId, idempotencyKey);
     if (existing) return { row: checkReplay(existing, cookbook.id, selectedApis, input.startedBy), created: false };
   }
-  await checkSelectedApis(sql, cookbook, selectedApis);
+  await checkSelectedApis(sql, cookbook, selectedApis, input.callability);
   // The account's starts queue behind one lock from the count to the mirror row, so racing starts
   // cannot all pass the cap (a connection is held for at most the start's Temporal budget).
   return sql.begin(async (tx) => {

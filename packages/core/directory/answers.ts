@@ -9,14 +9,20 @@
  * two-byte and its UTF-8 encoding slow, and Fastify scanned it once more for Content-Length.
  */
 import { toDollars } from '#contracts/money';
-import type { ApiSummary } from '#contracts/directory';
+import type { ApiSummary, Callability } from '#contracts/directory';
+import { NO_ACCESS, type AccessSnapshot, type CallabilityCatalog, type CallerAccess } from './callability.js';
 import { discover, searchApis, type ApiPage, type RankedRow } from './catalog.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED } from './search-index.js';
 
-/** An API's public summary (the `apiSummary` contract) from its row. */
-export function toApiSummary(row: ApiSummaryRow): ApiSummary {
+/** An API's public summary (the `apiSummary` contract) from its row and its state for the caller. */
+export function toApiSummary(row: ApiSummaryRow, callability: Callability): ApiSummary {
+  return { ...summaryOf(row), callability };
+}
+
+/** The summary's fields that do not depend on the caller. */
+function summaryOf(row: ApiSummaryRow): Omit<ApiSummary, 'callability'> {
   return {
     id: row.id,
     name: row.name,
@@ -31,6 +37,12 @@ export function toApiSummary(row: ApiSummaryRow): ApiSummary {
   };
 }
 
+/** Whose answer is rendered: the access snapshot and the caller's holdings (NO_ACCESS when anonymous). */
+export interface AnswerView {
+  snapshot: AccessSnapshot;
+  caller: CallerAccess;
+}
+
 /** JSON text assembled from pieces and copied once into one buffer. */
 class JsonBytes {
   private readonly parts: (Buffer | string)[] = [];
@@ -43,6 +55,14 @@ class JsonBytes {
     this.parts.push(buffer);
     this.kinds.push(0);
     this.length += buffer.length;
+    return this;
+  }
+
+  /** Drops the last part written (a separator not followed by anything). */
+  pop(): this {
+    const part = this.parts.pop();
+    this.kinds.pop();
+    if (part !== undefined) this.length -= typeof part === 'string' ? Buffer.byteLength(part) : part.length;
     return this;
   }
 
@@ -88,67 +108,127 @@ class JsonBytes {
 /** Per API of the loaded index, its summary's JSON without the vote count and the closing brace. */
 const summaryHeads = new WeakMap<IndexedApi, Buffer>();
 
-function writeSummary(out: JsonBytes, row: ApiSummaryRow | RankedRow): void {
+/**
+ * One summary; false (nothing written) for an API the access snapshot does not hold, which can only
+ * be one deleted since it was ranked (see CallabilityCatalog.snapshotHolding).
+ */
+function writeSummary(out: JsonBytes, row: ApiSummaryRow | RankedRow, view: AnswerView): boolean {
+  const callability = view.snapshot.json(row.id, view.caller);
+  if (callability === null) return false;
   const indexed = 'indexed' in row ? row.indexed : undefined;
   if (!indexed) {
-    out.text(JSON.stringify(toApiSummary(row)));
-    return;
+    out.text(JSON.stringify(summaryOf(row)).slice(0, -1));
+  } else {
+    let head = summaryHeads.get(indexed);
+    if (head === undefined) {
+      const { votes: _votes, ...rest } = summaryOf(row);
+      head = Buffer.from(JSON.stringify(rest).slice(0, -1));
+      summaryHeads.set(indexed, head);
+    }
+    out.bytes(head).ascii(`,"votes":${row.votes_up - row.votes_down}`);
   }
-  let head = summaryHeads.get(indexed);
-  if (head === undefined) {
-    const { votes: _votes, ...rest } = toApiSummary(row);
-    head = Buffer.from(JSON.stringify(rest).slice(0, -1));
-    summaryHeads.set(indexed, head);
-  }
-  out.bytes(head).ascii(`,"votes":${row.votes_up - row.votes_down}}`);
+  out.ascii(',"callability":').text(callability).ascii('}');
+  return true;
 }
 
 /** GET /apis: a page of summaries (browse or search), as JSON bytes. */
-export function apiPageAnswer(page: ApiPage, searched: boolean, cursor: string | undefined): Buffer {
+export function apiPageAnswer(page: ApiPage, searched: boolean, cursor: string | undefined, view: AnswerView): Buffer {
   const out = new JsonBytes().ascii('{"ok":true,"apis":[');
-  page.apis.forEach((row, k) => {
-    if (k > 0) out.ascii(',');
-    writeSummary(out, row);
-  });
+  let written = 0;
+  for (const row of page.apis) {
+    if (written > 0) out.ascii(',');
+    if (writeSummary(out, row, view)) written++;
+    else if (written > 0) out.pop();
+  }
   out.ascii('],"nextCursor":').text(JSON.stringify(page.nextCursor));
   if (searched && page.apis.length === 0 && !cursor) {
-    out.ascii(',"hint":').text(JSON.stringify('No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.'));
+    const hint = page.callableOnly
+      ? 'No API you can call now matched; drop callable=true to see the others and what each needs (callability.hint).'
+      : 'No API matched; try fewer or more general words, or GET /api/v1/discover?q=<your task>.';
+    out.ascii(',"hint":').text(JSON.stringify(hint));
   }
   return out.ascii('}').toBuffer();
 }
 
-export interface SearchRequest {
+/** Who asks, and whether only the APIs they can call now are wanted (callable=true). */
+export interface CallerView {
+  /** The caller's holdings (NO_ACCESS, or absent, for an anonymous caller). */
+  caller?: CallerAccess | undefined;
+  callable?: boolean | undefined;
+}
+
+export interface SearchRequest extends CallerView {
   q: string;
   category?: string | undefined;
   limit: number;
   cursor?: string | undefined;
 }
 
-/** GET /apis?q=: relevance search in the in-process index, as JSON bytes. */
-export async function searchAnswer(index: LiveDirectoryIndex, request: SearchRequest): Promise<Buffer> {
-  return apiPageAnswer(await searchApis(index, request), true, request.cursor);
+/** The view of an answer and, with callable=true, the ids it is limited to. */
+async function viewOf(catalog: CallabilityCatalog, request: CallerView): Promise<{ view: AnswerView; only: ReadonlySet<string> | undefined }> {
+  const snapshot = await catalog.snapshot();
+  const caller = request.caller ?? NO_ACCESS;
+  return { view: { snapshot, caller }, only: request.callable ? snapshot.readySet(caller) : undefined };
 }
 
-export interface DiscoverRequest {
+/** The view again from a snapshot holding every id to render (an API added since the snapshot was read). */
+async function holding(catalog: CallabilityCatalog, view: AnswerView, ids: string[]): Promise<AnswerView> {
+  return ids.every((id) => view.snapshot.facts(id) !== undefined) ? view : { ...view, snapshot: await catalog.snapshotHolding(ids) };
+}
+
+/** GET /apis?q=: relevance search in the in-process index, as JSON bytes. */
+export async function searchAnswer(index: LiveDirectoryIndex, catalog: CallabilityCatalog, request: SearchRequest): Promise<Buffer> {
+  const { view, only } = await viewOf(catalog, request);
+  const page = await searchApis(index, { ...request, only });
+  return apiPageAnswer(
+    page,
+    true,
+    request.cursor,
+    await holding(
+      catalog,
+      view,
+      page.apis.map((a) => a.id),
+    ),
+  );
+}
+
+export interface DiscoverRequest extends CallerView {
   /** The task as the caller wrote it. */
   text: string;
   limit: number;
 }
 
 /** GET /discover: natural-language discovery in the in-process index, as JSON bytes. */
-export async function discoverAnswer(index: LiveDirectoryIndex, request: DiscoverRequest): Promise<Buffer> {
-  const { results, plan } = await discover(index, request.text, request.limit);
+export async function discoverAnswer(index: LiveDirectoryIndex, catalog: CallabilityCatalog, request: DiscoverRequest): Promise<Buffer> {
+  const { view: first, only } = await viewOf(catalog, request);
+  const { results, plan } = await discover(index, request.text, request.limit, only);
+  const view = await holding(
+    catalog,
+    first,
+    results.map((r) => r.api.id),
+  );
   const out = new JsonBytes().ascii('{"ok":true,"query":').text(JSON.stringify(request.text)).ascii(',"results":[');
-  results.forEach((r, k) => {
-    out.ascii(k > 0 ? ',{"api":' : '{"api":');
-    writeSummary(out, r.api);
+  let written = 0;
+  for (const r of results) {
+    out.ascii(written > 0 ? ',{"api":' : '{"api":');
+    if (!writeSummary(out, r.api, view)) {
+      out.pop();
+      continue;
+    }
+    written++;
     out
       .ascii(`,"score":${JSON.stringify(r.score)},"reason":`)
       .text(JSON.stringify(r.reason))
+      .ascii(',"matched":')
+      .text(JSON.stringify(r.matched))
       .ascii('}');
-  });
+  }
   out.ascii('],"interpreted":').text(JSON.stringify({ words: plan.words, corrections: plan.corrections, expansions: plan.expansions }));
-  if (results.length === 0) {
+  if (results.length === 0 && request.callable) {
+    out
+      .ascii(',"hint":')
+      .text(JSON.stringify('No API you can call now matched the task; drop callable=true to see the others and what each needs (callability.hint).'));
+  } else if (results.length === 0) {
     const hint = `No API matched ${plan.words.map((w) => `"${w}"`).join(', ')}. Describe the task with other words (what the API should do, e.g. "send email", "geocode an address"), or browse GET /api/v1/categories.`;
     out.ascii(',"hint":').text(JSON.stringify(hint));
   }

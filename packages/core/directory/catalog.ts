@@ -17,8 +17,9 @@ import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
 import { nearestOf } from './semantic.js';
-import type { AuthScheme } from './text.js';
-import type { Db } from '#db/sql';
+import { cutAtWord, SUMMARY_DESCRIPTION_LENGTH, type AuthScheme } from './text.js';
+import type { ApiOAuth } from '#contracts/auth-scheme';
+import type { Db, SqlFragment } from '#db/sql';
 
 export { UNCATEGORIZED };
 export const MAX_QUERY_LENGTH = 500;
@@ -30,7 +31,10 @@ export interface ApiDetailRow extends ApiSummaryRow {
   version: string | null;
   base_url: string;
   auth_scheme: AuthScheme;
-  endpoints: { method: string; path: string; summary: string }[];
+  oauth: ApiOAuth | null;
+  oauth_provider: string | null;
+  key_docs_url: string | null;
+  endpoints: { method: string; path: string; summary: string; scopes?: string[] }[];
   endpoint_count: number;
   byok_price_micros: bigint | null;
   has_platform_key: boolean;
@@ -64,7 +68,7 @@ export function decodeCursor(cursor: string | undefined): number {
 }
 
 const SUMMARY_COLUMNS = (db: Db) => db`
-  a.id, a.name, a.provider, a.service, a.categories, left(a.description, 300) as description, a.price_micros, a.featured,
+  a.id, a.name, a.provider, a.service, a.categories, left(a.description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, a.price_micros, a.featured,
   coalesce(v.up, 0)::int as votes_up, coalesce(v.down, 0)::int as votes_down`;
 
 const VOTES_JOIN = (db: Db) => db`
@@ -239,6 +243,7 @@ export interface RankedRow extends ApiSummaryRow {
 
 interface RankOptions {
   category?: string | undefined;
+  only?: ReadonlySet<string> | undefined;
   limit: number;
   offset: number;
 }
@@ -261,6 +266,7 @@ function rank(index: DirectoryIndex, plan: QueryPlan, options: RankOptions): Ran
       terms,
       raw: plan.raw,
       category: options.category,
+      only: options.only,
     },
     options.offset + options.limit,
   );
@@ -293,6 +299,8 @@ function categoryCondition(db: Db, category: string | undefined) {
 export interface ListOptions {
   q?: string | undefined;
   category?: string | undefined;
+  /** Only these API ids (callable=true), or any. */
+  only?: ReadonlySet<string> | undefined;
   limit: number;
   cursor?: string | undefined;
 }
@@ -301,6 +309,8 @@ export interface ApiPage {
   apis: ApiSummaryRow[];
   nextCursor: string | null;
   plan: QueryPlan | null;
+  /** True when the page was limited to the APIs the caller can call now. */
+  callableOnly?: boolean;
 }
 
 /** Search by relevance in the in-process index, optionally within a category. */
@@ -309,30 +319,168 @@ export async function searchApis(index: LiveDirectoryIndex, options: ListOptions
   const normalized = checkQueryText(options.q);
   const ranked = await index.get();
   const plan = planQuery(ranked, normalized, false);
-  const rows = rank(ranked, plan, { category: options.category, limit: options.limit + 1, offset });
+  const rows = rank(ranked, plan, { category: options.category, only: options.only, limit: options.limit + 1, offset });
   const page = rows.slice(0, options.limit);
-  return { apis: page, nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan };
+  return {
+    apis: page,
+    nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null,
+    plan,
+    callableOnly: options.only !== undefined,
+  };
 }
 
-/** Browse (featured first, then by name) or search (by relevance), optionally within a category. */
-export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListOptions): Promise<ApiPage> {
+/**
+ * The orders of browsing (GET /apis without q): `name` (A to Z), `price` (cheapest first), `votes`
+ * (most useful first: up minus down) and `popular` (most distinct calling accounts in the last
+ * POPULAR_WINDOW_DAYS days, then most calls; see docs/decisions/directory-browse-sorts.md). Without
+ * a sort, featured APIs come first, then by name. Ties always fall back to the name, then the id.
+ */
+export const BROWSE_SORTS = ['name', 'price', 'votes', 'popular'] as const;
+export type BrowseSort = (typeof BROWSE_SORTS)[number];
+export const POPULAR_WINDOW_DAYS = 30;
+
+type KeyType = 'int' | 'bigint' | 'text';
+type KeyValue = number | string;
+
+/**
+ * Each order as a tuple of ascending keys (a descending figure is negated), the id last: a page
+ * starts after the previous page's last tuple (keyset paging), so pages never repeat or skip an API
+ * while the keys stay as they were.
+ */
+const BROWSE_KEYS: Record<BrowseSort | 'featured', (db: Db) => { expr: SqlFragment; type: KeyType }[]> = {
+  featured: (db) => [
+    { expr: db`case when a.featured then 0 else 1 end`, type: 'int' },
+    { expr: db`lower(a.name)`, type: 'text' },
+  ],
+  name: (db) => [{ expr: db`lower(a.name)`, type: 'text' }],
+  price: (db) => [
+    { expr: db`a.price_micros`, type: 'bigint' },
+    { expr: db`lower(a.name)`, type: 'text' },
+  ],
+  votes: (db) => [
+    { expr: db`(coalesce(v.down, 0) - coalesce(v.up, 0))::int`, type: 'int' },
+    { expr: db`lower(a.name)`, type: 'text' },
+  ],
+  popular: (db) => [
+    { expr: db`-coalesce(u.accounts, 0)::int`, type: 'int' },
+    { expr: db`-coalesce(u.calls, 0)::bigint`, type: 'bigint' },
+    { expr: db`lower(a.name)`, type: 'text' },
+  ],
+};
+
+interface BrowseCursor {
+  sort: BrowseSort | 'featured';
+  keys: KeyValue[];
+  id: string;
+}
+
+/** Opaque keyset cursor: base64url of {"s": sort, "k": [sort keys], "i": id}. */
+function encodeBrowseCursor(cursor: BrowseCursor): string {
+  return Buffer.from(JSON.stringify({ s: cursor.sort, k: cursor.keys, i: cursor.id })).toString('base64url');
+}
+
+const badCursor = (hint = 'Pass the nextCursor of a previous page unchanged, or omit it.') =>
+  new PlatformError('validation_failed', 'cursor is not valid', { hint });
+
+function decodeBrowseCursor(cursor: string, sort: BrowseSort | 'featured', types: KeyType[]): BrowseCursor {
+  let value: { s?: unknown; k?: unknown; i?: unknown };
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as typeof value;
+  } catch {
+    throw badCursor();
+  }
+  if (value === null || typeof value !== 'object') throw badCursor();
+  if (typeof value.s === 'string' && value.s !== sort) {
+    throw badCursor(
+      `This cursor continues a listing in another order (sort=${value.s === 'featured' ? '' : value.s}); keep the same sort while paging, or omit the cursor.`,
+    );
+  }
+  const keys = value.k;
+  if (value.s !== sort || typeof value.i !== 'string' || !Array.isArray(keys) || keys.length !== types.length) throw badCursor();
+  const valid = types.every((type, n) => {
+    const key: unknown = keys[n];
+    if (type === 'int') return typeof key === 'number' && Number.isSafeInteger(key);
+    if (type === 'bigint') return typeof key === 'string' && /^-?\d{1,19}$/.test(key);
+    return typeof key === 'string' && key.length <= 1000;
+  });
+  if (!valid) throw badCursor();
+  return { sort, keys: keys as KeyValue[], id: value.i };
+}
+
+/** A key as the cursor carries it: a bigint as its decimal text (JSON has no 64-bit integers). */
+const keyValue = (value: KeyValue | bigint | undefined): KeyValue => (typeof value === 'bigint' ? String(value) : (value ?? ''));
+
+const joinSql = (db: Db, parts: SqlFragment[]) => parts.reduce((all, part) => db`${all}, ${part}`);
+
+/**
+ * Browse (featured first, then by name; or in a BROWSE_SORTS order) or search (by relevance),
+ * optionally within a category.
+ */
+export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListOptions & { sort?: BrowseSort | undefined }): Promise<ApiPage> {
   if (options.q !== undefined) return searchApis(index, { ...options, q: options.q });
-  const offset = decodeCursor(options.cursor);
-  const rows = await db<ApiSummaryRow[]>`
-    select ${SUMMARY_COLUMNS(db)}
-      from apis a
-      ${VOTES_JOIN(db)}
-     where true ${categoryCondition(db, options.category)}
-     order by a.featured desc, lower(a.name), a.id
-     limit ${options.limit + 1} offset ${offset}`;
-  return { apis: rows.slice(0, options.limit), nextCursor: rows.length > options.limit ? encodeCursor(offset + options.limit) : null, plan: null };
+  const sort = options.sort ?? 'featured';
+  const keys = BROWSE_KEYS[sort](db);
+  const types = keys.map((k) => k.type);
+  const after = options.cursor ? decodeBrowseCursor(options.cursor, sort, types) : null;
+  const columns = joinSql(
+    db,
+    keys.map((k, n) => db`${k.expr} as ${db(`k${n}`)}`),
+  );
+  const tuple = joinSql(db, [...keys.map((_, n) => db`s.${db(`k${n}`)}`), db`s.id`]);
+  const values = after
+    ? joinSql(db, [
+        ...after.keys.map((v, n) => (types[n] === 'text' ? db`${v}::text` : types[n] === 'bigint' ? db`${v}::bigint` : db`${v}::int`)),
+        db`${after.id}::text`,
+      ])
+    : null;
+  const popular =
+    sort === 'popular'
+      ? db`left join (
+             select api_id, count(distinct account_id) as accounts, sum(calls) as calls
+               from usage_daily
+              where day >= current_date - ${POPULAR_WINDOW_DAYS}::int and calls > 0
+              group by api_id) u on u.api_id = a.id`
+      : db``;
+  const rows = await db<(ApiSummaryRow & { [key: `k${number}`]: KeyValue | bigint })[]>`
+    select * from (
+      select ${SUMMARY_COLUMNS(db)}, ${columns}
+        from apis a
+        ${VOTES_JOIN(db)}
+        ${popular}
+       where true ${categoryCondition(db, options.category)} ${options.only === undefined ? db`` : db`and a.id = any(${[...options.only]})`}
+    ) s
+     where ${values === null ? db`true` : db`(${tuple}) > (${values})`}
+     order by ${tuple}
+     limit ${options.limit + 1}`;
+  const page = rows.slice(0, options.limit);
+  const apis = page.map(({ id, name, provider, service, categories, description, price_micros, featured, votes_up, votes_down }) => ({
+    id,
+    name,
+    provider,
+    service,
+    categories,
+    description: cutAtWord(description, SUMMARY_DESCRIPTION_LENGTH),
+    price_micros,
+    featured,
+    votes_up,
+    votes_down,
+  }));
+  const last = page.at(-1);
+  return {
+    apis,
+    nextCursor:
+      rows.length > options.limit && last ? encodeBrowseCursor({ sort, keys: keys.map((_, n) => keyValue(last[`k${n}`])), id: last.id }) : null,
+    plan: null,
+    callableOnly: options.only !== undefined,
+  };
 }
 
 export async function getApi(db: Db, id: string): Promise<ApiDetailRow | null> {
   const [row] = await db<ApiDetailRow[]>`
     select a.id, a.name, a.provider, a.service, a.categories, a.description, a.price_micros, a.featured,
            coalesce(v.up, 0)::int as votes_up, coalesce(v.down, 0)::int as votes_down,
-           a.version, a.base_url, a.auth_scheme, a.endpoints, a.endpoint_count, a.byok_price_micros,
+           a.version, a.base_url, a.auth_scheme, a.oauth, a.oauth_provider, a.key_docs_url,
+           a.endpoints, a.endpoint_count, a.byok_price_micros,
            a.platform_key_encrypted is not null as has_platform_key, a.source, a.instructions
       from apis a
       ${VOTES_JOIN(db)}
@@ -367,10 +515,34 @@ export async function categoryExists(db: Db, category: string): Promise<boolean>
 /** "machine_learning" -> "Machine learning". */
 export const categoryName = (id: string) => (id.charAt(0).toUpperCase() + id.slice(1)).replace(/_/g, ' ');
 
+/** What of an API matched the task, for a person to read (no scores). */
+export interface DiscoveryMatch {
+  /** Up to three endpoints whose summary or path names the task's words, best first. */
+  endpoints: { method: string; path: string; summary: string }[];
+  /** The sentence of the description that names the most of the task's words, or null. */
+  sentence: string | null;
+}
+
 export interface DiscoveryResult {
   api: ApiSummaryRow;
   score: number;
   reason: string;
+  matched: DiscoveryMatch;
+}
+
+/** The description's sentence naming the most of the terms (word-prefix match), or null when none does. */
+export function matchingSentence(description: string, stems: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestHits = 0;
+  for (const sentence of description.split(/(?<=[.!?])\s+/)) {
+    const words = sentence.toLowerCase().split(/[^a-z0-9]+/);
+    const hits = stems.filter((stem) => words.some((w) => w.startsWith(stem))).length;
+    if (hits > bestHits) {
+      best = sentence.trim();
+      bestHits = hits;
+    }
+  }
+  return best;
 }
 
 export interface Discovery {
@@ -405,7 +577,7 @@ interface FusedRow {
  * The two lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0), divided
  * by the best such score so that the first result is 1. Ties go to the word ranking's order.
  */
-function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32Array, limit: number): FusedRow[] {
+function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32Array, limit: number, only?: ReadonlySet<string>): FusedRow[] {
   const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
   lexical.forEach((row, r) => {
     const at = index.position(row.id);
@@ -414,6 +586,7 @@ function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32
   });
   for (const { at, similarity } of nearestOf(similarities, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY)) {
     const api = index.apis[at]!;
+    if (only !== undefined && !only.has(api.id)) continue;
     if (!fused.has(api.id))
       fused.set(api.id, { row: rankedRow(api, 0, 0), score: DENSE_WEIGHT * similarity, lexical: Number.POSITIVE_INFINITY, similarity });
   }
@@ -423,17 +596,17 @@ function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32
 }
 
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
-export async function discover(live: LiveDirectoryIndex, q: string, limit = 10): Promise<Discovery> {
+export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, only?: ReadonlySet<string>): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
   let rows: FusedRow[];
   if (index.dense && live.embeddings) {
-    const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0 });
+    const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
     const similarities = await live.embeddings.similarities(index.dense, normalized);
-    rows = similarities ? fuse(index, lexical, similarities, limit) : lexical.slice(0, limit).map((row) => ({ row, similarity: null }));
+    rows = similarities ? fuse(index, lexical, similarities, limit, only) : lexical.slice(0, limit).map((row) => ({ row, similarity: null }));
   } else {
-    rows = rank(index, plan, { limit, offset: 0 }).map((row) => ({ row, similarity: null }));
+    rows = rank(index, plan, { limit, offset: 0, only }).map((row) => ({ row, similarity: null }));
   }
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
@@ -452,7 +625,11 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10):
       parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
     if (parts.length === 0) parts.push('name resembles the query');
-    return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; ') };
+    const matched: DiscoveryMatch = {
+      endpoints: endpoints.map((e) => ({ method: e.method, path: e.path, summary: e.summary })),
+      sentence: matchingSentence(row.description, stems),
+    };
+    return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; '), matched };
   });
   return { results, plan };
 }

@@ -5,7 +5,7 @@
  * 'operator') are never touched, and operator-set price, featured flag and platform key of imported
  * rows are only ever changed by the curation file.
  */
-import { API_ID_PATTERN } from '#contracts/directory';
+import { API_ID_PATTERN, CATEGORY_PATTERN } from '#contracts/directory';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -17,9 +17,11 @@ import { platformKeyContext, sealSecret } from '#core/platform';
 import type { Db } from '#db/sql';
 import { loadEmbedder, type Embedder } from './embedder.js';
 import { embedCatalog } from './semantic.js';
+import { authSchemeOf, keyDocsUrlOf, oauthOf, oauthProviderOf, oauthSchemeSet, operationScopes } from './security.js';
+import type { ApiOAuth } from '#contracts/auth-scheme';
 
 /** Bump when normalization changes, so the next import re-processes every file. */
-export const IMPORTER_VERSION = 5;
+export const IMPORTER_VERSION = 6;
 /** Endpoints kept per API in `apis.endpoints` (the search index and detail view); the total is kept apart. */
 export const MAX_STORED_ENDPOINTS = 400;
 const BATCH = 25;
@@ -50,11 +52,18 @@ export function apiIdFor(provider: string, service: string | null): string {
     .slice(0, 200);
 }
 
-/** Source categories, tolerating the one description that gives a string instead of a list. */
+/**
+ * Source categories, tolerating the one description that gives a string instead of a list and the
+ * one that spells its category a letter per entry (`["s","e","c","u","r","i","t","y"]`: read as
+ * `security`). Anything that is not a category name of at least two characters is dropped.
+ */
 export function sourceCategories(info: Record<string, unknown>): string[] {
   const raw = info['x-apisguru-categories'];
-  const list = typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw : [];
-  return [...new Set(list.filter((c): c is string => typeof c === 'string' && c.length > 0).map((c) => c.toLowerCase()))];
+  let list = (typeof raw === 'string' ? [raw] : Array.isArray(raw) ? raw : [])
+    .filter((c): c is string => typeof c === 'string')
+    .map((c) => c.trim().toLowerCase());
+  if (list.length > 1 && list.every((c) => c.length === 1)) list = [list.join('')];
+  return [...new Set(list.filter((c) => c.length >= 2 && c.length <= 50 && CATEGORY_PATTERN.test(c)))];
 }
 
 type Obj = Record<string, unknown>;
@@ -81,22 +90,6 @@ function baseUrlOf(spec: Obj, provider: string): string {
     return `${scheme}://${host}${str(spec.basePath) ?? ''}`.replace(/\/+$/, '');
   }
   return `https://${provider}`;
-}
-
-function authSchemeOf(spec: Obj): AuthScheme {
-  const schemes = { ...obj(spec.securityDefinitions), ...obj(obj(spec.components).securitySchemes) };
-  const names = Object.keys(schemes);
-  if (names.length === 0) return { type: 'none' };
-  const required = Array.isArray(spec.security) ? spec.security.flatMap((s) => Object.keys(obj(s))) : [];
-  const chosen = obj(schemes[required.find((n) => n in schemes) ?? names[0]!]);
-  const type = str(chosen.type)?.toLowerCase();
-  if (type === 'apikey') {
-    const where = str(chosen.in);
-    return { type: 'apiKey', in: where === 'query' || where === 'cookie' ? where : 'header', name: str(chosen.name) ?? 'X-API-Key' };
-  }
-  if (type === 'http') return str(chosen.scheme)?.toLowerCase() === 'basic' ? { type: 'basic' } : { type: 'bearer' };
-  if (type === 'basic') return { type: 'basic' };
-  return { type: 'oauth2' };
 }
 
 function endpointSummary(op: Obj): string {
@@ -138,6 +131,12 @@ export interface ApiRecord {
   description: string;
   base_url: string;
   auth_scheme: AuthScheme;
+  /** OAuth 2 flows and scopes (null without an OAuth 2 scheme); see security.ts. */
+  oauth: ApiOAuth | null;
+  /** The authorization server's host; null without OAuth 2 or when the description names a placeholder. */
+  oauth_provider: string | null;
+  /** Where a caller gets a key of their own (https), for an API that needs one. */
+  key_docs_url: string | null;
   endpoints: IndexedEndpoint[];
   endpoint_count: number;
   instructions: string;
@@ -151,6 +150,10 @@ export function normalizeSpec(spec: Obj): ApiRecord {
   const service = str(info['x-serviceName']);
   const id = apiIdFor(provider, service);
   if (!API_ID_PATTERN.test(id)) throw new Error(`cannot derive a valid id from ${provider} ${service ?? ''}`);
+  const baseUrl = baseUrlOf(spec, provider);
+  const oauth = oauthOf(spec, baseUrl);
+  // Operations' scopes only where the API has an OAuth flow to ask for them with.
+  const oauthSchemes = oauth ? oauthSchemeSet(spec) : new Set<string>();
   const endpoints: IndexedEndpoint[] = [];
   let endpointCount = 0;
   for (const [path, rawItem] of Object.entries(obj(spec.paths))) {
@@ -160,7 +163,14 @@ export function normalizeSpec(spec: Obj): ApiRecord {
       if (!op || typeof op !== 'object') continue;
       endpointCount += 1;
       if (endpoints.length < MAX_STORED_ENDPOINTS) {
-        endpoints.push({ method: method.toUpperCase(), path, summary: endpointSummary(obj(op)), params: paramsOf(pathItem, obj(op)) });
+        const scopes = operationScopes(spec, obj(op), oauthSchemes);
+        endpoints.push({
+          method: method.toUpperCase(),
+          path,
+          summary: endpointSummary(obj(op)),
+          params: paramsOf(pathItem, obj(op)),
+          ...(scopes ? { scopes } : {}),
+        });
       }
     }
   }
@@ -181,8 +191,11 @@ export function normalizeSpec(spec: Obj): ApiRecord {
     version: str(info.version),
     categories: sourceCategories(info),
     description: plainText(info.description, 2000),
-    base_url: baseUrlOf(spec, provider),
+    base_url: baseUrl,
     auth_scheme: authScheme,
+    oauth,
+    oauth_provider: oauthProviderOf(oauth, { rejectPlaceholders: true }),
+    key_docs_url: keyDocsUrlOf(spec, authScheme),
     endpoints,
     endpoint_count: endpointCount,
     instructions: '',
@@ -200,7 +213,7 @@ export function normalizeSpec(spec: Obj): ApiRecord {
     endpointCount,
   });
   // Parameters served their purpose in the instructions; the stored list stays lean.
-  record.endpoints = endpoints.map(({ method, path, summary }) => ({ method, path, summary }));
+  record.endpoints = endpoints.map(({ method, path, summary, scopes }) => ({ method, path, summary, ...(scopes ? { scopes } : {}) }));
   return record;
 }
 
@@ -276,14 +289,17 @@ async function upsertBatch(db: Db, batch: Pending[], defaultPriceMicros: bigint,
   // set at first insert only (then by the operator or the curation file). Operator rows never match.
   const result = await db<{ id: string; inserted: boolean }[]>`
     insert into apis (id, name, provider, service, version, categories, description, base_url, auth_scheme,
+                      oauth, oauth_provider, key_docs_url,
                       price_micros, endpoints, endpoint_count, instructions, source, source_path, source_hash)
     select id, name, provider, service, version, categories, description, base_url, auth_scheme,
+           oauth, oauth_provider, key_docs_url,
            price_micros, endpoints, endpoint_count, instructions, source, source_path, source_hash
       from jsonb_populate_recordset(null::apis, (${JSON.stringify(rows)}::text)::jsonb)
     on conflict (id) do update set
       name = excluded.name, provider = excluded.provider, service = excluded.service, version = excluded.version,
       categories = excluded.categories, description = excluded.description, base_url = excluded.base_url,
-      auth_scheme = excluded.auth_scheme, endpoints = excluded.endpoints, endpoint_count = excluded.endpoint_count,
+      auth_scheme = excluded.auth_scheme, oauth = excluded.oauth, oauth_provider = excluded.oauth_provider,
+      key_docs_url = excluded.key_docs_url, endpoints = excluded.endpoints, endpoint_count = excluded.endpoint_count,
       instructions = excluded.instructions, source_path = excluded.source_path, source_hash = excluded.source_hash,
       updated_at = now()
       where apis.source = 'apis.guru' and (${force}::boolean or apis.source_hash is distinct from excluded.source_hash)
@@ -388,7 +404,10 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
     }
   }
   await upsertBatch(db, batch, options.defaultPriceMicros, progress, options.force === true);
-  if (progress.inserted + progress.updated > 0) await refreshSearchWords(db);
+  if (progress.inserted + progress.updated > 0) {
+    await alignTokenOnlyProviders(db);
+    await refreshSearchWords(db);
+  }
   if (options.curation) {
     const curated = await applyCuration(db, options.curation, {
       connectionsMasterKey: options.connectionsMasterKey,
@@ -422,6 +441,30 @@ async function embedApis(db: Db, modelDir: string, log: (line: string) => void, 
   } finally {
     await embedder.close();
   }
+}
+
+/**
+ * An API that declares only the client credentials flow names no authorization URL, so its provider
+ * would be its token URL's host (eBay's `api.ebay.com`) while the provider's other APIs are keyed by
+ * their authorization host (`auth.ebay.com`). It takes the provider of the catalog's authorization
+ * code APIs with the same token URL, so one OAuth app serves them all. Returns the rows changed.
+ */
+export async function alignTokenOnlyProviders(db: Db): Promise<number> {
+  const rows = await db`
+    update apis a set oauth_provider = p.provider, updated_at = now()
+      from (select distinct on (token) token, provider
+              from (select oauth->'flows'->'authorizationCode'->>'tokenUrl' as token, oauth_provider as provider, count(*) as n
+                      from apis
+                     where source = 'apis.guru' and oauth_provider is not null and oauth->'flows' ? 'authorizationCode'
+                     group by 1, 2) counted
+             order by token, n desc, provider) p
+     where a.source = 'apis.guru'
+       and a.oauth_provider is not null
+       and not (a.oauth->'flows' ? 'authorizationCode') and not (a.oauth->'flows' ? 'implicit')
+       and a.oauth->'flows'->'clientCredentials'->>'tokenUrl' = p.token
+       and a.oauth_provider is distinct from p.provider
+    returning a.id`;
+  return rows.length;
 }
 
 /** Rebuilds the word list behind spelling correction and IDF weights (concurrently: searches keep running). */

@@ -5,6 +5,7 @@ import { DirectoryIndex } from './search-index.js';
 import { parseTsvector, RANK_WEIGHTS, trigrams } from './scoring.js';
 import { stem } from 'porter2';
 import { isEnglishWord } from './wordnet.js';
+import { cutAtWord, SUMMARY_DESCRIPTION_LENGTH } from './text.js';
 import type { ApiSummaryRow, IndexedEndpoint, IndexedApi } from './index-types.js';
 import { loadDenseVectors, QueryEmbeddings } from './semantic.js';
 
@@ -37,7 +38,7 @@ export async function loadDirectoryIndex(
 ): Promise<DirectoryIndex> {
   const read = async (tx: Db) => {
     const apis = await tx<ApiLoadRow[]>`
-      select id, name, provider, service, categories, left(description, 300) as description, left(description, 400) as embed_description,
+      select id, name, provider, service, categories, left(description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, left(description, 400) as embed_description,
              price_micros, featured, popularity,
              search_name, search_vector::text as head, endpoint_vector::text as endpoint,
              endpoints
@@ -73,7 +74,7 @@ export async function loadDirectoryIndex(
     provider: row.provider,
     service: row.service,
     categories: row.categories,
-    description: row.description,
+    description: cutAtWord(row.description, SUMMARY_DESCRIPTION_LENGTH),
     price_micros: row.price_micros,
     featured: row.featured,
     popularity: row.popularity,

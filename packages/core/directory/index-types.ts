@@ -67,6 +67,8 @@ export interface RankRequest {
   /** Normalized query text compared to names. */
   raw: string;
   category?: string | undefined;
+  /** Only these API ids (callable=true), or any. */
+  only?: ReadonlySet<string> | undefined;
 }
 
 export interface IndexHit {

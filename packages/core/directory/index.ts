@@ -1,10 +1,36 @@
 export { ApiCache } from './api-cache.js';
 export { apiPageAnswer, discoverAnswer, searchAnswer, toApiSummary } from './answers.js';
-export type { DiscoverRequest, SearchRequest } from './answers.js';
-export { UNCATEGORIZED, categoryExists, categoryName, discover, getApi, listApis, listCategories, publishedBaseUrl, searchApis } from './catalog.js';
+export type { AnswerView, CallerView, DiscoverRequest, SearchRequest } from './answers.js';
+export { AccessSnapshot, CallabilityCatalog, NO_ACCESS, callabilityOf, callerAccessOf, loadCallerAccess } from './callability.js';
+export type { ApiAccess, CallerAccess } from './callability.js';
+export {
+  BROWSE_SORTS,
+  POPULAR_WINDOW_DAYS,
+  UNCATEGORIZED,
+  categoryExists,
+  categoryName,
+  discover,
+  getApi,
+  listApis,
+  listCategories,
+  publishedBaseUrl,
+  searchApis,
+} from './catalog.js';
+export type { BrowseSort } from './catalog.js';
 export type { RankedRow } from './catalog.js';
 export { evaluateDiscovery, loadDevset } from './eval.js';
-export { apiIdFor, directoryRoot, importDirectory, loadCuration, normalizeSpec, reindexApi, sourceCategories, specFiles } from './import.js';
+export {
+  alignTokenOnlyProviders,
+  apiIdFor,
+  directoryRoot,
+  importDirectory,
+  loadCuration,
+  normalizeSpec,
+  reindexApi,
+  sourceCategories,
+  specFiles,
+} from './import.js';
+export { isPlaceholderHost, keyDocsUrlOf, oauthOf, oauthProviderOf, operationScopes } from './security.js';
 export type { ImportOptions } from './import.js';
 export { LiveDirectoryIndex, splitCompound } from './index-loader.js';
 export { inProcessRanking, RankPool } from './rank-pool.js';
@@ -16,7 +42,7 @@ export { directorySettings } from './settings.js';
 export { DEFAULT_MODEL_DIR, embedCatalog, modelDirSetting } from './semantic.js';
 export { loadEmbedder } from './embedder.js';
 export type { Embedder } from './embedder.js';
-export { generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';
+export { callabilityInstructions, generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';
 export { isEnglishWord, relatedWords } from './wordnet.js';
 export { listDocSections, listDocSectionsWithContent, readDocSection, searchDocSections } from './docs.js';
 export type { DocHit, DocListRow, DocRow } from './docs.js';

@@ -1,6 +1,7 @@
 /**
  * Search and discovery off the edge's event loop: a pool of worker threads, each holding its own
- * directory index (loaded at start, kept current by LISTEN) and answering with the JSON bytes of
+ * directory index and API access facts (loaded at start, kept current by LISTEN; the caller's own
+ * holdings come with each job) and answering with the JSON bytes of
  * the answer (answers.ts), which move back to the edge's thread without a copy. The event loop keeps
  * HTTP, the rate limiter and writing the answer; ranking and rendering run beside it on other cores.
  *
@@ -13,6 +14,7 @@
 import { Worker } from 'node:worker_threads';
 import { PlatformError, type ErrorCode } from '#core/platform';
 import { discoverAnswer, searchAnswer, type DiscoverRequest, type SearchRequest } from './answers.js';
+import type { CallabilityCatalog } from './callability.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
 
 /** Where search and discovery answers come from: the edge's own event loop, or a RankPool. */
@@ -21,11 +23,11 @@ export interface DirectoryRanking {
   discover(request: DiscoverRequest): Promise<Buffer>;
 }
 
-/** Ranking on the caller's event loop, from its own index (DIRECTORY_RANK_WORKERS=0). */
-export function inProcessRanking(index: LiveDirectoryIndex): DirectoryRanking {
+/** Ranking on the caller's event loop, from its own index and access facts (DIRECTORY_RANK_WORKERS=0). */
+export function inProcessRanking(index: LiveDirectoryIndex, catalog: CallabilityCatalog): DirectoryRanking {
   return {
-    search: (request) => searchAnswer(index, request),
-    discover: (request) => discoverAnswer(index, request),
+    search: (request) => searchAnswer(index, catalog, request),
+    discover: (request) => discoverAnswer(index, catalog, request),
   };
 }
 

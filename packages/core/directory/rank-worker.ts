@@ -4,6 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PlatformError } from '#core/platform';
 import { createSql } from '#db/sql';
 import { discoverAnswer, searchAnswer } from './answers.js';
+import { CallabilityCatalog } from './callability.js';
 import { LiveDirectoryIndex } from './index-loader.js';
 import type { RankJob, RankReply, RankWorkerData } from './rank-pool.js';
 
@@ -20,8 +21,11 @@ const index = new LiveDirectoryIndex(
   },
   { modelDir, rememberTasks },
 );
+const catalog = new CallabilityCatalog(sql, {
+  warn: (object, message) => send({ log: message, error: object.err instanceof Error ? object.err.message : String(object.err ?? '') }),
+});
 // Loaded at once, so the first job does not wait for it; a failure here is retried by the first job.
-Promise.resolve(index.get()).then(
+Promise.all([index.get(), catalog.snapshot()]).then(
   () => send({ ready: true }),
   (error: unknown) =>
     send({
@@ -32,7 +36,7 @@ Promise.resolve(index.get()).then(
 
 async function answer(job: Exclude<RankJob, { op: 'close' }>): Promise<void> {
   try {
-    const body = job.op === 'search' ? await searchAnswer(index, job.request) : await discoverAnswer(index, job.request);
+    const body = job.op === 'search' ? await searchAnswer(index, catalog, job.request) : await discoverAnswer(index, catalog, job.request);
     // The answer's own buffer (not a slice of a shared pool) moves to the edge's thread without a copy.
     send({ id: job.id, body }, [body.buffer as ArrayBuffer]);
   } catch (error) {
@@ -56,6 +60,7 @@ port.on('message', (job: RankJob) => {
   if (job.op === 'close') {
     void (async () => {
       await index.close().catch(() => {});
+      await catalog.close().catch(() => {});
       await sql.end({ timeout: 5 }).catch(() => {});
       send({ closed: true });
       port.close();

@@ -374,11 +374,13 @@ export class DirectoryIndex {
     const inHead = new Uint8Array(L);
     const inEndpoints = new Uint8Array(L);
     const category = request.category;
+    const only = request.only;
     const endpointNorm = this.endpointNorm;
     const top = new TopHits(limit);
     for (const i of candidates) {
       const api = this.apis[i]!;
       if (category !== undefined && !(category === UNCATEGORIZED ? api.categories.length === 0 : api.categories.includes(category))) continue;
+      if (only !== undefined && !only.has(api.id)) continue;
       let headSum = 0;
       let endpointMatches = 0;
       for (let k = 0; k < L; k++) {

@@ -3,6 +3,7 @@
  * and the agent-readable instructions generated for each API.
  */
 import type { AuthScheme } from '#contracts/auth-scheme';
+import type { Callability } from '#contracts/directory';
 import { formatDollars } from '#contracts/money';
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', '#39': "'" };
@@ -10,7 +11,7 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 /** Markdown and HTML to one line of plain text, cut at `max` characters on a word boundary. */
 export function plainText(input: unknown, max = 2000): string {
   if (typeof input !== 'string') return '';
-  let text = input
+  const text = input
     .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
     .replace(/<!--[\s\S]*?-->/g, ' ')
     .replace(/<[^>]{0,500}>/g, ' ')
@@ -29,12 +30,21 @@ export function plainText(input: unknown, max = 2000): string {
     .replace(/\|/g, ' ')
     .replace(/\s+/g, ' ')
     .trim();
-  if (text.length > max) {
-    const cut = text.slice(0, max - 1);
-    const space = cut.lastIndexOf(' ');
-    text = `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
-  }
-  return text;
+  return cutAtWord(text, max);
+}
+
+/** Characters of a description an API's summary shows (lists, search and discovery); its detail shows all. */
+export const SUMMARY_DESCRIPTION_LENGTH = 300;
+
+/**
+ * `text` when it fits in `max` characters, else cut on the last word boundary before (a word longer
+ * than 40 % of `max` is cut inside) with an ellipsis, the whole at most `max` characters.
+ */
+export function cutAtWord(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  const space = cut.search(/\s\S*$/);
+  return `${(space > max * 0.6 ? cut.slice(0, space) : cut).replace(/[\s,;:([{-]+$/, '')}…`;
 }
 
 export type { AuthScheme } from '#contracts/auth-scheme';
@@ -51,6 +61,8 @@ export interface IndexedEndpoint {
   path: string;
   summary: string;
   params?: EndpointParam[];
+  /** The OAuth scopes the operation declares (any one alternative may be enough); absent when it names none. */
+  scopes?: string[];
 }
 
 export interface InstructionSource {
@@ -81,7 +93,11 @@ function authText(apiId: string, scheme: AuthScheme): string {
     case 'basic':
       return `The upstream API uses HTTP Basic auth. ${connect} (as \`user:password\`) as Basic credentials, or uses the platform's key where configured.`;
     case 'oauth2':
-      return `The upstream API uses OAuth 2. Obtain an access token from the provider and ${connect[0]!.toLowerCase()}${connect.slice(1)} as a bearer token, or uses the platform's key where configured.`;
+      return (
+        "The upstream API uses OAuth 2. Where an OAuth app is registered for its provider, a person connects it once from the dashboard's Connections page (sign-in and consent at the provider) and the proxy then sends the connection's access token, refreshed as needed; an agent can ask a person to connect with `POST /api/v1/connect/" +
+        apiId +
+        '/request`. "How to call it now" below says what applies to you.'
+      );
   }
 }
 
@@ -141,8 +157,42 @@ export function generateInstructions(api: InstructionSource): string {
   ].join('\n');
 }
 
-/** The live sections appended by the edge: price and errors. */
-export function instructionsFooter(apiId: string, priceMicros: bigint, byokPriceMicros: bigint | null, platformKey: boolean): string {
+const STATE_WORDS: Record<Callability['state'], string> = {
+  ready: 'ready: you can call it now',
+  needs_key: 'needs your key: connect your own key before calling it',
+  needs_oauth: 'needs an OAuth connection: connect it (or have a person connect it) before calling it',
+  unavailable: 'unavailable: it cannot be called through the platform for you',
+};
+const READY_WORDS: Partial<Record<Callability['reason'], string>> = {
+  no_auth: 'The upstream needs no credentials.',
+  platform_key: "The proxy uses the operator's platform key.",
+  own_key: 'The proxy uses the key you connected.',
+  oauth_connection: 'The proxy uses your OAuth connection (refreshed as needed).',
+};
+
+/**
+ * The live "How to call it now" section: the API's state for the caller reading the instructions,
+ * computed when they are served (the stored instructions are the same for every caller).
+ */
+export function callabilityInstructions(apiId: string, callability: Callability): string {
+  const lines = [
+    '',
+    '## How to call it now',
+    '',
+    `State for you: **${callability.state}** (\`${callability.reason}\`): ${STATE_WORDS[callability.state]}.`,
+  ];
+  const detail = callability.state === 'ready' ? READY_WORDS[callability.reason] : callability.hint;
+  if (detail) lines.push('', detail);
+  if (callability.keyDocsUrl) lines.push('', `Where to get a key: ${callability.keyDocsUrl}`);
+  lines.push(
+    '',
+    `\`GET /api/v1/apis/${apiId}\` answers the same \`callability\` object; \`GET /api/v1/apis?callable=true\` lists what you can call now.`,
+  );
+  return lines.join('\n') + '\n';
+}
+
+/** The live sections appended by the edge: price and errors (what the caller can do now is callabilityInstructions). */
+export function instructionsFooter(apiId: string, priceMicros: bigint, byokPriceMicros: bigint | null): string {
   const byok =
     byokPriceMicros !== null && byokPriceMicros !== priceMicros ? ` ($${formatDollars(byokPriceMicros)} when you connect your own key)` : '';
   return [
@@ -150,15 +200,13 @@ export function instructionsFooter(apiId: string, priceMicros: bigint, byokPrice
     '## Price',
     '',
     `Each proxied call costs $${formatDollars(priceMicros)}${byok}, debited from your prepaid balance; every charged response carries \`X-Service-Cost\`, \`X-Service-Balance\` and \`X-Service-Api: ${apiId}\`. Send \`X-Max-Cost\` to refuse calls above a price.`,
-    platformKey
-      ? 'A platform key is configured for this API: you can call it without connecting your own key.'
-      : 'No platform key is configured for this API: connect your own key first.',
     '',
     '## Errors to expect',
     '',
     '- `401` / `403`: missing, unknown, disabled or revoked platform key, or an agent key not allowed to use this API.',
     '- `402`: balance below the price; the body carries `balance` and `cost`. Add funds with `POST /api/v1/balance` or pay with x402.',
     `- \`404\`: unknown API id (check \`GET /api/v1/apis/${apiId}\`).`,
+    '- `409` `connection_required`: the API needs your own key or an OAuth connection first (see "How to call it now").',
     '- `429`: too many requests; wait `Retry-After` seconds.',
     '- `502`: the upstream API answered with an error; the body carries it and the call is refunded.',
     '- `503`: the upstream API is temporarily unavailable; retry after a short delay (refunded).',

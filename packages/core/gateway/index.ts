@@ -2,7 +2,15 @@ export { classifyAddress, isPrivateAddress, type AddressVerdict } from './addres
 export { ConnectionCache, type SealedConnectionKeys } from './connection-cache.js';
 export { connectApi, disconnectApi, listConnections, saveConnection } from './connections.js';
 export type { Connection } from './connections.js';
-export { droppedRequestHeaders, planMeteredCall, upstreamFailure } from './call-plan.js';
+export {
+  CONNECTION_HEADER,
+  droppedRequestHeaders,
+  planMeteredCall,
+  upstreamFailure,
+  withRenewedBearer,
+  type OAuthBearer,
+  type OAuthBearerSource,
+} from './call-plan.js';
 export { MeteredCall, UpstreamSilent, bodyOf, readExcerpt, UPSTREAM_EXCERPT_BYTES } from './metered-call.js';
 export type {
   AnswerSink,

@@ -5,7 +5,15 @@ import type { Caller } from '#core/identity';
 import { formatDollars } from '#contracts/money';
 import { notFound, PlatformError, readBounded } from '#core/platform';
 import type { SealedConnectionKeys } from './connection-cache.js';
-import { droppedRequestHeaders, planMeteredCall, upstreamFailure, type MeteredCallPlan, type PlanSettings } from './call-plan.js';
+import {
+  droppedRequestHeaders,
+  planMeteredCall,
+  upstreamFailure,
+  withRenewedBearer,
+  type MeteredCallPlan,
+  type OAuthBearerSource,
+  type PlanSettings,
+} from './call-plan.js';
 import { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
 import { MIN_LEAK, SecretRedactor } from './redaction.js';
 import { doorLocation } from './redirects.js';
@@ -83,7 +91,12 @@ export interface MeteredCallRequest {
   target: { path: string; query: string | null };
   /** The caller's request headers, flat name, value pairs; the upstream gets them filtered. */
   headers: string[];
-  body: Readable | null;
+  /**
+   * The body: a stream (the REST proxy's request, forwarded as it arrives, never buffered), or a
+   * Buffer already whole in memory (MCP's call_api). Only a call without a body or with a Buffer can
+   * be sent again, which an OAuth call refused 401 is once with a renewed token (see `forward`).
+   */
+  body: Readable | Buffer | null;
   /** Content-Length as declared, 0 when none. */
   declaredLength: number;
   /** Charges the planned price (the door's own rules: X-Max-Cost, x402, ...). Nothing is forwarded before it returns. */
@@ -91,8 +104,8 @@ export interface MeteredCallRequest {
   sink: AnswerSink;
   /** Where the door's space starts, for the upstream's redirects (see doorLocation): `/api/v1/proxy/{api_id}`, or '' for MCP. */
   doorBase: string;
-  /** What the usage event names as paid, asked when it is recorded (x402 pays on the way out). Default: the receipt. */
-  paid?(receipt: ChargeReceipt, costMicros: bigint): { costMicros: bigint; chargeId: string | null };
+  /** What the usage event names as paid, asked when it is recorded (x402 pays on the way out). Default: the receipt, from the balance. */
+  paid?(receipt: ChargeReceipt, costMicros: bigint): { costMicros: bigint; chargeId: string | null; paidWith?: 'balance' | 'x402' };
 }
 
 export interface MeteredCallResult {
@@ -109,13 +122,18 @@ export interface MeteredCallDeps {
   settings: MeteredCallSettings;
   apis: { get(apiId: string): Promise<MeteredApi | null> };
   connections: SealedConnectionKeys;
+  /** The callers' OAuth connections (core/oauth); without it OAuth APIs take only keys. */
+  oauth?: OAuthBearerSource;
   upstream: UpstreamClient;
   /** Refunds a charge now, or queues the refund; never throws. */
-  refund(chargeId: string, reason: string): Promise<RefundOutcome>;
+  refund(chargeId: string, reason: string, accountId: string): Promise<RefundOutcome>;
   usage: UsageSink;
   log: { warn(object: Record<string, unknown>, message: string): void };
   observe?: CallObserver;
 }
+
+/** How many OAuth tokens' redactors an edge keeps before starting over. */
+const MAX_TOKEN_REDACTORS = 1_000;
 
 /** How much of a failing upstream's body the 502 carries. */
 export const UPSTREAM_EXCERPT_BYTES = 2_048;
@@ -123,6 +141,8 @@ export const UPSTREAM_EXCERPT_BYTES = 2_048;
 export class MeteredCall {
   /** One redactor per platform key, kept while the API row is cached (a new row is a new object). */
   private readonly redactors = new WeakMap<MeteredApi, SecretRedactor>();
+  /** One redactor per OAuth access token in use (tokens change as they are renewed: bounded, started over when full). */
+  private readonly tokenRedactors = new Map<string, SecretRedactor>();
 
   constructor(private readonly deps: MeteredCallDeps) {}
 
@@ -132,12 +152,19 @@ export class MeteredCall {
     const api = await this.deps.apis.get(request.apiId);
     if (!api) throw notFound(`API ${request.apiId}`, 'List APIs with GET /api/v1/apis.');
     if (request.declaredLength > settings.PROXY_BODY_LIMIT_BYTES) throw bodyTooLarge(settings.PROXY_BODY_LIMIT_BYTES);
-    const plan = await planMeteredCall(this.deps.connections, settings, api, request.caller.accountId, {
-      method: request.method,
-      path: request.target.path,
-      query: request.target.query,
-      headers: request.headers,
-    });
+    const plan = await planMeteredCall(
+      this.deps.connections,
+      settings,
+      api,
+      request.caller.accountId,
+      {
+        method: request.method,
+        path: request.target.path,
+        query: request.target.query,
+        headers: request.headers,
+      },
+      this.deps.oauth ?? null,
+    );
     // Nothing is forwarded before the charge (and the door's own checks) passed.
     let receipt: ChargeReceipt;
     try {
@@ -148,12 +175,21 @@ export class MeteredCall {
       this.deps.observe?.({ apiId: api.id, outcome, upstreamSeconds: null, costMicros: 0n });
       throw error;
     }
-    const settlement = new Settlement(this.deps, request, api, receipt, started);
+    const settlement = new Settlement(this.deps, request, api, receipt, started, plan.path);
     return this.forward(request, plan, settlement);
   }
 
   private redactorFor(plan: MeteredCallPlan): SecretRedactor | null {
-    if (!plan.platformKey || plan.key === null || plan.key.length < 4) return null;
+    if (!plan.secretKey || plan.key === null || plan.key.length < 4) return null;
+    if (plan.oauth) {
+      let redactor = this.tokenRedactors.get(plan.key);
+      if (!redactor) {
+        if (this.tokenRedactors.size >= MAX_TOKEN_REDACTORS) this.tokenRedactors.clear();
+        redactor = new SecretRedactor([plan.key]);
+        this.tokenRedactors.set(plan.key, redactor);
+      }
+      return redactor;
+    }
     let redactor = this.redactors.get(plan.api);
     if (!redactor) {
       redactor = new SecretRedactor([plan.key]);
@@ -162,7 +198,7 @@ export class MeteredCall {
     return redactor;
   }
 
-  private async forward(request: MeteredCallRequest, plan: MeteredCallPlan, settlement: Settlement): Promise<MeteredCallResult> {
+  private async forward(request: MeteredCallRequest, plan: MeteredCallPlan, settlement: Settlement, retry = false): Promise<MeteredCallResult> {
     const { settings } = this.deps;
     const { api } = plan;
     const deadline = new CallDeadline(settings, () => {
@@ -172,11 +208,13 @@ export class MeteredCall {
     let streaming = false;
 
     // Not forwarded: the header the upstream auth sets; Content-Length without a body; Accept-Encoding
-    // on a platform-key call (its answer is redacted byte by byte, so it must come uncompressed).
+    // on a platform-key or OAuth call (its answer is redacted byte by byte, so it must come uncompressed).
     const headers = upstreamRequestHeaders(request.headers, droppedRequestHeaders(plan, request.body !== null));
     if (plan.authHeader) headers.push(...plan.authHeader);
-    if (plan.platformKey) headers.push('accept-encoding', 'identity');
-    const body = request.body ? this.countedBody(request.body, settlement, deadline) : null;
+    if (plan.secretKey) headers.push('accept-encoding', 'identity');
+    const body = request.body
+      ? this.countedBody(Buffer.isBuffer(request.body) ? Readable.from([request.body]) : request.body, settlement, deadline)
+      : null;
     if (!body) deadline.forwardedWhole();
 
     let upstream: UpstreamResponse;
@@ -203,6 +241,18 @@ export class MeteredCall {
     deadline.answered();
     settlement.upstreamSeconds = (performance.now() - forwarded) / 1000;
 
+    if (upstream.statusCode === 401 && plan.oauthBearer && !retry) {
+      const renewed = await this.renewedAfter401(request, plan);
+      if (renewed && !deadline.expired) {
+        // The same call sent again with the renewed token: the 401 is dropped unread and the one
+        // charge is settled by the retry's outcome. The caller's bytes are counted once.
+        upstream.body.on('error', () => {}).destroy();
+        deadline.clear();
+        settlement.bytesIn = 0;
+        return this.forward(request, renewed, settlement, true);
+      }
+    }
+
     const redactor = this.redactorFor(plan);
     let source: Readable = upstream.body;
     let decoded = false;
@@ -216,7 +266,7 @@ export class MeteredCall {
             'upstream_error',
             `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`,
             {
-              hint: 'The call was refunded. Answers to calls made with the platform key must be readable so the key can be kept out of them.',
+              hint: 'The call was refunded. Answers to calls made with the platform key or an OAuth token must be readable so the key can be kept out of them.',
               details: {},
             },
           ),
@@ -311,6 +361,25 @@ export class MeteredCall {
     return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered, refunded: false };
   }
 
+  /**
+   * The upstream refused a call's OAuth token (401): the token is renewed once, single-flight across
+   * edges (OAuthBearerSource.renewRefused), and the plan of the retry returned when the call can be
+   * sent again (no body, or one whole in memory). A streamed body is gone: the 401 is answered, and
+   * the renewal still stands for the caller's next call. Null: answer the 401 as it came.
+   */
+  private async renewedAfter401(request: MeteredCallRequest, plan: MeteredCallPlan): Promise<MeteredCallPlan | null> {
+    const oauth = this.deps.oauth;
+    if (!oauth || !plan.oauthBearer) return null;
+    const bearer = await oauth.renewRefused(request.caller.accountId, plan.oauthBearer);
+    const replayable = request.body === null || Buffer.isBuffer(request.body);
+    const retried = bearer && replayable ? withRenewedBearer(plan, bearer) : null;
+    this.deps.log.warn(
+      { apiId: plan.api.id, connectionId: plan.oauthBearer.connectionId, renewed: bearer !== null, retried: retried !== null },
+      'upstream refused the OAuth access token (401)',
+    );
+    return retried;
+  }
+
   /** The caller's body on its way upstream: counted against the size limit, and its end marks the call "forwarded whole". */
   private countedBody(raw: Readable, settlement: Settlement, deadline: CallDeadline): Transform {
     const limit = this.deps.settings.PROXY_BODY_LIMIT_BYTES;
@@ -356,11 +425,13 @@ class Settlement {
     private readonly api: MeteredApi,
     readonly receipt: ChargeReceipt,
     private readonly started: number,
+    /** The canonical path under the API's base URL (no query string); the usage worker redacts it. */
+    private readonly path: string,
   ) {}
 
   served(status: number): void {
     if (!this.claim()) return;
-    this.record(status, this.receipt.costMicros);
+    this.record(status, this.receipt.costMicros, null);
     this.deps.observe?.({
       apiId: this.api.id,
       outcome: status >= 400 ? 'upstream_4xx' : 'charged',
@@ -375,7 +446,7 @@ class Settlement {
     this.deps.observe?.({ apiId: this.api.id, outcome, upstreamSeconds: this.upstreamSeconds, costMicros: 0n });
     const chargeId = this.receipt.chargeId;
     if (chargeId) {
-      const refund = await this.deps.refund(chargeId, `refund: ${failure.code}`);
+      const refund = await this.deps.refund(chargeId, `refund: ${failure.code}`, this.request.caller.accountId);
       if (refund.refunded) {
         if (failure.details) Object.assign(failure.details, { chargeId, refundId: refund.refundId });
         failure.headers = {
@@ -388,7 +459,7 @@ class Settlement {
         Object.assign(failure.details, { chargeId, refund: 'pending' });
       }
     }
-    this.record(status, 0n);
+    this.record(status, 0n, failure.code);
     return failure;
   }
 
@@ -398,9 +469,20 @@ class Settlement {
     return true;
   }
 
-  private record(status: number, costMicros: bigint): void {
+  /** The call's usage event; `errorCode` is set when the charge was refunded (or the call, unpaid, failed). */
+  private record(status: number, costMicros: bigint, errorCode: string | null): void {
     const paid = this.request.paid ? this.request.paid(this.receipt, costMicros) : { costMicros, chargeId: this.receipt.chargeId };
+    // Refunded: a charge to the balance was returned. A call that failed unpaid (free, or x402 not
+    // settled) is only failed.
+    const refunded = errorCode !== null && this.receipt.chargeId !== null;
+    const chargedMicros = refunded ? this.receipt.costMicros : paid.costMicros;
     this.deps.usage.record({
+      method: this.request.method,
+      path: this.path,
+      outcome: refunded ? 'refunded' : errorCode !== null || status >= 400 ? 'failed' : 'served',
+      errorCode,
+      chargedMicros: chargedMicros.toString(),
+      paidWith: chargedMicros > 0n ? (paid.paidWith ?? 'balance') : null,
       accountId: this.request.caller.accountId,
       keyId: this.request.caller.keyId,
       apiId: this.api.id,

@@ -14,6 +14,8 @@ export interface Caller {
   role: 'owner' | 'approver';
   /** The approver's member id (role 'approver' only). */
   memberId: string | null;
+  /** The person signed in to the dashboard (cookie only; null for keys and for sessions older than people). */
+  personId: string | null;
   keyId: string | null;
   keyKind: 'api' | 'agent' | null;
   /** Agent keys only: true when a spend limit applies to charges. */
@@ -28,6 +30,7 @@ export function callerFromKey(key: KeyRow): Caller {
     via: 'key',
     role: 'owner',
     memberId: null,
+    personId: null,
     keyId: key.id,
     keyKind: key.kind,
     spendLimited: key.kind === 'agent' && key.spend_limit_micros !== null,
@@ -35,12 +38,13 @@ export function callerFromKey(key: KeyRow): Caller {
   };
 }
 
-export function callerFromSession(accountId: string, memberId: string | null = null): Caller {
+export function callerFromSession(accountId: string, memberId: string | null = null, personId: string | null = null): Caller {
   return {
     accountId,
     via: 'cookie',
     role: memberId === null ? 'owner' : 'approver',
     memberId,
+    personId,
     keyId: null,
     keyKind: null,
     spendLimited: false,

@@ -40,11 +40,12 @@ export async function openDashboardSession(
   accountId: string,
   memberId: string | null = null,
   personId: string | null = null,
+  userAgent: string | null = null,
 ) {
   // One clock reading for both claims: exp - iat is exactly the TTL even across a second boundary.
   const issuedAt = Math.floor(Date.now() / 1000);
   const expiresAt = new Date((issuedAt + settings.SESSION_TTL_SECONDS) * 1000);
-  const row = await createDashboardSession(db, { accountId, memberId, personId, expiresAt });
+  const row = await createDashboardSession(db, { accountId, memberId, personId, userAgent, expiresAt });
   const csrfToken = randomBytes(32).toString('base64url');
   const token = await new SignJWT({ csrf: sha256(csrfToken).toString('base64url') })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -15,3 +15,5 @@ export type { LoginThrottleSettings } from './login-throttle.js';
 export { authenticatePerson, callerIdentity, listMemberships, personIdByEmail } from './people.js';
 export type { MembershipRow, PersonRow } from './people.js';
 export type { MemberView } from './members.js';
+export { changePassword, claimPasswordResetSend, listPersonSessions, mintPasswordResetLink, resetPassword, signOutPerson } from './password-reset.js';
+export type { DashboardSessionRow } from '#db/dashboard-sessions';

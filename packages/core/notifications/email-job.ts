@@ -20,8 +20,17 @@ const emailPayload = z.discriminatedUnion('kind', [
     failingClients: z.number().int().min(1),
     windowSeconds: z.number().int().min(1),
   }),
+  /** A person asked to reset their password: the worker mints the one-time link when it sends. */
+  z.object({ kind: z.literal('password-reset'), personId: z.string().min(1).max(100) }),
   z.object({ kind: z.literal('webhook-disabled'), endpointId: z.string().min(1).max(100) }),
   z.object({ kind: z.literal('topup-failed'), accountId: z.string().uuid(), reason: z.string().max(500) }),
+  z.object({
+    kind: z.literal('connection-refresh-failed'),
+    accountId: z.string().uuid(),
+    connectionId: z.string().uuid(),
+    /** The connection.refresh_failed event's id: the job's id too, so one failure is mailed once. */
+    eventId: z.string().min(1).max(200),
+  }),
   z.object({
     kind: z.literal('account-event'),
     accountId: z.string().uuid(),
@@ -30,6 +39,8 @@ const emailPayload = z.discriminatedUnion('kind', [
     type: z.string().min(1).max(100),
     data: z.record(z.string(), z.unknown()),
   }),
+  /** An agent asked a person to connect an API: the owner is told what and why, with a one-step link. */
+  z.object({ kind: z.literal('connect-request'), requestId: z.string().uuid() }),
   z.object({
     kind: z.literal('human-step'),
     sessionId: z.string().min(1).max(100),
@@ -68,6 +79,9 @@ export async function enqueueEmail(connection: Redis, prefix: string, payload: z
  */
 export function addEmail(queue: Queue, payload: z.input<typeof emailPayload>): Promise<string | undefined> {
   if (payload.kind === 'account-event') return addJob(queue, emailJob, payload, { jobId: `account-event-${payload.eventId}` });
+  if (payload.kind === 'connect-request') return addJob(queue, emailJob, payload, { jobId: `connect-request-${payload.requestId}` });
+  if (payload.kind === 'connection-refresh-failed')
+    return addJob(queue, emailJob, payload, { jobId: `connection-refresh-failed-${payload.eventId}` });
   if (payload.kind !== 'human-step') return addJob(queue, emailJob, payload);
   const decision = payload.event === 'human_step.rejected' || payload.event === 'human_step.changes_requested';
   return addJob(queue, emailJob, payload, { jobId: `human-step-${payload.sessionId}-${payload.seq}`, ...(decision ? { delay: 3_000 } : {}) });

@@ -4,9 +4,12 @@ export { Mailer } from './mailer.js';
 export type { OutgoingMessage } from './mailer.js';
 export {
   accountEventMessage,
+  connectRequestMessage,
+  connectionRefreshFailedMessage,
   humanStepMessage,
   loginAlertMessage,
   memberInviteMessage,
+  passwordResetMessage,
   topupFailedMessage,
   webhookDisabledMessage,
 } from './messages.js';

@@ -46,6 +46,24 @@ export function loginAlertMessage(input: { to: string; failingClients: number; w
 }
 
 /**
+ * A password reset link. Says plainly that nothing changes if the person did not ask, and that using
+ * the link signs them out everywhere.
+ */
+export function passwordResetMessage(input: { to: string; link: string; expiresAt: Date }): OutgoingMessage {
+  const expires = input.expiresAt.toUTCString();
+  const subject = 'Choose a new password for Service';
+  const lead = 'Someone (we hope you) asked to choose a new password for the Service login of this address.';
+  const effect = 'Setting a new password signs you out of the dashboard everywhere; your API keys keep working.';
+  const ignore = 'If you did not ask for this, ignore this message: your password stays as it is.';
+  const text = [lead, '', `Choose a new password: ${input.link}`, '', effect, `The link works once, until ${expires}.`, ignore].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p>
+<p><a href="${escapeHtml(input.link)}">Choose a new password</a></p>
+<p>${escapeHtml(effect)} The link works once, until ${escapeHtml(expires)}.</p>
+<p>${escapeHtml(ignore)}</p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/**
  * A human step's news: it waits (or still waits) for a person, or a person rejected it or sent it
  * back. The message names the step and links straight to it in the dashboard's inbox; what the agent
  * prepared stays behind the sign-in, not in the mail.
@@ -96,6 +114,47 @@ export function humanStepMessage(input: {
   return { to: input.to, subject, text, html };
 }
 
+/**
+ * An agent asks a person to connect an API: which API, how it is connected, what the agent wants to
+ * do and why (its own words, quoted as plain text), and the one-step link into the dashboard's inbox.
+ */
+export function connectRequestMessage(input: {
+  to: string;
+  apiName: string;
+  apiId: string;
+  authKind: 'key' | 'oauth' | 'none';
+  purpose: string;
+  scopes: string[];
+  expiresAt: Date;
+  link: string;
+}): OutgoingMessage {
+  const subject = `An agent asks you to connect ${input.apiName}`;
+  const lead = `An agent using your Service account asks you to connect ${input.apiName} (${input.apiId}) so that it can call it.`;
+  const how =
+    input.authKind === 'oauth'
+      ? `You connect it by signing in to the provider and granting access${input.scopes.length > 0 ? ` (scopes asked for: ${input.scopes.join(', ')})` : ''}.`
+      : 'You connect it by pasting your own key for this API; it is stored encrypted and never shown to the agent.';
+  const until = `If nobody answers, the request expires on ${input.expiresAt.toUTCString()}. You can also decline it.`;
+  const text = [
+    lead,
+    '',
+    'What the agent says it wants to do and why:',
+    '',
+    ...input.purpose.split('\n').map((line) => `> ${line}`),
+    '',
+    how,
+    until,
+    '',
+    `Connect or decline: ${input.link}`,
+  ].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p>
+<p>What the agent says it wants to do and why:</p>
+<blockquote style="white-space: pre-wrap">${escapeHtml(input.purpose)}</blockquote>
+<p>${escapeHtml(how)} ${escapeHtml(until)}</p>
+<p><a href="${escapeHtml(input.link)}">Connect or decline</a></p>`;
+  return { to: input.to, subject, text, html };
+}
+
 /** Tells an account that one of its webhook endpoints was disabled after failing deliveries. */
 export function webhookDisabledMessage(input: { to: string; url: string; reason: string; link: string }): OutgoingMessage {
   const subject = 'A webhook endpoint was disabled';
@@ -121,6 +180,27 @@ export function topupFailedMessage(input: { to: string; reason: string; retryAft
   const lead = `We tried to add funds to your balance with your saved card, and the payment failed: ${input.reason}.`;
   const text = [lead, next, '', `Check the card or add funds now: ${input.link}`].join('\n');
   const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(next)}</p><p><a href="${escapeHtml(input.link)}">Check the card or add funds now</a></p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/**
+ * Tells an account that one of its OAuth connections stopped working: the provider refused to renew
+ * its access (the person revoked it there, changed their password, or it lapsed). One link reconnects
+ * it; calls through it are refused (nothing charged) until then. Never a token.
+ */
+export function connectionRefreshFailedMessage(input: {
+  to: string;
+  provider: string;
+  label: string;
+  reason: string;
+  link: string;
+}): OutgoingMessage {
+  const subject = `Reconnect ${input.provider}: your connection "${input.label}" stopped working`;
+  const lead = `Your connection "${input.label}" to ${input.provider} needs you again: ${input.reason}.`;
+  const effect = 'Calls through it are refused, and nothing is charged for them, until it is reconnected. Your other connections are not affected.';
+  const action = 'Reconnect it';
+  const text = [lead, effect, '', `${action}: ${input.link}`].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(effect)}</p><p><a href="${escapeHtml(input.link)}">${escapeHtml(action)}</a></p>`;
   return { to: input.to, subject, text, html };
 }
 

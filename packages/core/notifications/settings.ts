@@ -20,6 +20,13 @@ export const emailSettings = z.object({
     .min(1)
     .max(24 * 30)
     .default(72),
+  /** How long a password reset link works (it also stops working once used or replaced by a newer one). */
+  PASSWORD_RESET_TTL_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(5)
+    .max(24 * 60)
+    .default(60),
 });
 
 export type EmailSettings = z.output<typeof emailSettings>;

@@ -36,6 +36,10 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.failed',
   'session.expired',
   'key.revoked',
+  'connection.requested',
+  'connection.request_resolved',
+  'connection.refresh_failed',
+  'connection.recovered',
   'webhook.test',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

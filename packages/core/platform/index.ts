@@ -1,3 +1,4 @@
+export { ChangeFeed } from './change-feed.js';
 export { FeedCache, type FeedCacheOptions } from './feed-cache.js';
 export { ERROR_STATUS, PlatformError, notFound } from './errors.js';
 export type { ErrorCode } from './errors.js';

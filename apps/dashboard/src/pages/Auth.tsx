@@ -108,10 +108,14 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
             onChange={(e) => setPassword(e.target.value)}
             aria-describedby={mode === 'signup' ? 'auth-password-help' : undefined}
           />
-          {mode === 'signup' && (
+          {mode === 'signup' ? (
             <span className="field-help" id="auth-password-help">
               {PASSWORD_HINT}
             </span>
+          ) : (
+            <Link href="/forgot-password" className="field-help auth-forgot">
+              Forgot password?
+            </Link>
           )}
         </div>
         <button type="submit" className="button button-primary button-block" disabled={busy}>

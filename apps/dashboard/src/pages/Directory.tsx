@@ -10,6 +10,25 @@ import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useActio
 export const INSTRUCTIONS_PRICE = 0.01;
 
 type ApiSummary = Answer<'/api/v1/apis'>['apis'][number];
+type Callability = ApiSummary['callability'];
+
+const STATE_BADGES: Record<Callability['state'], { label: string; tone: 'green' | 'amber' | 'blue' | 'grey' }> = {
+  ready: { label: 'Ready', tone: 'green' },
+  needs_key: { label: 'Needs your key', tone: 'amber' },
+  needs_oauth: { label: 'Connect with OAuth', tone: 'blue' },
+  unavailable: { label: 'Unavailable', tone: 'grey' },
+};
+
+/** Whether you can call the API now; the hint (what it takes) shows on hover and to screen readers. */
+export function CallabilityBadge({ callability }: { callability: Callability }) {
+  const badge = STATE_BADGES[callability.state];
+  return (
+    <span title={callability.hint} data-testid="callability" data-state={callability.state}>
+      <Badge tone={badge.tone}>{badge.label}</Badge>
+      {callability.hint && <span className="visually-hidden">: {callability.hint}</span>}
+    </span>
+  );
+}
 
 function ApiList({ apis }: { apis: ApiSummary[] }) {
   return (
@@ -24,6 +43,7 @@ function ApiList({ apis }: { apis: ApiSummary[] }) {
             <p className="api-description">{item.description || 'No description.'}</p>
           </div>
           <div className="api-facts small">
+            <CallabilityBadge callability={item.callability} />
             <Badge tone="grey">{item.category}</Badge>
             <span>{formatDollars(item.pricePerCall)} per call</span>
             <span>{formatNumber(item.votes)} votes</span>
@@ -34,36 +54,113 @@ function ApiList({ apis }: { apis: ApiSummary[] }) {
   );
 }
 
+/** The browse orders of GET /apis (sort=), as a person reads them; "" is the default order. */
+const SORTS = [
+  { value: '', label: 'Featured first' },
+  { value: 'name', label: 'Name (A to Z)' },
+  { value: 'price', label: 'Price (cheapest first)' },
+  { value: 'votes', label: 'Votes (most useful first)' },
+  { value: 'popular', label: 'Popular (most used, last 30 days)' },
+] as const;
+type Sort = Exclude<(typeof SORTS)[number]['value'], ''>;
+const isSort = (value: string): value is Sort => SORTS.some((s) => s.value === value && value !== '');
+
+type DiscoveryResult = Answer<'/api/v1/discover'>['results'][number];
+
+/** What an API found by discovery does for the task: its matching endpoints, else the sentence that matched, else its description. */
+function DiscoveryMatch({ result }: { result: DiscoveryResult }) {
+  const { endpoints, sentence } = result.matched;
+  if (endpoints.length > 0) {
+    return (
+      <ul className="api-matches" data-testid="discovery-match">
+        {endpoints.map((e) => (
+          <li key={`${e.method} ${e.path}`}>
+            {e.summary ? `${e.summary} ` : ''}
+            <span className="mono small muted">
+              {e.method.toUpperCase()} {e.path}
+            </span>
+          </li>
+        ))}
+      </ul>
+    );
+  }
+  return (
+    <p className="api-description" data-testid="discovery-match">
+      {sentence ?? (result.api.description || 'No description.')}
+    </p>
+  );
+}
+
+/** The directory's URL for these listing settings (empty ones left out). */
+function directoryHref(settings: Record<string, string>) {
+  const params = new URLSearchParams(Object.entries(settings).filter(([, value]) => value !== ''));
+  return `/directory${params.size ? `?${params}` : ''}`;
+}
+
 export function DirectoryPage() {
   const { search } = useLocation();
   const q = search.get('q') ?? '';
   const mode = search.get('mode') === 'discover' ? 'discover' : 'search';
   const category = search.get('category') ?? '';
+  const callableOnly = search.get('callable') === 'true';
+  const sortParam = search.get('sort') ?? '';
+  // Search is ordered by relevance: the order applies to browsing only.
+  const sort = !q && isSort(sortParam) ? sortParam : undefined;
   const [text, setText] = useState(q);
   const [textMode, setTextMode] = useState<'search' | 'discover'>(mode);
   useEffect(() => setText(q), [q]);
 
   const categories = useApi('categories', (signal) => client.GET('/api/v1/categories', { signal }));
-  const list = useApi(mode === 'discover' && q ? null : JSON.stringify(['apis', category, q]), (signal) =>
-    category
-      ? client.GET('/api/v1/apis/category/{category}', { params: { path: { category }, query: { limit: 50 } }, signal })
-      : client.GET('/api/v1/apis', { params: { query: { limit: 50, ...(q ? { q } : {}) } }, signal }),
+  const callable = callableOnly ? { callable: 'true' as const } : {};
+  const listQuery = { limit: 50, ...(q ? { q } : {}), ...(category ? { category } : {}), ...(sort ? { sort } : {}), ...callable };
+  const listKey = mode === 'discover' && q ? null : JSON.stringify(['apis', category, q, callableOnly, sort]);
+  const listed = useApi(listKey, (signal) => client.GET('/api/v1/apis', { params: { query: listQuery }, signal }));
+  // useApi keeps its last data when its key goes null: a discovery must not show the listing before it.
+  const list = listKey === null ? { ...listed, data: null, error: null, loading: false } : listed;
+  const discovery = useApi(mode === 'discover' && q ? JSON.stringify(['discover', q, callableOnly]) : null, (signal) =>
+    client.GET('/api/v1/discover', { params: { query: { q, ...callable } }, signal }),
   );
-  const discovery = useApi(mode === 'discover' && q ? JSON.stringify(['discover', q]) : null, (signal) =>
-    client.GET('/api/v1/discover', { params: { query: { q } }, signal }),
-  );
+
+  // The pages after the first, loaded by "Show more"; a new listing starts again from its first page.
+  const [more, setMore] = useState<{ key: string | null; apis: ApiSummary[]; nextCursor: string | null }>({ key: null, apis: [], nextCursor: null });
+  const loaded = more.key === listKey ? more : null;
+  const nextCursor = loaded ? loaded.nextCursor : (list.data?.nextCursor ?? null);
+  const loadMore = useAction();
+  const showMore = async () => {
+    if (!nextCursor) return;
+    await loadMore.run(async () => {
+      const page = await call(client.GET('/api/v1/apis', { params: { query: { ...listQuery, cursor: nextCursor } } }));
+      setMore({ key: listKey, apis: [...(loaded?.apis ?? []), ...page.apis], nextCursor: page.nextCursor });
+    });
+  };
+  const apis = list.data ? [...list.data.apis, ...(loaded?.apis ?? [])] : [];
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const params = new URLSearchParams();
-    if (text.trim()) params.set('q', text.trim());
-    if (textMode === 'discover') params.set('mode', 'discover');
-    navigate(`/directory${params.size ? `?${params}` : ''}`);
+    navigate(
+      directoryHref({
+        q: text.trim(),
+        mode: textMode === 'discover' ? 'discover' : '',
+        callable: callableOnly ? 'true' : '',
+        sort: text.trim() ? '' : (sort ?? ''),
+      }),
+    );
+  };
+
+  /** The same listing with one setting changed. */
+  const withSetting = (name: string, value: string) => {
+    const params = new URLSearchParams(search);
+    if (value) params.set(name, value);
+    else params.delete(name);
+    return `/directory${params.size ? `?${params}` : ''}`;
   };
 
   return (
     <>
-      <PageHeader title="Directory" description="Every API agents can call through the platform, with prices per call." />
+      <PageHeader
+        title="Directory"
+        description="The APIs of the directory with their price per call and whether you can call them now: some are ready, others need your own key or an OAuth connection first, and some cannot be called through the platform yet."
+      />
       <Card>
         <form className="search-form" onSubmit={submit} role="search">
           <label className="field field-grow">
@@ -88,32 +185,71 @@ export function DirectoryPage() {
           <button type="submit" className="button button-primary">
             Search
           </button>
+          <label className="filter-toggle">
+            <input
+              type="checkbox"
+              checked={callableOnly}
+              onChange={() => navigate(withSetting('callable', callableOnly ? '' : 'true'))}
+              data-testid="callable-filter"
+            />{' '}
+            Callable now
+          </label>
         </form>
         {categories.data && categories.data.categories.length > 0 && (
-          <nav className="chips" aria-label="Categories">
-            <Link href="/directory" className="chip" aria-current={!category && !q ? 'page' : undefined}>
-              All
-            </Link>
-            {categories.data.categories.map((c) => (
-              <Link
-                key={c.id}
-                href={`/directory?category=${encodeURIComponent(c.id)}`}
-                className="chip"
-                aria-current={category === c.id ? 'page' : undefined}
+          <>
+            {/* On a phone the ~40 chips would push every result below the fold: a select stands in for them there. */}
+            <label className="field category-select">
+              <span className="field-label">Category</span>
+              <select
+                value={category}
+                data-testid="category-select"
+                onChange={(e) => navigate(directoryHref({ category: e.target.value, callable: callableOnly ? 'true' : '', sort: sort ?? '' }))}
               >
-                {c.name} <span className="muted">{c.apiCount}</span>
+                <option value="">All categories</option>
+                {categories.data.categories.map((c) => (
+                  <option key={c.id} value={c.id}>
+                    {c.name} ({c.apiCount})
+                  </option>
+                ))}
+              </select>
+            </label>
+            <nav className="chips category-chips" aria-label="Categories">
+              <Link href="/directory" className="chip" aria-current={!category && !q ? 'page' : undefined}>
+                All
               </Link>
-            ))}
-          </nav>
+              {categories.data.categories.map((c) => (
+                <Link
+                  key={c.id}
+                  href={directoryHref({ category: c.id, callable: callableOnly ? 'true' : '', sort: sort ?? '' })}
+                  className="chip"
+                  aria-current={category === c.id ? 'page' : undefined}
+                >
+                  {c.name} <span className="muted">{c.apiCount}</span>
+                </Link>
+              ))}
+            </nav>
+          </>
         )}
         <ErrorMessage error={categories.error} onRetry={categories.reload} />
       </Card>
       <Card title={mode === 'discover' && q ? `APIs for “${q}”` : category ? `Category: ${category}` : q ? `Results for “${q}”` : 'All APIs'}>
+        {!q && (
+          <label className="field sort-select">
+            <span className="field-label">Sort by</span>
+            <select value={sort ?? ''} data-testid="sort-select" onChange={(e) => navigate(withSetting('sort', e.target.value))}>
+              {SORTS.map((s) => (
+                <option key={s.value} value={s.value}>
+                  {s.label}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         {(list.loading || discovery.loading) && <Spinner label="Searching" />}
         <ErrorMessage error={list.error ?? discovery.error} />
         {discovery.data &&
           (discovery.data.results.length === 0 ? (
-            <Empty title="Nothing matched that description">Try other words, or search by keyword.</Empty>
+            <Empty title="Nothing matched that description">{discovery.data.hint ?? 'Try other words, or search by keyword.'}</Empty>
           ) : (
             <ul className="api-list">
               {discovery.data.results.map((result) => (
@@ -123,9 +259,10 @@ export function DirectoryPage() {
                       {result.api.name}
                     </Link>
                     <span className="small muted"> · {result.api.provider}</span>
-                    <p className="api-description">{result.reason}</p>
+                    <DiscoveryMatch result={result} />
                   </div>
                   <div className="api-facts small">
+                    <CallabilityBadge callability={result.api.callability} />
                     <Badge tone="grey">{result.api.category}</Badge>
                     <span>{formatDollars(result.api.pricePerCall)} per call</span>
                   </div>
@@ -133,8 +270,22 @@ export function DirectoryPage() {
               ))}
             </ul>
           ))}
-        {list.data && list.data.apis.length === 0 && <Empty title="No APIs found">{list.data.hint ?? 'Try fewer or different words.'}</Empty>}
-        {list.data && list.data.apis.length > 0 && <ApiList apis={list.data.apis} />}
+        {list.data && apis.length === 0 && <Empty title="No APIs found">{list.data.hint ?? 'Try fewer or different words.'}</Empty>}
+        {apis.length > 0 && (
+          <>
+            <ApiList apis={apis} />
+            <p className="small muted" data-testid="shown-count">
+              Showing {formatNumber(apis.length)} {apis.length === 1 ? 'API' : 'APIs'}
+              {nextCursor ? '' : ' (all of them)'}
+            </p>
+            {nextCursor && (
+              <button type="button" className="button" onClick={() => void showMore()} disabled={loadMore.busy} data-testid="show-more">
+                {loadMore.busy ? 'Loading…' : 'Show more'}
+              </button>
+            )}
+            <ErrorMessage error={loadMore.error} />
+          </>
+        )}
       </Card>
     </>
   );
@@ -216,6 +367,21 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
                 <dd>
                   {formatDollars(item.pricePerCall)}
                   {item.byokPricePerCall !== null ? ` (${formatDollars(item.byokPricePerCall)} with your own key)` : ''}
+                </dd>
+              </div>
+              <div>
+                <dt>Can you call it now?</dt>
+                <dd>
+                  <CallabilityBadge callability={item.callability} />
+                  {item.callability.hint && <p className="small">{item.callability.hint}</p>}
+                  {item.callability.keyDocsUrl && (
+                    <p className="small">
+                      Get a key:{' '}
+                      <a href={item.callability.keyDocsUrl} target="_blank" rel="noreferrer noopener">
+                        {item.callability.keyDocsUrl}
+                      </a>
+                    </p>
+                  )}
                 </dd>
               </div>
               <div>

@@ -10,6 +10,7 @@ import { useSession, type Account, type Person } from '../session';
 import type { HumanStep, Session } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 import type { Member } from './Approvers';
+import { ConnectRequestsSection } from './ConnectRequests';
 
 /** Completes a human step as the signed-in person (the cookie); the server validates resultData against the schema. */
 export async function completeHumanStep(
@@ -260,6 +261,8 @@ export function InboxPage() {
   const members = useApi(account.role === 'owner' ? 'members' : null, (signal) => client.GET('/api/v1/members', { signal }), expired);
   const [active, setActive] = useState<Session[]>([]);
   const [done, setDone] = useState<string | null>(null);
+  // Connection requests are the owner's to answer (connecting is managing the account); null until known.
+  const [connectCount, setConnectCount] = useState<number | null>(account.role === 'owner' ? null : 0);
   const reloadTimer = useRef<number | null>(null);
   const { reload } = inbox;
 
@@ -304,7 +307,7 @@ export function InboxPage() {
         description={
           account.role === 'approver'
             ? `Steps of ${account.email}'s cookbook sessions that need a person: those assigned to you and those any approver can take. Complete them here; the agent running the session continues on its own.`
-            : 'Cookbook steps that need a person. Complete them here; the agent running the session continues on its own.'
+            : 'Cookbook steps and connection requests that need a person. Complete them here; the agent continues on its own.'
         }
         actions={
           <span className="live-indicator" aria-live="polite">
@@ -326,10 +329,13 @@ export function InboxPage() {
       {inbox.loading && !inbox.data && <Spinner label="Loading the inbox" />}
       <ErrorMessage error={inbox.error} onRetry={inbox.reload} />
       <ErrorMessage error={members.error} onRetry={members.reload} />
-      {inbox.data && steps.length === 0 && (
+      {account.role === 'owner' && (
+        <ConnectRequestsSection targetId={search.get('request')} search={search} expired={expired} onCount={setConnectCount} />
+      )}
+      {inbox.data && steps.length === 0 && connectCount === 0 && (
         <Card>
           <Empty title="Nothing needs you right now">
-            Steps that need a person appear here as soon as a session reaches them — no need to reload.
+            Steps that need a person, and agents' requests to connect an API, appear here as soon as they are made — no need to reload.
           </Empty>
         </Card>
       )}

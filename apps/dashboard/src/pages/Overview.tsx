@@ -56,6 +56,9 @@ export function OverviewPage() {
           {balance.loading && !balance.data ? <Spinner /> : <BalanceFigure balance={balance.data?.balance} />}
           <ErrorMessage error={balance.error} onRetry={balance.reload} />
           <TopUpForm balance={balance.data?.balance ?? null} mode={mode} onMode={setMode} onCredited={balance.reload} />
+          <p className="small">
+            Every call in <Link href="/activity">Activity</Link>; every movement of your balance in the <Link href="/statement">Statement</Link>.
+          </p>
         </Card>
         <Card title={`Calls, last ${days} days`} className="stat-card">
           {usage.loading && !usage.data ? <Spinner /> : <p className="stat">{formatNumber(usage.data?.totals.calls)}</p>}

@@ -18,6 +18,7 @@ type EventType = WebhookEndpoint['eventTypes'][number];
 const GROUPS = [
   { title: 'Money', column: 0 },
   { title: 'Human steps', column: 1 },
+  { title: 'Connections', column: 1 },
   { title: 'Sessions', column: 2 },
   { title: 'Keys', column: 3 },
   { title: 'Tests', column: 3 },
@@ -39,6 +40,16 @@ const EVENT_TYPES: Record<EventType, { group: (typeof GROUPS)[number]['title']; 
   'session.completed': { group: 'Sessions', description: 'A cookbook session finished.' },
   'session.failed': { group: 'Sessions', description: 'A cookbook session failed.' },
   'session.expired': { group: 'Sessions', description: 'A cookbook session ran out of time.' },
+  'connection.requested': { group: 'Connections', description: 'An agent asks a person to connect an API, saying what for.' },
+  'connection.request_resolved': {
+    group: 'Connections',
+    description: 'A connection request ended: connected, declined, cancelled by the agent, or expired.',
+  },
+  'connection.refresh_failed': {
+    group: 'Connections',
+    description: 'An OAuth connection stopped working (the provider refused to renew its access): a person must reconnect it.',
+  },
+  'connection.recovered': { group: 'Connections', description: 'An OAuth connection that needed reconnecting works again.' },
   'key.revoked': { group: 'Keys', description: 'An API key or agent key was revoked.' },
   'webhook.test': { group: 'Tests', description: 'A test event sent from this page or the API (test events arrive whatever you pick).' },
 };

@@ -12,6 +12,8 @@ import { chargeRequest } from './charge.js';
  */
 export interface Door {
   caller: Caller;
+  /** The caller when the request carried credentials, else null (public routes answer anonymous callers too). */
+  readonly callerIfAny: Caller | null;
   charge(call: PricedCall): Promise<ChargeReceipt>;
 }
 
@@ -23,6 +25,9 @@ export function restDoor(request: FastifyRequest, reply: FastifyReply): Door {
   return {
     get caller() {
       return requireAuth(request);
+    },
+    get callerIfAny() {
+      return request.auth;
     },
     charge: (call) => chargeRequest(request, reply, call),
   };

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { apiId as API_ID } from '#contracts/directory';
 import { toDollars } from '#contracts/money';
 import { chargeCall, parseMaxCost, type ChargeReceipt } from '#core/billing';
-import { bodyOf, proxyTarget, type AnswerSink } from '#core/gateway';
+import { proxyTarget, type AnswerSink } from '#core/gateway';
 import type { Caller } from '#core/identity';
 import { PlatformError } from '#core/platform';
 import { CHARGE_META, platformErrorResult, type ToolCaller } from './dispatch.js';
@@ -213,7 +213,8 @@ export async function callApi(
       method: args.method,
       target,
       headers: request.headers,
-      body: bodyOf(request.payload),
+      // Whole in memory: a call refused 401 for its OAuth token can be sent again with a renewed one.
+      body: request.payload === undefined ? null : Buffer.from(request.payload),
       declaredLength: request.payload === undefined ? 0 : Buffer.byteLength(request.payload),
       charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage),
       sink,

@@ -127,6 +127,7 @@ export async function runOperation(
     let receipt: ChargeReceipt | null = null;
     const door: Door = {
       caller,
+      callerIfAny: caller,
       charge: async (call) => (receipt = await chargeCall(app.charges, caller, call, maxCost, app.usage)),
     };
     const answer = await tool.operation.run(app, door, input);

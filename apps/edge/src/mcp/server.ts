@@ -11,7 +11,9 @@ export const SERVER_INFO = { name: 'agent-api-platform', title: 'Agent API Platf
 const INSTRUCTIONS = [
   'A directory of about 2,600 third-party APIs with a metered proxy, and cookbooks: multi-step procedures run as sessions, some steps done by a person.',
   'Find an API with discover_apis (describe the task) or search_apis, read how to call it with get_api_instructions, then call it with call_api: each call is charged to the prepaid balance (get_balance).',
+  'Each API says whether you can call it now (callability.state: ready; needs_key or needs_oauth, which a person connects; unavailable): pass callable: true to find only the ready ones, and follow callability.hint for the others.',
   'Tools that spend money say so and take maxCost (dollars) to refuse a call that would cost more.',
+  'When an API needs a connection you cannot make (connection_required), ask a person with request_connection (say what you want to do and why), then wait with get_connection_request until it is connected.',
   'For a cookbook: get_cookbook, start_cookbook, then get_current_step and complete_step until a human step (done by a person in the dashboard) or the end; follow progress with get_session_events.',
 ].join(' ');
 

@@ -15,6 +15,8 @@ import {
 } from '../routes/cookbooks.js';
 import { discoverApis, readApi, readApiInstructions, searchApis } from '../routes/directory.js';
 import { readUsage } from '../routes/usage.js';
+import { getConnectRequestOperation, listConnectRequestsOperation, requestConnectionOperation } from '../routes/connect-requests.js';
+import { readActivityOperation } from '../routes/activity.js';
 
 /**
  * The MCP tools that are one REST route each. A tool names its route; its arguments are the route's
@@ -60,17 +62,22 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'discover_apis',
     title: 'Discover APIs for a task',
     description:
-      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched. Free.',
+      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched and whether you can call it now (api.callability: ready, needs_key, needs_oauth or unavailable, with a hint on what it takes). Pass callable: true for only the ones you can call now. Free.',
     method: 'GET',
     url: '/api/v1/discover',
     readOnly: true,
     operation: discoverApis,
-    shape: ({ query, limit }) => ({ query: required(query, 'query').describe('The task, in plain words'), limit: limit! }),
+    shape: ({ query, limit, callable }) => ({
+      query: required(query, 'query').describe('The task, in plain words'),
+      limit: limit!,
+      callable: callable!,
+    }),
   },
   {
     name: 'search_apis',
     title: 'Search the API directory',
-    description: 'Keyword search over about 2,600 APIs (name, provider, description), optionally within one category; without q, lists APIs. Free.',
+    description:
+      'Keyword search over about 2,600 APIs (name, provider, description), optionally within one category; without q, lists APIs (sort: name, price, votes or popular; default featured first). Each API carries callability (ready, needs_key, needs_oauth or unavailable, with a hint); callable: true lists only the ones you can call now. Free.',
     method: 'GET',
     url: '/api/v1/apis',
     readOnly: true,
@@ -79,7 +86,8 @@ export const ROUTE_TOOLS: RouteTool[] = [
   {
     name: 'get_api',
     title: 'API details',
-    description: "One API's details: auth scheme, endpoints, price per call, the proxy path and, for catalog APIs, the upstream base URL. Free.",
+    description:
+      "One API's details: auth scheme, whether you can call it now and what it takes if not (callability: state, reason, hint, keyDocsUrl), endpoints, price per call, the proxy path and, for catalog APIs, the upstream base URL. Free.",
     method: 'GET',
     url: '/api/v1/apis/:id',
     readOnly: true,
@@ -112,6 +120,49 @@ export const ROUTE_TOOLS: RouteTool[] = [
     url: '/api/v1/usage',
     readOnly: true,
     operation: readUsage,
+  },
+  {
+    name: 'request_connection',
+    title: 'Ask a person to connect an API',
+    description:
+      "When an API needs a connection you cannot make (call_api answers connection_required, or the API needs the account's own key or an OAuth grant), ask a person to connect it. Say in purpose what you want to do with the API and why: the person reads it in the dashboard's inbox and by e-mail before connecting. scopes (OAuth APIs only) are the API's declared scopes you need. waitSeconds (up to 60) waits for the answer; otherwise poll get_connection_request. The answer's request.next says what to do next. An identical pending request is answered instead of a new one. Free.",
+    method: 'POST',
+    url: '/api/v1/connect/:apiId/request',
+    readOnly: false,
+    shape: ({ wait: _alias, ...shape }) => shape,
+    operation: requestConnectionOperation,
+  },
+  {
+    name: 'get_connection_request',
+    title: 'Outcome of a connection request',
+    description:
+      'A connection request as it stands: pending until a person connects the API (connected) or declines it; cancelled or expired otherwise. waitSeconds (up to 60) waits for a pending one to be answered. Call the API only once status is connected; request.next says what to do. Free.',
+    method: 'GET',
+    url: '/api/v1/connect/requests/:requestId',
+    readOnly: true,
+    shape: ({ wait: _alias, ...shape }) => shape,
+    operation: getConnectRequestOperation,
+  },
+  {
+    name: 'list_connection_requests',
+    title: 'Connection requests',
+    description: "The connection requests this key made (all of the account's for an account key), pending first. Free.",
+    method: 'GET',
+    url: '/api/v1/connect/requests',
+    readOnly: true,
+    operation: listConnectRequestsOperation,
+  },
+  {
+    name: 'get_activity',
+    title: 'Activity of metered calls',
+    description:
+      'Your metered calls, newest first: what each cost, whether it was served, failed or refunded, its status, error code and a hint. ' +
+      'Filter by api, key, outcome (served, failed, refunded), status (404 or 4xx) and time (since, until); page with cursor. ' +
+      'An agent key sees its own calls. Free; a call shows a second or so after it ended.',
+    method: 'GET',
+    url: '/api/v1/activity',
+    readOnly: true,
+    operation: readActivityOperation,
   },
   {
     name: 'list_cookbooks',

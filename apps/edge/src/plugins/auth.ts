@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { callerFromKey, callerFromSession, KeyVerifier, type Caller } from '#core/identity';
 import { clientAddress, isLimited } from './rate-limit.js';
-import { verifyDashboardSession } from '#core/identity';
+import { verifyDashboardSession, type DashboardSession } from '#core/identity';
 import { assertCsrf, assertNotCrossSite, SESSION_COOKIE } from '../http/dashboard-session.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -11,12 +11,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * Route-level auth requirement, declared in the route's `config.auth`:
  * - 'none': public (the default);
+ * - 'optional': public, but credentials a request carries are checked like 'key' and make it the
+ *   caller's (the directory answers "can I call this?" for that caller); a key that does not verify
+ *   is refused as on any route, a dashboard cookie that does not is ignored (the answer is then the
+ *   anonymous one: a stale browser session must not break browsing);
  * - 'key': any credential: an API key, an agent key or the dashboard cookie;
  * - 'account': like 'key' but agent keys are refused with 403 (managing keys, connections, funds);
  * - 'apiKey': an API key or agent key only, never the dashboard cookie (the proxy: its answers are
  *   third-party content served on the dashboard's origin, so a cookie must not be able to drive it).
  */
-export type AuthRequirement = 'none' | 'key' | 'account' | 'apiKey';
+export type AuthRequirement = 'none' | 'optional' | 'key' | 'account' | 'apiKey';
 
 /** What an approver (a member signed in to the dashboard) may do; see `config.approver`. */
 const APPROVER_HINT =
@@ -37,6 +41,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     auth: AuthContext | null;
+    /** The dashboard session a cookie-authenticated request came with (null for keys and public routes). */
+    dashboardSession: DashboardSession | null;
   }
   interface FastifyInstance {
     keyVerifier: KeyVerifier;
@@ -86,10 +92,22 @@ export default fp(
     app.decorate('keyVerifier', verifier);
     app.addHook('onClose', async () => verifier.stop());
     app.decorateRequest('auth', null);
+    app.decorateRequest('dashboardSession', null);
 
     app.addHook('onRequest', async (request, reply) => {
       const requirement = request.routeOptions.config.auth ?? 'none';
       if (requirement === 'none') return;
+      if (requirement === 'optional') {
+        if (request.headers.authorization === undefined && request.headers['x-api-key'] === undefined) {
+          if (request.cookies[SESSION_COOKIE] === undefined) return;
+          try {
+            await authenticate(request, 'key');
+          } catch {
+            request.auth = null;
+          }
+          return;
+        }
+      }
       try {
         await authenticate(request, requirement);
       } catch (error) {
@@ -102,7 +120,7 @@ export default fp(
       }
     });
 
-    async function authenticate(request: FastifyRequest, requirement: AuthRequirement): Promise<void> {
+    async function authenticate(request: FastifyRequest, requirement: Exclude<AuthRequirement, 'none'>): Promise<void> {
       // A key in the headers wins over a cookie: programs authenticate with keys and need no CSRF token.
       const key = presentedKey(request);
       if (key === null) {
@@ -123,7 +141,8 @@ export default fp(
         if (session.memberId !== null && request.routeOptions.config.approver !== true) {
           throw new PlatformError('approver_forbidden', 'Approvers cannot use this route', { hint: APPROVER_HINT });
         }
-        request.auth = callerFromSession(session.accountId, session.memberId);
+        request.auth = callerFromSession(session.accountId, session.memberId, session.personId);
+        request.dashboardSession = session;
         return;
       }
       const auth = callerFromKey(await verifier.verify(key));

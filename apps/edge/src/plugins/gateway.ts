@@ -28,9 +28,10 @@ export default fp(
         settings,
         apis: app.apiCache,
         connections: app.connectionCache,
+        oauth: app.oauth.tokens,
         upstream,
-        refund: async (chargeId, reason) => {
-          const outcome = await app.charges.refund(chargeId, reason, app.refundQueue, app.log);
+        refund: async (chargeId, reason, accountId) => {
+          const outcome = await app.charges.refund(chargeId, reason, app.refundQueue, app.log, accountId);
           if (outcome.refunded && outcome.created) app.metrics.money('refunded', outcome.amountMicros);
           return outcome;
         },
@@ -40,7 +41,7 @@ export default fp(
       }),
     );
   },
-  { name: 'gateway', dependencies: ['deps', 'usage', 'charges', 'api-cache', 'metrics'] },
+  { name: 'gateway', dependencies: ['deps', 'usage', 'charges', 'api-cache', 'oauth', 'metrics'] },
 );
 
 function undiciUpstream(settings: EdgeSettings): UpstreamClient & { close(): Promise<void> } {

@@ -10,6 +10,13 @@ import { declareErrorResponses } from '../routes/error-responses.js';
  * /api/v1/openapi.json, with a human-readable reference at /api/v1/reference. A route's
  * `config.auth` decides the security requirement the document shows.
  */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's 200 is JSON or, when asked for, CSV: the OpenAPI document lists both media types. */
+    csvAnswer?: boolean;
+  }
+}
+
 export default fp(
   async function openapiPlugin(app: FastifyInstance) {
     // Before any route is added: every route's OpenAPI entry gets the error responses it can give.
@@ -38,7 +45,21 @@ export default fp(
         const auth = (input.route.config as { auth?: string } | undefined)?.auth ?? 'none';
         if (auth !== 'none') {
           const keys = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
-          (out.schema as Record<string, unknown>).security = auth === 'apiKey' ? keys : [...keys, { sessionCookie: [] }];
+          const any = auth === 'apiKey' ? keys : [...keys, { sessionCookie: [] }];
+          // An empty requirement first: credentials are optional there (the answer is the caller's when given).
+          (out.schema as Record<string, unknown>).security = auth === 'optional' ? [{}, ...any] : any;
+        }
+        // A route that also answers CSV (GET /statement) documents both media types of its 200.
+        const response = (out.schema as { response?: Record<string, unknown> }).response;
+        if ((input.route.config as { csvAnswer?: boolean } | undefined)?.csvAnswer && response?.['200']) {
+          const json = response['200'] as { description?: string };
+          response['200'] = {
+            description: json.description ?? 'Default Response',
+            content: {
+              'application/json': { schema: json },
+              'text/csv': { schema: { type: 'string', description: 'The whole period as CSV, one line per entry after a header line' } },
+            },
+          };
         }
         return out;
       },

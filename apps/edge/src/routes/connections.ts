@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { connectApi, disconnectApi, listConnections, type Connection } from '#core/gateway';
 import { notFound } from '#core/platform';
+import { resolveConnectRequests } from '#core/connect-requests';
 import { requireAuth } from '../plugins/auth.js';
 
 import { apiId as API_ID } from '#contracts/directory';
@@ -51,6 +52,17 @@ const connectionRoutes: FastifyPluginAsyncZod = async (app) => {
         apiKey: request.body.apiKey,
       });
       await announceChange(request, auth.accountId, connection.apiId);
+      // The key answers the account's pending connect requests for this API. The key is stored
+      // either way: a failure here leaves those requests pending, which a new connect resolves.
+      try {
+        await resolveConnectRequests(
+          sql,
+          { accountId: auth.accountId, apiId: connection.apiId, personId: auth.personId },
+          app.connectRequests.notices,
+        );
+      } catch (error) {
+        request.log.warn({ err: error, apiId: connection.apiId }, 'pending connect requests not marked connected');
+      }
       return reply.code(201).send({ ok: true as const, connection: present(connection) });
     },
   );

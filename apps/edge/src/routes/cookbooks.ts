@@ -22,12 +22,14 @@ import {
   requireSession,
   requireSessionAndCookbook,
   sessionView,
+  slotViews,
   startSession,
   stepView,
   checkDecision,
   type Cookbook,
 } from '#core/cookbooks';
 import { readSessionEvents, STREAM_ID, type StreamedEvent } from '#core/cookbooks';
+import { loadCallerAccess } from '#core/directory';
 import { requireAuth } from '../plugins/auth.js';
 import type { Caller } from '#core/identity';
 import type { StreamCloseReason } from '../plugins/event-streams.js';
@@ -121,7 +123,12 @@ export const listSessionsOperation = operation(
 export const getCookbookOperation = operation({ params: cookbookParams }, async (app, door, { params }) => {
   const cookbook = await requireCookbook(app.deps.sql, params.id);
   await door.charge({ costMicros: PRICES.cookbookDetails, item: 'cookbook', description: `cookbook ${cookbook.id}` });
-  return { ok: true as const, cookbook };
+  // Each slot's suggestions with their state for this caller, callable ones first.
+  const states = await app.callability.statesOf(
+    cookbook.slots.flatMap((slot) => slot.suggestedProviders),
+    await loadCallerAccess(app.deps.sql, door.caller),
+  );
+  return { ok: true as const, cookbook: { ...cookbook, slots: slotViews(cookbook, states) } };
 });
 
 const startSchemas = {
@@ -135,7 +142,10 @@ async function startCookbook(app: FastifyInstance, caller: Caller, input: Operat
   const { sql, temporal, settings } = app.deps;
   const cookbook = await requireCookbook(sql, input.params.id);
   const idempotencyKey = input.headers['idempotency-key'];
+  // A choice the caller cannot call now is refused with what would make it callable.
+  const callability = await app.callability.statesOf(Object.values(input.body.selectedApis), await loadCallerAccess(sql, caller));
   const { row, created } = await startSession(sql, temporal, settings.TEMPORAL_START_TIMEOUT_MS, {
+    callability,
     accountId: caller.accountId,
     cookbook,
     selectedApis: input.body.selectedApis,
@@ -328,7 +338,8 @@ const cookbookRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Send an Idempotency-Key header to make retries answer the same session (with Idempotent-Replayed: true); the same key with another cookbook or other selectedApis is 409 idempotency_conflict. ' +
           'An account has at most SESSIONS_MAX_ACTIVE_PER_ACCOUNT (100) sessions active at once: the next start is 409 conflict until one is finished or cancelled. ' +
-          "A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account's API keys and its dashboard only.",
+          "A session started with an agent key is seen (listed, read, completed, cancelled) by that agent key, the account's API keys and its dashboard only. " +
+          'Every chosen API must be callable by the caller now (callability.state "ready"); another choice is 409 api_not_callable with what would make it callable in the hint.',
         params: startSchemas.params,
         headers: startSchemas.headers,
         body: startSchemas.body,

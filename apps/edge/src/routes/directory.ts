@@ -4,14 +4,19 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   apiPageAnswer,
+  BROWSE_SORTS,
+  callabilityInstructions,
   categoryExists,
   categoryName,
   getApi,
   listApis,
   listCategories,
+  loadCallerAccess,
   modelDirSetting,
+  NO_ACCESS,
   publishedBaseUrl,
   toApiSummary,
+  type CallerAccess,
 } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
@@ -19,12 +24,19 @@ import { PRICES, toDollars } from '#contracts/money';
 import { operation, restDoor } from '../http/operation.js';
 import { cachedBytes, cachedJson } from '#core/platform';
 import { apiDetail, apiId, apiSummary } from '#contracts/directory';
+import type { Door } from '../http/operation.js';
 
 const page = z.object({ ok: z.literal(true), apis: z.array(apiSummary), nextCursor: z.string().nullable(), hint: z.string().optional() });
 const paging = {
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().max(200).optional(),
+  cursor: z.string().max(2000).optional(),
 };
+const sortParam = z
+  .enum(BROWSE_SORTS)
+  .optional()
+  .describe(
+    'Browse order (without q): name (A to Z), price (cheapest first), votes (most useful first), popular (most accounts calling it in the last 30 days, then most calls). Default: featured first, then by name. Keep the same sort while paging.',
+  );
 
 /**
  * The hot public read routes (search, discovery) render their answers to JSON bytes themselves
@@ -49,28 +61,65 @@ function cacheKey(settings: FastifyInstance['deps']['settings'], ...parts: (stri
   return `${settings.REDIS_PREFIX}:directory-cache:${database}:${JSON.stringify(parts)}`;
 }
 
-const searchQuery = z.object({ q: z.string().optional(), category: z.string().max(100).optional(), ...paging });
+/** callable=true: only the APIs the caller can call now. A boolean for MCP tools, the text for a query string. */
+const callableParam = z
+  .union([z.boolean(), z.enum(['true', 'false'])])
+  .optional()
+  .describe('true: only the APIs you can call now (callability.state "ready"); anonymous callers get the ones that need no account');
+const isCallableOnly = (value: boolean | 'true' | 'false' | undefined) => value === true || value === 'true';
+
+const searchQuery = z.object({
+  q: z.string().optional(),
+  category: z.string().max(100).optional(),
+  callable: callableParam,
+  sort: sortParam,
+  ...paging,
+});
 const discoverQuery = z.object({
   q: z.string().optional(),
   query: z.string().optional(),
+  callable: callableParam,
   limit: z.coerce.number().int().min(1).max(50).default(10),
 });
+
+/**
+ * The caller's holdings for "can I call this?": one small indexed query when the request carries
+ * credentials, none when anonymous.
+ */
+function callerAccess(app: FastifyInstance, door: Door): Promise<CallerAccess> {
+  const caller = door.callerIfAny;
+  return caller === null ? Promise.resolve(NO_ACCESS) : loadCallerAccess(app.deps.sql, caller);
+}
 const apiParams = z.object({ id: apiId });
 
-/** GET /apis as JSON bytes (cached): the route sends them as they are, the search_apis tool reads them. */
-async function searchApiBytes(app: FastifyInstance, query: z.output<typeof searchQuery>): Promise<Buffer> {
+/**
+ * GET /apis as JSON bytes (cached): the route sends them as they are, the search_apis tool reads them.
+ * Answers are cached per version of the access facts and per caller holdings (a caller holding
+ * nothing shares the anonymous answer), so a state never outlives the change that moved it.
+ */
+async function searchApiBytes(app: FastifyInstance, door: Door, query: z.output<typeof searchQuery>): Promise<Buffer> {
   const { sql, redis, settings } = app.deps;
-  const { q, cursor, limit } = query;
+  const { q, cursor, limit, sort } = query;
+  if (q !== undefined && sort !== undefined) {
+    throw new PlatformError('validation_failed', 'sort applies to browsing only: search results (q) are ordered by relevance', {
+      hint: 'Drop sort to search, or drop q to browse in that order.',
+    });
+  }
   const category = query.category?.toLowerCase();
-  return cachedBytes(redis, cacheKey(settings, 'apis', q, category, limit, cursor), settings.DIRECTORY_CACHE_SECONDS, async () =>
-    q === undefined
-      ? apiPageAnswer(await listApis(sql, app.directoryIndex, { category, limit, cursor }), false, cursor)
-      : app.directoryRanking.search({ q, category, limit, cursor }),
-  );
+  const callable = isCallableOnly(query.callable);
+  const [caller, snapshot] = await Promise.all([callerAccess(app, door), app.callability.snapshot()]);
+  const key = cacheKey(settings, 'apis', q, category, sort, limit, cursor, callable ? 1 : 0, snapshot.version, caller.fingerprint);
+  return cachedBytes(redis, key, settings.DIRECTORY_CACHE_SECONDS, async () => {
+    if (q !== undefined) return app.directoryRanking.search({ q, category, limit, cursor, caller, callable });
+    const only = callable ? snapshot.readySet(caller) : undefined;
+    const page = await listApis(sql, app.directoryIndex, { category, limit, cursor, only, sort });
+    const view = { snapshot: await app.callability.snapshotHolding(page.apis.map((a) => a.id)), caller };
+    return apiPageAnswer(page, callable, cursor, view);
+  });
 }
 
 /** GET /discover as JSON bytes (cached): the route sends them as they are, the discover_apis tool reads them. */
-async function discoverBytes(app: FastifyInstance, query: z.output<typeof discoverQuery>): Promise<Buffer> {
+async function discoverBytes(app: FastifyInstance, door: Door, query: z.output<typeof discoverQuery>): Promise<Buffer> {
   const { redis, settings } = app.deps;
   const text = query.q ?? query.query;
   if (text === undefined) {
@@ -80,34 +129,42 @@ async function discoverBytes(app: FastifyInstance, query: z.output<typeof discov
   }
   // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
   const discoveryMode = modelDirSetting(settings.DISCOVERY_MODEL_DIR) ?? 'words';
-  return cachedBytes(redis, cacheKey(settings, 'discover', discoveryMode, text, query.limit), settings.DIRECTORY_CACHE_SECONDS, () =>
-    app.directoryRanking.discover({ text, limit: query.limit }),
+  const callable = isCallableOnly(query.callable);
+  const [caller, snapshot] = await Promise.all([callerAccess(app, door), app.callability.snapshot()]);
+  const key = cacheKey(settings, 'discover', discoveryMode, text, query.limit, callable ? 1 : 0, snapshot.version, caller.fingerprint);
+  return cachedBytes(redis, key, settings.DIRECTORY_CACHE_SECONDS, () =>
+    app.directoryRanking.discover({ text, limit: query.limit, caller, callable }),
   );
 }
 
 /** The search_apis tool: GET /apis's answer. */
 export const searchApis = operation(
   { querystring: searchQuery },
-  async (app, _door, { query }) => JSON.parse((await searchApiBytes(app, query)).toString('utf8')) as object,
+  async (app, door, { query }) => JSON.parse((await searchApiBytes(app, door, query)).toString('utf8')) as object,
 );
 
 /** The discover_apis tool: GET /discover's answer. */
 export const discoverApis = operation(
   { querystring: discoverQuery },
-  async (app, _door, { query }) => JSON.parse((await discoverBytes(app, query)).toString('utf8')) as object,
+  async (app, door, { query }) => JSON.parse((await discoverBytes(app, door, query)).toString('utf8')) as object,
 );
 
 /** GET /apis/:id and the get_api tool. */
-export const readApi = operation({ params: apiParams }, async (app, _door, { params }) => {
-  const row = await getApi(app.deps.sql, params.id);
+export const readApi = operation({ params: apiParams }, async (app, door, { params }) => {
+  const [row, caller] = await Promise.all([getApi(app.deps.sql, params.id), callerAccess(app, door)]);
   if (!row) throw notFound(`API ${params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
+  const callability = (await app.callability.statesOf([row.id], caller)).get(row.id);
+  if (!callability) throw notFound(`API ${params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
   return {
     ok: true as const,
     api: {
-      ...toApiSummary({ ...row, description: row.description }),
+      ...toApiSummary({ ...row, description: row.description }, callability),
       version: row.version,
       baseUrl: publishedBaseUrl(row),
       authScheme: row.auth_scheme,
+      oauth: row.oauth,
+      oauthProvider: row.oauth_provider,
+      keyDocsUrl: row.key_docs_url,
       proxyPath: proxyPath(row.id),
       byokPricePerCall: row.byok_price_micros === null ? null : toDollars(row.byok_price_micros),
       platformKey: row.has_platform_key,
@@ -120,9 +177,11 @@ export const readApi = operation({ params: apiParams }, async (app, _door, { par
 
 /** GET /apis/:id/instructions and the get_api_instructions tool ($0.01; an unknown API costs nothing). */
 export const readApiInstructions = operation({ params: apiParams }, async (app, door, { params }) => {
-  const row = await getApi(app.deps.sql, params.id);
+  const [row, caller] = await Promise.all([getApi(app.deps.sql, params.id), callerAccess(app, door)]);
   // Looked up before charging: an unknown API costs nothing.
   if (!row) throw notFound(`API ${params.id}`, 'Nothing was charged. Search with GET /api/v1/apis?q=...');
+  const callability = (await app.callability.statesOf([row.id], caller)).get(row.id);
+  if (!callability) throw notFound(`API ${params.id}`, 'Nothing was charged. Search with GET /api/v1/apis?q=...');
   await door.charge({ costMicros: PRICES.instructions, item: 'instructions', apiId: row.id });
   const body =
     row.instructions ??
@@ -143,10 +202,13 @@ export const readApiInstructions = operation({ params: apiParams }, async (app, 
     apiId: row.id,
     format: 'markdown' as const,
     // The examples' $BASE_URL becomes this deployment's address.
-    instructions: (body + '\n' + instructionsFooter(row.id, row.price_micros, row.byok_price_micros, row.has_platform_key)).replaceAll(
-      '$BASE_URL',
-      app.deps.settings.PUBLIC_URL,
-    ),
+    // What the caller can do now is stated at serve time: the stored text is the same for everyone.
+    instructions: (
+      body +
+      '\n' +
+      callabilityInstructions(row.id, callability) +
+      instructionsFooter(row.id, row.price_micros, row.byok_price_micros)
+    ).replaceAll('$BASE_URL', app.deps.settings.PUBLIC_URL),
   };
 });
 
@@ -162,6 +224,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     '/apis',
     {
       serializerCompiler: plainJson,
+      config: { auth: 'optional' },
       schema: {
         tags: ['directory'],
         summary: 'List or search APIs (relevance-ranked when q is given)',
@@ -169,25 +232,40 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: page },
       },
     },
-    async (request, reply) => sendJsonBytes(reply, await searchApiBytes(app, request.query)),
+    async (request, reply) => sendJsonBytes(reply, await searchApiBytes(app, restDoor(request, reply), request.query)),
   );
 
   app.get(
     '/apis/category/:category',
     {
+      config: { auth: 'optional' },
       schema: {
         tags: ['directory'],
         summary: 'List the APIs of one category (404 for a category no API has)',
         params: z.object({ category: z.string().min(1).max(100) }),
-        querystring: z.object(paging),
+        querystring: z.object({ sort: sortParam, ...paging }),
         response: { 200: page },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const category = request.params.category.toLowerCase();
       if (!(await categoryExists(sql, category))) throw notFound(`Category ${category}`, 'GET /api/v1/categories lists every category.');
-      const result = await listApis(sql, app.directoryIndex, { category, limit: request.query.limit, cursor: request.query.cursor });
-      return { ok: true as const, apis: result.apis.map(toApiSummary), nextCursor: result.nextCursor };
+      const [result, caller] = await Promise.all([
+        listApis(sql, app.directoryIndex, { category, limit: request.query.limit, cursor: request.query.cursor, sort: request.query.sort }),
+        callerAccess(app, restDoor(request, reply)),
+      ]);
+      const states = await app.callability.statesOf(
+        result.apis.map((a) => a.id),
+        caller,
+      );
+      return {
+        ok: true as const,
+        apis: result.apis.flatMap((a) => {
+          const callability = states.get(a.id);
+          return callability ? [toApiSummary(a, callability)] : [];
+        }),
+        nextCursor: result.nextCursor,
+      };
     },
   );
 
@@ -212,6 +290,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/apis/:id',
     {
+      config: { auth: 'optional' },
       schema: {
         tags: ['directory'],
         summary: 'API details: auth scheme, endpoints, the proxy path and, for catalog APIs, the upstream base URL',
@@ -242,6 +321,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
     '/discover',
     {
       serializerCompiler: plainJson,
+      config: { auth: 'optional' },
       schema: {
         tags: ['directory'],
         summary: 'Natural-language discovery: describe a task, get the APIs that can do it',
@@ -263,6 +343,17 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
                   .describe(
                     'Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way.',
                   ),
+                matched: z
+                  .object({
+                    endpoints: z
+                      .array(z.object({ method: z.string(), path: z.string(), summary: z.string() }))
+                      .describe('Up to three endpoints whose summary or path names the words of the task, best first.'),
+                    sentence: z
+                      .string()
+                      .nullable()
+                      .describe("The sentence of the API's description naming the most words of the task, or null when none does."),
+                  })
+                  .describe('What of the API matched the task, for showing to a person: no scores.'),
               }),
             ),
             interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),
@@ -271,7 +362,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request, reply) => sendJsonBytes(reply, await discoverBytes(app, request.query)),
+    async (request, reply) => sendJsonBytes(reply, await discoverBytes(app, restDoor(request, reply), request.query)),
   );
 };
 

@@ -114,6 +114,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     paid: (receipt, costMicros) => ({
       costMicros: request.x402Payment && !request.x402Payment.settled ? 0n : costMicros,
       chargeId: receipt.chargeId ?? request.x402Payment?.chargeId ?? null,
+      paidWith: request.x402Payment ? 'x402' : 'balance',
     }),
     sink: replySink(reply),
     doorBase: `/api/v1/proxy/${apiId}`,

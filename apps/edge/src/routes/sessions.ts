@@ -59,8 +59,8 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
   const throttle = new LoginThrottle(redis, settings.REDIS_PREFIX, settings);
 
   /** Opens a dashboard session for a person in one of their accounts and sets its cookies; the sign-in answer. */
-  async function signIn(reply: FastifyReply, personId: string, memberships: MembershipRow[], current: MembershipRow) {
-    const session = await openDashboardSession(sql, settings, current.account_id, current.member_id, personId);
+  async function signIn(reply: FastifyReply, personId: string, memberships: MembershipRow[], current: MembershipRow, userAgent?: string) {
+    const session = await openDashboardSession(sql, settings, current.account_id, current.member_id, personId, userAgent ?? null);
     setSessionCookies(reply, settings, session);
     return {
       ok: true as const,
@@ -120,7 +120,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
         throw invalidCredentials();
       }
       await throttle.recordSuccess(addressDigest, client);
-      return signIn(reply, found.person.id, found.memberships, found.memberships[0]!);
+      return signIn(reply, found.person.id, found.memberships, found.memberships[0]!, request.headers['user-agent']);
     },
   );
 
@@ -144,7 +144,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       const current = memberships.find((m) => m.member_id === member.id);
       if (!current) throw new PlatformError('validation_failed', 'The account that invited you no longer exists');
       request.log.info({ memberId: member.id }, 'approver accepted the invitation');
-      return signIn(reply, accepted.id, memberships, current);
+      return signIn(reply, accepted.id, memberships, current, request.headers['user-agent']);
     },
   );
 
@@ -174,7 +174,7 @@ const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       const target = memberships.find((m) => m.account_id === request.body.accountId);
       if (!session.personId || !target)
         throw notFound(`Account ${request.body.accountId} among yours`, 'GET /api/auth/session lists the accounts you belong to.');
-      const answer = await signIn(reply, session.personId, memberships, target);
+      const answer = await signIn(reply, session.personId, memberships, target, request.headers['user-agent']);
       await closeDashboardSession(sql, session.sessionId);
       return answer;
     },
