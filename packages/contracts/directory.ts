@@ -60,6 +60,18 @@ export const callability = z
   .describe('Whether the caller can call the API now. Anonymous callers get the part that does not depend on an account (no connections counted).');
 export type Callability = z.infer<typeof callability>;
 
+/** A per-path price: calls matching it cost its price instead of the API's pricePerCall (the first matching rule wins). */
+export const priceRule = z.object({
+  method: z.string().describe('The HTTP method it prices, or * for any'),
+  path: z
+    .string()
+    .describe(
+      "The path under the API's base URL (as in call_api's path); a trailing * prices every path under it. Matched regardless of letter case, trailing slash and format suffix (/report.json)",
+    ),
+  pricePerCall: z.number().describe('Dollars per call on this path, instead of pricePerCall (and instead of byokPricePerCall)'),
+});
+export type PriceRule = z.infer<typeof priceRule>;
+
 export const apiSummary = z.object({
   id: z.string(),
   name: z.string(),
@@ -68,7 +80,11 @@ export const apiSummary = z.object({
   category: z.string(),
   categories: z.array(z.string()),
   description: z.string(),
-  pricePerCall: z.number(),
+  pricePerCall: z.number().describe("Dollars per call, unless a priceRules entry matches the call's method and path"),
+  priceRules: z
+    .array(priceRule)
+    .optional()
+    .describe('Per-path prices that replace pricePerCall, the first match winning; absent when every call costs pricePerCall'),
   featured: z.boolean(),
   votes: z.number().int(),
   callability,
@@ -103,6 +119,9 @@ export const apiDetail = apiSummary.extend({
   keyDocsUrl: z.string().nullable().describe('Where a caller gets a key of their own, from the description (https); null when unknown or not needed'),
   proxyPath: z.string(),
   byokPricePerCall: z.number().nullable(),
+  priceRules: z
+    .array(priceRule)
+    .describe('Per-path prices that replace pricePerCall (and byokPricePerCall), the first match winning; empty when every call costs pricePerCall'),
   platformKey: z.boolean(),
   source: z.string(),
   endpointCount: z.number().int(),

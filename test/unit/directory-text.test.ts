@@ -1,6 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { generateInstructions, instructionsFooter, plainText, similarity, wordSimilarityOf } from '#core/directory';
+import type { Callability } from '#contracts/directory';
+import {
+  callabilityInstructions,
+  generateInstructions,
+  instructionsFooter,
+  mcpInstructions,
+  plainText,
+  similarity,
+  wordSimilarityOf,
+} from '#core/directory';
 
 describe('plainText', () => {
   it('turns markdown and HTML into one line of text', () => {
@@ -53,11 +62,60 @@ describe('generated instructions', () => {
     expect(text).not.toMatch(/\$\d/); // the price is the footer's, added live
   });
 
+  const prices = (priceMicros: bigint, byokPriceMicros: bigint | null, rules: { method: string; path: string; priceMicros: bigint }[] = []) => ({
+    priceMicros,
+    byokPriceMicros,
+    rules,
+  });
+  const needsKey: Callability = {
+    state: 'needs_key',
+    reason: 'key_required',
+    hint: 'Connect your own API key once with POST /api/v1/connect/weather',
+  };
+  const noAuth: Callability = { state: 'ready', reason: 'no_auth' };
+
   it('footer shows the live price, and the own-key price only when it differs', () => {
-    expect(instructionsFooter('weather', 2_500n, null)).toContain('Each proxied call costs $0.0025, debited');
-    expect(instructionsFooter('weather', 2_500n, 2_500n)).not.toContain('own key)');
-    expect(instructionsFooter('weather', 2_500n, 1_000n)).toContain('$0.0025 ($0.001 when you connect your own key)');
-    expect(instructionsFooter('weather', 2_500n, null)).toContain('`409` `connection_required`');
+    expect(instructionsFooter('weather', prices(2_500n, null), needsKey)).toContain('Each proxied call costs $0.0025, debited');
+    expect(instructionsFooter('weather', prices(2_500n, 2_500n), needsKey)).not.toContain('own key)');
+    expect(instructionsFooter('weather', prices(2_500n, 1_000n), needsKey)).toContain('$0.0025 ($0.001 when you connect your own key)');
+    expect(instructionsFooter('weather', prices(2_500n, null), needsKey)).toContain('`409` `connection_required`');
+  });
+
+  it('footer lists the per-path prices in the order the proxy tries them, through both doors', () => {
+    const rules = [
+      { method: 'GET', path: '/dear', priceMicros: 2_000_000n },
+      { method: '*', path: '/bulk/*', priceMicros: 50_000n },
+    ];
+    for (const door of ['rest', 'mcp'] as const) {
+      const footer = instructionsFooter('weather', prices(1_000n, null, rules), noAuth, door);
+      expect(footer).toContain('unless a rule below matches');
+      expect(footer).toContain('- `GET /dear`: $2 per call\n- `* /bulk/*`: $0.05 per call');
+    }
+  });
+
+  it('an API that needs no credentials is never told to connect a key first', () => {
+    for (const door of ['rest', 'mcp'] as const) {
+      const text = callabilityInstructions('weather', noAuth, door) + instructionsFooter('weather', prices(1_000n, null), noAuth, door);
+      expect(text).toContain('needs no credentials');
+      expect(text).not.toMatch(/connection_required|connect your own key|connect it/i);
+    }
+  });
+
+  it('through MCP: call_api and its arguments, no curl, proxy URL, route or header', () => {
+    const stored = generateInstructions(source);
+    const text =
+      mcpInstructions(stored, source, needsKey) +
+      callabilityInstructions('weather', needsKey, 'mcp') +
+      instructionsFooter('weather', prices(2_500n, null), needsKey, 'mcp');
+    expect(text).toContain('call_api(apiId, method, path, query, body, maxCost)');
+    expect(text).toContain('`GET /forecast/{city}` — A forecast');
+    expect(text).toContain('Parameters: `units` (query, required)');
+    expect(text).toContain('18 more endpoints: get_api (id: "weather") lists them.');
+    expect(text).toContain('"query": {\n    "units": "<units>"\n  }');
+    expect(text).toContain('request_connection (apiId: "weather"');
+    expect(text).toContain('409 `max_cost_exceeded`');
+    for (const rest of [/curl/i, /\/api\/v1/, /X-Max-Cost/i, /X-Service/i, /Authorization/, /Bearer/, /Retry-After/, /\$BASE_URL/])
+      expect(text).not.toMatch(rest);
   });
 });
 

@@ -40,6 +40,8 @@ export const PLATFORM_USAGE_API = { doc: 'platform.docs', cookbook: 'platform.co
 
 export const PAYMENT_HINT =
   'Add funds with POST /api/v1/balance {"amount": 5} (or in the dashboard), or pay per call with x402 (see GET /api/v1/docs/balance-and-x402).';
+/** PAYMENT_HINT as a tool caller (MCP) reads it: no route to call, no x402 (a tool call carries no payment). */
+export const TOOL_PAYMENT_HINT = 'Nothing was charged. A person adds funds to the account in the dashboard (Balance); get_balance shows the balance.';
 
 /**
  * The caller's ceiling on what one call may cost (`X-Max-Cost` over HTTP, `maxCost` in MCP), in
@@ -49,7 +51,10 @@ export function parseMaxCost(value: string | undefined): bigint | undefined {
   if (value === undefined) return undefined;
   const maxCost = parseDollars(value);
   if (maxCost === null) {
-    throw new PlatformError('validation_failed', 'X-Max-Cost must be a dollar amount such as 0.01', { hint: 'Use at most six decimal places.' });
+    throw new PlatformError('validation_failed', 'X-Max-Cost must be a dollar amount such as 0.01', {
+      hint: 'Use at most six decimal places.',
+      tool: { error: 'maxCost must be a dollar amount such as 0.01' },
+    });
   }
   return maxCost;
 }
@@ -99,6 +104,10 @@ export function assertCallAllowed(caller: Caller, call: PricedCall, maxCostMicro
       {
         hint: 'Nothing was charged or forwarded. Raise X-Max-Cost or drop the header to accept the price.',
         details: { cost: toDollars(call.costMicros), maxCost: toDollars(maxCostMicros) },
+        tool: {
+          error: `This call costs $${formatDollars(call.costMicros)}, above your maxCost of $${formatDollars(maxCostMicros)}`,
+          hint: 'Nothing was charged or forwarded. Raise maxCost, or leave it out to accept the price.',
+        },
       },
     );
   }
@@ -140,6 +149,7 @@ export async function chargeCall(
       `Insufficient balance: this call costs $${formatDollars(result.costMicros)}, the balance is $${formatDollars(result.balanceMicros)}`,
       {
         hint: PAYMENT_HINT,
+        tool: { hint: TOOL_PAYMENT_HINT },
         details: { balance: toDollars(result.balanceMicros), cost: toDollars(result.costMicros) },
       },
     );

@@ -185,6 +185,7 @@ export async function requestConnection(
   if (kind === 'none') {
     throw new PlatformError('conflict', `${api.name} needs no connection: it takes no credentials`, {
       hint: `Call it through the proxy (/api/v1/proxy/${api.id}/...) without asking anyone.`,
+      tool: { hint: `Call it with call_api (apiId: "${api.id}") without asking anyone.` },
     });
   }
   const scopes = [...new Set(input.scopes ?? [])].sort();

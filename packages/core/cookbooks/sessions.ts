@@ -219,6 +219,9 @@ function notCallable(cookbook: Cookbook, slot: string, apiId: string, state: Cal
   return new PlatformError('api_not_callable', `Slot "${slot}": ${apiId} ${what} (${state.state}, ${state.reason})`, {
     hint: `${state.hint ?? ''} Or choose an API you can call now: GET /api/v1/cookbooks/${cookbook.id} lists each slot's suggestions, callable ones first, and GET /api/v1/apis?callable=true lists every API you can call.`.trim(),
     details: { slot, apiId, callability: state },
+    tool: {
+      hint: `${state.state === 'unavailable' ? '' : `A person connects it in the dashboard (Connections); ask for it with request_connection (apiId: "${apiId}", purpose: what you want to do and why). `}Or choose an API you can call now: get_cookbook (id: "${cookbook.id}") lists each slot's suggestions, callable ones first, and search_apis (callable: true) lists every API you can call.`,
+    },
   });
 }
 
@@ -283,6 +286,7 @@ function isTemporalUnavailable(error: unknown): boolean {
 const temporalUnavailable = (what: string, cause: unknown) =>
   new PlatformError('service_unavailable', `Cookbook sessions are temporarily unavailable: ${what}`, {
     hint: 'Retry after a short delay (send an Idempotency-Key header to make retries safe).',
+    tool: { hint: 'Retry after a short delay (pass the same idempotencyKey to make retries safe).' },
     cause,
   });
 
@@ -361,6 +365,9 @@ export async function startSession(
         `This account already has ${active} active cookbook sessions, the most it may run at once (${input.maxActive})`,
         {
           hint: 'Finish or cancel one first: GET /api/v1/cookbooks/sessions lists the active ones, POST /api/v1/cookbooks/sessions/{sessionId}/cancel frees its slot at once.',
+          tool: {
+            hint: 'Finish one first (list_sessions lists the active ones), or have a person cancel one in the dashboard, which frees its slot at once.',
+          },
         },
       );
     }

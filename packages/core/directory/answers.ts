@@ -8,8 +8,10 @@
  * 40 % of the answers hold characters outside Latin-1 (descriptions), which makes the string
  * two-byte and its UTF-8 encoding slow, and Fastify scanned it once more for Content-Length.
  */
+import { z } from 'zod';
 import { toDollars } from '#contracts/money';
-import type { ApiSummary, Callability } from '#contracts/directory';
+import type { ApiSummary, Callability, PriceRule } from '#contracts/directory';
+import { pricingRuleSchema } from '#db/metered-apis';
 import { NO_ACCESS, type AccessSnapshot, type CallabilityCatalog, type CallerAccess } from './callability.js';
 import { discover, searchApis, type ApiPage, type RankedRow } from './catalog.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
@@ -21,8 +23,28 @@ export function toApiSummary(row: ApiSummaryRow, callability: Callability): ApiS
   return { ...summaryOf(row), callability };
 }
 
+const storedRules = z.array(pricingRuleSchema);
+
+/**
+ * An API's per-path prices in micro-dollars (the `pricing_rules` jsonb the proxy prices by, core/gateway
+ * pricing.ts), in the order they are tried; none when the stored rules do not parse, as the proxy
+ * then applies none either.
+ */
+export function pricingRulesOf(stored: unknown): { method: string; path: string; priceMicros: bigint }[] {
+  if (!Array.isArray(stored) || stored.length === 0) return [];
+  const rules = storedRules.safeParse(stored);
+  if (!rules.success) return [];
+  return rules.data.map((rule) => ({ method: rule.method ?? '*', path: rule.path, priceMicros: rule.priceMicros }));
+}
+
+/** An API's per-path prices as answers show them (dollars). */
+export function priceRulesOf(stored: unknown): PriceRule[] {
+  return pricingRulesOf(stored).map((rule) => ({ method: rule.method, path: rule.path, pricePerCall: toDollars(rule.priceMicros) }));
+}
+
 /** The summary's fields that do not depend on the caller. */
 function summaryOf(row: ApiSummaryRow): Omit<ApiSummary, 'callability'> {
+  const priceRules = priceRulesOf(row.pricing_rules);
   return {
     id: row.id,
     name: row.name,
@@ -32,6 +54,7 @@ function summaryOf(row: ApiSummaryRow): Omit<ApiSummary, 'callability'> {
     categories: row.categories,
     description: row.description,
     pricePerCall: toDollars(row.price_micros),
+    ...(priceRules.length > 0 ? { priceRules } : {}),
     featured: row.featured,
     votes: row.votes_up - row.votes_down,
   };

@@ -68,7 +68,7 @@ export function decodeCursor(cursor: string | undefined): number {
 }
 
 const SUMMARY_COLUMNS = (db: Db) => db`
-  a.id, a.name, a.provider, a.service, a.categories, left(a.description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, a.price_micros, a.featured,
+  a.id, a.name, a.provider, a.service, a.categories, left(a.description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, a.price_micros, a.pricing_rules, a.featured,
   coalesce(v.up, 0)::int as votes_up, coalesce(v.down, 0)::int as votes_down`;
 
 const VOTES_JOIN = (db: Db) => db`
@@ -282,6 +282,7 @@ function rankedRow(api: IndexedApi, score: number, coverage: number): RankedRow 
     categories: api.categories,
     description: api.description,
     price_micros: api.price_micros,
+    pricing_rules: api.pricing_rules,
     featured: api.featured,
     votes_up: api.votes_up,
     votes_down: api.votes_down,
@@ -453,7 +454,7 @@ export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListO
      order by ${tuple}
      limit ${options.limit + 1}`;
   const page = rows.slice(0, options.limit);
-  const apis = page.map(({ id, name, provider, service, categories, description, price_micros, featured, votes_up, votes_down }) => ({
+  const apis = page.map(({ id, name, provider, service, categories, description, price_micros, pricing_rules, featured, votes_up, votes_down }) => ({
     id,
     name,
     provider,
@@ -461,6 +462,7 @@ export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListO
     categories,
     description: cutAtWord(description, SUMMARY_DESCRIPTION_LENGTH),
     price_micros,
+    pricing_rules,
     featured,
     votes_up,
     votes_down,
@@ -477,7 +479,7 @@ export async function listApis(db: Db, index: LiveDirectoryIndex, options: ListO
 
 export async function getApi(db: Db, id: string): Promise<ApiDetailRow | null> {
   const [row] = await db<ApiDetailRow[]>`
-    select a.id, a.name, a.provider, a.service, a.categories, a.description, a.price_micros, a.featured,
+    select a.id, a.name, a.provider, a.service, a.categories, a.description, a.price_micros, a.pricing_rules, a.featured,
            coalesce(v.up, 0)::int as votes_up, coalesce(v.down, 0)::int as votes_down,
            a.version, a.base_url, a.auth_scheme, a.oauth, a.oauth_provider, a.key_docs_url,
            a.endpoints, a.endpoint_count, a.byok_price_micros,

@@ -14,6 +14,7 @@ export async function searchDocSections(db: Db, q: string | undefined): Promise<
   if (!query || !/[\p{L}\p{N}]/u.test(query)) {
     throw new PlatformError('validation_failed', 'q is required: a word or two with a letter or digit', {
       hint: 'Search with a word or two, e.g. q=rate limits (GET /api/v1/docs/search?q=rate+limits, or search_docs over MCP).',
+      tool: { hint: 'Search with a word or two, e.g. search_docs (q: "rate limits").' },
     });
   }
   return searchDocs(db, query);

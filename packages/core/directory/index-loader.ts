@@ -39,7 +39,7 @@ export async function loadDirectoryIndex(
   const read = async (tx: Db) => {
     const apis = await tx<ApiLoadRow[]>`
       select id, name, provider, service, categories, left(description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, left(description, 400) as embed_description,
-             price_micros, featured, popularity,
+             price_micros, pricing_rules, featured, popularity,
              search_name, search_vector::text as head, endpoint_vector::text as endpoint,
              endpoints
         from apis order by id`;
@@ -76,6 +76,7 @@ export async function loadDirectoryIndex(
     categories: row.categories,
     description: cutAtWord(row.description, SUMMARY_DESCRIPTION_LENGTH),
     price_micros: row.price_micros,
+    pricing_rules: row.pricing_rules,
     featured: row.featured,
     popularity: row.popularity,
     votes_up: votes.get(row.id)?.up ?? 0,

@@ -16,6 +16,8 @@ export interface ApiSummaryRow {
   /** At most 300 characters, as summaries show it. */
   description: string;
   price_micros: bigint;
+  /** Per-path prices (the `pricing_rules` jsonb: method, path, priceMicros), as stored. */
+  pricing_rules?: unknown;
   featured: boolean;
   votes_up: number;
   votes_down: number;

@@ -1,5 +1,5 @@
 export { ApiCache } from './api-cache.js';
-export { apiPageAnswer, discoverAnswer, searchAnswer, toApiSummary } from './answers.js';
+export { apiPageAnswer, discoverAnswer, priceRulesOf, pricingRulesOf, searchAnswer, toApiSummary } from './answers.js';
 export type { AnswerView, CallerView, DiscoverRequest, SearchRequest } from './answers.js';
 export { AccessSnapshot, CallabilityCatalog, NO_ACCESS, callabilityOf, callerAccessOf, loadCallerAccess } from './callability.js';
 export type { ApiAccess, CallerAccess } from './callability.js';
@@ -42,7 +42,8 @@ export { directorySettings } from './settings.js';
 export { DEFAULT_MODEL_DIR, embedCatalog, modelDirSetting } from './semantic.js';
 export { loadEmbedder } from './embedder.js';
 export type { Embedder } from './embedder.js';
-export { callabilityInstructions, generateInstructions, instructionsFooter, plainText, proxyPath } from './text.js';
+export { callabilityInstructions, generateInstructions, instructionsFooter, mcpInstructions, plainText, proxyPath } from './text.js';
+export type { InstructionsDoor, InstructionsPrices } from './text.js';
 export { isEnglishWord, relatedWords } from './wordnet.js';
 export { listDocSections, listDocSectionsWithContent, readDocSection, searchDocSections } from './docs.js';
 export type { DocHit, DocListRow, DocRow } from './docs.js';

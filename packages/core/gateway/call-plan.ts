@@ -240,11 +240,18 @@ async function upstreamKey(
       hint:
         `Nothing was charged. A person connects ${provider} in the dashboard (Connections, "Connect"); ` +
         `an agent can ask one with POST /api/v1/connect/${api.id}/request {"purpose": "..."} and call again once it is granted.`,
+      tool: { hint: askAPerson(api.id, `A person connects ${provider} in the dashboard (Connections)`) },
     });
   }
   throw new PlatformError('connection_required', `${api.id} needs a key and the platform has none for it`, {
     hint: `Nothing was charged. Connect your own key with POST /api/v1/connect/${api.id} {"apiKey": "..."}; an agent asks a person to connect it with POST /api/v1/connect/${api.id}/request {"purpose": "what you want to do and why"} (MCP: request_connection).`,
+    tool: { hint: askAPerson(api.id, "A person connects the account's own key in the dashboard (Connections)") },
   });
+}
+
+/** A connection_required hint as a tool caller (MCP) reads it: ask a person with request_connection. */
+export function askAPerson(apiId: string, who: string): string {
+  return `Nothing was charged. ${who}; ask for it with request_connection (apiId: "${apiId}", purpose: what you want to do and why), wait with get_connection_request until it is connected, then call again.`;
 }
 
 /**

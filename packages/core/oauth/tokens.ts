@@ -63,6 +63,11 @@ export class OAuthTokenSource implements OAuthBearerSource {
         hint:
           `Nothing was charged. ${labels ? `Your connections to ${api.provider}: ${labels}; send one of them (or its id) in X-Service-Connection, or leave the header out to use the default.` : `You have no connection to ${api.provider} yet.`} ` +
           `A person connects one in the dashboard (Connections); an agent can ask one with POST /api/v1/connect/${api.id}/request.`,
+        tool: {
+          hint:
+            `Nothing was charged. ${labels ? `Your connections to ${api.provider}: ${labels}; pass one of them (or its id) as headers["X-Service-Connection"] of call_api, or leave it out to use the default.` : `You have no connection to ${api.provider} yet.`} ` +
+            `A person connects one in the dashboard (Connections); ask for it with request_connection (apiId: "${api.id}", purpose: what you want to do and why).`,
+        },
       });
     }
     const key = this.deps.settings.CONNECTIONS_MASTER_KEY;

@@ -55,17 +55,30 @@ export class PlatformError extends Error {
   readonly details: Record<string, unknown> | undefined;
   /** Extra response headers, e.g. `Retry-After` (the metered call adds those of a refund). */
   headers: Record<string, string> | undefined;
+  /**
+   * The same refusal in a tool caller's words (MCP), where the REST wording names a header or a route
+   * no tool takes: the tool's arguments and other tools instead. Absent: the MCP door translates the
+   * REST wording's route references itself (apps/edge/src/mcp/wording.ts).
+   */
+  readonly tool: { error?: string; hint?: string } | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { hint?: string; details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      hint?: string;
+      details?: Record<string, unknown>;
+      headers?: Record<string, string>;
+      cause?: unknown;
+      tool?: { error?: string; hint?: string };
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.hint = options.hint;
     this.details = options.details;
     this.headers = options.headers;
+    this.tool = options.tool;
   }
 
   get status(): number {

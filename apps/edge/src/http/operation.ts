@@ -15,6 +15,11 @@ export interface Door {
   /** The caller when the request carried credentials, else null (public routes answer anonymous callers too). */
   readonly callerIfAny: Caller | null;
   charge(call: PricedCall): Promise<ChargeReceipt>;
+  /**
+   * Which door this is, for answers written in words (instructions): an MCP tool caller is told
+   * about tools and their arguments, a REST caller about routes and headers. Absent: REST.
+   */
+  readonly via?: 'rest' | 'mcp';
 }
 
 /**

@@ -8,7 +8,7 @@ import { chargeCall, parseMaxCost, type ChargeReceipt } from '#core/billing';
 import { proxyTarget, type AnswerSink } from '#core/gateway';
 import type { Caller } from '#core/identity';
 import { PlatformError } from '#core/platform';
-import { CHARGE_META, platformErrorResult, type ToolCaller } from './dispatch.js';
+import { CHARGE_META, MAX_COST, platformErrorResult, type ToolCaller } from './dispatch.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -36,7 +36,7 @@ export function callApiInput(allowedApis: readonly string[] | null) {
   const apiId = allowedApis && allowedApis.length > 0 ? z.enum(allowedApis as [string, ...string[]]) : API_ID;
   return z.object({
     apiId: apiId.describe('The directory API id, e.g. from discover_apis'),
-    method: z.enum(METHODS).default('GET'),
+    method: z.enum(METHODS).default('GET').describe('The HTTP method sent to the upstream'),
     path: z.string().max(4000).default('/').describe("The upstream path after the API's base URL, e.g. /v1/forecast (no query string: use query)"),
     query: z
       .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]))
@@ -50,7 +50,7 @@ export function callApiInput(allowedApis: readonly string[] | null) {
       .union([z.string(), z.record(z.string(), z.unknown()), z.array(z.unknown())])
       .optional()
       .describe('Request body: text is sent as it is, an object or array as JSON'),
-    maxCost: z.union([z.number(), z.string()]).optional().describe('Refuse the call (402) if it would cost more than this many dollars'),
+    maxCost: MAX_COST,
   });
 }
 
@@ -150,7 +150,12 @@ function upstreamRequest(args: CallApiArgs): { path: string; headers: string[]; 
   for (const [name, value] of Object.entries(args.headers ?? {})) {
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower))
-      return invalid(`headers.${name} cannot be set through call_api`, 'Your key travels with the MCP request; use maxCost for X-Max-Cost.');
+      return invalid(
+        `headers.${name} cannot be set through call_api`,
+        lower === 'x-max-cost'
+          ? 'Pass the price ceiling as the maxCost argument (dollars).'
+          : 'Your platform key travels with the MCP request, and the proxy sets the transfer headers itself: leave this one out.',
+      );
     headers.push(name, value);
     named.add(lower);
   }

@@ -9,6 +9,7 @@ import { errorBody } from '../errors.js';
 import type { Door, Operation, OperationInput, OperationSchemas } from '../http/operation.js';
 import { findUnstorableText } from '../http/json-body.js';
 import type { ArgShape, RouteTool } from './tools.js';
+import { toolWording } from './wording.js';
 
 /** Who is calling, as the MCP request authenticated it; every tool call is made with these credentials. */
 export interface ToolCaller {
@@ -19,6 +20,14 @@ export interface ToolCaller {
   /** A pass from `rateLimiter.prepay` when the MCP request counted its tool calls already (a batch). */
   prepaid?: string;
 }
+
+/** The maxCost argument of every tool that spends money (call_api and the priced route tools). */
+export const MAX_COST = z
+  .union([z.number(), z.string()])
+  .optional()
+  .describe(
+    'The most you accept to pay for this call, in dollars (a number, or text such as "0.01"). A higher price is refused with a 409 max_cost_exceeded tool error and nothing is charged; leave it out to accept the price.',
+  );
 
 /** The `_meta` key under which a priced tool's answer names what it cost. */
 export const CHARGE_META = 'agent-api-platform/charge';
@@ -33,11 +42,21 @@ export function fieldsOf(schema: z.ZodType | undefined): ArgShape {
 
 /**
  * A refused call as an MCP tool error: the platform's error body (`code`, `error`, `hint`, and for
- * a 402 `balance` and `cost`) with the HTTP status and, when limited, the seconds to wait.
+ * a 402 `balance` and `cost`) with the HTTP status and, when limited, the seconds to wait; `error`
+ * and `hint` name tools and arguments rather than routes and headers.
  */
 export function platformErrorResult(error: PlatformError): CallToolResult {
   const retryAfter = error.headers?.['Retry-After'];
-  const detail = { status: error.status, ...errorBody(error), ...(retryAfter === undefined ? {} : { retryAfter: Number(retryAfter) }) };
+  // Worded for a tool caller: tools and their arguments, not routes and headers (mcp/wording.ts).
+  const { error: message, hint } = toolWording(error);
+  const { hint: _restHint, ...body } = errorBody(error);
+  const detail = {
+    status: error.status,
+    ...body,
+    error: message,
+    ...(hint === undefined ? {} : { hint }),
+    ...(retryAfter === undefined ? {} : { retryAfter: Number(retryAfter) }),
+  };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(detail) }] };
 }
 
@@ -128,6 +147,7 @@ export async function runOperation(
     const door: Door = {
       caller,
       callerIfAny: caller,
+      via: 'mcp',
       charge: async (call) => (receipt = await chargeCall(app.charges, caller, call, maxCost, app.usage)),
     };
     const answer = await tool.operation.run(app, door, input);

@@ -7,13 +7,38 @@ import { PlatformError } from '#core/platform';
 import type { Caller } from '#core/identity';
 import type { EdgeSettings } from '../config.js';
 import { presentedKey, requireAuth } from '../plugins/auth.js';
-import { buildMcpServer, SERVER_INFO } from './server.js';
+import { buildMcpServer, MCP_PROFILES, SERVER_INFO, type McpProfile } from './server.js';
 import type { ToolCaller } from './dispatch.js';
 
 export const MCP_PATH = '/mcp';
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 const isToolCall = (message: unknown) => (message as { method?: unknown } | null | undefined)?.method === 'tools/call';
+
+/** The tool profile the client connected with (`/mcp?profile=calls`), `full` without one; null for an unknown one. */
+function profileOf(request: FastifyRequest): McpProfile | null {
+  const asked = (request.query as Record<string, unknown> | undefined)?.profile;
+  if (asked === undefined || asked === '') return 'full';
+  return (MCP_PROFILES as readonly unknown[]).includes(asked) ? (asked as McpProfile) : null;
+}
+
+/** A refused profile, as a JSON-RPC error every MCP client can read (HTTP 400 kept). */
+function unknownProfile(reply: FastifyReply): FastifyReply {
+  const error = 'profile must be one of: ' + MCP_PROFILES.join(', ');
+  const hint = 'Connect to /mcp for every tool, or /mcp?profile=calls for the lean set (discovery, get_api, call_api, balance, connection requests).';
+  return reply
+    .code(400)
+    .type('application/json; charset=utf-8')
+    .send({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: -32602,
+        message: `validation_failed: ${error} (${hint})`,
+        data: { status: 400, ok: false, code: 'validation_failed', error, hint },
+      },
+    });
+}
 
 /** Where the protected-resource metadata of the MCP endpoint lives (RFC 9728, path-aware). */
 export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADATA_PATH}${MCP_PATH}`, settings.PUBLIC_URL).toString();
@@ -132,9 +157,9 @@ export default fp(
     const challenge = `Bearer resource_metadata="${resourceMetadataUrl(settings)}"`;
     const handler = createMcpHandler(
       (context) => {
-        const extra = context.authInfo?.extra as { caller: Caller; toolCaller: ToolCaller } | undefined;
+        const extra = context.authInfo?.extra as { caller: Caller; toolCaller: ToolCaller; profile: McpProfile } | undefined;
         if (!extra) throw new Error('MCP request without an authenticated caller');
-        return buildMcpServer(app, extra.caller, extra.toolCaller);
+        return buildMcpServer(app, extra.caller, extra.toolCaller, extra.profile);
       },
       {
         maxRequestBodySize: settings.BODY_LIMIT_BYTES,
@@ -157,6 +182,8 @@ export default fp(
         const caller = requireAuth(request);
         const key = presentedKey(request);
         if (key === null) throw new PlatformError('missing_credentials', 'Missing API key');
+        const profile = profileOf(request);
+        if (profile === null) return unknownProfile(reply);
         const toolCaller: ToolCaller = {
           requestId: request.id,
           // A tool call of a batch was counted with it (it spends the batch's pass); any other is counted now.
@@ -176,7 +203,7 @@ export default fp(
           // A single tool call is counted by the call it makes (a refusal is then a tool error).
           await app.rateLimiter.consumeCaller(request, reply);
         }
-        const authInfo: AuthInfo = { token: key, clientId: caller.keyId ?? caller.accountId, scopes: [], extra: { caller, toolCaller } };
+        const authInfo: AuthInfo = { token: key, clientId: caller.keyId ?? caller.accountId, scopes: [], extra: { caller, toolCaller, profile } };
         return app.metrics.mcpRequest(async () =>
           sendWebResponse(reply, await handler.fetch(toWebRequest(request), { authInfo, parsedBody: request.body })),
         );

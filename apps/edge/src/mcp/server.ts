@@ -3,19 +3,39 @@ import { McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/se
 import { z } from 'zod';
 import type { Caller } from '#core/identity';
 import { callApi, callApiInput, callApiOutput } from './call-api.js';
-import { fieldsOf, runOperation, type ToolCaller } from './dispatch.js';
+import { fieldsOf, MAX_COST, runOperation, type ToolCaller } from './dispatch.js';
 import { ROUTE_TOOLS, type ArgShape } from './tools.js';
 
 export const SERVER_INFO = { name: 'agent-api-platform', title: 'Agent API Platform', version: '0.1.0' };
 
-const INSTRUCTIONS = [
-  'A directory of about 2,600 third-party APIs with a metered proxy, and cookbooks: multi-step procedures run as sessions, some steps done by a person.',
-  'Find an API with discover_apis (describe the task) or search_apis, read how to call it with get_api_instructions, then call it with call_api: each call is charged to the prepaid balance (get_balance).',
+/**
+ * The tool sets a client may ask for when it connects (`/mcp?profile=calls`; docs/decisions/mcp-tool-profiles.md):
+ * `full`, every tool; `calls`, only what an agent that calls APIs needs (find one, read its
+ * details and prices, call it, see the balance, ask a person for a connection).
+ */
+export const MCP_PROFILES = ['full', 'calls'] as const;
+export type McpProfile = (typeof MCP_PROFILES)[number];
+const CALLS_PROFILE = new Set(['discover_apis', 'search_apis', 'get_api', 'call_api', 'get_balance', 'request_connection', 'get_connection_request']);
+const inProfile = (profile: McpProfile, tool: string) => profile === 'full' || CALLS_PROFILE.has(tool);
+
+const SHARED_INSTRUCTIONS = [
   'Each API says whether you can call it now (callability.state: ready; needs_key or needs_oauth, which a person connects; unavailable): pass callable: true to find only the ready ones, and follow callability.hint for the others.',
-  'Tools that spend money say so and take maxCost (dollars) to refuse a call that would cost more.',
+  "Prices are per call: an API's pricePerCall, unless one of its priceRules (per method and path) matches. Tools that spend money say so and take maxCost (dollars): a higher price is refused (409 max_cost_exceeded) and nothing is charged.",
   'When an API needs a connection you cannot make (connection_required), ask a person with request_connection (say what you want to do and why), then wait with get_connection_request until it is connected.',
-  'For a cookbook: get_cookbook, start_cookbook, then get_current_step and complete_step until a human step (done by a person in the dashboard) or the end; follow progress with get_session_events.',
-].join(' ');
+];
+const INSTRUCTIONS: Record<McpProfile, string> = {
+  full: [
+    'A directory of about 2,600 third-party APIs with a metered proxy, and cookbooks: multi-step procedures run as sessions, some steps done by a person.',
+    'Find an API with discover_apis (describe the task) or search_apis, read how to call it with get_api_instructions, then call it with call_api: each call is charged to the prepaid balance (get_balance).',
+    ...SHARED_INSTRUCTIONS,
+    'For a cookbook: get_cookbook, start_cookbook, then get_current_step and complete_step until a human step (done by a person in the dashboard) or the end; follow progress with get_session_events.',
+  ].join(' '),
+  calls: [
+    'A directory of about 2,600 third-party APIs with a metered proxy (this connection has the lean tool set: connect to /mcp without ?profile=calls for cookbooks, docs and usage).',
+    'Find an API with discover_apis (describe the task) or search_apis, read its endpoints, auth and prices with get_api, then call it with call_api: each call is charged to the prepaid balance (get_balance).',
+    ...SHARED_INSTRUCTIONS,
+  ].join(' '),
+};
 
 /** The price tag on a tool's definition (`_meta`), for clients that show it before calling. */
 const PRICE_META = 'agent-api-platform/price';
@@ -38,24 +58,24 @@ function describedOnly(schema: z.ZodType): StandardSchemaWithJSON {
 }
 
 const spends = (price: string) =>
-  ` Spends money: ${price} per call, charged to the prepaid balance; pass maxCost (dollars) to refuse a higher price.`;
-const maxCost = z.union([z.number(), z.string()]).optional().describe('Refuse the call (402) if it would cost more than this many dollars');
+  ` Spends money: ${price} per call, charged to the prepaid balance; pass maxCost (dollars) to refuse a higher price (409 max_cost_exceeded, nothing charged).`;
 
 /**
  * One MCP server for one request (the transport is stateless), holding the tools this caller may
- * use: an agent key does not see tools whose route it may not call, and sees call_api only for
- * the APIs its allow-list names (not at all when the list is empty).
+ * use in the profile it connected with: an agent key does not see tools whose route it may not
+ * call, and sees call_api only for the APIs its allow-list names (not at all when the list is empty).
  */
-export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller): McpServer {
-  const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
+export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller, profile: McpProfile = 'full'): McpServer {
+  const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS[profile] });
   for (const tool of ROUTE_TOOLS) {
+    if (!inProfile(profile, tool.name)) continue;
     const route = app.routeCatalog.get(`${tool.method} ${tool.url}`);
     if (!route) throw new Error(`MCP tool ${tool.name}: no route ${tool.method} ${tool.url}`);
     if (route.auth === 'account' && caller.keyKind === 'agent') continue;
     let shape: ArgShape = { ...fieldsOf(route.params), ...fieldsOf(route.querystring), ...fieldsOf(route.body) };
     if (tool.shape) shape = tool.shape(shape);
     for (const [name, arg] of Object.entries(tool.headerArgs ?? {})) shape[name] = arg.schema;
-    if (tool.price) shape.maxCost = maxCost;
+    if (tool.price) shape.maxCost = MAX_COST;
     const output = route.response?.['200'] ?? route.response?.['201'];
     const { operation } = tool;
     server.registerTool(
@@ -83,13 +103,14 @@ export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller:
   }
 
   if (caller.allowedApis === null || caller.allowedApis.length > 0) {
+    // call_api is in every profile.
     const input = callApiInput(caller.allowedApis);
     server.registerTool(
       'call_api',
       {
         title: 'Call an API through the metered proxy',
         description:
-          "Calls a directory API through the platform's metered proxy: method, path after the API's base URL, query, headers and body reach the upstream; the answer carries its status, headers and body, and what the call cost. Spends money: the API's price per call (get_api shows it), charged before the call is forwarded; failed upstream calls (502/503) are refunded. Pass maxCost (dollars) to refuse a higher price." +
+          "Calls a directory API through the platform's metered proxy: method, path after the API's base URL, query, headers and body reach the upstream; the answer carries its status, headers (the upstream's own rate limits and request id as x-upstream-ratelimit-* and x-upstream-request-id) and body, and what the call cost. Spends money: the API's price per call, or the price of its priceRules entry matching the method and path (get_api shows both), charged before the call is forwarded; failed upstream calls (502/503) are refunded. Pass maxCost (dollars) to refuse a higher price (409 max_cost_exceeded, nothing charged)." +
           (caller.allowedApis ? ` This key may call: ${caller.allowedApis.join(', ')}.` : ''),
         inputSchema: describedOnly(input),
         outputSchema: callApiOutput as unknown as StandardSchemaWithJSON,

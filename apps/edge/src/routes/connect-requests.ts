@@ -84,7 +84,7 @@ async function awaitOutcome(app: FastifyInstance, caller: Caller, view: ConnectR
 /** POST /connect/:apiId/request and the request_connection tool. */
 export const requestConnectionOperation = operation(
   {
-    params: z.object({ apiId: API_ID }),
+    params: z.object({ apiId: API_ID.describe('The directory id of the API to connect (from discover_apis, search_apis or get_api)') }),
     querystring: waitQuery,
     body: z.object({ purpose: purposeSchema, scopes: scopesSchema.optional() }),
   },
@@ -106,7 +106,7 @@ export const listConnectRequestsOperation = operation(
   {
     querystring: z.object({
       status: z.enum(CONNECT_REQUEST_STATUSES).optional().describe('Only requests in this status'),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
+      limit: z.coerce.number().int().min(1).max(200).default(50).describe('Requests per answer (1 to 200, default 50)'),
       cursor: z.string().min(1).max(100).optional().describe('nextCursor of the previous page'),
     }),
   },

@@ -39,8 +39,10 @@ import { errorResponses } from './error-responses.js';
 import { apiId } from '#contracts/directory';
 import { cookbookSchema, cookbookSummarySchema, humanStepSchema, jsonObject, sessionSchema, stepSchema } from '#contracts/cookbooks';
 
-const cookbookParams = z.object({ id: z.string().min(1).max(100) });
-const sessionParams = z.object({ sessionId: z.string().min(1).max(100) });
+const cookbookParams = z.object({ id: z.string().min(1).max(100).describe('The cookbook id, e.g. weather-alert-sms (list_cookbooks lists them)') });
+const sessionParams = z.object({
+  sessionId: z.string().min(1).max(100).describe('The session id start_cookbook answered (list_sessions lists the active ones)'),
+});
 
 const summary = (cookbook: Cookbook) => ({
   id: cookbook.id,
@@ -86,10 +88,10 @@ const sessionEnded = (row: { id: string; status: string }) =>
 export const listCookbooksOperation = operation(
   {
     querystring: z.object({
-      q: z.string().max(200).optional(),
-      category: z.string().max(100).optional(),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
-      cursor: z.string().max(100).optional(),
+      q: z.string().max(200).optional().describe('Words to look for in cookbook names and descriptions'),
+      category: z.string().max(100).optional().describe('Only the cookbooks of this category'),
+      limit: z.coerce.number().int().min(1).max(200).default(50).describe('Cookbooks per page (1 to 200, default 50)'),
+      cursor: z.string().max(100).optional().describe("The previous page's nextCursor, to read the next page"),
     }),
   },
   async (app, _door, { query }) => {
@@ -108,8 +110,8 @@ export const listSessionsOperation = operation(
         .describe(
           'active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all',
         ),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
-      cursor: z.string().min(1).max(100).optional(),
+      limit: z.coerce.number().int().min(1).max(200).default(50).describe('Sessions per page (1 to 200, default 50)'),
+      cursor: z.string().min(1).max(100).optional().describe("The previous page's nextCursor, to read the next page"),
     }),
   },
   async (app, door, { query }) => {
@@ -134,7 +136,13 @@ export const getCookbookOperation = operation({ params: cookbookParams }, async 
 const startSchemas = {
   params: cookbookParams,
   headers: z.object({ 'idempotency-key': z.string().regex(IDEMPOTENCY_KEY, 'must be 1-200 visible ASCII characters').optional() }).passthrough(),
-  body: z.object({ selectedApis: z.record(z.string().max(64), apiId) }),
+  body: z.object({
+    selectedApis: z
+      .record(z.string().max(64), apiId)
+      .describe(
+        'Each slot\'s name (get_cookbook lists the slots) mapped to the directory API id chosen for it, e.g. {"weather": "openweathermap.org"}',
+      ),
+  }),
 };
 
 /** Starts a session; `created` is false when the Idempotency-Key answered an earlier start. */
@@ -188,8 +196,8 @@ export const completeStepOperation = operation(
   {
     params: sessionParams,
     body: z.object({
-      stepId: z.string().min(1).max(100),
-      resultData: jsonObject,
+      stepId: z.string().min(1).max(100).describe('The current step id (get_current_step answers it)'),
+      resultData: jsonObject.describe("The step's result: an object matching the step's inputSchema"),
       decision: z
         .enum(['approve', 'reject', 'request_changes'])
         .optional()
@@ -252,7 +260,7 @@ export const getSessionEventsOperation = operation(
         .regex(STREAM_ID, 'must be an event id from this session, such as "3-0"')
         .default('0-0')
         .describe('Omit (or "0-0") to read from the start'),
-      limit: z.coerce.number().int().min(1).max(500).default(100),
+      limit: z.coerce.number().int().min(1).max(500).default(100).describe('Events per answer (1 to 500, default 100)'),
     }),
   },
   async (app, door, { params, query }) => {

@@ -12,8 +12,11 @@ import {
   listApis,
   listCategories,
   loadCallerAccess,
+  mcpInstructions,
   modelDirSetting,
   NO_ACCESS,
+  priceRulesOf,
+  pricingRulesOf,
   publishedBaseUrl,
   toApiSummary,
   type CallerAccess,
@@ -28,8 +31,8 @@ import type { Door } from '../http/operation.js';
 
 const page = z.object({ ok: z.literal(true), apis: z.array(apiSummary), nextCursor: z.string().nullable(), hint: z.string().optional() });
 const paging = {
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().max(2000).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('APIs per page (1 to 200, default 50)'),
+  cursor: z.string().max(2000).optional().describe("The previous page's nextCursor, to read the next page"),
 };
 const sortParam = z
   .enum(BROWSE_SORTS)
@@ -69,8 +72,8 @@ const callableParam = z
 const isCallableOnly = (value: boolean | 'true' | 'false' | undefined) => value === true || value === 'true';
 
 const searchQuery = z.object({
-  q: z.string().optional(),
-  category: z.string().max(100).optional(),
+  q: z.string().optional().describe('Keywords to search names, providers and descriptions for; without it, the directory is listed (see sort)'),
+  category: z.string().max(100).optional().describe('Only the APIs of this category, e.g. weather or machine_learning'),
   callable: callableParam,
   sort: sortParam,
   ...paging,
@@ -79,7 +82,7 @@ const discoverQuery = z.object({
   q: z.string().optional(),
   query: z.string().optional(),
   callable: callableParam,
-  limit: z.coerce.number().int().min(1).max(50).default(10),
+  limit: z.coerce.number().int().min(1).max(50).default(10).describe('How many APIs to answer, best first (1 to 50, default 10)'),
 });
 
 /**
@@ -90,7 +93,7 @@ function callerAccess(app: FastifyInstance, door: Door): Promise<CallerAccess> {
   const caller = door.callerIfAny;
   return caller === null ? Promise.resolve(NO_ACCESS) : loadCallerAccess(app.deps.sql, caller);
 }
-const apiParams = z.object({ id: apiId });
+const apiParams = z.object({ id: apiId.describe('The directory API id, e.g. from discover_apis or search_apis') });
 
 /**
  * GET /apis as JSON bytes (cached): the route sends them as they are, the search_apis tool reads them.
@@ -125,6 +128,7 @@ async function discoverBytes(app: FastifyInstance, door: Door, query: z.output<t
   if (text === undefined) {
     throw new PlatformError('validation_failed', 'q is required', {
       hint: 'Describe the task: GET /api/v1/discover?q=send+a+text+message (alias: query).',
+      tool: { error: 'query is required', hint: 'Describe the task: discover_apis (query: "send a text message").' },
     });
   }
   // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
@@ -167,6 +171,7 @@ export const readApi = operation({ params: apiParams }, async (app, door, { para
       keyDocsUrl: row.key_docs_url,
       proxyPath: proxyPath(row.id),
       byokPricePerCall: row.byok_price_micros === null ? null : toDollars(row.byok_price_micros),
+      priceRules: priceRulesOf(row.pricing_rules),
       platformKey: row.has_platform_key,
       source: row.source,
       endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
@@ -183,32 +188,33 @@ export const readApiInstructions = operation({ params: apiParams }, async (app, 
   const callability = (await app.callability.statesOf([row.id], caller)).get(row.id);
   if (!callability) throw notFound(`API ${params.id}`, 'Nothing was charged. Search with GET /api/v1/apis?q=...');
   await door.charge({ costMicros: PRICES.instructions, item: 'instructions', apiId: row.id });
-  const body =
-    row.instructions ??
-    generateInstructions({
-      id: row.id,
-      name: row.name,
-      provider: row.provider,
-      service: row.service,
-      description: row.description,
-      baseUrl: publishedBaseUrl(row),
-      authScheme: row.auth_scheme,
-      categories: row.categories,
-      endpoints: row.endpoints,
-      endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
-    });
+  const source = {
+    id: row.id,
+    name: row.name,
+    provider: row.provider,
+    service: row.service,
+    description: row.description,
+    baseUrl: publishedBaseUrl(row),
+    authScheme: row.auth_scheme,
+    categories: row.categories,
+    endpoints: row.endpoints,
+    endpointCount: Math.max(row.endpoint_count, row.endpoints.length),
+  };
+  const stored = row.instructions ?? generateInstructions(source);
+  const via = door.via ?? 'rest';
+  // The per-path prices as the proxy applies them (pricing_rules), in the order it tries them.
+  const prices = { priceMicros: row.price_micros, byokPriceMicros: row.byok_price_micros, rules: pricingRulesOf(row.pricing_rules) };
+  // What the caller can do now is stated at serve time: the stored text is the same for everyone.
+  const body = via === 'mcp' ? mcpInstructions(stored, source, callability) : stored;
   return {
     ok: true as const,
     apiId: row.id,
     format: 'markdown' as const,
-    // The examples' $BASE_URL becomes this deployment's address.
-    // What the caller can do now is stated at serve time: the stored text is the same for everyone.
-    instructions: (
-      body +
-      '\n' +
-      callabilityInstructions(row.id, callability) +
-      instructionsFooter(row.id, row.price_micros, row.byok_price_micros)
-    ).replaceAll('$BASE_URL', app.deps.settings.PUBLIC_URL),
+    // The REST examples' $BASE_URL becomes this deployment's address.
+    instructions: (body + '\n' + callabilityInstructions(row.id, callability, via) + instructionsFooter(row.id, prices, callability, via)).replaceAll(
+      '$BASE_URL',
+      app.deps.settings.PUBLIC_URL,
+    ),
   };
 });
 

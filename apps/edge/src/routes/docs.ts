@@ -20,10 +20,13 @@ export const searchDocSections = operation({ querystring: z.object({ q: z.string
 }));
 
 /** GET /docs/:slug and the get_doc tool: charged at the section's price. */
-export const getDocSection = operation({ params: z.object({ slug: z.string().min(1).max(100) }) }, async (app, door, { params }) => {
-  const doc = await readDocSection(app.deps.sql, params.slug, door.charge);
-  return { ok: true as const, doc: { id: doc.id, slug: doc.slug, title: doc.title, summary: doc.summary, content: doc.content } };
-});
+export const getDocSection = operation(
+  { params: z.object({ slug: z.string().min(1).max(100).describe('The section slug, as list_docs and search_docs answer it') }) },
+  async (app, door, { params }) => {
+    const doc = await readDocSection(app.deps.sql, params.slug, door.charge);
+    return { ok: true as const, doc: { id: doc.id, slug: doc.slug, title: doc.title, summary: doc.summary, content: doc.content } };
+  },
+);
 
 /** Platform docs: list and search are free; a section costs its price ($0.005 unless free). */
 const docsRoutes: FastifyPluginAsyncZod = async (app) => {
