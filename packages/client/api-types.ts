@@ -2377,9 +2377,13 @@ export interface paths {
                 query?: {
                     /** @description true: only the APIs you can call now (callability.state "ready"); anonymous callers get the ones that need no account */
                     callable?: boolean | ("true" | "false");
+                    /** @description Only the APIs of this category, e.g. weather or machine_learning */
                     category?: string;
+                    /** @description The previous page's nextCursor, to read the next page */
                     cursor?: string;
+                    /** @description APIs per page (1 to 200, default 50) */
                     limit?: number;
+                    /** @description Keywords to search names, providers and descriptions for; without it, the directory is listed (see sort) */
                     q?: string;
                     /** @description Browse order (without q): name (A to Z), price (cheapest first), votes (most useful first), popular (most accounts calling it in the last 30 days, then most calls). Default: featured first, then by name. Keep the same sort while paging. */
                     sort?: "name" | "price" | "votes" | "popular";
@@ -2423,7 +2427,17 @@ export interface paths {
                                 featured: boolean;
                                 id: string;
                                 name: string;
+                                /** @description Dollars per call, unless a priceRules entry matches the call's method and path */
                                 pricePerCall: number;
+                                /** @description Per-path prices that replace pricePerCall, the first match winning; absent when every call costs pricePerCall */
+                                priceRules?: {
+                                    /** @description The HTTP method it prices, or * for any */
+                                    method: string;
+                                    /** @description The path under the API's base URL (as in call_api's path); a trailing * prices every path under it. Matched regardless of letter case, trailing slash and format suffix (/report.json) */
+                                    path: string;
+                                    /** @description Dollars per call on this path, instead of pricePerCall (and instead of byokPricePerCall) */
+                                    pricePerCall: number;
+                                }[];
                                 provider: string;
                                 service: string | null;
                                 votes: number;
@@ -2558,6 +2572,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The directory API id, e.g. from discover_apis or search_apis */
                     id: string;
                 };
                 cookie?: never;
@@ -2642,7 +2657,17 @@ export interface paths {
                                 /** @description Who issues its tokens (the authorization server host, e.g. accounts.google.com); one OAuth app for this provider serves all its APIs. Null without OAuth 2, or when the description names a placeholder server */
                                 oauthProvider: string | null;
                                 platformKey: boolean;
+                                /** @description Dollars per call, unless a priceRules entry matches the call's method and path */
                                 pricePerCall: number;
+                                /** @description Per-path prices that replace pricePerCall (and byokPricePerCall), the first match winning; empty when every call costs pricePerCall */
+                                priceRules: {
+                                    /** @description The HTTP method it prices, or * for any */
+                                    method: string;
+                                    /** @description The path under the API's base URL (as in call_api's path); a trailing * prices every path under it. Matched regardless of letter case, trailing slash and format suffix (/report.json) */
+                                    path: string;
+                                    /** @description Dollars per call on this path, instead of pricePerCall (and instead of byokPricePerCall) */
+                                    pricePerCall: number;
+                                }[];
                                 provider: string;
                                 proxyPath: string;
                                 service: string | null;
@@ -2798,6 +2823,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The directory API id, e.g. from discover_apis or search_apis */
                     id: string;
                 };
                 cookie?: never;
@@ -2981,7 +3007,9 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description The previous page's nextCursor, to read the next page */
                     cursor?: string;
+                    /** @description APIs per page (1 to 200, default 50) */
                     limit?: number;
                     /** @description Browse order (without q): name (A to Z), price (cheapest first), votes (most useful first), popular (most accounts calling it in the last 30 days, then most calls). Default: featured first, then by name. Keep the same sort while paging. */
                     sort?: "name" | "price" | "votes" | "popular";
@@ -3027,7 +3055,17 @@ export interface paths {
                                 featured: boolean;
                                 id: string;
                                 name: string;
+                                /** @description Dollars per call, unless a priceRules entry matches the call's method and path */
                                 pricePerCall: number;
+                                /** @description Per-path prices that replace pricePerCall, the first match winning; absent when every call costs pricePerCall */
+                                priceRules?: {
+                                    /** @description The HTTP method it prices, or * for any */
+                                    method: string;
+                                    /** @description The path under the API's base URL (as in call_api's path); a trailing * prices every path under it. Matched regardless of letter case, trailing slash and format suffix (/report.json) */
+                                    path: string;
+                                    /** @description Dollars per call on this path, instead of pricePerCall (and instead of byokPricePerCall) */
+                                    pricePerCall: number;
+                                }[];
                                 provider: string;
                                 service: string | null;
                                 votes: number;
@@ -4535,6 +4573,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
+                    /** @description The directory id of the API to connect (from discover_apis, search_apis or get_api) */
                     apiId: string;
                 };
                 cookie?: never;
@@ -4789,6 +4828,7 @@ export interface paths {
                 query?: {
                     /** @description nextCursor of the previous page */
                     cursor?: string;
+                    /** @description Requests per answer (1 to 200, default 50) */
                     limit?: number;
                     /** @description Only requests in this status */
                     status?: "pending" | "connected" | "declined" | "cancelled" | "expired";
@@ -5701,9 +5741,13 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only the cookbooks of this category */
                     category?: string;
+                    /** @description The previous page's nextCursor, to read the next page */
                     cursor?: string;
+                    /** @description Cookbooks per page (1 to 200, default 50) */
                     limit?: number;
+                    /** @description Words to look for in cookbook names and descriptions */
                     q?: string;
                 };
                 header?: never;
@@ -5821,6 +5865,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The cookbook id, e.g. weather-alert-sms (list_cookbooks lists them) */
                     id: string;
                 };
                 cookie?: never;
@@ -6068,6 +6113,7 @@ export interface paths {
                     "idempotency-key"?: string;
                 };
                 path: {
+                    /** @description The cookbook id, e.g. weather-alert-sms (list_cookbooks lists them) */
                     id: string;
                 };
                 cookie?: never;
@@ -6075,6 +6121,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Each slot's name (get_cookbook lists the slots) mapped to the directory API id chosen for it, e.g. {"weather": "openweathermap.org"} */
                         selectedApis: {
                             [key: string]: string;
                         };
@@ -6272,7 +6319,9 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description The previous page's nextCursor, to read the next page */
                     cursor?: string;
+                    /** @description Sessions per page (1 to 200, default 50) */
                     limit?: number;
                     /** @description active (the default, as the specification lists): running or waiting for a human; ended: completed, failed, cancelled or expired; all */
                     status?: "active" | "ended" | "all";
@@ -6438,6 +6487,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -6660,6 +6710,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -6869,6 +6920,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -6883,9 +6935,11 @@ export interface paths {
                         decision?: "approve" | "reject" | "request_changes";
                         /** @description The person's note; required with request_changes */
                         note?: string;
+                        /** @description The step's result: an object matching the step's inputSchema */
                         resultData: {
                             [key: string]: unknown;
                         };
+                        /** @description The current step id (get_current_step answers it) */
                         stepId: string;
                     };
                 };
@@ -7125,10 +7179,12 @@ export interface paths {
                 query?: {
                     /** @description Omit (or "0-0") to read from the start */
                     afterEventId?: string;
+                    /** @description Events per answer (1 to 500, default 100) */
                     limit?: number;
                 };
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -7303,6 +7359,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -7452,6 +7509,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -7650,6 +7708,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                 };
                 cookie?: never;
@@ -7874,6 +7933,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The session id start_cookbook answered (list_sessions lists the active ones) */
                     sessionId: string;
                     stepId: string;
                 };
@@ -8068,6 +8128,7 @@ export interface paths {
                 query?: {
                     /** @description true: only the APIs you can call now (callability.state "ready"); anonymous callers get the ones that need no account */
                     callable?: boolean | ("true" | "false");
+                    /** @description How many APIs to answer, best first (1 to 50, default 10) */
                     limit?: number;
                     q?: string;
                     query?: string;
@@ -8123,7 +8184,17 @@ export interface paths {
                                     featured: boolean;
                                     id: string;
                                     name: string;
+                                    /** @description Dollars per call, unless a priceRules entry matches the call's method and path */
                                     pricePerCall: number;
+                                    /** @description Per-path prices that replace pricePerCall, the first match winning; absent when every call costs pricePerCall */
+                                    priceRules?: {
+                                        /** @description The HTTP method it prices, or * for any */
+                                        method: string;
+                                        /** @description The path under the API's base URL (as in call_api's path); a trailing * prices every path under it. Matched regardless of letter case, trailing slash and format suffix (/report.json) */
+                                        path: string;
+                                        /** @description Dollars per call on this path, instead of pricePerCall (and instead of byokPricePerCall) */
+                                        pricePerCall: number;
+                                    }[];
                                     provider: string;
                                     service: string | null;
                                     votes: number;
@@ -8396,6 +8467,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @description The section slug, as list_docs and search_docs answer it */
                     slug: string;
                 };
                 cookie?: never;

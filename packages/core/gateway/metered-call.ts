@@ -50,6 +50,7 @@ export interface UpstreamRequest {
 
 export interface UpstreamResponse {
   statusCode: number;
+  /** By lower-case name, as undici (and node:http) give them. */
   headers: Record<string, string | string[] | undefined>;
   body: Readable;
 }
@@ -296,10 +297,9 @@ export class MeteredCall {
 
     const passed = downstreamResponseHeaders(upstream.headers);
     const answerHeaders = redactor ? redactResponseHeaders(passed, redactor, plan.keyParameter) : passed;
-    for (const name of Object.keys(answerHeaders)) {
-      const value = answerHeaders[name];
-      if (name.toLowerCase() === 'location' && typeof value === 'string') answerHeaders[name] = doorLocation(value, plan, request.doorBase);
-    }
+    // One property read, no pass over the headers: the HTTP client (undici) names them in lower case.
+    const location = answerHeaders.location;
+    if (typeof location === 'string') answerHeaders.location = doorLocation(location, plan, request.doorBase);
     if (redactor) deleteHeader(answerHeaders, 'content-length');
     if (decoded) deleteHeader(answerHeaders, 'content-encoding');
 

@@ -221,6 +221,21 @@ export function upstreamRequestHeaders(rawHeaders: string[], drop: readonly stri
 const titleCase = (name: string) => name.replace(/(^|-)([a-z])/g, (_match, dash: string, letter: string) => `${dash}${letter.toUpperCase()}`);
 
 /**
+ * `x-ratelimit-remaining` as `X-Upstream-RateLimit-Remaining`, built once per name: upstreams send
+ * the same few names on every answer, so the hot path reads a map instead of building the name.
+ * Bounded, as the names come from upstreams.
+ */
+const renamedLimits = new Map<string, string>();
+function upstreamLimitName(lower: string): string {
+  let renamed = renamedLimits.get(lower);
+  if (renamed === undefined) {
+    renamed = `X-Upstream-RateLimit-${titleCase(lower.slice(12))}`;
+    if (renamedLimits.size < 256) renamedLimits.set(lower, renamed);
+  }
+  return renamed;
+}
+
+/**
  * Headers of the upstream's answer passed on to the caller: not hop-by-hop, no cookies, no spoofed
  * platform headers; its `X-RateLimit-*` and `X-Request-Id` as `X-Upstream-RateLimit-*` and
  * `X-Upstream-Request-Id`.
@@ -238,7 +253,7 @@ export function downstreamResponseHeaders(headers: Record<string, string | strin
     // The upstream's own limits and request id reach the caller under names that cannot be taken
     // for the platform's (which sets X-RateLimit-* and X-Request-Id of its own).
     if (lower === 'x-request-id') out['X-Upstream-Request-Id'] = value;
-    else if (lower.startsWith('x-ratelimit-')) out[`X-Upstream-RateLimit-${titleCase(lower.slice(12))}`] = value;
+    else if (lower.startsWith('x-ratelimit-')) out[upstreamLimitName(lower)] = value;
     else out[name] = value;
   }
   return out;
