@@ -62,7 +62,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'discover_apis',
     title: 'Discover APIs for a task',
     description:
-      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched and whether you can call it now (api.callability: ready, needs_key, needs_oauth or unavailable, with a hint on what it takes). Pass callable: true for only the ones you can call now. Free.',
+      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched and whether you can call it now (api.callability: ready, needs_key, needs_oauth or unavailable, with a hint on what it takes) and its price (pricePerCall, and priceRules when some paths cost otherwise). Pass callable: true for only the ones you can call now. Free.',
     method: 'GET',
     url: '/api/v1/discover',
     readOnly: true,
@@ -87,7 +87,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'get_api',
     title: 'API details',
     description:
-      "One API's details: auth scheme, whether you can call it now and what it takes if not (callability: state, reason, hint, keyDocsUrl), endpoints, price per call, the proxy path and, for catalog APIs, the upstream base URL. Free.",
+      "One API's details: auth scheme, whether you can call it now and what it takes if not (callability: state, reason, hint, keyDocsUrl), endpoints, price per call and per-path prices (priceRules: a call matching a rule's method and path costs the rule's price instead), the proxy path and, for catalog APIs, the upstream base URL. Free.",
     method: 'GET',
     url: '/api/v1/apis/:id',
     readOnly: true,
