@@ -189,6 +189,25 @@ describe('tracing', () => {
     childOf(named(inTrace(stepTrace), 'HandleUpdate:completeStep'), update);
   });
 
+  it('off (no endpoint set), an edge makes no span, even with a tracer provider registered in its process', async () => {
+    const off = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix, OTEL_EXPORTER_OTLP_ENDPOINT: '' });
+    try {
+      expect(off.tracing).toBeNull();
+      const traceId = hex(16);
+      const res = await off.inject({
+        method: 'GET',
+        url: `/api/v1/proxy/${apiId}/ok`,
+        headers: { ...bearer(account.fullKey), traceparent: `00-${traceId}-${hex(8)}-01` },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      await off.usage.flush();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(inTrace(traceId)).toEqual([]);
+    } finally {
+      await off.close();
+    }
+  });
+
   it('puts no key, token, query string or body in any span', async () => {
     const all = spans();
     expect(all.length).toBeGreaterThan(10);

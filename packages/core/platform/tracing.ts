@@ -46,7 +46,14 @@ export const tracingSettings = z.object({
    * Unset (the default): tracing is off. Headers for the collector (OTEL_EXPORTER_OTLP_HEADERS) are
    * read by the exporter itself.
    */
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.preprocess(emptyIsUnset, z.string().url().optional()),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.preprocess(
+    emptyIsUnset,
+    z
+      .string()
+      .url()
+      .regex(/^https?:\/\//, 'expected an http(s) URL such as http://127.0.0.1:4318 (OTLP over HTTP)')
+      .optional(),
+  ),
   /**
    * Share (0 to 1) of traces recorded, decided once where a trace starts (parent-based: the workers
    * follow the edge's decision). A `traceparent` sent by a caller keeps its trace id but not its

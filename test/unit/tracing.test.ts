@@ -1,0 +1,75 @@
+import { context, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { describe, expect, it } from 'vitest';
+import { extractTraceContext, parseSettings, spanContextOf, traceparentOf, Tracing, tracingSettings } from '#core/platform';
+
+const TRACE = '0af7651916cd43dd8448eb211c80319c';
+const PARENT = 'b7ad6b7169203331';
+
+/** Runs `check` with tracing started as given, and always leaves the process's OpenTelemetry globals as they were. */
+async function withTracing(options: { ratio: number; trustRemoteSampling: boolean }, check: (tracing: Tracing) => void): Promise<void> {
+  const tracing = Tracing.start({
+    service: 'unit',
+    settings: { OTEL_TRACES_SAMPLER_ARG: options.ratio },
+    trustRemoteSampling: options.trustRemoteSampling,
+    exporter: new InMemorySpanExporter(),
+  });
+  if (!tracing) throw new Error('tracing did not start with an exporter');
+  try {
+    check(tracing);
+  } finally {
+    await tracing.shutdown();
+  }
+}
+
+describe('tracing settings', () => {
+  it('are off by default, and read an empty value (as docker-compose passes an unset one) as unset', () => {
+    expect(parseSettings(tracingSettings, {})).toEqual({ OTEL_EXPORTER_OTLP_ENDPOINT: undefined, OTEL_TRACES_SAMPLER_ARG: 1 });
+    expect(parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_TRACES_SAMPLER_ARG: '' })).toEqual({
+      OTEL_EXPORTER_OTLP_ENDPOINT: undefined,
+      OTEL_TRACES_SAMPLER_ARG: 1,
+    });
+    expect(Tracing.start({ service: 'unit', settings: parseSettings(tracingSettings, {}), trustRemoteSampling: false })).toBeNull();
+    // Off, nothing was registered: the API hands out its no-op tracer.
+    expect(trace.getTracer('unit').startSpan('x').isRecording()).toBe(false);
+  });
+
+  it('name a bad endpoint or ratio', () => {
+    expect(() => parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(() => parseSettings(tracingSettings, { OTEL_TRACES_SAMPLER_ARG: '1.5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    expect(parseSettings(tracingSettings, { OTEL_TRACES_SAMPLER_ARG: '0.05' }).OTEL_TRACES_SAMPLER_ARG).toBe(0.05);
+  });
+});
+
+describe('sampling', () => {
+  const sampled = extractTraceContext({ traceparent: `00-${TRACE}-${PARENT}-01` });
+  const unsampled = extractTraceContext({ traceparent: `00-${TRACE}-${PARENT}-00` });
+
+  it("at the edge, decides by its own ratio whatever a caller's traceparent says, keeping the caller's trace id", async () => {
+    await withTracing({ ratio: 0, trustRemoteSampling: false }, ({ tracer }) => {
+      expect(tracer.startSpan('forced', undefined, sampled).isRecording()).toBe(false);
+    });
+    await withTracing({ ratio: 1, trustRemoteSampling: false }, ({ tracer }) => {
+      const span = tracer.startSpan('continued', undefined, unsampled);
+      expect(span.isRecording()).toBe(true);
+      expect(span.spanContext().traceId).toBe(TRACE);
+    });
+  });
+
+  it("in a worker, follows the edge's decision carried with the work", async () => {
+    await withTracing({ ratio: 0, trustRemoteSampling: true }, ({ tracer }) => {
+      expect(tracer.startSpan('followed', undefined, sampled).isRecording()).toBe(true);
+      expect(tracer.startSpan('root', undefined, context.active()).isRecording()).toBe(false);
+    });
+  });
+
+  it('carries a recording span as a traceparent and reads it back', async () => {
+    await withTracing({ ratio: 1, trustRemoteSampling: false }, ({ tracer }) => {
+      const span = tracer.startSpan('usage', undefined, sampled);
+      const traceparent = traceparentOf(span);
+      expect(traceparent).toBe(`00-${TRACE}-${span.spanContext().spanId}-01`);
+      expect(spanContextOf(traceparent as string)).toMatchObject({ traceId: TRACE, spanId: span.spanContext().spanId, isRemote: true });
+      expect(spanContextOf('00-not-a-trace-01')).toBeUndefined();
+    });
+  });
+});
