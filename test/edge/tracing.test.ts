@@ -102,7 +102,11 @@ describe('tracing', () => {
     const server = named(trace, 'POST /api/v1/proxy/:apiId/*');
     expect(server.kind).toBe(SpanKind.SERVER);
     expect(server.parentSpanId, "the edge continues the caller's trace").toBe(callerSpanId);
-    expect(server.attributes).toMatchObject({ 'http.route': '/api/v1/proxy/:apiId/*', 'http.request.method': 'POST', 'http.response.status_code': 200 });
+    expect(server.attributes).toMatchObject({
+      'http.route': '/api/v1/proxy/:apiId/*',
+      'http.request.method': 'POST',
+      'http.response.status_code': 200,
+    });
 
     const charge = named(trace, 'charge');
     childOf(charge, server);
@@ -127,6 +131,8 @@ describe('tracing', () => {
     // Our trace context is not sent to the third party: the upstream saw the caller's own header, unchanged.
     const seen = upstream.seen.at(-1);
     expect(seen?.headers.traceparent).toBe(`00-${traceId}-${callerSpanId}-01`);
+    expect(seen?.headers.tracestate).toBeUndefined();
+    for (const span of trace) expect(JSON.stringify(seen?.headers), span.name).not.toContain(span.spanContext().spanId);
   });
 
   it('ignores a caller\'s "sampled" flag it does not share: the sampling decision is the edge\'s', async () => {
