@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
@@ -71,5 +73,44 @@ describe('sampling', () => {
       expect(spanContextOf(traceparent as string)).toMatchObject({ traceId: TRACE, spanId: span.spanContext().spanId, isRemote: true });
       expect(spanContextOf('00-not-a-trace-01')).toBeUndefined();
     });
+  });
+});
+
+describe('export', () => {
+  it('batches spans to <OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces over OTLP/HTTP, and flushes them at shutdown', async () => {
+    const received: Array<{ method?: string; url?: string; type?: string; body: Buffer }> = [];
+    const collector = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        received.push({ method: req.method, url: req.url, type: req.headers['content-type'], body: Buffer.concat(chunks) });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    try {
+      const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}/`;
+      const tracing = Tracing.start({
+        service: 'unit-export',
+        settings: parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }),
+        trustRemoteSampling: false,
+      });
+      expect(tracing).not.toBeNull();
+      tracing?.tracer.startSpan('exported-span-name').end();
+      await tracing?.shutdown();
+      expect(received).toHaveLength(1);
+      expect(received[0]).toMatchObject({ method: 'POST', url: '/v1/traces', type: 'application/json' });
+      const sent = JSON.parse(received[0]?.body.toString() ?? '{}') as {
+        resourceSpans: Array<{
+          resource: { attributes: Array<{ key: string; value: unknown }> };
+          scopeSpans: Array<{ spans: Array<{ name: string }> }>;
+        }>;
+      };
+      expect(sent.resourceSpans[0]?.resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'unit-export' } });
+      expect(sent.resourceSpans[0]?.scopeSpans[0]?.spans.map((span) => span.name)).toEqual(['exported-span-name']);
+    } finally {
+      collector.closeAllConnections();
+      await new Promise<void>((resolve) => collector.close(() => resolve()));
+    }
   });
 });

@@ -19,8 +19,10 @@ export function usageProcessor(deps: Pick<QueueDeps, 'sql'> & Partial<Pick<Queue
   const tracer = deps.tracing?.tracer;
   return processorFor(
     usageBatchJob,
-    async ({ events }) => {
-      const inserted = tracer ? await traced(tracer, events, () => storeUsageEvents(deps.sql, events)) : await storeUsageEvents(deps.sql, events);
+    async ({ events }, job) => {
+      const inserted = tracer
+        ? await traced(tracer, events, job.id, () => storeUsageEvents(deps.sql, events))
+        : await storeUsageEvents(deps.sql, events);
       return { events: events.length, inserted };
     },
     { concurrency: 4 },
@@ -33,7 +35,7 @@ export function usageProcessor(deps: Pick<QueueDeps, 'sql'> & Partial<Pick<Queue
  * usage span of every traced call in the batch (docs/decisions/tracing-usage-batches.md). A batch
  * without traced calls makes no span.
  */
-async function traced(tracer: Tracer, events: UsageEvent[], store: () => Promise<number>): Promise<number> {
+async function traced(tracer: Tracer, events: UsageEvent[], jobId: string | undefined, store: () => Promise<number>): Promise<number> {
   const links: Link[] = [];
   for (const event of events) {
     if (!event.traceparent || links.length >= MAX_LINKS) continue;
@@ -50,6 +52,8 @@ async function traced(tracer: Tracer, events: UsageEvent[], store: () => Promise
       'messaging.operation.type': 'process',
       'messaging.batch.message_count': events.length,
     });
+    // The job's id, to find it on the queue board.
+    if (jobId) span.setAttribute('messaging.message.id', jobId);
   }
   try {
     const inserted = await store();

@@ -135,7 +135,10 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   await app.register(fp(async () => {}, { name: 'deps' }));
   if (ownsDeps) app.addHook('onClose', async () => closeEdgeDeps(deps));
   // Closed with the app: the spans still buffered are exported.
-  if (options.tracing === undefined && tracing) app.addHook('onClose', async () => tracing.shutdown());
+  if (options.tracing === undefined && tracing) {
+    app.log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
+    app.addHook('onClose', async () => tracing.shutdown());
+  }
   // Before any route: every handler then runs in its request's span (when tracing is on).
   await app.register(tracingPlugin);
 
