@@ -125,6 +125,11 @@ describe('tracing', () => {
     const job = named(trace, 'usage-events process');
     childOf(job, publish);
     expect(job.kind).toBe(SpanKind.CONSUMER);
+    expect(job.attributes).toMatchObject({
+      'messaging.batch.message_count': 1,
+      'platform.usage.inserted': 1,
+      'messaging.message.id': expect.any(String),
+    });
     expect(job.links.map((link) => link.context.spanId)).toContain(publish.spanContext().spanId);
     expect(job.resource.attributes['service.name']).toBe('platform-test');
 
