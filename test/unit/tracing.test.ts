@@ -76,20 +76,33 @@ describe('sampling', () => {
   });
 });
 
+/** A loopback OTLP/HTTP collector that records what it is sent and answers with `status`. */
+async function startCollector(status = 200) {
+  const received: Array<{ method?: string; url?: string; type?: string; body: Buffer }> = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({ method: req.method, url: req.url, type: req.headers['content-type'], body: Buffer.concat(chunks) });
+      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    received,
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 describe('export', () => {
   it('batches spans to <OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces over OTLP/HTTP, and flushes them at shutdown', async () => {
-    const received: Array<{ method?: string; url?: string; type?: string; body: Buffer }> = [];
-    const collector = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        received.push({ method: req.method, url: req.url, type: req.headers['content-type'], body: Buffer.concat(chunks) });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const collector = await startCollector();
+    const { received, endpoint } = collector;
     try {
-      const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}/`;
       const tracing = Tracing.start({
         service: 'unit-export',
         settings: parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }),
@@ -109,8 +122,28 @@ describe('export', () => {
       expect(sent.resourceSpans[0]?.resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'unit-export' } });
       expect(sent.resourceSpans[0]?.scopeSpans[0]?.spans.map((span) => span.name)).toEqual(['exported-span-name']);
     } finally {
-      collector.closeAllConnections();
-      await new Promise<void>((resolve) => collector.close(() => resolve()));
+      await collector.close();
+    }
+  });
+
+  it('tells the log when the collector refuses spans, without the request it sent', async () => {
+    const collector = await startCollector(400);
+    const lines: Array<{ level: string; fields: Record<string, unknown>; message: string }> = [];
+    const log = {
+      warn: (fields: Record<string, unknown>, message: string) => lines.push({ level: 'warn', fields, message }),
+      error: (fields: Record<string, unknown>, message: string) => lines.push({ level: 'error', fields, message }),
+    };
+    try {
+      const settings = parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint });
+      const tracing = Tracing.start({ service: 'unit-refused', settings, trustRemoteSampling: false, log });
+      tracing?.tracer.startSpan('refused-span').end();
+      await tracing?.shutdown();
+      expect(collector.received).toHaveLength(1);
+      expect(lines.length, JSON.stringify(lines)).toBeGreaterThan(0);
+      expect(lines[0]?.message).toMatch(/^tracing: /);
+      expect(JSON.stringify(lines)).not.toContain('refused-span');
+    } finally {
+      await collector.close();
     }
   });
 });

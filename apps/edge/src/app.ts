@@ -127,7 +127,8 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       'SANDBOX TOP-UPS ARE ON IN PRODUCTION: any account can credit itself with POST /balance and spend it on APIs you pay for',
     );
   }
-  const tracing = options.tracing !== undefined ? options.tracing : Tracing.start({ service: 'platform-edge', settings, trustRemoteSampling: false });
+  const tracing =
+    options.tracing !== undefined ? options.tracing : Tracing.start({ service: 'platform-edge', settings, trustRemoteSampling: false, log: app.log });
   app.decorate('tracing', tracing);
   const ownsDeps = options.deps === undefined;
   const deps = options.deps ?? createEdgeDeps(settings, app.log, tracing);

@@ -1,6 +1,8 @@
 import {
   context,
   defaultTextMapGetter,
+  diag,
+  DiagLogLevel,
   defaultTextMapSetter,
   propagation,
   ROOT_CONTEXT,
@@ -25,6 +27,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { z } from 'zod';
+import type { Logger } from './logger.js';
 
 /**
  * OpenTelemetry tracing of one process (docs/OPERATIONS.md, "Tracing"). Off unless
@@ -75,6 +78,8 @@ export interface TracingOptions {
   trustRemoteSampling: boolean;
   /** Tests: spans go to this exporter, one at a time as they end, and tracing is on whatever the settings say. */
   exporter?: SpanExporter;
+  /** Where the SDK's own warnings and errors go (a collector that refuses or cannot be reached, spans dropped). */
+  log?: Logger;
 }
 
 const w3c = new W3CTraceContextPropagator();
@@ -85,6 +90,7 @@ export class Tracing {
   /** What ended spans are handed to; also the workflow span sink's (Temporal's makeWorkflowExporter). */
   readonly processor: SpanProcessor;
   private readonly provider: NodeTracerProvider;
+  private readonly log: Logger | undefined;
   private stopped = false;
 
   private constructor(options: TracingOptions & { exporter: SpanExporter; batched: boolean }) {
@@ -97,6 +103,22 @@ export class Tracing {
     this.provider = new NodeTracerProvider({ resource: this.resource, sampler, spanProcessors: [this.processor] });
     this.provider.register({ propagator: w3c });
     this.tracer = this.provider.getTracer('platform');
+    const { log } = options;
+    this.log = log;
+    if (log) {
+      // Only the SDK's message and the messages of errors it passes: never its objects (requests, headers).
+      const text = (args: unknown[]) => args.map((arg) => (arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : '')).filter(Boolean);
+      diag.setLogger(
+        {
+          error: (message, ...args) => log.error({ details: text(args) }, `tracing: ${message}`),
+          warn: (message, ...args) => log.warn({ details: text(args) }, `tracing: ${message}`),
+          info: () => {},
+          debug: () => {},
+          verbose: () => {},
+        },
+        { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+      );
+    }
   }
 
   /** Tracing as the settings (or a test's exporter) ask, or null when it is off. */
@@ -120,10 +142,14 @@ export class Tracing {
   async shutdown(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    await this.provider.shutdown().catch(() => {});
+    // The last batch's failure rejects here (a periodic batch's goes to the log through diag).
+    await this.provider.shutdown().catch((error: unknown) => {
+      this.log?.error({ details: [error instanceof Error ? error.message : String(error)] }, 'tracing: the last spans could not be exported');
+    });
     trace.disable();
     context.disable();
     propagation.disable();
+    diag.disable();
   }
 }
 
