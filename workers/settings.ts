@@ -3,7 +3,7 @@ import { directorySettings } from '#core/directory';
 import { emailSettings, webhookSettings } from '#core/notifications';
 import { stripeSettings } from '#core/billing';
 import { oauthRenewalSettings } from '#core/oauth';
-import { isDevCodecKeys, isDevMasterKey, metricsSettings } from '#core/platform';
+import { isDevCodecKeys, isDevMasterKey, metricsSettings, tracingSettings } from '#core/platform';
 import { envFlag, parseSettings, SettingsError, sharedSettings } from '#core/platform';
 
 /** Settings of the worker processes (Temporal worker and BullMQ workers). */
@@ -13,6 +13,7 @@ export const workerSettings = sharedSettings
   .extend(webhookSettings.shape)
   .extend(stripeSettings.shape)
   .extend(metricsSettings.shape)
+  .extend(tracingSettings.shape)
   .extend(oauthRenewalSettings.shape)
   .extend({
     /** Where the Temporal SDK serves its own metrics (host:port, loopback); the Temporal worker's /metrics includes them. Empty: off. */

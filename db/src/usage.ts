@@ -35,6 +35,14 @@ export const usageEventSchema = z.object({
     .nullable()
     .optional(),
   paidWith: z.enum(['balance', 'x402']).nullable().optional(),
+  /**
+   * The W3C trace context of the call's usage span, on events of traced calls only: the usage worker
+   * continues the call's trace from it (docs/OPERATIONS.md, "Tracing"). Never stored.
+   */
+  traceparent: z
+    .string()
+    .regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+    .optional(),
 });
 export type UsageEvent = z.output<typeof usageEventSchema>;
 

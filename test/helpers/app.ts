@@ -1,11 +1,11 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import { buildApp } from '#edge/app';
+import { buildApp, type BuildOptions } from '#edge/app';
 import { testEdgeSettings } from './settings.js';
 
 /** Builds an edge app against the real services. Routes may still be added before the first inject. */
-export async function createTestApp(overrides: Record<string, string> = {}): Promise<FastifyInstance> {
-  return buildApp(testEdgeSettings(overrides));
+export async function createTestApp(overrides: Record<string, string> = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+  return buildApp(testEdgeSettings(overrides), options);
 }
 
 export { createTestAccount, type TestAccount } from '#fixtures/accounts';

@@ -1,7 +1,10 @@
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, Worker, type ReplayResult, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Resource } from '@opentelemetry/resources';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { makeWorkflowExporter, type OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
+import { bundleWorkflowCode, Worker, type InjectedSinks, type ReplayResult, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEV_CODEC_KEYS, parseCodecKeys, temporalDataConverter } from '#core/platform';
 import { readRecordedHistories } from '#fixtures/histories';
@@ -17,12 +20,13 @@ const recordings = readRecordedHistories();
 const dataConverter = temporalDataConverter(parseCodecKeys(DEV_CODEC_KEYS));
 const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
-async function replayAll(bundle: WorkflowBundleWithSourceMap): Promise<Map<string, ReplayResult>> {
+async function replayAll(bundle: WorkflowBundleWithSourceMap, sinks?: InjectedSinks<OpenTelemetrySinks>): Promise<Map<string, ReplayResult>> {
   quietTemporalRuntime();
   const results = new Map<string, ReplayResult>();
   const byWorkflowId = new Map(recordings.map((recording) => [recording.workflowId, recording.name]));
   const histories = recordings.map(({ workflowId, history }) => ({ workflowId, history }));
-  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, dataConverter, replayName: uniqueId('replay-') }, histories)) {
+  const options = { workflowBundle: bundle, dataConverter, replayName: uniqueId('replay-'), ...(sinks ? { sinks } : {}) };
+  for await (const result of Worker.runReplayHistories(options, histories)) {
     results.set(byWorkflowId.get(result.workflowId)!, result);
   }
   return results;
@@ -81,6 +85,13 @@ describe('workflow versioning: recorded histories replay against the current cod
 
   it('replays every recorded history without a determinism error', async () => {
     const results = await replayAll(await workflowBundle());
+    expect(results.size).toBe(recordings.length);
+    for (const [name, result] of results) expect(result.error, `${name}: ${String(result.error)}`).toBeUndefined();
+  });
+
+  it("replays them with tracing's workflow interceptors bundled: switching tracing on leaves open sessions deterministic", async () => {
+    const exporter = makeWorkflowExporter(new SimpleSpanProcessor(new InMemorySpanExporter()), new Resource({ 'service.name': 'replay' }));
+    const results = await replayAll(await workflowBundle(true), { exporter });
     expect(results.size).toBe(recordings.length);
     for (const [name, result] of results) expect(result.error, `${name}: ${String(result.error)}`).toBeUndefined();
   });

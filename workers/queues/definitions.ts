@@ -2,7 +2,7 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { JobDeclaration } from '#core/platform';
+import type { JobDeclaration, Tracing } from '#core/platform';
 import type { Sql } from '#db/sql';
 import type { WorkerSettings } from '../settings.js';
 
@@ -12,6 +12,8 @@ export interface QueueDeps {
   redis: Redis;
   settings: WorkerSettings;
   log: Logger;
+  /** The process's tracing, or null when it is off; the usage processor continues traced calls' traces. */
+  tracing?: Tracing | null;
 }
 
 /** A processor attached to one declared job (core declares queue, payload and retry policy once). */

@@ -5,7 +5,7 @@ import { Worker } from 'bullmq';
 import pino from 'pino';
 import { reconcileAutoTopupsJob, reconcileRefundsJob } from '#core/billing';
 import { oauthRenewalJob } from '#core/oauth';
-import { createRedis, loadSettingsOrExit, createQueue } from '#core/platform';
+import { createRedis, loadSettingsOrExit, createQueue, Tracing } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
@@ -20,7 +20,9 @@ const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' }
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'queue-workers' });
 const connection = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'queue-workers' }, log);
 
-const processors = queueProcessors({ sql, redis: connection, settings, log });
+const tracing = Tracing.start({ service: 'platform-queue-worker', settings, trustRemoteSampling: true, log });
+if (tracing) log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
+const processors = queueProcessors({ sql, redis: connection, settings, log, tracing });
 const queueWorkers: Array<{ queue: string; worker: Worker }> = [];
 const workers = [...byQueue(processors)].map(([queue, list]) => {
   const worker = new Worker(queue, queueHandler(list), {
@@ -84,6 +86,6 @@ onShutdown(log, settings.SHUTDOWN_GRACE_SECONDS, async () => {
     ...observed.map((queue) => queue.close()),
     metrics?.close(),
   ]);
-  await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit()]);
+  await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit(), tracing?.shutdown()]);
 });
 log.info({ queues: [...byQueue(processors).keys()] }, 'queue workers running');

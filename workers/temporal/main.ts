@@ -2,12 +2,13 @@
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
-import { createRedis, temporalDataConverter, temporalTls } from '#core/platform';
+import { createRedis, temporalDataConverter, temporalTls, Tracing } from '#core/platform';
 import { loadSettingsOrExit } from '#core/platform';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
 import { createActivities } from './activities.js';
+import { temporalWorkerTracing } from './tracing.js';
 import { serveMetrics, temporalWorkerRegistry } from '../metrics.js';
 
 const settings = loadSettingsOrExit(loadWorkerSettings);
@@ -30,6 +31,11 @@ Runtime.install({
     : {}),
 });
 
+// Tracing (off unless OTEL_EXPORTER_OTLP_ENDPOINT is set): workflows, their updates and activities,
+// continuing the traces the edge's Temporal client started.
+const tracing = Tracing.start({ service: 'platform-temporal-worker', settings, trustRemoteSampling: true, log });
+if (tracing) log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
+
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });
 const redis = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'temporal-worker' }, log);
 const tls = temporalTls(settings);
@@ -42,6 +48,7 @@ const worker = await Worker.create({
   // Encrypts what the workflows store in Temporal (resultData, anything a person typed): payload-codec.ts.
   dataConverter: temporalDataConverter(settings.TEMPORAL_CODEC_KEYS),
   activities: createActivities({ sql, redis, redisPrefix: settings.REDIS_PREFIX, webhooks: settings }),
+  ...temporalWorkerTracing(tracing),
 });
 
 const sdkMetrics = settings.TEMPORAL_METRICS_ADDRESS;
@@ -65,6 +72,6 @@ try {
   await worker.run();
 } finally {
   await connection.close();
-  await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit()]);
+  await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), tracing?.shutdown()]);
   log.info('temporal worker stopped');
 }

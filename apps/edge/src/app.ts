@@ -5,7 +5,7 @@ import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyLoggerOptions, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { PlatformError } from '#core/platform';
+import { PlatformError, Tracing } from '#core/platform';
 import type { EdgeSettings } from './config.js';
 import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling, sendError } from './errors.js';
@@ -16,6 +16,7 @@ import queueBoardPlugin from './plugins/queue-board.js';
 import codecServerPlugin from './plugins/codec-server.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import metricsPlugin from './plugins/metrics.js';
+import tracingPlugin from './plugins/tracing.js';
 import { registerApiRoutes } from './routes/index.js';
 import routeCatalogPlugin from './plugins/route-catalog.js';
 import mcpPlugin, { mcpOriginGuard } from './mcp/plugin.js';
@@ -41,6 +42,11 @@ export interface BuildOptions {
   /** Use these dependencies instead of creating them; the caller then owns closing them. */
   deps?: EdgeDeps;
   logger?: FastifyServerOptions['logger'];
+  /**
+   * The process's tracing (tests pass one with an in-memory exporter; null forces it off). By default
+   * it is started from the settings, and shut down with the app.
+   */
+  tracing?: Tracing | null;
 }
 
 /** The proxy's routes: their query strings go to the upstream unchanged and may carry the caller's own keys. */
@@ -121,11 +127,21 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       'SANDBOX TOP-UPS ARE ON IN PRODUCTION: any account can credit itself with POST /balance and spend it on APIs you pay for',
     );
   }
+  const tracing =
+    options.tracing !== undefined ? options.tracing : Tracing.start({ service: 'platform-edge', settings, trustRemoteSampling: false, log: app.log });
+  app.decorate('tracing', tracing);
   const ownsDeps = options.deps === undefined;
-  const deps = options.deps ?? createEdgeDeps(settings, app.log);
+  const deps = options.deps ?? createEdgeDeps(settings, app.log, tracing);
   app.decorate('deps', deps);
   await app.register(fp(async () => {}, { name: 'deps' }));
   if (ownsDeps) app.addHook('onClose', async () => closeEdgeDeps(deps));
+  // Closed with the app: the spans still buffered are exported.
+  if (options.tracing === undefined && tracing) {
+    app.log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
+    app.addHook('onClose', async () => tracing.shutdown());
+  }
+  // Before any route: every handler then runs in its request's span (when tracing is on).
+  await app.register(tracingPlugin);
 
   // Hooks run on every request are written with `done` rather than as async functions: no promise
   // and no extra microtask per request.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseDollars } from '#contracts/money';
-import { metricsSettings, isDevCodecKeys, isDevMasterKey, masterKeySetting } from '#core/platform';
+import { metricsSettings, tracingSettings, isDevCodecKeys, isDevMasterKey, masterKeySetting } from '#core/platform';
 import { envFlag, parseSettings, sharedSettings } from '#core/platform';
 import { webhookSettings } from '#core/notifications';
 import { stripeSettings, x402Settings } from '#core/billing';
@@ -35,6 +35,7 @@ export const edgeSettings = sharedSettings
   .extend(stripeSettings.shape)
   .extend(x402Settings.shape)
   .extend(metricsSettings.shape)
+  .extend(tracingSettings.shape)
   .extend({
     HOST: z.string().default('127.0.0.1'),
     PORT: z.coerce.number().int().min(0).max(65535).default(3000),

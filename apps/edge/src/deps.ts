@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { createRedis, type RedisErrorLog } from '#core/platform';
 import { createSql, type Sql } from '#db/sql';
 import type { EdgeSettings } from './config.js';
-import { TemporalGateway, temporalDataConverter, temporalTls } from '#core/platform';
+import { TemporalGateway, temporalDataConverter, temporalTls, type Tracing } from '#core/platform';
 
 /** Everything the edge talks to. Built once per process (or per test app) and closed with the app. */
 export interface EdgeDeps {
@@ -13,7 +13,8 @@ export interface EdgeDeps {
   temporal: TemporalGateway;
 }
 
-export function createEdgeDeps(settings: EdgeSettings, log?: RedisErrorLog): EdgeDeps {
+/** `tracing`: when on, the Temporal client's calls are traced into the workflows (Tracing.workflowClientInterceptor). */
+export function createEdgeDeps(settings: EdgeSettings, log?: RedisErrorLog, tracing?: Tracing | null): EdgeDeps {
   return {
     settings,
     sql: createSql(settings.DATABASE_URL, { max: settings.DATABASE_POOL_MAX, appName: 'edge' }),
@@ -24,6 +25,7 @@ export function createEdgeDeps(settings: EdgeSettings, log?: RedisErrorLog): Edg
       settings.TEMPORAL_TASK_QUEUE,
       temporalDataConverter(settings.TEMPORAL_CODEC_KEYS),
       temporalTls(settings),
+      tracing ? [tracing.workflowClientInterceptor()] : [],
     ),
   };
 }

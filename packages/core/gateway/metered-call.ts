@@ -1,9 +1,11 @@
 import { Readable, Transform } from 'node:stream';
+import type { Tracer } from '@opentelemetry/api';
 import type { MeteredApi } from '#db/metered-apis';
 import type { ChargeReceipt, PricedCall, RefundOutcome, UsageSink } from '#core/billing';
 import type { Caller } from '#core/identity';
 import { formatDollars } from '#contracts/money';
 import { notFound, PlatformError, readBounded } from '#core/platform';
+import { CallTrace } from './call-trace.js';
 import type { SealedConnectionKeys } from './connection-cache.js';
 import {
   droppedRequestHeaders,
@@ -131,6 +133,8 @@ export interface MeteredCallDeps {
   usage: UsageSink;
   log: { warn(object: Record<string, unknown>, message: string): void };
   observe?: CallObserver;
+  /** Given when tracing is on (core/platform's Tracing): each call then makes its spans (CallTrace). Absent, a call does no tracing work. */
+  tracer?: Tracer;
 }
 
 /** How many OAuth tokens' redactors an edge keeps before starting over. */
@@ -166,17 +170,19 @@ export class MeteredCall {
       },
       this.deps.oauth ?? null,
     );
+    const trace = this.deps.tracer ? new CallTrace(this.deps.tracer, api.id) : null;
     // Nothing is forwarded before the charge (and the door's own checks) passed.
     let receipt: ChargeReceipt;
     try {
-      receipt = await request.charge({ costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
+      const charging = request.charge({ costMicros: plan.costMicros, item: 'proxy', apiId: api.id, description: `${request.method} ${plan.path}` });
+      receipt = await (trace ? trace.charge(charging, request.caller.accountId, plan.costMicros) : charging);
     } catch (error) {
       const code = (error as PlatformError).code;
       const outcome = code === 'insufficient_balance' || code === 'payment_invalid' ? 'payment_required' : 'refused';
       this.deps.observe?.({ apiId: api.id, outcome, upstreamSeconds: null, costMicros: 0n });
       throw error;
     }
-    const settlement = new Settlement(this.deps, request, api, receipt, started, plan.path);
+    const settlement = new Settlement(this.deps, request, api, receipt, started, plan.path, trace);
     return this.forward(request, plan, settlement);
   }
 
@@ -220,6 +226,7 @@ export class MeteredCall {
 
     let upstream: UpstreamResponse;
     const forwarded = performance.now();
+    settlement.trace?.upstreamStarted(request.method, plan.origin, plan.path);
     try {
       upstream = await this.deps.upstream.request({
         origin: plan.origin,
@@ -241,6 +248,7 @@ export class MeteredCall {
     }
     deadline.answered();
     settlement.upstreamSeconds = (performance.now() - forwarded) / 1000;
+    settlement.upstreamStatus = upstream.statusCode;
 
     if (upstream.statusCode === 401 && plan.oauthBearer && !retry) {
       const renewed = await this.renewedAfter401(request, plan);
@@ -417,6 +425,8 @@ class Settlement {
   bytesOut = 0;
   /** Seconds from forwarding to the upstream's answer headers, once it answered. */
   upstreamSeconds: number | null = null;
+  /** The upstream's status, once it answered. */
+  upstreamStatus: number | null = null;
   private settled = false;
 
   constructor(
@@ -427,10 +437,13 @@ class Settlement {
     private readonly started: number,
     /** The canonical path under the API's base URL (no query string); the usage worker redacts it. */
     private readonly path: string,
+    /** The call's spans, when tracing is on. */
+    readonly trace: CallTrace | null,
   ) {}
 
   served(status: number): void {
     if (!this.claim()) return;
+    this.trace?.upstreamEnded(status, null);
     this.record(status, this.receipt.costMicros, null);
     this.deps.observe?.({
       apiId: this.api.id,
@@ -443,6 +456,7 @@ class Settlement {
   /** Refunds the charge and says so on `failure` (details, and the X-Service-* headers of the refund); returns it. */
   async refund(failure: PlatformError, status: number, outcome: CallOutcome): Promise<PlatformError> {
     if (!this.claim()) return failure;
+    this.trace?.upstreamEnded(this.upstreamStatus, failure.code);
     this.deps.observe?.({ apiId: this.api.id, outcome, upstreamSeconds: this.upstreamSeconds, costMicros: 0n });
     const chargeId = this.receipt.chargeId;
     if (chargeId) {
@@ -476,10 +490,11 @@ class Settlement {
     // settled) is only failed.
     const refunded = errorCode !== null && this.receipt.chargeId !== null;
     const chargedMicros = refunded ? this.receipt.costMicros : paid.costMicros;
-    this.deps.usage.record({
+    const outcome = refunded ? 'refunded' : errorCode !== null || status >= 400 ? 'failed' : 'served';
+    const event: Parameters<UsageSink['record']>[0] = {
       method: this.request.method,
       path: this.path,
-      outcome: refunded ? 'refunded' : errorCode !== null || status >= 400 ? 'failed' : 'served',
+      outcome,
       errorCode,
       chargedMicros: chargedMicros.toString(),
       paidWith: chargedMicros > 0n ? (paid.paidWith ?? 'balance') : null,
@@ -495,7 +510,10 @@ class Settlement {
       chargeId: paid.chargeId,
       holdId: this.receipt.holdId,
       at: new Date().toISOString(),
-    });
+    };
+    // A traced call's event carries its usage span's context to the usage worker.
+    if (this.trace) event.traceparent = this.trace.usageRecorded(outcome, status);
+    this.deps.usage.record(event);
   }
 }
 

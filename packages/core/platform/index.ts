@@ -28,3 +28,5 @@ export type { CodecKey, CodecServerBody } from './payload-codec.js';
 export { readBounded } from './bounded-read.js';
 export { BoundedLabel, createRegistry, metricsSettings, prom, serveMetrics } from './metrics.js';
 export type { Registry } from './metrics.js';
+export { Tracing, extractTraceContext, spanContextOf, traceparentOf, tracingSettings } from './tracing.js';
+export type { TracingOptions, TracingSettings } from './tracing.js';

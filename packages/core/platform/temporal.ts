@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import { Client, Connection, type TLSConfig, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { SettingsError } from './settings.js';
 
@@ -51,9 +51,16 @@ export class TemporalGateway {
     dataConverter?: DataConverter,
     /** temporalTls(settings): TLS or mTLS to a real cluster; plain gRPC when undefined. */
     tls?: TLSConfig,
+    /** Interceptors of workflow calls: tracing's (Tracing.workflowClientInterceptor) when it is on. */
+    workflowInterceptors: WorkflowClientInterceptor[] = [],
   ) {
     this.connection = Connection.lazy({ address, connectTimeout: 2_000, ...(tls ? { tls } : {}) });
-    this.client = new Client({ connection: this.connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
+    this.client = new Client({
+      connection: this.connection,
+      namespace,
+      ...(dataConverter ? { dataConverter } : {}),
+      ...(workflowInterceptors.length > 0 ? { interceptors: { workflow: workflowInterceptors } } : {}),
+    });
   }
 
   /** Resolves when the frontend answers a health check within `timeoutMs`; rejects otherwise. */

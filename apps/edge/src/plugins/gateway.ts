@@ -38,6 +38,7 @@ export default fp(
         usage: app.usage,
         log: app.log,
         observe: app.metrics.observeCall,
+        ...(app.tracing ? { tracer: app.tracing.tracer } : {}),
       }),
     );
   },
