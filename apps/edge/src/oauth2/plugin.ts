@@ -1,0 +1,67 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { clientAddress } from '../plugins/rate-limit.js';
+import { createAuthorizationServer, OAUTH2_PREFIX, type AuthorizationServer } from './provider.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The platform's OAuth 2.1 authorization server for MCP clients (oauth2/provider.ts). */
+    authorizationServer: AuthorizationServer;
+  }
+}
+
+/** RFC 8414's metadata path for the issuer PUBLIC_URL/oauth2 (the well-known suffix goes before the path). */
+const AS_METADATA_PATH = '/.well-known/oauth-authorization-server';
+
+/**
+ * Mounts the authorization server (oidc-provider, a Koa app) at /oauth2: each request under it is
+ * handed to the provider's Node callback with the prefix taken off, its body unread (the provider
+ * parses its own forms and JSON). Its discovery document is also served at the RFC 8414 addresses.
+ * Every request counts against the caller address's public rate limit first.
+ */
+export default fp(
+  async function authorizationServerPlugin(app: FastifyInstance) {
+    const server = await createAuthorizationServer(app.deps.sql, app.deps.settings);
+    app.decorate('authorizationServer', server);
+    const callback = server.provider.callback();
+    // The provider's own failures are answered by it (as OAuth errors); a 500 among them is logged, without the request's parameters.
+    server.provider.on('server_error', (_ctx: unknown, error: unknown) =>
+      app.log.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name } }, 'authorization server error'),
+    );
+
+    const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
+      await app.rateLimiter.consume(request, reply, 'public', `ip:${clientAddress(request.ip)}`);
+      reply.hijack();
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string);
+      request.raw.url = request.raw.url!.slice(OAUTH2_PREFIX.length) || '/';
+      callback(request.raw, reply.raw);
+    };
+
+    await app.register(async (scope) => {
+      // The provider reads request bodies itself: Fastify must leave them in the stream.
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+      for (const url of [OAUTH2_PREFIX, `${OAUTH2_PREFIX}/*`]) {
+        scope.route({ method: ['GET', 'POST', 'OPTIONS', 'DELETE', 'PUT', 'HEAD'], url, schema: { hide: true }, handler: handOver });
+      }
+    });
+
+    // RFC 8414: the provider serves OpenID discovery under its issuer; the same document (its fields
+    // are RFC 8414's) is served at the OAuth addresses, path-aware and at the root.
+    let metadata: string | null = null;
+    for (const url of [`${AS_METADATA_PATH}${OAUTH2_PREFIX}`, AS_METADATA_PATH, `/.well-known/openid-configuration${OAUTH2_PREFIX}`]) {
+      app.get(url, { schema: { hide: true } }, async (_request, reply) => {
+        if (metadata === null) {
+          const answer = await app.inject({ method: 'GET', url: `${OAUTH2_PREFIX}/.well-known/openid-configuration` });
+          if (answer.statusCode !== 200) throw new Error(`the authorization server's discovery answered ${answer.statusCode}`);
+          metadata = answer.body;
+        }
+        reply.header('Access-Control-Allow-Origin', '*');
+        reply.header('Cache-Control', 'public, max-age=3600');
+        reply.type('application/json; charset=utf-8');
+        return metadata;
+      });
+    }
+  },
+  { name: 'authorization-server', dependencies: ['deps', 'rate-limit'] },
+);
