@@ -60,10 +60,19 @@ export async function destroyProviderModel(db: Db, kind: string, id: string): Pr
   await db`delete from oauth_provider_models where kind = ${kind} and id = ${id}`;
 }
 
-/** Every model of a grant: the grant itself, its codes and its tokens (oidc-provider's revokeByGrantId). */
-export async function revokeProviderGrant(db: Db, grantId: string): Promise<number> {
-  const deleted = await db`delete from oauth_provider_models where grant_id = ${grantId} or (kind = 'Grant' and id = ${grantId})`;
-  return deleted.count;
+/**
+ * Every model of a grant: the grant itself, its codes and its tokens (oidc-provider's
+ * revokeByGrantId). With `keepAccessTokens`, its access tokens stay until they expire, marked
+ * consumed (no longer valid anywhere), so the MCP endpoint can still tell a client presenting one
+ * that its access was revoked (403 key_revoked) rather than that the token is unknown.
+ */
+export async function revokeProviderGrant(db: Db, grantId: string, options: { keepAccessTokens?: boolean } = {}): Promise<void> {
+  if (options.keepAccessTokens) {
+    await db`update oauth_provider_models set consumed_at = coalesce(consumed_at, now()) where grant_id = ${grantId} and kind = 'AccessToken'`;
+    await db`delete from oauth_provider_models where (grant_id = ${grantId} and kind <> 'AccessToken') or (kind = 'Grant' and id = ${grantId})`;
+    return;
+  }
+  await db`delete from oauth_provider_models where grant_id = ${grantId} or (kind = 'Grant' and id = ${grantId})`;
 }
 
 /** Rows expired before `before`, at most `batch` of them. */

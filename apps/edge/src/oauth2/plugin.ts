@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { PlatformError } from '#core/platform';
 import { clientAddress } from '../plugins/rate-limit.js';
 import { createAuthorizationServer, OAUTH2_PREFIX, type AuthorizationServer } from './provider.js';
 
@@ -29,12 +30,25 @@ export default fp(
       app.log.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name } }, 'authorization server error'),
     );
 
+    // Every URL the provider writes (endpoints, redirects, cookie scopes) is on PUBLIC_URL, whatever
+    // Host the request came with: it is told so the way a proxy would tell it (and trusts only that).
+    const site = new URL(app.deps.settings.PUBLIC_URL);
+    server.provider.proxy = true;
     const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
+      // The router also matches percent-encoded spellings of the prefix: only the plain one is handed over.
+      if (!request.raw.url?.startsWith(OAUTH2_PREFIX)) throw new PlatformError('not_found', 'Route not found', { hint: `The authorization server is at ${OAUTH2_PREFIX}.` });
       await app.rateLimiter.consume(request, reply, 'public', `ip:${clientAddress(request.ip)}`);
       reply.hijack();
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string);
-      request.raw.url = request.raw.url!.slice(OAUTH2_PREFIX.length) || '/';
-      callback(request.raw, reply.raw);
+      const raw = request.raw as typeof request.raw & { originalUrl?: string };
+      raw.headers['x-forwarded-proto'] = site.protocol.slice(0, -1);
+      raw.headers['x-forwarded-host'] = site.host;
+      delete raw.headers['x-forwarded-for'];
+      // As Express mounts a sub-app: the provider reads its mount path from originalUrl minus url.
+      raw.originalUrl = raw.url;
+      const rest = raw.url!.slice(OAUTH2_PREFIX.length);
+      raw.url = rest.startsWith('/') ? rest : `/${rest}`;
+      callback(raw, reply.raw);
     };
 
     await app.register(async (scope) => {

@@ -23,6 +23,7 @@ import type { EdgeSettings } from '../config.js';
 export const OAUTH2_PREFIX = '/oauth2';
 /** The one scope of the MCP resource: what a consent grants (the limits are the grant's key's). */
 export const MCP_SCOPE = 'mcp';
+const PROVIDER_SCOPES = ['openid', 'offline_access', MCP_SCOPE];
 /** The dashboard page the provider sends a person to for sign-in and consent. */
 export const CONSENT_PAGE = '/oauth/consent';
 /** Access tokens are short-lived (an hour); refresh tokens keep a client connected for 30 days of disuse. */
@@ -165,7 +166,7 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
       short: { signed: true, secure, sameSite: 'lax' },
     },
     clients: [],
-    scopes: ['openid', 'offline_access', MCP_SCOPE],
+    scopes: PROVIDER_SCOPES,
     claims: { openid: ['sub'] },
     responseTypes: ['code'],
     pkce: { required: () => true },
@@ -218,8 +219,6 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
         `<p>Go back to the application that sent you here and try connecting again.</p></body></html>`;
     },
   });
-  // Behind the proxies the edge trusts, the provider reads the original scheme and host the same way.
-  provider.proxy = settings.TRUST_PROXY !== false;
 
   async function keyForAccessToken(token: string): Promise<KeyRow> {
     const found = await provider.AccessToken.find(token);
@@ -290,7 +289,9 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
   async function approve(uid: string, accountId: string, makeKey: (grantId: string, pending: PendingAuthorization) => Promise<KeyRow>) {
     const request = await pending(uid);
     const grant = new provider.Grant({ accountId, clientId: request.client.id });
-    const oidcScopes = request.scopes.filter((scope) => scope === 'openid' || scope === 'offline_access');
+    // The scopes the provider knows (openid, offline_access for refresh tokens, mcp) as asked; the
+    // resource's own scope whatever was asked: the access is the MCP endpoint's, limited by the key.
+    const oidcScopes = request.scopes.filter((scope) => PROVIDER_SCOPES.includes(scope));
     if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(' '));
     grant.addResourceScope(urls.resource, MCP_SCOPE);
     const grantId = await grant.save();
