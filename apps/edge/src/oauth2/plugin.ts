@@ -56,7 +56,7 @@ export default fp(
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
       for (const url of [OAUTH2_PREFIX, `${OAUTH2_PREFIX}/*`]) {
-        scope.route({ method: ['GET', 'POST', 'OPTIONS', 'DELETE', 'PUT', 'HEAD'], url, schema: { hide: true }, handler: handOver });
+        scope.route({ method: ['GET', 'POST', 'OPTIONS', 'DELETE', 'PUT', 'HEAD'], url, schema: { hide: true }, config: { secretQuery: true }, handler: handOver });
       }
     });
 

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { errors, Provider, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { isPrivateAddress } from '#core/gateway';
 import { assertKeyUsable, type KeyRow } from '#core/identity';
+import { oauthProviderSecretContext } from '#core/oauth';
 import { openSecret, PlatformError, sealSecret } from '#core/platform';
 import { findKeyByOAuthGrant } from '#db/keys';
 import {
@@ -46,9 +47,6 @@ export function authorizationServerUrls(settings: Pick<EdgeSettings, 'PUBLIC_URL
   return { issuer: `${site}${OAUTH2_PREFIX}`, resource: `${site}/mcp`, consentPage: `${site}${CONSENT_PAGE}` };
 }
 
-/** The secret-box context of a provider secret (AES-256-GCM associated data): bound to its name. */
-export const providerSecretContext = (name: string) => `oauth-provider:${name}`;
-
 /** An RS256 signing key (ID tokens, signed responses) as a private JWK. */
 function newSigningJwk(): Record<string, unknown> {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -58,7 +56,7 @@ function newSigningJwk(): Record<string, unknown> {
 /** The provider's signing keys and cookie keys: made on first start, sealed under the master key. */
 async function providerSecrets(sql: Sql, masterKey: Buffer): Promise<{ jwks: { keys: Record<string, unknown>[] }; cookieKeys: string[] }> {
   const open = async (name: string, make: () => string) => {
-    const context = providerSecretContext(name);
+    const context = oauthProviderSecretContext(name);
     const sealed = await providerSecret(sql, name, () => sealSecret(masterKey, make(), context));
     return openSecret(masterKey, sealed, context);
   };
