@@ -62,7 +62,11 @@ describe('MCP clients that sign in with OAuth', () => {
   it('serves the protected-resource metadata with its authorization server, and that server’s RFC 8414 metadata', async () => {
     const resource = await fetch(`${edge}/.well-known/oauth-protected-resource/mcp`).then((r) => r.json());
     expect(resource).toMatchObject({ resource: `${edge}/mcp`, authorization_servers: [`${edge}/oauth2`], scopes_supported: ['mcp'] });
-    for (const path of ['/.well-known/oauth-authorization-server/oauth2', '/.well-known/oauth-authorization-server', '/oauth2/.well-known/openid-configuration']) {
+    for (const path of [
+      '/.well-known/oauth-authorization-server/oauth2',
+      '/.well-known/oauth-authorization-server',
+      '/oauth2/.well-known/openid-configuration',
+    ]) {
       const answer = await fetch(`${edge}${path}`);
       expect(answer.status, path).toBe(200);
       const metadata = (await answer.json()) as Record<string, unknown>;
@@ -92,7 +96,10 @@ describe('MCP clients that sign in with OAuth', () => {
     expect(authorizationUrl.searchParams.get('resource')).toBe(`${edge}/mcp`);
 
     const { pending, agentKey, back } = await consent(oauthClient, { spendLimit: '0.5', expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
-    expect(pending).toMatchObject({ client: { name: 'Inspector of tests', redirectHost: '127.0.0.1:9', registration: 'dynamic' }, resource: `${edge}/mcp` });
+    expect(pending).toMatchObject({
+      client: { name: 'Inspector of tests', redirectHost: '127.0.0.1:9', registration: 'dynamic' },
+      resource: `${edge}/mcp`,
+    });
     expect(agentKey.mcpClient.name).toBe('Inspector of tests');
     expect(back.searchParams.get('code')).toBeTruthy();
 
@@ -139,7 +146,8 @@ describe('MCP clients that sign in with OAuth', () => {
     // A token of the same grant bound to another audience (as another resource server's would be).
     const [access] = await app.deps.sql<{ id: string; payload: Record<string, unknown> }[]>`
       select id, payload from oauth_provider_models where kind = 'AccessToken' and payload->>'clientId' = ${oauthClient.registration!.client_id}`;
-    await app.deps.sql`update oauth_provider_models set payload = payload || '{"aud":"https://elsewhere.example/api"}'::jsonb where kind = 'AccessToken' and id = ${access!.id}`;
+    await app.deps
+      .sql`update oauth_provider_models set payload = payload || '{"aud":"https://elsewhere.example/api"}'::jsonb where kind = 'AccessToken' and id = ${access!.id}`;
     const elsewhere = await post(token);
     expect(elsewhere.status).toBe(401);
     expect(elsewhere.headers.get('www-authenticate')).toContain('error="invalid_token"');
@@ -149,7 +157,8 @@ describe('MCP clients that sign in with OAuth', () => {
     expect(JSON.stringify(body)).not.toContain(token);
 
     // Expired: the client is told to refresh (401 invalid_token), and the SDK does so on its own.
-    await app.deps.sql`update oauth_provider_models set payload = payload || ${app.deps.sql.json({ aud: `${edge}/mcp`, exp: Math.floor(Date.now() / 1000) - 5 })} where kind = 'AccessToken' and id = ${access!.id}`;
+    await app.deps
+      .sql`update oauth_provider_models set payload = payload || ${app.deps.sql.json({ aud: `${edge}/mcp`, exp: Math.floor(Date.now() / 1000) - 5 })} where kind = 'AccessToken' and id = ${access!.id}`;
     const expired = await post(token);
     expect(expired.status).toBe(401);
     expect(((await expired.json()) as { error: { data: { code: string } } }).error.data.code).toBe('invalid_token');
@@ -174,18 +183,30 @@ describe('MCP clients that sign in with OAuth', () => {
     const registered = await fetch(`${edge}/oauth2/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: [callback], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], client_name: 'probe' }),
+      body: JSON.stringify({
+        redirect_uris: [callback],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        client_name: 'probe',
+      }),
     });
     expect(registered.status).toBe(201);
     const { client_id: clientId } = (await registered.json()) as { client_id: string };
     const authorize = (params: Record<string, string>) =>
-      fetch(`${edge}/oauth2/auth?${new URLSearchParams({ client_id: clientId, redirect_uri: callback, response_type: 'code', scope: 'mcp', ...params })}`, {
-        redirect: 'manual',
-      });
+      fetch(
+        `${edge}/oauth2/auth?${new URLSearchParams({ client_id: clientId, redirect_uri: callback, response_type: 'code', scope: 'mcp', ...params })}`,
+        {
+          redirect: 'manual',
+        },
+      );
     const noPkce = new URL((await authorize({})).headers.get('location')!);
     expect(noPkce.searchParams.get('error')).toBe('invalid_request');
     const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
-    const other = new URL((await authorize({ code_challenge: challenge, code_challenge_method: 'S256', resource: 'https://elsewhere.example/api' })).headers.get('location')!);
+    const other = new URL(
+      (await authorize({ code_challenge: challenge, code_challenge_method: 'S256', resource: 'https://elsewhere.example/api' })).headers.get(
+        'location',
+      )!,
+    );
     expect(other.searchParams.get('error')).toBe('invalid_target');
   });
 
@@ -207,7 +228,11 @@ describe('MCP clients that sign in with OAuth', () => {
     const refreshed = await fetch(`${edge}/oauth2/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: oauthClient.stored!.refresh_token!, client_id: oauthClient.registration!.client_id }),
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: oauthClient.stored!.refresh_token!,
+        client_id: oauthClient.registration!.client_id,
+      }),
     });
     expect(refreshed.status).toBe(400);
     expect(((await refreshed.json()) as { error: string }).error).toBe('invalid_grant');
@@ -218,7 +243,11 @@ describe('MCP clients that sign in with OAuth', () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${edge}/mcp`), { authProvider: { token: async () => user.fullKey } }));
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     await client.close();
-    const refused = await app.inject({ method: 'GET', url: '/api/v1/oauth2/interactions/whatever', headers: { authorization: `Bearer ${user.fullKey}` } });
+    const refused = await app.inject({
+      method: 'GET',
+      url: '/api/v1/oauth2/interactions/whatever',
+      headers: { authorization: `Bearer ${user.fullKey}` },
+    });
     expect(refused.statusCode).toBe(403);
     const gone = await app.inject({ method: 'GET', url: '/api/v1/oauth2/interactions/whatever', headers: { cookie: session.cookie } });
     expect(gone.statusCode).toBe(404);

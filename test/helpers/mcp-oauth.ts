@@ -1,9 +1,4 @@
-import type {
-  OAuthClientMetadata,
-  OAuthClientProvider,
-  StoredOAuthClientInformation,
-  StoredOAuthTokens,
-} from '@modelcontextprotocol/client';
+import type { OAuthClientMetadata, OAuthClientProvider, StoredOAuthClientInformation, StoredOAuthTokens } from '@modelcontextprotocol/client';
 
 /**
  * What an MCP client that speaks OAuth keeps, in memory: its registration, its tokens and its PKCE

@@ -36,7 +36,8 @@ export default fp(
     server.provider.proxy = true;
     const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
       // The router also matches percent-encoded spellings of the prefix: only the plain one is handed over.
-      if (!request.raw.url?.startsWith(OAUTH2_PREFIX)) throw new PlatformError('not_found', 'Route not found', { hint: `The authorization server is at ${OAUTH2_PREFIX}.` });
+      if (!request.raw.url?.startsWith(OAUTH2_PREFIX))
+        throw new PlatformError('not_found', 'Route not found', { hint: `The authorization server is at ${OAUTH2_PREFIX}.` });
       await app.rateLimiter.consume(request, reply, 'public', `ip:${clientAddress(request.ip)}`);
       reply.hijack();
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string);
@@ -56,7 +57,13 @@ export default fp(
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
       for (const url of [OAUTH2_PREFIX, `${OAUTH2_PREFIX}/*`]) {
-        scope.route({ method: ['GET', 'POST', 'OPTIONS', 'DELETE', 'PUT', 'HEAD'], url, schema: { hide: true }, config: { secretQuery: true }, handler: handOver });
+        scope.route({
+          method: ['GET', 'POST', 'OPTIONS', 'DELETE', 'PUT', 'HEAD'],
+          url,
+          schema: { hide: true },
+          config: { secretQuery: true },
+          handler: handOver,
+        });
       }
     });
 

@@ -135,7 +135,11 @@ export interface AuthorizationServer {
    * for it (a failure there forgets the grant), and the answer is where the browser goes next (back
    * through the provider, which sends it on to the client with a code).
    */
-  approve(uid: string, accountId: string, makeKey: (grantId: string, pending: PendingAuthorization) => Promise<KeyRow>): Promise<{ redirectTo: string; key: KeyRow }>;
+  approve(
+    uid: string,
+    accountId: string,
+    makeKey: (grantId: string, pending: PendingAuthorization) => Promise<KeyRow>,
+  ): Promise<{ redirectTo: string; key: KeyRow }>;
   /** The person refuses: the client gets `access_denied`. */
   deny(uid: string): Promise<{ redirectTo: string }>;
   /**
@@ -255,7 +259,10 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
     const interaction = await interactionOf(uid);
     const clientId = String(interaction.params.client_id ?? '');
     const client = await provider.Client.find(clientId);
-    if (!client) throw new PlatformError('not_found', 'The client of this authorization request is no longer registered', { hint: 'Register the client again.' });
+    if (!client)
+      throw new PlatformError('not_found', 'The client of this authorization request is no longer registered', {
+        hint: 'Register the client again.',
+      });
     const metadata = client.metadata();
     const redirectUri = String(interaction.params.redirect_uri ?? (metadata.redirect_uris as string[] | undefined)?.[0] ?? '');
     let redirectHost = '';

@@ -31,7 +31,11 @@ export const agentKeyLimits = {
 const createBody = z.object({ name: keyName, ...agentKeyLimits }).strict();
 
 /** The limits of a body, checked: a dollar amount, an expiry in the future, distinct API ids. */
-export function parseAgentKeyLimits(body: { spendLimit?: number | string | undefined; allowedApis?: string[] | undefined; expiresAt?: string | undefined }) {
+export function parseAgentKeyLimits(body: {
+  spendLimit?: number | string | undefined;
+  allowedApis?: string[] | undefined;
+  expiresAt?: string | undefined;
+}) {
   let spendLimitMicros: bigint | null = null;
   if (body.spendLimit !== undefined) {
     spendLimitMicros = parseDollars(body.spendLimit);

@@ -40,7 +40,10 @@ function requirePerson(request: FastifyRequest) {
   return caller;
 }
 
-const redirectAnswer = z.object({ ok: z.literal(true), redirectTo: z.string().describe('Send the browser here: the authorization server finishes the flow') });
+const redirectAnswer = z.object({
+  ok: z.literal(true),
+  redirectTo: z.string().describe('Send the browser here: the authorization server finishes the flow'),
+});
 
 /**
  * The dashboard's half of the platform's authorization server (oauth2/): the consent page reads a
