@@ -6,7 +6,7 @@ import { expectOk } from '../helpers/app.js';
 import { CookieJar, MemoryOAuthClient } from '../helpers/mcp-oauth.js';
 import { loginUser, registerUser, type BrowserSession, type RegisteredUser } from '../helpers/session.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
-import { buildApp } from '#edge/app';
+import { buildApp, edgeLogger } from '#edge/app';
 import { freePort } from '../helpers/ports.js';
 
 /**
@@ -21,11 +21,16 @@ describe('MCP clients that sign in with OAuth', () => {
   let user: RegisteredUser;
   let session: BrowserSession;
   const callback = 'http://127.0.0.1:9/callback';
+  /** Every log line the edge wrote (at debug): no token, code or verifier may be in one. */
+  const logLines: string[] = [];
+  /** Every secret the flows handled, checked against the log at the end. */
+  const secrets: string[] = [];
 
   beforeAll(async () => {
     const port = await freePort();
     edge = `http://127.0.0.1:${port}`;
-    app = await buildApp(testEdgeSettings({ PORT: String(port), PUBLIC_URL: edge, REDIS_PREFIX: uniqueId('mcp-oauth') }));
+    const settings = testEdgeSettings({ PORT: String(port), PUBLIC_URL: edge, REDIS_PREFIX: uniqueId('mcp-oauth'), LOG_LEVEL: 'debug' });
+    app = await buildApp(settings, { logger: { ...(edgeLogger(settings) as object), stream: { write: (line: string) => logLines.push(line) } } });
     await app.listen({ host: '127.0.0.1', port });
     expect((app.server.address() as AddressInfo).port).toBe(port);
     user = await registerUser(app);
@@ -50,6 +55,7 @@ describe('MCP clients that sign in with OAuth', () => {
       await app.inject({ method: 'POST', url: `/api/v1/oauth2/interactions/${uid}/approve`, headers: session.writeHeaders, payload: limits }),
     );
     const back = await jar.follow(approved.redirectTo, (url) => url.toString().startsWith(callback), edge);
+    secrets.push(back.searchParams.get('code') ?? '', oauthClient.verifier);
     return { pending: pending.request, agentKey: approved.agentKey, back };
   }
 
@@ -106,6 +112,7 @@ describe('MCP clients that sign in with OAuth', () => {
     const transport = new StreamableHTTPClientTransport(new URL(`${edge}/mcp`), { authProvider: oauthClient });
     await transport.finishAuth(back.searchParams);
     expect(oauthClient.stored?.refresh_token).toBeTruthy();
+    secrets.push(oauthClient.stored!.access_token, oauthClient.stored!.refresh_token!);
     const client = await connectWithOAuth(oauthClient);
     const balance = (await client.callTool({ name: 'get_balance', arguments: {} })) as CallToolResult;
     expect(balance.isError ?? false).toBe(false);
@@ -192,6 +199,20 @@ describe('MCP clients that sign in with OAuth', () => {
     });
     expect(registered.status).toBe(201);
     const { client_id: clientId } = (await registered.json()) as { client_id: string };
+    // Clients that run in a browser may register (open registration takes no credential).
+    const preflight = await fetch(`${edge}/oauth2/register`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    const fromBrowser = await fetch(`${edge}/oauth2/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://inspector.example' },
+      body: JSON.stringify({ redirect_uris: ['https://inspector.example/cb'], token_endpoint_auth_method: 'none' }),
+    });
+    expect(fromBrowser.status).toBe(201);
+    expect(fromBrowser.headers.get('access-control-allow-origin')).toBe('*');
     const authorize = (params: Record<string, string>) =>
       fetch(
         `${edge}/oauth2/auth?${new URLSearchParams({ client_id: clientId, redirect_uri: callback, response_type: 'code', scope: 'mcp', ...params })}`,
@@ -251,5 +272,13 @@ describe('MCP clients that sign in with OAuth', () => {
     expect(refused.statusCode).toBe(403);
     const gone = await app.inject({ method: 'GET', url: '/api/v1/oauth2/interactions/whatever', headers: { cookie: session.cookie } });
     expect(gone.statusCode).toBe(404);
+  });
+
+  // Last: what the flows above handled never reached a log line.
+  it('writes no token, code or PKCE verifier to the log', () => {
+    expect(secrets.filter(Boolean).length).toBeGreaterThan(4);
+    expect(logLines.length).toBeGreaterThan(10);
+    const log = logLines.join('');
+    for (const secret of secrets.filter(Boolean)) expect(log).not.toContain(secret);
   });
 });

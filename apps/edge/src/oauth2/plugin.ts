@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { clientAddress } from '../plugins/rate-limit.js';
-import { createAuthorizationServer, OAUTH2_PREFIX, type AuthorizationServer } from './provider.js';
+import { createAuthorizationServer, OAUTH2_PREFIX, REGISTRATION_PATH, type AuthorizationServer } from './provider.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -49,6 +49,20 @@ export default fp(
       raw.originalUrl = raw.url;
       const rest = raw.url!.slice(OAUTH2_PREFIX.length);
       raw.url = rest.startsWith('/') ? rest : `/${rest}`;
+      // Open registration answers any origin (it takes no cookie and no credential), so clients that
+      // run in a browser can register; the provider gives its other endpoints their own CORS rules.
+      if (raw.url.split('?')[0] === REGISTRATION_PATH) {
+        reply.raw.setHeader('Access-Control-Allow-Origin', '*');
+        if (request.method === 'OPTIONS') {
+          reply.raw.writeHead(204, {
+            'Access-Control-Allow-Methods': 'POST',
+            'Access-Control-Allow-Headers': 'content-type, authorization',
+            'Access-Control-Max-Age': '3600',
+          });
+          reply.raw.end();
+          return;
+        }
+      }
       callback(raw, reply.raw);
     };
 

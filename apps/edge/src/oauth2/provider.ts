@@ -22,6 +22,8 @@ import type { EdgeSettings } from '../config.js';
 
 /** Where the authorization server is mounted: its issuer is PUBLIC_URL + this path. */
 export const OAUTH2_PREFIX = '/oauth2';
+/** Dynamic Client Registration (RFC 7591), under the issuer: PUBLIC_URL/oauth2/register. */
+export const REGISTRATION_PATH = '/register';
 /** The one scope of the MCP resource: what a consent grants (the limits are the grant's key's). */
 export const MCP_SCOPE = 'mcp';
 const PROVIDER_SCOPES = ['openid', 'offline_access', MCP_SCOPE];
@@ -30,6 +32,7 @@ export const CONSENT_PAGE = '/oauth/consent';
 /** Access tokens are short-lived (an hour); refresh tokens keep a client connected for 30 days of disuse. */
 const ACCESS_TOKEN_TTL_S = 3600;
 const REFRESH_TOKEN_TTL_S = 30 * 24 * 3600;
+const GRANT_TTL_S = 365 * 24 * 3600;
 /** How long a person has to consent once the client sent them (the dashboard may ask them to sign in first). */
 const INTERACTION_TTL_S = 15 * 60;
 
@@ -172,13 +175,17 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
     claims: { openid: ['sub'] },
     responseTypes: ['code'],
     pkce: { required: () => true },
-    routes: { registration: '/register' },
+    routes: { registration: REGISTRATION_PATH },
     features: {
       devInteractions: { enabled: false },
       userinfo: { enabled: false },
       // Open registration (RFC 7591), as the MCP specification expects of a server without CIMD clients.
       registration: { enabled: true },
-      revocation: { enabled: true },
+      // A client revokes its own tokens only (RFC 7009).
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId,
+      },
       clientIdMetadataDocument: {
         enabled: true,
         ack: 'draft-02',
@@ -196,6 +203,10 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
         },
       },
     },
+    // Browser-based clients (public ones, with no secret) may call the token and revocation endpoints
+    // from the origins of their own redirect URIs; confidential clients call them from servers.
+    clientBasedCORS: (_ctx: unknown, origin: string, client: { clientAuthMethod: string; redirectUris: string[] }) =>
+      origin !== 'null' && client.clientAuthMethod === 'none' && client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin),
     // A refresh token for every client registered for the refresh_token grant (MCP clients are).
     issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(grant: string): boolean }) => client.grantTypeAllowed('refresh_token'),
     findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
@@ -208,7 +219,8 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
       RefreshToken: REFRESH_TOKEN_TTL_S,
       Interaction: INTERACTION_TTL_S,
       Session: 24 * 3600,
-      Grant: REFRESH_TOKEN_TTL_S,
+      // A consent holds a year (its key's own expiry, if set, ends it sooner at /mcp); then the client asks again.
+      Grant: GRANT_TTL_S,
       ClientCredentials: ACCESS_TOKEN_TTL_S,
       IdToken: ACCESS_TOKEN_TTL_S,
     },
