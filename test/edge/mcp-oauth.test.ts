@@ -229,6 +229,15 @@ describe('MCP clients that sign in with OAuth', () => {
       )!,
     );
     expect(other.searchParams.get('error')).toBe('invalid_target');
+    // A Client ID Metadata Document is fetched only from a public address: one on loopback is refused before any fetch.
+    const cimd = await fetch(
+      `${edge}/oauth2/auth?${new URLSearchParams({ client_id: 'https://127.0.0.1:9/client.json', redirect_uri: callback, response_type: 'code', scope: 'mcp', code_challenge: challenge, code_challenge_method: 'S256' })}`,
+      { redirect: 'manual' },
+    );
+    expect(cimd.status).toBe(400);
+    const refusal = await cimd.text();
+    expect(refusal).toContain('invalid_client');
+    expect(refusal).toContain('fetch not allowed');
   });
 
   it('revoking the grant’s key on the keys page ends the client’s access, and the SDK client sees the platform’s code', async () => {
