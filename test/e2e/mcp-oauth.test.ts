@@ -82,6 +82,7 @@ describe('an MCP client that speaks only OAuth, with consent in the dashboard', 
     await page.getByRole('heading', { name: 'Allow an MCP client' }).waitFor();
     await expect(page.getByTestId('consent-client-name').textContent()).resolves.toContain('Research assistant');
     await expect(page.getByTestId('consent-redirect-host').textContent()).resolves.toBe(new URL(callback).host);
+    await expect(page.getByTestId('consent-account').textContent()).resolves.toContain(email);
     await page.getByLabel('Spending limit in dollars (empty for none)').fill('2.50');
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL((url) => url.toString().startsWith(callback));

@@ -13,7 +13,7 @@ import { Badge, Card, ErrorMessage, Notice, PageHeader, Spinner, useAction, useA
  * answer sends the browser back through the authorization server to the client.
  */
 export function McpConsentPage() {
-  const { expired } = useSession();
+  const { account, expired } = useSession();
   const { search } = useLocation();
   const uid = search.get('interaction') ?? '';
   const pending = useApi(
@@ -92,6 +92,8 @@ export function McpConsentPage() {
             <dd data-testid="consent-redirect-host">
               <code>{request.client.redirectHost}</code>
             </dd>
+            <dt>Account</dt>
+            <dd data-testid="consent-account">{account.email}: the access is this account’s, paid from its balance</dd>
             <dt>Access to</dt>
             <dd>
               <code>{request.resource}</code>: every MCP tool, within the limits below
