@@ -268,6 +268,20 @@ describe('MCP clients that sign in with OAuth', () => {
     expect(((await refreshed.json()) as { error: string }).error).toBe('invalid_grant');
   });
 
+  it('answers a request once: two approvals at the same time make one key, the other is told it was answered', async () => {
+    const oauthClient = new MemoryOAuthClient(callback, 'Double click');
+    await expect(connectWithOAuth(oauthClient)).rejects.toBeInstanceOf(UnauthorizedError);
+    const page = await new CookieJar().follow(oauthClient.authorizationUrls.at(-1)!.toString(), (url) => url.pathname === '/oauth/consent', edge);
+    const uid = page.searchParams.get('interaction')!;
+    const answers = await Promise.all(
+      [0, 1].map(() => app.inject({ method: 'POST', url: `/api/v1/oauth2/interactions/${uid}/approve`, headers: session.writeHeaders, payload: {} })),
+    );
+    expect(answers.map((answer) => answer.statusCode).sort()).toEqual([200, 404]);
+    const [keys] = await app.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from api_keys where oauth_client_id = ${oauthClient.registration!.client_id}`;
+    expect(keys!.n).toBe(1);
+  });
+
   it('keeps API keys working as bearer tokens on /mcp, and consent needs the dashboard session', async () => {
     const client = new Client({ name: 'key-agent', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${edge}/mcp`), { authProvider: { token: async () => user.fullKey } }));

@@ -303,7 +303,20 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
 
   const secondsLeft = (exp: number) => Math.max(1, exp - Math.floor(Date.now() / 1000));
 
-  async function approve(uid: string, accountId: string, makeKey: (grantId: string, pending: PendingAuthorization) => Promise<KeyRow>) {
+  /**
+   * Runs an answer to one request alone (a transaction-scoped advisory lock on its id): two clicks,
+   * or two tabs, answering at once make one grant and one key; the later one finds it answered (404).
+   */
+  const alone = <T>(uid: string, answer: () => Promise<T>): Promise<T> =>
+    sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(hashtextextended(${`mcp-consent:${uid}`}, 0))`;
+      return answer();
+    }) as Promise<T>;
+
+  const approve = (uid: string, accountId: string, makeKey: (grantId: string, pending: PendingAuthorization) => Promise<KeyRow>) =>
+    alone(uid, () => approveAlone(uid, accountId, makeKey));
+
+  async function approveAlone(uid: string, accountId: string, makeKey: (grantId: string, pending: PendingAuthorization) => Promise<KeyRow>) {
     const request = await pending(uid);
     const grant = new provider.Grant({ accountId, clientId: request.client.id });
     // The scopes the provider knows (openid, offline_access for refresh tokens, mcp) as asked; the
@@ -325,12 +338,13 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
     return { redirectTo: interaction.returnTo, key };
   }
 
-  async function deny(uid: string) {
-    const interaction = await interactionOf(uid);
-    interaction.result = { error: 'access_denied', error_description: 'The person refused the request' };
-    await interaction.save(secondsLeft(interaction.exp));
-    return { redirectTo: interaction.returnTo };
-  }
+  const deny = (uid: string) =>
+    alone(uid, async () => {
+      const interaction = await interactionOf(uid);
+      interaction.result = { error: 'access_denied', error_description: 'The person refused the request' };
+      await interaction.save(secondsLeft(interaction.exp));
+      return { redirectTo: interaction.returnTo };
+    });
 
   return { provider, urls, keyForAccessToken, pending, approve, deny };
 }
