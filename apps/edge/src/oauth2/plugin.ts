@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
@@ -6,8 +7,11 @@ import { createAuthorizationServer, OAUTH2_PREFIX, REGISTRATION_PATH, type Autho
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The platform's OAuth 2.1 authorization server for MCP clients (oauth2/provider.ts). */
-    authorizationServer: AuthorizationServer;
+    /**
+     * The platform's OAuth 2.1 authorization server for MCP clients (oauth2/provider.ts), made on
+     * first use: it reads its keys from Postgres, and the edge starts and serves without Postgres.
+     */
+    authorizationServer: { get(): Promise<AuthorizationServer> };
   }
 }
 
@@ -18,27 +22,39 @@ const AS_METADATA_PATH = '/.well-known/oauth-authorization-server';
  * Mounts the authorization server (oidc-provider, a Koa app) at /oauth2: each request under it is
  * handed to the provider's Node callback with the prefix taken off, its body unread (the provider
  * parses its own forms and JSON). Its discovery document is also served at the RFC 8414 addresses.
- * Every request counts against the caller address's public rate limit first.
+ * Every request counts against the caller address's public rate limit first. The provider is made on
+ * first use (its keys are read from Postgres then), so the edge starts without Postgres like before.
  */
 export default fp(
   async function authorizationServerPlugin(app: FastifyInstance) {
-    const server = await createAuthorizationServer(app.deps.sql, app.deps.settings);
-    app.decorate('authorizationServer', server);
-    const callback = server.provider.callback();
-    // The provider's own failures are answered by it (as OAuth errors); a 500 among them is logged, without the request's parameters.
-    server.provider.on('server_error', (_ctx: unknown, error: unknown) =>
-      app.log.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name } }, 'authorization server error'),
-    );
+    let made: Promise<{ server: AuthorizationServer; callback: (req: IncomingMessage, res: ServerResponse) => void }> | null = null;
+    const make = () =>
+      (made ??= createAuthorizationServer(app.deps.sql, app.deps.settings).then(
+        (server) => {
+          // Every URL the provider writes is on PUBLIC_URL (see handOver).
+          server.provider.proxy = true;
+          // The provider's own failures are answered by it (as OAuth errors); a 500 among them is logged, without the request's parameters.
+          server.provider.on('server_error', (_ctx: unknown, error: unknown) =>
+            app.log.error({ err: { message: (error as Error)?.message, name: (error as Error)?.name } }, 'authorization server error'),
+          );
+          return { server, callback: server.provider.callback() };
+        },
+        (error: unknown) => {
+          made = null;
+          throw error;
+        },
+      ));
+    app.decorate('authorizationServer', { get: async () => (await make()).server });
 
     // Every URL the provider writes (endpoints, redirects, cookie scopes) is on PUBLIC_URL, whatever
     // Host the request came with: it is told so the way a proxy would tell it (and trusts only that).
     const site = new URL(app.deps.settings.PUBLIC_URL);
-    server.provider.proxy = true;
     const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
       // The router also matches percent-encoded spellings of the prefix: only the plain one is handed over.
       if (!request.raw.url?.startsWith(OAUTH2_PREFIX))
         throw new PlatformError('not_found', 'Route not found', { hint: `The authorization server is at ${OAUTH2_PREFIX}.` });
       await app.rateLimiter.consume(request, reply, 'public', `ip:${clientAddress(request.ip)}`);
+      const { callback } = await make();
       reply.hijack();
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string);
       const raw = request.raw as typeof request.raw & { originalUrl?: string };
@@ -88,7 +104,8 @@ export default fp(
       app.get(url, { schema: { hide: true } }, async (_request, reply) => {
         if (metadata === null) {
           const answer = await app.inject({ method: 'GET', url: `${OAUTH2_PREFIX}/.well-known/openid-configuration` });
-          if (answer.statusCode !== 200) throw new Error(`the authorization server's discovery answered ${answer.statusCode}`);
+          // Not cached when it failed (Postgres down: a 503 with Retry-After, passed on as it is).
+          if (answer.statusCode !== 200) return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
           metadata = answer.body;
         }
         reply.header('Access-Control-Allow-Origin', '*');

@@ -152,7 +152,7 @@ export default fp(
         return;
       }
       if (request.routeOptions.config.oauthAccessTokens === true && !key.startsWith(KEY_PREFIX)) {
-        const grantKey = await app.authorizationServer.keyForAccessToken(key);
+        const grantKey = await (await app.authorizationServer.get()).keyForAccessToken(key);
         verifier.touch(grantKey.id);
         request.auth = callerFromKey(grantKey);
         return;

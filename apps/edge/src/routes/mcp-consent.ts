@@ -66,7 +66,7 @@ const mcpConsentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       requirePerson(request);
-      return { ok: true as const, request: toPending(await app.authorizationServer.pending(request.params.uid)) };
+      return { ok: true as const, request: toPending(await (await app.authorizationServer.get()).pending(request.params.uid)) };
     },
   );
 
@@ -87,7 +87,9 @@ const mcpConsentRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const { accountId } = requirePerson(request);
       const limits = parseAgentKeyLimits(request.body);
-      const { redirectTo, key } = await app.authorizationServer.approve(request.params.uid, accountId, async (grantId, pending) => {
+      const { redirectTo, key } = await (
+        await app.authorizationServer.get()
+      ).approve(request.params.uid, accountId, async (grantId, pending) => {
         const clientName = (pending.client.name ?? pending.client.redirectHost).slice(0, 90);
         const { key } = await issueKey(
           sql,
@@ -120,7 +122,7 @@ const mcpConsentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       requirePerson(request);
-      return { ok: true as const, ...(await app.authorizationServer.deny(request.params.uid)) };
+      return { ok: true as const, ...(await (await app.authorizationServer.get()).deny(request.params.uid)) };
     },
   );
 };
