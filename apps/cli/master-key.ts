@@ -1,6 +1,13 @@
 import { connectionContext, openSecret, platformKeyContext, sealSecret } from '#core/platform';
 import { webhookSecretContext } from '#core/notifications';
-import { oauthAccessTokenContext, oauthClientSecretContext, oauthRefreshTokenContext, oauthVerifierContext } from '#core/oauth';
+import {
+  oauthAccessTokenContext,
+  oauthClientSecretContext,
+  oauthProviderSecretContext,
+  oauthRefreshTokenContext,
+  oauthVerifierContext,
+} from '#core/oauth';
+import { lockProviderSecrets, setProviderSecret } from '#db/oauth-provider';
 import {
   lockSealedAppSecrets,
   lockSealedConnectionTokens,
@@ -21,6 +28,8 @@ export interface RotationReport {
   oauthConnections: number;
   /** Consent flows under way (their PKCE verifiers). */
   oauthAuthorizations: number;
+  /** The authorization server's own secrets (signing keys, cookie keys). */
+  authorizationServerSecrets: number;
 }
 
 export class RotationError extends Error {
@@ -30,7 +39,7 @@ export class RotationError extends Error {
 /**
  * Re-seals every secret the secret box holds (bring-your-own keys in `connections`, platform keys in
  * `apis`, webhook signing secrets in `webhook_endpoints`, OAuth client secrets, tokens and PKCE
- * verifiers) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
+ * verifiers, the authorization server's signing and cookie keys) from `oldKey` to `newKey`, in one transaction: either every row moves to the new key or
  * none does. Each secret is opened under the old key first; one that does not open (a wrong old
  * key, a row already rotated) aborts the whole run with the row named, never its secret.
  */
@@ -94,6 +103,14 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
         reseal(flow.sealed, oauthVerifierContext(flow.stateHash), 'the PKCE verifier of a consent flow under way'),
       );
     }
+    const serverSecrets = await lockProviderSecrets(tx);
+    for (const secret of serverSecrets) {
+      await setProviderSecret(
+        tx,
+        secret.name,
+        reseal(secret.sealed, oauthProviderSecretContext(secret.name), `the authorization server's ${secret.name}`),
+      );
+    }
     return {
       connections: connections.length,
       platformKeys: apis.length,
@@ -101,6 +118,7 @@ export async function rotateMasterKey(sql: Sql, oldKey: Buffer, newKey: Buffer):
       oauthApps: apps.length,
       oauthConnections: grants.length,
       oauthAuthorizations: flows.length,
+      authorizationServerSecrets: serverSecrets.length,
     };
   });
 }

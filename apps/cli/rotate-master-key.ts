@@ -27,7 +27,8 @@ try {
     const report = await rotateMasterKey(sql, settings.CONNECTIONS_MASTER_KEY, settings.NEW_CONNECTIONS_MASTER_KEY);
     console.log(
       `[rotate-master-key] re-sealed ${report.connections} connection keys, ${report.platformKeys} platform keys, ${report.webhookSecrets} webhook secrets, ` +
-        `${report.oauthApps} OAuth client secrets, the tokens of ${report.oauthConnections} OAuth connections and ${report.oauthAuthorizations} consent flows' PKCE verifiers; ` +
+        `${report.oauthApps} OAuth client secrets, the tokens of ${report.oauthConnections} OAuth connections, ${report.oauthAuthorizations} consent flows' PKCE verifiers ` +
+        `and ${report.authorizationServerSecrets} secrets of the MCP authorization server; ` +
         'start the edge and the workers with CONNECTIONS_MASTER_KEY set to the new key',
     );
   } finally {

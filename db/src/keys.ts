@@ -19,11 +19,15 @@ export interface KeyRow {
   updated_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  /** An MCP client's grant (the platform's authorization server): the grant it stands for, and the client. */
+  oauth_grant_id: string | null;
+  oauth_client_id: string | null;
+  oauth_client_name: string | null;
 }
 
 /** Every column of a KeyRow (never key_hash). */
 export const KEY_COLUMNS = `id, account_id, kind, name, prefix, status, spend_limit_micros, spent_micros, allowed_apis,
-  expires_at, created_at, updated_at, last_used_at, revoked_at`;
+  expires_at, created_at, updated_at, last_used_at, revoked_at, oauth_grant_id, oauth_client_id, oauth_client_name`;
 
 export interface NewKey {
   accountId: string;
@@ -32,6 +36,8 @@ export interface NewKey {
   spendLimitMicros?: bigint | null;
   allowedApis?: string[] | null;
   expiresAt?: Date | null;
+  /** An MCP client's grant: the key then stands for it (its own secret is never shown). */
+  oauth?: { grantId: string; clientId: string; clientName: string } | null;
 }
 
 /** Creates a key and returns its row with the full key, which exists only in this return value. */
@@ -39,9 +45,11 @@ export async function createKey(db: Db, input: NewKey): Promise<{ key: KeyRow; f
   const generated = generateKey();
   const id = newId(input.kind === 'agent' ? 'agk' : 'key');
   const [key] = await db<KeyRow[]>`
-    insert into api_keys (id, account_id, kind, name, prefix, key_hash, spend_limit_micros, allowed_apis, expires_at)
+    insert into api_keys (id, account_id, kind, name, prefix, key_hash, spend_limit_micros, allowed_apis, expires_at,
+                          oauth_grant_id, oauth_client_id, oauth_client_name)
     values (${id}, ${input.accountId}, ${input.kind}, ${input.name}, ${generated.displayPrefix}, ${generated.hash},
-            ${input.spendLimitMicros ?? null}, ${input.allowedApis ?? null}, ${input.expiresAt ?? null})
+            ${input.spendLimitMicros ?? null}, ${input.allowedApis ?? null}, ${input.expiresAt ?? null},
+            ${input.oauth?.grantId ?? null}, ${input.oauth?.clientId ?? null}, ${input.oauth?.clientName ?? null})
     returning ${db.unsafe(KEY_COLUMNS)}`;
   if (!key) throw new Error('insert returned no row');
   return { key, fullKey: generated.fullKey };
@@ -50,6 +58,12 @@ export async function createKey(db: Db, input: NewKey): Promise<{ key: KeyRow; f
 /** The look-up behind authentication: by SHA-256 of the presented key. */
 export async function findKeyByHash(db: Db, hash: Buffer): Promise<KeyRow | null> {
   const [key] = await db<KeyRow[]>`select ${db.unsafe(KEY_COLUMNS)} from api_keys where key_hash = ${hash}`;
+  return key ?? null;
+}
+
+/** The key an MCP client's grant stands for, or null. */
+export async function findKeyByOAuthGrant(db: Db, grantId: string): Promise<KeyRow | null> {
+  const [key] = await db<KeyRow[]>`select ${db.unsafe(KEY_COLUMNS)} from api_keys where oauth_grant_id = ${grantId}`;
   return key ?? null;
 }
 

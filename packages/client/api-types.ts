@@ -1901,6 +1901,13 @@ export interface paths {
                                 id: string;
                                 /** @description ISO 8601; recorded in batches, may lag by a few seconds */
                                 lastUsedAt: string | null;
+                                /** @description Set when the key stands for an MCP client's OAuth grant (made on the consent page): the client presents access tokens instead of the key, and deleting the key revokes the grant and its tokens */
+                                mcpClient: {
+                                    /** @description The OAuth client id */
+                                    id: string;
+                                    /** @description The name the client registered */
+                                    name: string;
+                                } | null;
                                 name: string;
                                 /** @description service_sk_ plus the first 8 hex digits of the key */
                                 prefix: string;
@@ -2058,6 +2065,13 @@ export interface paths {
                                 id: string;
                                 /** @description ISO 8601; recorded in batches, may lag by a few seconds */
                                 lastUsedAt: string | null;
+                                /** @description Set when the key stands for an MCP client's OAuth grant (made on the consent page): the client presents access tokens instead of the key, and deleting the key revokes the grant and its tokens */
+                                mcpClient: {
+                                    /** @description The OAuth client id */
+                                    id: string;
+                                    /** @description The name the client registered */
+                                    name: string;
+                                } | null;
                                 name: string;
                                 /** @description service_sk_ plus the first 8 hex digits of the key */
                                 prefix: string;
@@ -2222,6 +2236,13 @@ export interface paths {
                                 id: string;
                                 /** @description ISO 8601; recorded in batches, may lag by a few seconds */
                                 lastUsedAt: string | null;
+                                /** @description Set when the key stands for an MCP client's OAuth grant (made on the consent page): the client presents access tokens instead of the key, and deleting the key revokes the grant and its tokens */
+                                mcpClient: {
+                                    /** @description The OAuth client id */
+                                    id: string;
+                                    /** @description The name the client registered */
+                                    name: string;
+                                } | null;
                                 name: string;
                                 /** @description service_sk_ plus the first 8 hex digits of the key */
                                 prefix: string;
@@ -12162,6 +12183,578 @@ export interface paths {
                 };
                 /** @description The upstream API failed or answered badly (upstream_error); the call is not charged */
                 502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth2/interactions/{uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An MCP client’s pending authorization request, as the consent page shows it (dashboard session only) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The interaction id the consent page was opened with */
+                    uid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            request: {
+                                client: {
+                                    clientUri: string | null;
+                                    /** @description The OAuth client id (a URL for a client known by its Client ID Metadata Document) */
+                                    id: string;
+                                    /** @description The name the client gave itself: unverified */
+                                    name: string | null;
+                                    /** @description Where the browser goes back to after consent */
+                                    redirectHost: string;
+                                    redirectUri: string;
+                                    /** @enum {string} */
+                                    registration: "metadata_document" | "dynamic";
+                                };
+                                /** @description ISO 8601: the request must be answered before then */
+                                expiresAt: string;
+                                /** @description What the access is for: the MCP endpoint */
+                                resource: string;
+                                scopes: string[];
+                                uid: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth2/interactions/{uid}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve an MCP client’s request with the limits its access carries (dashboard session only)
+         * @description Makes an agent key for the client (spend limit, API allow-list and expiry as for POST /agent-keys; its secret is never shown) and a grant the client’s access tokens stand for. Deleting the agent key revokes the grant and its tokens.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The interaction id the consent page was opened with */
+                    uid: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        allowedApis?: string[];
+                        /** Format: date-time */
+                        expiresAt?: string;
+                        /** @description Defaults to "MCP: " and the client’s name */
+                        name?: string;
+                        /** @description Dollars, e.g. 5 or "2.50" */
+                        spendLimit?: number | string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agentKey: {
+                                /** @description Directory API ids this key may call; null for any */
+                                allowedApis: string[] | null;
+                                /** @description ISO 8601 */
+                                createdAt: string;
+                                /** @description ISO 8601; the key is refused (403) from then on */
+                                expiresAt: string | null;
+                                id: string;
+                                /** @description ISO 8601; recorded in batches, may lag by a few seconds */
+                                lastUsedAt: string | null;
+                                /** @description Set when the key stands for an MCP client's OAuth grant (made on the consent page): the client presents access tokens instead of the key, and deleting the key revokes the grant and its tokens */
+                                mcpClient: {
+                                    /** @description The OAuth client id */
+                                    id: string;
+                                    /** @description The name the client registered */
+                                    name: string;
+                                } | null;
+                                name: string;
+                                /** @description service_sk_ plus the first 8 hex digits of the key */
+                                prefix: string;
+                                /** @description Dollars this key may spend in total; null for no limit beyond the balance */
+                                spendLimit: number | null;
+                                /** @description Dollars charged to this key so far */
+                                spent: number;
+                                /** @enum {string} */
+                                status: "enabled" | "disabled" | "revoked";
+                            };
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description Send the browser here: the authorization server finishes the flow */
+                            redirectTo: string;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflicts with the current state (e.g. a revoked key, an existing email) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth2/interactions/{uid}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refuse an MCP client’s request; the client is told access_denied (dashboard session only) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The interaction id the consent page was opened with */
+                    uid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            /** @description Send the browser here: the authorization server finishes the flow */
+                            redirectTo: string;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -17,5 +17,11 @@ export const agentKeyMeta = keyMeta.extend({
   spent: z.number().describe('Dollars charged to this key so far'),
   allowedApis: z.array(z.string()).nullable().describe('Directory API ids this key may call; null for any'),
   expiresAt: z.string().nullable().describe('ISO 8601; the key is refused (403) from then on'),
+  mcpClient: z
+    .object({ id: z.string().describe('The OAuth client id'), name: z.string().describe('The name the client registered') })
+    .nullable()
+    .describe(
+      "Set when the key stands for an MCP client's OAuth grant (made on the consent page): the client presents access tokens instead of the key, and deleting the key revokes the grant and its tokens",
+    ),
 });
 export type AgentKeyMeta = z.infer<typeof agentKeyMeta>;

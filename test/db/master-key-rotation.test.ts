@@ -12,12 +12,14 @@ import {
   OAuthClients,
   oauthAccessTokenContext,
   oauthClientSecretContext,
+  oauthProviderSecretContext,
   oauthRefreshTokenContext,
   oauthVerifierContext,
   registerOAuthApp,
   sealTokens,
 } from '#core/oauth';
 import { insertOAuthAuthorization, insertOAuthConnection } from '#db/oauth';
+import { providerSecret } from '#db/oauth-provider';
 import { randomUUID } from 'node:crypto';
 import { createSql, type Sql } from '#db/sql';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -124,6 +126,9 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
       returnTo: null,
       expiresAt: new Date(Date.now() + 60_000),
     });
+    // The MCP authorization server's signing keys, as the edge seals them on first start.
+    const serverSecret = uniqueId('jwks');
+    await providerSecret(sql, serverSecret, () => sealSecret(devKey, '{"keys":["signing-SECRET-8"]}', oauthProviderSecretContext(serverSecret)));
     const oauthRows = async () => {
       const [appRow] = await sql<{ client_secret_encrypted: Buffer }[]>`select client_secret_encrypted from oauth_apps where id = ${app.id}`;
       const [grant] = await sql<{ access_token_encrypted: Buffer; refresh_token_encrypted: Buffer }[]>`
@@ -159,6 +164,9 @@ describe('rotating CONNECTIONS_MASTER_KEY', () => {
     expect(openSecret(newKey, rotated.access, oauthAccessTokenContext(grantId))).toBe('access-SECRET-5');
     expect(openSecret(newKey, rotated.refresh, oauthRefreshTokenContext(grantId))).toBe('refresh-SECRET-6');
     expect(openSecret(newKey, rotated.verifier, oauthVerifierContext(stateHash))).toBe('verifier-SECRET-7');
+    expect(report.authorizationServerSecrets).toBeGreaterThanOrEqual(1);
+    const [jwks] = await sql<{ sealed: Buffer }[]>`select sealed from oauth_provider_secrets where name = ${serverSecret}`;
+    expect(openSecret(newKey, jwks!.sealed, oauthProviderSecretContext(serverSecret))).toContain('signing-SECRET-8');
     expect(() => openSecret(devKey, rotated.access, oauthAccessTokenContext(grantId))).toThrow();
     const after = await sealedConnection(account.accountId, apiId);
     expect(() => openSecret(devKey, after, connectionContext(account.accountId, apiId))).toThrow();

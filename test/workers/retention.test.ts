@@ -111,7 +111,14 @@ describe("retention: a repeatable job prunes old usage events, ended sessions' r
   it('prunes what is past it, keeps usage_daily and the ledger, and never makes the refund reconciler pay back a served charge', async () => {
     const { who, served, sessionId } = await seed();
     const later = new Date(Date.now() + 100 * DAY);
+    // The authorization server's rows: a token expiring before `later` goes, a registered client (no expiry) stays.
+    const tokenId = `retention-${sessionId}`;
+    await sql`insert into oauth_provider_models (kind, id, payload, expires_at) values
+      ('AccessToken', ${tokenId}, '{}'::jsonb, now() + interval '1 hour'), ('Client', ${tokenId}, '{}'::jsonb, null)`;
     const report = await runRetention({ sql, redis, settings: settings() }, later);
+    expect(report.oauthProviderModels).toBeGreaterThanOrEqual(1);
+    const providerRows = await sql<{ kind: string }[]>`select kind from oauth_provider_models where id = ${tokenId}`;
+    expect(providerRows.map((row) => row.kind)).toEqual(['Client']);
     expect(report.usageEvents).toBeGreaterThanOrEqual(1);
     expect(report.sessions).toBeGreaterThanOrEqual(1);
     expect(report.eventStreams).toBeGreaterThanOrEqual(1);

@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { sessionEventsKey } from '#core/cookbooks';
 import type { JobDeclaration } from '#core/platform';
+import { pruneProviderModels } from '#db/oauth-provider';
 import { pruneDashboardSessions, pruneEndedSessions, pruneUsageEvents } from '#db/retention';
 import { processorFor, type QueueDeps, type QueueProcessor } from './definitions.js';
 
@@ -15,7 +16,8 @@ const MAX_BATCHES = 40;
  * so it is declared here rather than in a core context): usage events past
  * USAGE_EVENTS_RETENTION_DAYS (usage_daily keeps their totals), the step results and event streams
  * of sessions ended more than SESSION_DATA_RETENTION_DAYS ago, and dashboard sessions a day past
- * their expiry or revocation. The ledger is never pruned.
+ * their expiry or revocation, and the authorization server's expired rows (codes, tokens, grants,
+ * sessions, interactions of MCP clients' OAuth). The ledger is never pruned.
  */
 export const retentionJob: JobDeclaration<z.ZodObject<Record<string, never>>> = {
   queue: 'maintenance',
@@ -29,6 +31,8 @@ export interface RetentionReport {
   sessions: number;
   eventStreams: number;
   dashboardSessions: number;
+  /** Expired codes, tokens, sessions and interactions of the platform's authorization server (MCP clients' OAuth). */
+  oauthProviderModels: number;
 }
 
 async function drain(step: () => Promise<number>): Promise<number> {
@@ -57,7 +61,8 @@ export async function runRetention(
     return ids.length;
   });
   const dashboardSessions = await drain(() => pruneDashboardSessions(sql, new Date(now.getTime() - DAY_MS), BATCH));
-  return { usageEvents, sessions, eventStreams, dashboardSessions };
+  const oauthProviderModels = await drain(() => pruneProviderModels(sql, now, BATCH));
+  return { usageEvents, sessions, eventStreams, dashboardSessions, oauthProviderModels };
 }
 
 export function retentionProcessor(deps: QueueDeps): QueueProcessor {

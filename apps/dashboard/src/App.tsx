@@ -8,6 +8,7 @@ import { ConnectionsPage } from './pages/Connections';
 import { ApiDetailPage, DirectoryPage } from './pages/Directory';
 import { InboxPage } from './pages/Inbox';
 import { KeysPage } from './pages/Keys';
+import { McpConsentPage } from './pages/McpConsent';
 import { OverviewPage } from './pages/Overview';
 import { ForgotPasswordPage, ResetPasswordPage } from './pages/ResetPassword';
 import { SettingsPage } from './pages/Settings';
@@ -75,12 +76,14 @@ const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite', '/forgot-p
 
 /** The owner's pages: an approver who opens one (an old bookmark, a typed address) lands in the inbox. */
 const isOwnerPage = (path: string) =>
-  ['/', '/keys', '/activity', '/statement', '/connections', '/approvers', '/webhooks', '/directory'].includes(path) || path.startsWith('/directory/');
+  ['/', '/keys', '/oauth/consent', '/activity', '/statement', '/connections', '/approvers', '/webhooks', '/directory'].includes(path) ||
+  path.startsWith('/directory/');
 
 function Page({ path, role }: { path: string; role: Account['role'] }) {
   if (role === 'approver' && isOwnerPage(path)) return <InboxPage />;
   if (path === '/') return <OverviewPage />;
   if (path === '/keys') return <KeysPage />;
+  if (path === '/oauth/consent') return <McpConsentPage />;
   if (path === '/activity') return <ActivityPage />;
   if (path === '/statement') return <StatementPage />;
   if (path === '/connections') return <ConnectionsPage />;

@@ -19,6 +19,7 @@ import metricsPlugin from './plugins/metrics.js';
 import tracingPlugin from './plugins/tracing.js';
 import { registerApiRoutes } from './routes/index.js';
 import routeCatalogPlugin from './plugins/route-catalog.js';
+import authorizationServerPlugin from './oauth2/plugin.js';
 import mcpPlugin, { mcpOriginGuard } from './mcp/plugin.js';
 
 declare module 'fastify' {
@@ -212,6 +213,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   app.addHook('onRequest', mcpOriginGuard(settings));
   await app.register(authPlugin);
   await app.register(rateLimitPlugin);
+  await app.register(authorizationServerPlugin);
   await app.register(metricsPlugin);
   await registerApiRoutes(app);
   await app.register(mcpPlugin);

@@ -5,7 +5,7 @@ export type { DashboardSession, DashboardSessionSettings } from './dashboard-ses
 export { issueKey } from './key-issuing.js';
 export { changeKey, listKeys } from './key-management.js';
 export type { KeyRow } from '#db/keys';
-export { KeyVerifier, keyChangesChannel, publishKeyChange } from './key-verifier.js';
+export { KeyVerifier, assertKeyUsable, keyChangesChannel, publishKeyChange } from './key-verifier.js';
 export { PASSWORD_POLICY, assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 export { registerAccount } from './registration.js';
 export { acceptInvitation, inviteMember, listApprovers, memberView, mintInviteLink, removeApprover, requireApprover } from './members.js';

@@ -1,3 +1,4 @@
+import { revokeProviderGrant } from '#db/oauth-provider';
 import { PlatformError, notFound } from '#core/platform';
 import { KEY_COLUMNS, type KeyKind, type KeyRow, type KeyStatus } from '#db/keys';
 import type { Db, Sql } from '#db/sql';
@@ -65,6 +66,9 @@ export async function changeKey(sql: Sql, input: { accountId: string; kind: KeyK
        where id = ${input.keyId}
       returning ${tx.unsafe(KEY_COLUMNS)}`;
     if (!key) throw new Error('locked key vanished');
+    // An MCP client's grant dies with its key: the grant, its codes and its refresh tokens go; its
+    // access tokens are marked consumed (and the MCP endpoint checks the key on every request anyway).
+    if (status === 'revoked' && key.oauth_grant_id !== null) await revokeProviderGrant(tx, key.oauth_grant_id, { keepAccessTokens: true });
     return key;
   }) as Promise<KeyRow>;
 }

@@ -20,6 +20,33 @@ export interface KeyVerifierLog {
   info(fields: Record<string, unknown>, message: string): void;
 }
 
+/**
+ * Throws the specification's 401/403 for a key that can no longer authenticate: revoked, disabled
+ * or expired. An MCP client's grant is such a key, and its refusals say so.
+ */
+export function assertKeyUsable(key: KeyRow): void {
+  const grant = key.oauth_grant_id !== null;
+  if (key.status === 'revoked') {
+    throw grant
+      ? new PlatformError('key_revoked', `Access for ${key.oauth_client_name ?? 'this MCP client'} has been revoked`, {
+          hint: 'The grant was revoked on the Keys page; connect the client again to be asked for consent anew.',
+        })
+      : new PlatformError('key_revoked', 'API key has been revoked', { hint: 'Revocation is permanent; create a new key.' });
+  }
+  if (key.status === 'disabled') {
+    throw new PlatformError('key_disabled', grant ? 'Access for this MCP client is disabled' : 'API key is disabled', {
+      hint: `Enable it with PATCH /api/v1/keys/${key.id} {"status":"enabled"} or in the dashboard.`,
+    });
+  }
+  if (key.expires_at && key.expires_at.getTime() <= Date.now()) {
+    throw grant
+      ? new PlatformError('key_expired', 'Access for this MCP client has expired', {
+          hint: 'The expiry chosen at consent has passed; connect the client again to be asked for consent anew.',
+        })
+      : new PlatformError('key_expired', 'Agent key has expired', { hint: 'Create a new agent key.' });
+  }
+}
+
 const MAX_CACHE_ENTRIES = 50_000;
 const TOUCH_FLUSH_MS = 5_000;
 
@@ -119,18 +146,14 @@ export class KeyVerifier {
     const key = await this.rows.byHash(hashKey(presented));
     if (!key)
       throw new PlatformError('invalid_key', 'API key not found', { hint: 'The key may have been mistyped; create a new one in the dashboard.' });
-    if (key.status === 'revoked')
-      throw new PlatformError('key_revoked', 'API key has been revoked', { hint: 'Revocation is permanent; create a new key.' });
-    if (key.status === 'disabled') {
-      throw new PlatformError('key_disabled', 'API key is disabled', {
-        hint: `Enable it with PATCH /api/v1/keys/${key.id} {"status":"enabled"} or in the dashboard.`,
-      });
-    }
-    if (key.expires_at && key.expires_at.getTime() <= Date.now()) {
-      throw new PlatformError('key_expired', 'Agent key has expired', { hint: 'Create a new agent key.' });
-    }
+    assertKeyUsable(key);
     this.touched.add(key.id);
     return key;
+  }
+
+  /** Records that a key verified some other way (an MCP client's access token) was used. */
+  touch(keyId: string): void {
+    this.touched.add(keyId);
   }
 
   /** Called with the id of every key changed anywhere (announced here or by another instance). */

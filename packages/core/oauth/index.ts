@@ -13,6 +13,7 @@ export {
 export {
   oauthAccessTokenContext,
   oauthClientSecretContext,
+  oauthProviderSecretContext,
   oauthRefreshTokenContext,
   oauthVerifierContext,
   openAccessToken,

@@ -13,6 +13,9 @@ export const oauthRefreshTokenContext = (connectionId: string) => `oauth-refresh
 /** A consent flow's PKCE verifier, bound to the hash of its state. */
 export const oauthVerifierContext = (stateHash: string) => `oauth-verifier:${stateHash}`;
 
+/** A secret of the platform's own authorization server (its signing keys, its cookie keys), bound to its name. */
+export const oauthProviderSecretContext = (name: string) => `oauth-provider:${name}`;
+
 /** The tokens of one connection, sealed for its row. */
 export function sealTokens(masterKey: Buffer, connectionId: string, tokens: { accessToken: string; refreshToken: string | null }) {
   return {

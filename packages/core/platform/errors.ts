@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   body_missing: 400,
   missing_credentials: 401,
   invalid_key: 401,
+  invalid_token: 401,
   invalid_session: 401,
   invalid_credentials: 401,
   insufficient_balance: 402,

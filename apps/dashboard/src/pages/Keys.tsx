@@ -216,7 +216,13 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
       <div className="key-main">
         <p className="key-name">
           {agentKey.name} <Badge tone={expired ? 'red' : STATUS_TONE[agentKey.status]}>{expired ? 'Expired' : statusLabel(agentKey.status)}</Badge>
+          {agentKey.mcpClient && <Badge tone="blue">MCP client (OAuth)</Badge>}
         </p>
+        {agentKey.mcpClient && (
+          <p className="key-meta">
+            Access you approved for <strong>{agentKey.mcpClient.name}</strong>; it signs in with OAuth, so this key's secret is never shown.
+          </p>
+        )}
         <p className="key-meta">
           <code>{agentKey.prefix}…</code> · spent {formatDollars(agentKey.spent)}
           {agentKey.spendLimit === null ? ' · no spending limit' : ` of ${formatDollars(agentKey.spendLimit)}`} ·{' '}
@@ -239,7 +245,11 @@ function AgentKeyRow({ agentKey, onChanged }: { agentKey: AgentKey; onChanged: (
           <ConfirmButton
             label="Delete"
             confirmLabel="Delete for good"
-            question={`Delete “${agentKey.name}”? The agent using it stops at once.`}
+            question={
+              agentKey.mcpClient
+                ? `Revoke “${agentKey.name}”? ${agentKey.mcpClient.name} loses access at once, its tokens included.`
+                : `Delete “${agentKey.name}”? The agent using it stops at once.`
+            }
             onConfirm={() =>
               run(async () => {
                 await call(client.DELETE('/api/v1/agent-keys/{id}', { params: { path: { id: agentKey.id } } }));
@@ -279,7 +289,10 @@ export function KeysPage() {
         )}
       </Card>
       <Card title="Agent keys">
-        <p className="muted">Agent keys can use the directory, the proxy and cookbooks, but cannot manage keys, connections or funds.</p>
+        <p className="muted">
+          Agent keys can use the directory, the proxy and cookbooks, but cannot manage keys, connections or funds. MCP clients you approve through
+          OAuth are listed here too, with the limits you chose; deleting one revokes its access.
+        </p>
         <CreateAgentKey onCreated={agentKeys.reload} />
         {agentKeys.loading && !agentKeys.data && <Spinner label="Loading agent keys" />}
         <ErrorMessage error={agentKeys.error} onRetry={agentKeys.reload} />

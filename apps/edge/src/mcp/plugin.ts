@@ -7,6 +7,7 @@ import { PlatformError } from '#core/platform';
 import type { Caller } from '#core/identity';
 import type { EdgeSettings } from '../config.js';
 import { presentedKey, requireAuth } from '../plugins/auth.js';
+import { authorizationServerUrls, MCP_SCOPE } from '../oauth2/provider.js';
 import { buildMcpServer, MCP_PROFILES, SERVER_INFO, type McpProfile } from './server.js';
 import type { ToolCaller } from './dispatch.js';
 
@@ -69,9 +70,12 @@ function protectedResourceMetadata(settings: EdgeSettings) {
   return {
     resource: `${site}${MCP_PATH}`,
     resource_name: SERVER_INFO.title,
+    // The platform's own authorization server (oauth2/): MCP clients that speak OAuth sign in there.
+    authorization_servers: [authorizationServerUrls(settings).issuer],
+    scopes_supported: [MCP_SCOPE],
     bearer_methods_supported: ['header'],
     resource_documentation: `${site}/llms.txt`,
-    // No OAuth authorization server: the bearer token is a platform API key or agent key.
+    // Or, without OAuth, the bearer token is a platform API key or agent key.
     'x-api-key': {
       scheme: 'Authorization: Bearer <key>',
       format: 'service_sk_ followed by 48 lowercase hex digits (an API key or an agent key)',
@@ -106,7 +110,7 @@ async function sendWebResponse(reply: FastifyReply, response: Response): Promise
 }
 
 /** Platform codes that mean the bearer token itself is no good (RFC 6750 `invalid_token`). */
-const INVALID_TOKEN = new Set(['invalid_key', 'key_revoked', 'key_expired', 'key_disabled']);
+const INVALID_TOKEN = new Set(['invalid_key', 'invalid_token', 'key_revoked', 'key_expired', 'key_disabled']);
 /** The JSON-RPC error code of an authentication or authorization failure (implementation-defined range). */
 export const JSONRPC_AUTH_ERROR = -32001;
 
@@ -176,7 +180,7 @@ export default fp(
     app.route({
       method: ['POST', 'GET', 'DELETE'],
       url: MCP_PATH,
-      config: { auth: 'apiKey', bearerChallenge: true },
+      config: { auth: 'apiKey', bearerChallenge: true, oauthAccessTokens: true },
       schema: { hide: true },
       handler: async (request, reply) => {
         const caller = requireAuth(request);

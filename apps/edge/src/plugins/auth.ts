@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { callerFromKey, callerFromSession, KeyVerifier, type Caller } from '#core/identity';
+import { KEY_PREFIX } from '#contracts/key-format';
 import { clientAddress, isLimited } from './rate-limit.js';
 import { verifyDashboardSession, type DashboardSession } from '#core/identity';
 import { assertCsrf, assertNotCrossSite, SESSION_COOKIE } from '../http/dashboard-session.js';
@@ -38,6 +39,11 @@ declare module 'fastify' {
      * closed to them until it says otherwise.
      */
     approver?: boolean;
+    /**
+     * True on the MCP endpoint: a Bearer token that is not a platform key is taken as an access token
+     * of the platform's authorization server (oauth2/), standing for the agent key its grant made.
+     */
+    oauthAccessTokens?: boolean;
   }
   interface FastifyRequest {
     auth: AuthContext | null;
@@ -143,6 +149,12 @@ export default fp(
         }
         request.auth = callerFromSession(session.accountId, session.memberId, session.personId);
         request.dashboardSession = session;
+        return;
+      }
+      if (request.routeOptions.config.oauthAccessTokens === true && !key.startsWith(KEY_PREFIX)) {
+        const grantKey = await (await app.authorizationServer.get()).keyForAccessToken(key);
+        verifier.touch(grantKey.id);
+        request.auth = callerFromKey(grantKey);
         return;
       }
       const auth = callerFromKey(await verifier.verify(key));

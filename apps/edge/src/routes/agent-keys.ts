@@ -10,24 +10,46 @@ import { emitAfterChange } from './webhooks.js';
 import { agentKeyMeta as agentKey } from '#contracts/keys';
 import { announceKeyChange, fullKeySchema, invalid, keyIdParams, keyName, listQuery, toKeyMeta } from './keys.js';
 
-function toAgentKey(key: KeyRow): z.infer<typeof agentKey> {
+export function toAgentKey(key: KeyRow): z.infer<typeof agentKey> {
   return {
     ...toKeyMeta(key),
     spendLimit: key.spend_limit_micros === null ? null : toDollars(key.spend_limit_micros),
     spent: toDollars(key.spent_micros),
     allowedApis: key.allowed_apis,
     expiresAt: key.expires_at?.toISOString() ?? null,
+    mcpClient: key.oauth_client_id === null ? null : { id: key.oauth_client_id, name: key.oauth_client_name ?? key.oauth_client_id },
   };
 }
 
-const createBody = z
-  .object({
-    name: keyName,
-    spendLimit: z.union([z.number(), z.string()]).optional().describe('Dollars, e.g. 5 or "2.50"'),
-    allowedApis: z.array(API_ID).max(200).optional(),
-    expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time such as 2030-01-31T12:00:00Z' }).optional(),
-  })
-  .strict();
+/** An agent key's limits as a body gives them (also the MCP consent page's choices). */
+export const agentKeyLimits = {
+  spendLimit: z.union([z.number(), z.string()]).optional().describe('Dollars, e.g. 5 or "2.50"'),
+  allowedApis: z.array(API_ID).max(200).optional(),
+  expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time such as 2030-01-31T12:00:00Z' }).optional(),
+};
+
+const createBody = z.object({ name: keyName, ...agentKeyLimits }).strict();
+
+/** The limits of a body, checked: a dollar amount, an expiry in the future, distinct API ids. */
+export function parseAgentKeyLimits(body: {
+  spendLimit?: number | string | undefined;
+  allowedApis?: string[] | undefined;
+  expiresAt?: string | undefined;
+}) {
+  let spendLimitMicros: bigint | null = null;
+  if (body.spendLimit !== undefined) {
+    spendLimitMicros = parseDollars(body.spendLimit);
+    if (spendLimitMicros === null)
+      throw invalid('spendLimit', 'must be a non-negative dollar amount', 'Use at most six decimal places, e.g. 5 or "2.50".');
+  }
+  let expiresAt: Date | null = null;
+  if (body.expiresAt !== undefined) {
+    expiresAt = new Date(body.expiresAt);
+    if (expiresAt.getTime() <= Date.now()) throw invalid('expiresAt', 'must be in the future');
+  }
+  const allowedApis = body.allowedApis === undefined ? null : [...new Set(body.allowedApis)];
+  return { spendLimitMicros, expiresAt, allowedApis };
+}
 
 /**
  * /agent-keys: keys an account hands to its agents, with an optional spend limit, API allow-list and
@@ -51,18 +73,7 @@ const agentKeyRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { accountId } = requireAuth(request);
       const body = request.body;
-      let spendLimitMicros: bigint | null = null;
-      if (body.spendLimit !== undefined) {
-        spendLimitMicros = parseDollars(body.spendLimit);
-        if (spendLimitMicros === null)
-          throw invalid('spendLimit', 'must be a non-negative dollar amount', 'Use at most six decimal places, e.g. 5 or "2.50".');
-      }
-      let expiresAt: Date | null = null;
-      if (body.expiresAt !== undefined) {
-        expiresAt = new Date(body.expiresAt);
-        if (expiresAt.getTime() <= Date.now()) throw invalid('expiresAt', 'must be in the future');
-      }
-      const allowedApis = body.allowedApis === undefined ? null : [...new Set(body.allowedApis)];
+      const { spendLimitMicros, expiresAt, allowedApis } = parseAgentKeyLimits(body);
       const { key, fullKey } = await issueKey(
         sql,
         { accountId, kind: 'agent', name: body.name, spendLimitMicros, allowedApis, expiresAt },

@@ -20,6 +20,7 @@ import keyRoutes from './keys.js';
 import memberRoutes from './members.js';
 import webhookRoutes, { webhookEmitterPlugin } from './webhooks.js';
 import proxyRoutes from './proxy.js';
+import mcpConsentRoutes from './mcp-consent.js';
 import registerRoutes from './register.js';
 import sessionRoutes from './sessions.js';
 import accountSecurityRoutes from './account-security.js';
@@ -53,6 +54,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
       await api.register(registerRoutes);
       await api.register(keyRoutes);
       await api.register(agentKeyRoutes);
+      await api.register(mcpConsentRoutes);
       await api.register(memberRoutes);
       await api.register(webhookRoutes);
       await api.register(balanceRoutes);
