@@ -73,13 +73,14 @@ export function PageHeader({ title, description, actions }: { title: string; des
   );
 }
 
-/** Copies text to the clipboard, falling back to selecting it when the clipboard is unavailable. */
-export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+/** Copies text to the clipboard, falling back to selecting it when the clipboard is unavailable; `onCopied` runs after a copy that worked. */
+export function CopyButton({ text, label = 'Copy', onCopied }: { text: string; label?: string; onCopied?: () => void }) {
   const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(text);
       setCopied('yes');
+      onCopied?.();
     } catch {
       setCopied('failed');
     }

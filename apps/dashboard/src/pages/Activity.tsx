@@ -144,8 +144,9 @@ export function MoneyTabs({ current }: { current: 'activity' | 'statement' }) {
 /** Every metered call of the account, newest first, with filters and more pages on demand. */
 export function ActivityPage() {
   const { expired } = useSession();
-  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  // A link may name the API to show (the overview's Top APIs: /activity?api=platform.docs).
+  const [draft, setDraft] = useState<Filters>(() => ({ ...NO_FILTERS, api: new URLSearchParams(window.location.search).get('api') ?? '' }));
+  const [filters, setFilters] = useState<Filters>(draft);
   const query = queryOf(filters);
   const first = useApi(`activity/${JSON.stringify(query)}`, (signal) => client.GET('/api/v1/activity', { params: { query }, signal }), expired);
   const keys = useApi('keys', (signal) => client.GET('/api/v1/keys', { signal }), expired);

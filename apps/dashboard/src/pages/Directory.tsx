@@ -1,5 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { call, client, type Answer } from '../api';
+import { rememberViewedApi } from '../first-run';
 import { formatDollars, formatNumber } from '../format';
 import { Markdown } from '../markdown';
 import { Link, navigate, useLocation } from '../router';
@@ -329,6 +330,9 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
   const [charged, setCharged] = useState<string | null>(null);
   const { busy, error, run } = useAction();
   const item = detail.data?.api;
+  useEffect(() => {
+    if (item) rememberViewedApi(item.id, item.endpoints);
+  }, [item]);
 
   const loadInstructions = async () => {
     await run(async () => {
