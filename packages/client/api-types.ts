@@ -3732,6 +3732,8 @@ export interface paths {
                         "application/json": {
                             /** @description ...add this many dollars */
                             amount: number | null;
+                            /** @description Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing */
+                            available: boolean;
                             /** @description A payment method is saved (POST /balance/auto-topup/setup) */
                             cardSaved: boolean;
                             enabled: boolean;
@@ -3859,6 +3861,8 @@ export interface paths {
                         "application/json": {
                             /** @description ...add this many dollars */
                             amount: number | null;
+                            /** @description Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing */
+                            available: boolean;
                             /** @description A payment method is saved (POST /balance/auto-topup/setup) */
                             cardSaved: boolean;
                             enabled: boolean;
@@ -15704,6 +15708,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description true on test and development setups only: http and private or loopback addresses (http://localhost:8080/…) are accepted too */
+                            localUrlsAccepted: boolean;
                             /** @enum {boolean} */
                             ok: true;
                             webhooks: {

@@ -1,5 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { call, client, type Answer } from '../api';
+import { peopleText } from '../wording';
 import { formatDateTime, formatDollars, formatNumber } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
@@ -72,10 +73,10 @@ function CallRow({ entry }: { entry: ActivityEntry }) {
           </button>
         </td>
       </tr>
-      {problem && entry.hint ? (
+      {problem && entry.hint && peopleText(entry.hint, null) ? (
         <tr>
           <td colSpan={8} className="small" data-testid="activity-hint">
-            {entry.hint}
+            {peopleText(entry.hint, null)}
           </td>
         </tr>
       ) : null}

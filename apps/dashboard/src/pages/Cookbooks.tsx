@@ -29,8 +29,8 @@ function SlotField({ cookbookId, slot, value, onChange }: { cookbookId: string; 
       </datalist>
       <span className="field-help">
         {choices.data && choices.data.apis.length === 0
-          ? `None of the ${slot.category} APIs is callable for you yet: connect one on the Connections page, or pick another API you can call.`
-          : `A ${slot.category} API you can call now.`}
+          ? `You cannot call any API for “${slot.category}” yet: connect one on the Connections page, or enter another API you can call.`
+          : `An API for “${slot.category}” that you can call now.`}
       </span>
     </label>
   );
@@ -103,7 +103,7 @@ function CookbookCard({ cookbook }: { cookbook: CookbookSummary }) {
               ? 'None'
               : cookbook.slots.map((slot) => (
                   <span key={slot.name} className="chip">
-                    {slot.name}: a {slot.category} API{slot.required ? '' : ' (optional)'}
+                    {slot.name}: an API for “{slot.category}”{slot.required ? '' : ' (optional)'}
                   </span>
                 ))}
           </dd>
