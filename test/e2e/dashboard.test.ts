@@ -548,7 +548,8 @@ describe('dashboard in a browser', () => {
         `${path}: ${JSON.stringify(counts)}`,
       ).toEqual([]);
     }
-  });
+    // Nine pages with a 2.5 s quiet moment each: more than the default 30 s on a busy machine.
+  }, 60_000);
 
   it('signs out, after which the old session cookie no longer works', async () => {
     const cookies = await browser.context.cookies(base);

@@ -104,7 +104,7 @@ describe('first use and daily use in a browser', () => {
     // 1. The key the sign-up page showed, with a button to copy it.
     await expect(page.getByTestId('checklist-key').textContent()).resolves.toBe(key);
     await item('copy_key').getByRole('button', { name: 'Copy key' }).click();
-    await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(key);
+    await expect(page.evaluate<string>('navigator.clipboard.readText()')).resolves.toBe(key);
     await page.locator('[data-item="copy_key"][data-done="true"]').waitFor();
     // Each item from the account's own state: copying ticked one, nothing else.
     for (const id of ['discover', 'first_call', 'add_funds']) await expect(item(id).getAttribute('data-done')).resolves.toBe('false');
@@ -119,7 +119,10 @@ describe('first use and daily use in a browser', () => {
     await page.getByRole('heading', { level: 1, name: 'Directory' }).waitFor();
     await page.getByLabel('Search APIs').fill(meteredApi);
     await page.getByRole('button', { name: 'Search' }).click();
-    await page.getByRole('link', { name: `Test ${meteredApi}` }).first().click();
+    await page
+      .getByRole('link', { name: `Test ${meteredApi}` })
+      .first()
+      .click();
     await page.getByRole('heading', { level: 1, name: `Test ${meteredApi}` }).waitFor();
     await nav('Overview').click();
     await page.locator('[data-item="discover"][data-done="true"]').waitFor();
@@ -222,7 +225,10 @@ describe('first use and daily use in a browser', () => {
     await expect(page.getByTestId('human-step').filter({ hasText: second }).getByTestId('changes-requested').count()).resolves.toBe(0);
     const listed = await call('/api/v1/me/human-steps', { key });
     const steps = listed.body.humanSteps as { sessionId: string; changesRequested: unknown }[];
-    expect(steps.find((s) => s.sessionId === first)?.changesRequested).toMatchObject({ note: 'Name the coast: Bergen is not enough.', stepId: 'draft-message' });
+    expect(steps.find((s) => s.sessionId === first)?.changesRequested).toMatchObject({
+      note: 'Name the coast: Bergen is not enough.',
+      stepId: 'draft-message',
+    });
     expect(steps.find((s) => s.sessionId === second)?.changesRequested).toBeNull();
   }, 90_000);
 

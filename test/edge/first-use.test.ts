@@ -25,16 +25,27 @@ describe('first-run checklist and operator tools', () => {
     api = await registerApi({ baseUrl: upstream.url, price: '0.003' });
     const operatorEmail = `ops-${Date.now()}@example.test`;
     app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', OPERATOR_EMAILS: `someone@example.test, ${operatorEmail.toUpperCase()}` });
-    const res = await app.inject({ method: 'POST', url: '/api/v1/register', payload: { email: operatorEmail, password: 'correct horse battery staple' } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/register',
+      payload: { email: operatorEmail, password: 'correct horse battery staple' },
+    });
     const body = expectOk<{ account: { id: string }; key: { id: string }; fullKey: string }>(res, 201);
-    operator = { accountId: body.account.id, email: operatorEmail, password: 'correct horse battery staple', keyId: body.key.id, fullKey: body.fullKey };
+    operator = {
+      accountId: body.account.id,
+      email: operatorEmail,
+      password: 'correct horse battery staple',
+      keyId: body.key.id,
+      fullKey: body.fullKey,
+    };
   }, 60_000);
   afterAll(async () => {
     await app?.close();
     await upstream?.close();
   });
 
-  const checklist = async (key: string) => expectOk<Checklist>(await app.inject({ method: 'GET', url: '/api/v1/me/checklist', headers: bearer(key) }));
+  const checklist = async (key: string) =>
+    expectOk<Checklist>(await app.inject({ method: 'GET', url: '/api/v1/me/checklist', headers: bearer(key) }));
 
   it('asks for credentials', async () => {
     expectError(await app.inject({ method: 'GET', url: '/api/v1/me/checklist' }), 401);
@@ -45,12 +56,14 @@ describe('first-run checklist and operator tools', () => {
   it('ticks each item from what the account did, and stays done', async () => {
     const user = await registerUser(app);
     // Reading the checklist with the key uses the key (its last use is recorded shortly after): it was copied somewhere.
-    await expect.poll(async () => doneOf(await checklist(user.fullKey)), { timeout: 10_000 }).toEqual({
-      copy_key: true,
-      discover: false,
-      first_call: false,
-      add_funds: false,
-    });
+    await expect
+      .poll(async () => doneOf(await checklist(user.fullKey)), { timeout: 10_000 })
+      .toEqual({
+        copy_key: true,
+        discover: false,
+        first_call: false,
+        add_funds: false,
+      });
 
     // Browsing is not finding; a search with the account's key is.
     expectOk(await app.inject({ method: 'GET', url: '/api/v1/apis?limit=5', headers: bearer(user.fullKey) }));
@@ -72,7 +85,8 @@ describe('first-run checklist and operator tools', () => {
   it('counts a discovery made with the dashboard cookie, and a copy recorded by the dashboard', async () => {
     const user = await registerUser(app);
     const session = await loginUser(app, user);
-    const read = async () => expectOk<Checklist>(await app.inject({ method: 'GET', url: '/api/v1/me/checklist', headers: { cookie: session.cookie } }));
+    const read = async () =>
+      expectOk<Checklist>(await app.inject({ method: 'GET', url: '/api/v1/me/checklist', headers: { cookie: session.cookie } }));
     // Not one request with the key yet: nothing is done.
     expect(doneOf(await read())).toEqual({ copy_key: false, discover: false, first_call: false, add_funds: false });
     const copied = await app.inject({ method: 'POST', url: '/api/v1/me/checklist', headers: session.writeHeaders, payload: { mark: 'key_copied' } });
@@ -80,7 +94,12 @@ describe('first-run checklist and operator tools', () => {
     expectOk(await app.inject({ method: 'GET', url: `/api/v1/apis/${api}`, headers: { cookie: session.cookie } }));
     await expect.poll(async () => doneOf(await read()).discover).toBe(true);
 
-    const dismissed = await app.inject({ method: 'POST', url: '/api/v1/me/checklist', headers: session.writeHeaders, payload: { mark: 'dismissed' } });
+    const dismissed = await app.inject({
+      method: 'POST',
+      url: '/api/v1/me/checklist',
+      headers: session.writeHeaders,
+      payload: { mark: 'dismissed' },
+    });
     expect(expectOk<Checklist>(dismissed)).toMatchObject({ dismissed: true, done: false });
     expectError(
       await app.inject({ method: 'POST', url: '/api/v1/me/checklist', headers: session.writeHeaders, payload: { mark: 'done' } }),
@@ -88,7 +107,10 @@ describe('first-run checklist and operator tools', () => {
       'validation_failed',
     );
     // The cookie's writes need the CSRF token, as every other.
-    expectError(await app.inject({ method: 'POST', url: '/api/v1/me/checklist', headers: { cookie: session.cookie }, payload: { mark: 'dismissed' } }), 403);
+    expectError(
+      await app.inject({ method: 'POST', url: '/api/v1/me/checklist', headers: { cookie: session.cookie }, payload: { mark: 'dismissed' } }),
+      403,
+    );
   });
 
   it("gives the Temporal UI's address to the operator's people signed in to the dashboard, and to no one else", async () => {

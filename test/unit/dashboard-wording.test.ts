@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CALLABILITY_REASONS } from '#contracts/directory';
-import { callabilityAdvice, isDeveloperWorded, peopleError, peopleText } from '../../apps/dashboard/src/wording.js';
+import { callabilityAdvice, isDeveloperWorded, peopleError, peopleText } from '#dashboard/wording';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DASHBOARD_SRC = join(ROOT, 'apps/dashboard/src');

@@ -78,16 +78,18 @@ const WAITING_POLL_MS = 10_000;
 /**
  * The number of human steps waiting for the signed-in person (an approver sees theirs), for the
  * badge on Inbox: read on every page change, every few seconds while the tab is visible, and
- * whenever the Inbox page has read them itself.
+ * whenever the Inbox page has read them itself (which stands in for the reads while it is open).
  */
 function useWaitingSteps(path: string, enabled: boolean): number | null {
   const [count, setCount] = useState<number | null>(null);
+  // The Inbox page reads the steps itself (live) and tells the badge: no second read while it is open.
+  const onInbox = path === '/inbox';
   const load = useCallback(() => {
-    if (!enabled) return;
+    if (!enabled || onInbox) return;
     call(client.GET('/api/v1/me/human-steps'))
       .then((body) => setCount(body.humanSteps.length))
       .catch(() => undefined);
-  }, [enabled]);
+  }, [enabled, onInbox]);
   useEffect(load, [load, path]);
   useInterval(load, WAITING_POLL_MS);
   useEffect(() => {

@@ -148,8 +148,8 @@ export function FirstRunChecklist({ onUnauthenticated }: { onUnauthenticated: ()
         </Step>
         <Step id="discover" done={done.discover}>
           <p>
-            Describe a task in the <Link href="/directory">directory</Link>'s search (for example “weather forecast”) and open an API that
-            fits. Or ask from a terminal:
+            Describe a task in the <Link href="/directory">directory</Link>'s search (for example “weather forecast”) and open an API that fits. Or
+            ask from a terminal:
           </p>
           <pre className="code-block" data-testid="discover-command">
             {discoverCommand(origin, shownKey)}
@@ -186,11 +186,7 @@ export function FirstRunChecklist({ onUnauthenticated }: { onUnauthenticated: ()
             {mcpConfig(origin, shownKey)}
           </pre>
           <CopyButton text={mcpConfig(origin, shownKey)} label="Copy configuration" onCopied={key ? copied : undefined} />
-          {!key && (
-            <p className="small muted">
-              Replace {KEY_PLACEHOLDER} with your key, or make a new key in the first step to have it filled in.
-            </p>
-          )}
+          {!key && <p className="small muted">Replace {KEY_PLACEHOLDER} with your key, or make a new key in the first step to have it filled in.</p>}
         </Step>
         <Step id="add_funds" done={done.add_funds}>
           <p>Your account starts with a small credit. Add funds with the form in the Balance card above when you need more.</p>

@@ -175,8 +175,8 @@ function ReconnectPrompt({ id, connections }: { id: string; connections: OAuthCo
     return (
       <Notice tone="warning">
         Your server-to-server connection <strong>{connection.label}</strong> to {connection.provider} stopped working: the provider refused your app's
-        client credentials. Register your app again with its current secret, the way your program registered it first, then disconnect this
-        connection and create it again. {dismiss}
+        client credentials. Register your app again with its current secret, the way your program registered it first, then disconnect this connection
+        and create it again. {dismiss}
       </Notice>
     );
   }

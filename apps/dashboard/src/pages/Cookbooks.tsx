@@ -19,7 +19,12 @@ function SlotField({ cookbookId, slot, value, onChange }: { cookbookId: string; 
       <span className="field-label">
         API for “{slot.name}” {slot.required ? '' : <span className="muted">(optional)</span>}
       </span>
-      <input list={listId} value={value} placeholder={first ? `e.g. ${first.id}` : 'an API id from the directory'} onChange={(e) => onChange(e.target.value)} />
+      <input
+        list={listId}
+        value={value}
+        placeholder={first ? `e.g. ${first.id}` : 'an API id from the directory'}
+        onChange={(e) => onChange(e.target.value)}
+      />
       <datalist id={listId}>
         {(choices.data?.apis ?? []).map((api) => (
           <option key={api.id} value={api.id}>
@@ -42,7 +47,11 @@ function StartForm({ cookbook, onCancel }: { cookbook: CookbookSummary; onCancel
   const submit = (event: FormEvent) => {
     event.preventDefault();
     void run(async () => {
-      const selectedApis = Object.fromEntries(Object.entries(chosen).filter(([, apiId]) => apiId.trim() !== '').map(([slot, apiId]) => [slot, apiId.trim()]));
+      const selectedApis = Object.fromEntries(
+        Object.entries(chosen)
+          .filter(([, apiId]) => apiId.trim() !== '')
+          .map(([slot, apiId]) => [slot, apiId.trim()]),
+      );
       const started = await call(
         client.POST('/api/v1/cookbooks/{id}/start', { params: { path: { id: cookbook.id }, header: {} }, body: { selectedApis } }),
       );

@@ -252,7 +252,9 @@ export function DirectoryPage() {
         <ErrorMessage error={list.error ?? discovery.error} />
         {discovery.data &&
           (discovery.data.results.length === 0 ? (
-            <Empty title="Nothing matched that description">{peopleText(discovery.data.hint ?? '', null) || 'Try other words, or search by keyword.'}</Empty>
+            <Empty title="Nothing matched that description">
+              {peopleText(discovery.data.hint ?? '', null) || 'Try other words, or search by keyword.'}
+            </Empty>
           ) : (
             <ul className="api-list">
               {discovery.data.results.map((result) => (
@@ -273,7 +275,9 @@ export function DirectoryPage() {
               ))}
             </ul>
           ))}
-        {list.data && apis.length === 0 && <Empty title="No APIs found">{peopleText(list.data.hint ?? '', null) || 'Try fewer or different words.'}</Empty>}
+        {list.data && apis.length === 0 && (
+          <Empty title="No APIs found">{peopleText(list.data.hint ?? '', null) || 'Try fewer or different words.'}</Empty>
+        )}
         {apis.length > 0 && (
           <>
             <ApiList apis={apis} />

@@ -11,7 +11,6 @@ export const DEFAULT_DASHBOARD_DIST = fileURLToPath(new URL('../../../dashboard/
 /** Paths that are never dashboard pages: their unknown routes stay JSON 404s. */
 const NOT_PAGES = /^\/(api|admin)(\/|$)/;
 
-
 const MISSING_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Dashboard not built</title></head>

@@ -95,7 +95,9 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     lastError: z.string().nullable(),
     available: z
       .boolean()
-      .describe('Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing'),
+      .describe(
+        'Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing',
+      ),
   });
   const autoTopupView = (row: AutoTopupRow) => ({
     ok: true as const,

@@ -8,7 +8,9 @@ const checklistAnswer = z.object({
   ok: z.literal(true),
   items: z
     .array(z.object({ id: z.enum(CHECKLIST_ITEMS), done: z.boolean() }))
-    .describe('copy_key: a key was copied from the dashboard or used; discover: an API was searched, discovered or looked up; first_call: a paid call went through the proxy; add_funds: funds were added'),
+    .describe(
+      'copy_key: a key was copied from the dashboard or used; discover: an API was searched, discovered or looked up; first_call: a paid call went through the proxy; add_funds: funds were added',
+    ),
   done: z.boolean().describe('Every item done; stays true once reached'),
   dismissed: z.boolean().describe('The owner closed the checklist'),
 });

@@ -225,7 +225,9 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
             webhooks: z.array(webhookSchema),
             localUrlsAccepted: z
               .boolean()
-              .describe('true on test and development setups only: http and private or loopback addresses (http://localhost:8080/…) are accepted too'),
+              .describe(
+                'true on test and development setups only: http and private or loopback addresses (http://localhost:8080/…) are accepted too',
+              ),
           }),
           ...errorResponses(401, 403, 429),
         },
