@@ -17,26 +17,9 @@ import { FirstRunChecklist } from '../first-run';
 import { formatDollars, formatNumber, formatPercent } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
-import { Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+import { ApiLink, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
 
 const PERIODS = [7, 30, 90];
-
-/**
- * Priced items that belong to no directory API show in usage under reserved ids (platform.docs,
- * platform.cookbooks): they name what was bought and lead where it can be seen, not to a directory
- * page that does not exist.
- */
-const PLATFORM_ITEMS: Record<string, { label: string; href: string }> = {
-  'platform.docs': { label: 'Documentation sections', href: '/activity?api=platform.docs' },
-  'platform.cookbooks': { label: 'Cookbook details', href: '/cookbooks' },
-};
-
-function TopApiName({ apiId }: { apiId: string }) {
-  const item = PLATFORM_ITEMS[apiId];
-  if (item) return <Link href={item.href}>{item.label}</Link>;
-  if (apiId.startsWith('platform.')) return <span>Platform: {apiId.slice('platform.'.length)}</span>;
-  return <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>;
-}
 
 export function OverviewPage() {
   const { expired, account } = useSession();
@@ -139,7 +122,7 @@ export function OverviewPage() {
               {topApis.slice(0, 10).map((row) => (
                 <tr key={row.apiId}>
                   <td>
-                    <TopApiName apiId={row.apiId} />
+                    <ApiLink apiId={row.apiId} />
                   </td>
                   <td className="num">{formatNumber(row.calls)}</td>
                   <td className="num">{formatDollars(row.cost)}</td>
