@@ -188,7 +188,9 @@ describe('first use and daily use in a browser', () => {
     const top = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Top APIs' }) });
     await top.getByRole('link', { name: 'Documentation sections' }).click();
     await page.getByRole('heading', { level: 1, name: 'Activity' }).waitFor();
-    await page.getByTestId('activity-row').filter({ hasText: 'platform.docs' }).first().waitFor();
+    // Filtered to what was bought, named in words (the filter keeps the id).
+    await expect.poll(() => page.getByLabel('API id', { exact: true }).inputValue()).toBe('platform.docs');
+    await page.getByTestId('activity-row').filter({ hasText: 'Documentation sections' }).first().waitFor();
     await expect(page.getByText('API not found').count()).resolves.toBe(0);
   }, 60_000);
 
