@@ -14,6 +14,7 @@ import {
   screenshotOnFailure,
   signUpInBrowser,
   asNewOwner,
+  docScreenshot,
   type RunningBrowser,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval } from '../helpers/edge-client.js';
@@ -113,6 +114,7 @@ describe('first use and daily use in a browser', () => {
       mcpServers: Record<string, { url: string; headers: Record<string, string> }>;
     };
     expect(Object.values(mcp.mcpServers)[0]).toMatchObject({ url: `${base}/mcp`, headers: { Authorization: `Bearer ${key}` } });
+    await docScreenshot(page, 'first-run-checklist');
 
     // 2. Find an API: the checklist's link to the directory, a search, the API's page.
     await item('discover').getByRole('link', { name: 'directory' }).click();
@@ -243,6 +245,7 @@ describe('first use and daily use in a browser', () => {
       'weather: an API for “location”sms: an API for “messaging”geocoder: an API for “location” (optional)',
     );
     await expect(cookbook.getByTestId('cookbook-steps').textContent()).resolves.toContain('3 for an agent, 1 for a person');
+    await docScreenshot(page, 'cookbooks');
     await cookbook.getByRole('button', { name: 'Start…' }).click();
     await cookbook.getByLabel('API for “weather”').fill(await createTestApi(app.deps.sql, 'weather'));
     await cookbook.getByLabel('API for “sms”').fill(await createTestApi(app.deps.sql, 'sms'));

@@ -425,10 +425,12 @@ export function AutoTopupCard({ state, mode, onMode }: { state: Loaded<AutoTopup
         </button>
       }
     >
-      <p className="muted small">
-        When a charge leaves your balance below the threshold, your saved card is charged the amount you choose, at most one attempt at a time. The
-        balance is credited when Stripe confirms the payment.
-      </p>
+      {!unavailable && (
+        <p className="muted small">
+          When a charge leaves your balance below the threshold, your saved card is charged the amount you choose, at most one attempt at a time. The
+          balance is credited when Stripe confirms the payment.
+        </p>
+      )}
       {unavailable && (
         <div className="alert alert-info" role="status" data-testid="auto-topup-unavailable">
           <p>

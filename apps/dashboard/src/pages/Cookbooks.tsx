@@ -7,6 +7,9 @@ import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useAction, useAp
 type CookbookSummary = Answer<'/api/v1/cookbooks'>['cookbooks'][number];
 type Slot = CookbookSummary['slots'][number];
 
+/** A category as a person reads it: "developer_tools" is "developer tools". */
+const categoryText = (category: string) => category.replaceAll('_', ' ');
+
 /** The callable-now APIs of a slot's category, offered as choices (any callable API id may be typed instead). */
 function SlotField({ cookbookId, slot, value, onChange }: { cookbookId: string; slot: Slot; value: string; onChange: (value: string) => void }) {
   const choices = useApi(JSON.stringify(['apis', 'callable', slot.category]), (signal) =>
@@ -34,8 +37,8 @@ function SlotField({ cookbookId, slot, value, onChange }: { cookbookId: string; 
       </datalist>
       <span className="field-help">
         {choices.data && choices.data.apis.length === 0
-          ? `You cannot call any API for “${slot.category}” yet: connect one on the Connections page, or enter another API you can call.`
-          : `An API for “${slot.category}” that you can call now.`}
+          ? `You cannot call any API for “${categoryText(slot.category)}” yet: connect one on the Connections page, or enter another API you can call.`
+          : `An API for “${categoryText(slot.category)}” that you can call now.`}
       </span>
     </label>
   );
@@ -92,7 +95,7 @@ function CookbookCard({ cookbook }: { cookbook: CookbookSummary }) {
     <article className="card" data-testid="cookbook" aria-labelledby={`cookbook-${cookbook.id}`}>
       <header className="card-header">
         <div>
-          <p className="eyebrow">{cookbook.category}</p>
+          <p className="eyebrow">{categoryText(cookbook.category)}</p>
           <h2 id={`cookbook-${cookbook.id}`}>{cookbook.title}</h2>
         </div>
         {!starting && (
@@ -112,7 +115,7 @@ function CookbookCard({ cookbook }: { cookbook: CookbookSummary }) {
               ? 'None'
               : cookbook.slots.map((slot) => (
                   <span key={slot.name} className="chip">
-                    {slot.name}: an API for “{slot.category}”{slot.required ? '' : ' (optional)'}
+                    {slot.name}: an API for “{categoryText(slot.category)}”{slot.required ? '' : ' (optional)'}
                   </span>
                 ))}
           </dd>
