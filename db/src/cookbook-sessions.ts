@@ -235,6 +235,8 @@ export interface PendingHumanStepRow extends StepRow {
   /** The approver the step is assigned to; null for the first taker. */
   assignee_id: string | null;
   assignee_email: string | null;
+  /** The latest request for changes made on this step: the step it sent the session back to, with the note it carried. */
+  changes_requested: { step_id: string; note: string } | null;
 }
 
 /**
@@ -255,6 +257,9 @@ export async function listPendingHumanSteps(
            s.cookbook_id, c.title as cookbook_title, c.steps, s.selected_apis,
            (select jsonb_object_agg(p.step_id, p.result_data) from cookbook_session_steps p
              where p.session_id = st.session_id and p.position < st.position) as prior_results,
+           (select jsonb_build_object('step_id', f.step_id, 'note', f.feedback->>'note') from cookbook_session_steps f
+             where f.session_id = st.session_id and f.feedback->>'fromStepId' = st.step_id
+             order by f.position desc limit 1) as changes_requested,
            m.id as assignee_id, m.email as assignee_email
     from cookbook_session_steps st
     join cookbook_sessions s on s.id = st.session_id

@@ -3791,6 +3791,8 @@ export interface paths {
                         "application/json": {
                             /** @description ...add this many dollars */
                             amount: number | null;
+                            /** @description Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing */
+                            available: boolean;
                             /** @description A payment method is saved (POST /balance/auto-topup/setup) */
                             cardSaved: boolean;
                             enabled: boolean;
@@ -3918,6 +3920,8 @@ export interface paths {
                         "application/json": {
                             /** @description ...add this many dollars */
                             amount: number | null;
+                            /** @description Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing */
+                            available: boolean;
                             /** @description A payment method is saved (POST /balance/auto-topup/setup) */
                             cardSaved: boolean;
                             enabled: boolean;
@@ -7550,6 +7554,12 @@ export interface paths {
                                     email: string;
                                     id: string;
                                 } | null;
+                                /** @description When a person sent this step back earlier (request_changes): their note, and the step the session went back to for it */
+                                changesRequested: {
+                                    note: string;
+                                    stepId: string;
+                                    title: string;
+                                } | null;
                                 /** @description What the person needs from earlier steps, from the cookbook's context declaration */
                                 context: {
                                     fields: {
@@ -9713,6 +9723,275 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/checklist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The first-run checklist: copy the key, discover an API, make a first call, add funds, each from the account's state */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The owner closed the checklist */
+                            dismissed: boolean;
+                            /** @description Every item done; stays true once reached */
+                            done: boolean;
+                            /** @description copy_key: a key was copied from the dashboard or used; discover: an API was searched, discovered or looked up; first_call: a paid call went through the proxy; add_funds: funds were added */
+                            items: {
+                                done: boolean;
+                                /** @enum {string} */
+                                id: "copy_key" | "discover" | "first_call" | "add_funds";
+                            }[];
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Record a checklist moment: key_copied (the key or a command holding it was copied) or dismissed (close the checklist) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        mark: "key_copied" | "dismissed";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The owner closed the checklist */
+                            dismissed: boolean;
+                            /** @description Every item done; stays true once reached */
+                            done: boolean;
+                            /** @description copy_key: a key was copied from the dashboard or used; discover: an API was searched, discovered or looked up; first_call: a paid call went through the proxy; add_funds: funds were added */
+                            items: {
+                                done: boolean;
+                                /** @enum {string} */
+                                id: "copy_key" | "discover" | "first_call" | "add_funds";
+                            }[];
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+                /** @description Malformed request (validation_failed, invalid_json, body_missing) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/connections": {
         parameters: {
             query?: never;
@@ -10271,6 +10550,12 @@ export interface paths {
                                     email: string;
                                     id: string;
                                 } | null;
+                                /** @description When a person sent this step back earlier (request_changes): their note, and the step the session went back to for it */
+                                changesRequested: {
+                                    note: string;
+                                    stepId: string;
+                                    title: string;
+                                } | null;
                                 /** @description What the person needs from earlier steps, from the cookbook's context declaration */
                                 context: {
                                     fields: {
@@ -10304,6 +10589,128 @@ export interface paths {
                             }[];
                             /** @enum {boolean} */
                             ok: true;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials (missing_credentials, invalid_key, invalid_session, invalid_credentials) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited (rate_limited); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A dependency is temporarily unavailable (service_unavailable, or upstream_unavailable from the proxy); retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/operator-tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the dashboard's person is an operator (OPERATOR_EMAILS), with the operator tools' addresses */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                            operator: boolean;
+                            /** @description The Temporal UI's address, for operators only */
+                            temporalUiUrl: string | null;
                         };
                     };
                 };
@@ -15966,6 +16373,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description true on test and development setups only: http and private or loopback addresses (http://localhost:8080/…) are accepted too */
+                            localUrlsAccepted: boolean;
                             /** @enum {boolean} */
                             ok: true;
                             webhooks: {

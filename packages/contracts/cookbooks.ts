@@ -106,6 +106,10 @@ export const humanStepSchema = z.object({
     .object({ reject: z.boolean(), requestChanges: z.object({ backTo: z.string(), title: z.string() }).nullable() })
     .describe('What the person may decide besides approving (complete-step with decision reject or request_changes)'),
   inputSchema: jsonObject,
+  changesRequested: z
+    .object({ note: z.string(), stepId: z.string(), title: z.string() })
+    .nullable()
+    .describe('When a person sent this step back earlier (request_changes): their note, and the step the session went back to for it'),
   pendingSince: z.string(),
   remindAt: z.string().nullable(),
   expiresAt: z.string().nullable(),

@@ -17,6 +17,9 @@ import { StatementPage } from './pages/Statement';
 import { WebhooksPage } from './pages/Webhooks';
 import { Link, navigate, useLocation } from './router';
 import { accountFrom, SessionContext, signedInEmail, type Account } from './session';
+import { useInterval } from './live';
+import { WAITING_STEPS_EVENT } from './waiting';
+import { CookbooksPage } from './pages/Cookbooks';
 import { Notice, Spinner } from './ui';
 
 /** `approver`: also shown to approvers, who see and complete the account's human steps and nothing else. */
@@ -71,12 +74,39 @@ function AccountSwitcher({ account, onSwitched }: { account: Account; onSwitched
   );
 }
 
+const WAITING_POLL_MS = 10_000;
+
+/**
+ * The number of human steps waiting for the signed-in person (an approver sees theirs), for the
+ * badge on Inbox: read on every page change, every few seconds while the tab is visible, and
+ * whenever the Inbox page has read them itself (which stands in for the reads while it is open).
+ */
+function useWaitingSteps(path: string, enabled: boolean): number | null {
+  const [count, setCount] = useState<number | null>(null);
+  // The Inbox page reads the steps itself (live) and tells the badge: no second read while it is open.
+  const onInbox = path === '/inbox';
+  const load = useCallback(() => {
+    if (!enabled || onInbox) return;
+    call(client.GET('/api/v1/me/human-steps'))
+      .then((body) => setCount(body.humanSteps.length))
+      .catch(() => undefined);
+  }, [enabled, onInbox]);
+  useEffect(load, [load, path]);
+  useInterval(load, WAITING_POLL_MS);
+  useEffect(() => {
+    const heard = (event: Event) => setCount((event as CustomEvent<number>).detail);
+    window.addEventListener(WAITING_STEPS_EVENT, heard);
+    return () => window.removeEventListener(WAITING_STEPS_EVENT, heard);
+  }, []);
+  return enabled ? count : null;
+}
+
 /** Pages that render signed out. /accept-invite and /reset-password render signed in too (see App). */
 const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite', '/forgot-password', '/reset-password']);
 
 /** The owner's pages: an approver who opens one (an old bookmark, a typed address) lands in the inbox. */
 const isOwnerPage = (path: string) =>
-  ['/', '/keys', '/oauth/consent', '/activity', '/statement', '/connections', '/approvers', '/webhooks', '/directory'].includes(path) ||
+  ['/', '/keys', '/oauth/consent', '/activity', '/statement', '/connections', '/approvers', '/webhooks', '/directory', '/cookbooks'].includes(path) ||
   path.startsWith('/directory/');
 
 function Page({ path, role }: { path: string; role: Account['role'] }) {
@@ -94,6 +124,7 @@ function Page({ path, role }: { path: string; role: Account['role'] }) {
   if (path === '/webhooks') return <WebhooksPage />;
   if (path === '/settings') return <SettingsPage />;
   if (path === '/directory') return <DirectoryPage />;
+  if (path === '/cookbooks') return <CookbooksPage />;
   if (path.startsWith('/directory/')) return <ApiDetailPage apiId={decodeURIComponent(path.slice('/directory/'.length))} />;
   return (
     <div className="card">
@@ -151,6 +182,7 @@ export function App() {
     navigate('/inbox', { replace: true });
   }, [account, path]);
 
+  const waiting = useWaitingSteps(path, Boolean(account));
   const expired = useCallback(() => setAccount(null), []);
   const signOut = useCallback(async () => {
     setSignOutError(null);
@@ -224,9 +256,25 @@ export function App() {
           <nav id="main-nav" className={`nav ${menuOpen ? 'nav-open' : ''}`} aria-label="Main">
             {NAV.filter((item) => !approver || item.approver).map((item) => {
               const current = item.href === '/' ? path === '/' : path === item.href || path.startsWith(`${item.href}/`);
+              const count = item.href === '/inbox' && waiting !== null && waiting > 0 ? waiting : null;
+              const countText = count === null ? '' : `${count} step${count === 1 ? '' : 's'} waiting for a person`;
               return (
-                <Link key={item.href} href={item.href} className="nav-link" aria-current={current ? 'page' : undefined}>
+                <Link
+                  key={item.href}
+                  href={item.href}
+                  className="nav-link"
+                  aria-current={current ? 'page' : undefined}
+                  // The name stays the page's ("Inbox"); the count is its description.
+                  aria-label={count === null ? undefined : item.label}
+                  aria-describedby={count === null ? undefined : 'inbox-count'}
+                  title={count === null ? undefined : countText}
+                >
                   {item.label}
+                  {count !== null && (
+                    <span className="nav-count" id="inbox-count" data-testid="inbox-count" aria-label={countText}>
+                      {count}
+                    </span>
+                  )}
                 </Link>
               );
             })}

@@ -6,6 +6,7 @@
  * X-CSRF-Token, as the edge requires for cookie-authenticated requests.
  */
 import { createPlatformClient, type paths } from '#client';
+import { peopleError } from './wording';
 
 export const CSRF_COOKIE = 'csrf_token';
 
@@ -98,7 +99,7 @@ const sentence = (text: string) => {
   return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 };
 
-/** An error as sentences a person can act on: the server's `error`, then its `hint`. */
+/** An error as sentences a person can act on: the server's `error`, then its `hint`, where they are worded for people (see wording.ts). */
 export function describeError(error: unknown): string {
   if (error instanceof ApiError) {
     if (error.code === 'rate_limited' || error.status === 429) {
@@ -106,7 +107,7 @@ export function describeError(error: unknown): string {
       return `Too many attempts.${wait}`;
     }
     if (error.status === 401 && error.code !== 'invalid_credentials') return 'Your session has ended. Sign in again.';
-    return error.hint ? `${sentence(error.message)} ${sentence(error.hint)}` : sentence(error.message);
+    return peopleError({ status: error.status, code: error.code, message: error.message, hint: error.hint });
   }
   if (error instanceof Error) return sentence(error.message);
   return 'Something went wrong. Try again.';

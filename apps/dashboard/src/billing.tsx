@@ -394,7 +394,8 @@ export function AutoTopupCard({ state, mode, onMode }: { state: Loaded<AutoTopup
   const setup = useAction();
   const [leaving, setLeaving] = useState(false);
   const data = state.data;
-  const unavailable = refusal !== null || mode === 'sandbox' || mode === 'no-card-payments';
+  // The server says whether cards can be charged here; without that, what the page learnt.
+  const unavailable = data?.available === false || refusal !== null || mode === 'sandbox' || mode === 'no-card-payments';
   const refused = (error: unknown) => {
     if (!isLiveBillingRefusal(error)) return false;
     setRefusal(error);
@@ -424,25 +425,24 @@ export function AutoTopupCard({ state, mode, onMode }: { state: Loaded<AutoTopup
         </button>
       }
     >
-      <p className="muted small">
-        When a charge leaves your balance below the threshold, your saved card is charged the amount you choose, at most one attempt at a time. The
-        balance is credited when Stripe confirms the payment.
-      </p>
+      {!unavailable && (
+        <p className="muted small">
+          When a charge leaves your balance below the threshold, your saved card is charged the amount you choose, at most one attempt at a time. The
+          balance is credited when Stripe confirms the payment.
+        </p>
+      )}
       {unavailable && (
-        <div className="alert alert-warning" role="status" data-testid="auto-topup-unavailable">
+        <div className="alert alert-info" role="status" data-testid="auto-topup-unavailable">
           <p>
-            {refusal
-              ? describeError(refusal)
-              : mode === 'sandbox'
-                ? 'Automatic top-up charges a saved card through Stripe, which needs live billing; this deployment uses sandbox billing.'
-                : 'Automatic top-up needs live billing with Stripe configured, which this deployment has not set up.'}{' '}
-            Add funds by hand above instead.
+            Automatic top-up is not available here: this service does not take card payments
+            {mode === 'sandbox' ? ' (it runs with test money, which you add yourself)' : ''}. Add funds by hand in the Balance card instead.
           </p>
         </div>
       )}
       {state.loading && !data ? <Spinner label="Loading automatic top-up" /> : null}
       <ErrorMessage error={state.error} onRetry={state.reload} />
-      {data && (
+      {/* Nothing to set where cards cannot be charged: the controls show only where they work (or once set before). */}
+      {data && (!unavailable || data.cardSaved || data.enabled) && (
         <>
           <dl className="facts" data-testid="auto-topup-state">
             <div>

@@ -49,9 +49,3 @@ export function useSession(): SessionContextValue {
   if (!value) throw new Error('useSession outside a signed-in page');
   return value;
 }
-
-/** The Temporal UI's address, injected by the edge into index.html. */
-export function temporalUiUrl(): string | null {
-  const content = document.querySelector('meta[name="temporal-ui-url"]')?.getAttribute('content');
-  return content ? content.replace(/\/+$/, '') : null;
-}

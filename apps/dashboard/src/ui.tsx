@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { call, describeError, isUnauthenticated, type CallResult } from './api';
+import { Link } from './router';
 
 export function Spinner({ label = 'Loading' }: { label?: string }) {
   return (
@@ -73,13 +74,14 @@ export function PageHeader({ title, description, actions }: { title: string; des
   );
 }
 
-/** Copies text to the clipboard, falling back to selecting it when the clipboard is unavailable. */
-export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+/** Copies text to the clipboard, falling back to selecting it when the clipboard is unavailable; `onCopied` runs after a copy that worked. */
+export function CopyButton({ text, label = 'Copy', onCopied }: { text: string; label?: string; onCopied?: () => void }) {
   const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(text);
       setCopied('yes');
+      onCopied?.();
     } catch {
       setCopied('failed');
     }
@@ -202,4 +204,22 @@ export function ConfirmButton({
       </button>
     </span>
   );
+}
+
+/**
+ * Priced items that belong to no directory API show in usage under reserved ids (platform.docs,
+ * platform.cookbooks): they name what was bought and lead where it can be seen, not to a directory
+ * page that does not exist.
+ */
+const PLATFORM_ITEMS: Record<string, { label: string; href: string }> = {
+  'platform.docs': { label: 'Documentation sections', href: '/activity?api=platform.docs' },
+  'platform.cookbooks': { label: 'Cookbook details', href: '/cookbooks' },
+};
+
+/** An API id as a link: to its directory page, or for the platform's own items to where they can be seen. */
+export function ApiLink({ apiId }: { apiId: string }) {
+  const item = PLATFORM_ITEMS[apiId];
+  if (item) return <Link href={item.href}>{item.label}</Link>;
+  if (apiId.startsWith('platform.')) return <span>Platform: {apiId.slice('platform.'.length)}</span>;
+  return <Link href={`/directory/${encodeURIComponent(apiId)}`}>{apiId}</Link>;
 }

@@ -168,6 +168,11 @@ export const edgeSettings = sharedSettings
     LOG_REQUEST_SAMPLE: z.coerce.number().min(0).max(1).default(1),
     /** Operator credentials for the queue board (`user:password`); unset disables the board. */
     OPERATOR_BASIC_AUTH: optional(z.string().regex(/^[^:]+:.+$/, 'must be user:password')),
+    /**
+     * E-mail addresses (comma separated) of the people whose dashboard shows the operator's tools, such
+     * as "Open workflow in Temporal UI" on a session; unset: nobody's does.
+     */
+    OPERATOR_EMAILS: optional(z.string().max(2000)),
 
     // --- money: top-ups, the metered proxy, bring-your-own-key, usage hand-off ---
     /**

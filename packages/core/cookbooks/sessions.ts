@@ -120,6 +120,13 @@ export function humanStepView(row: PendingHumanStepRow): HumanStepView {
         : null,
     },
     inputSchema: step?.inputSchema ?? {},
+    changesRequested: row.changes_requested
+      ? {
+          note: row.changes_requested.note,
+          stepId: row.changes_requested.step_id,
+          title: row.steps.find((candidate) => candidate.stepId === row.changes_requested!.step_id)?.title ?? row.changes_requested.step_id,
+        }
+      : null,
     pendingSince: row.started_at.toISOString(),
     remindAt: row.remind_at?.toISOString() ?? null,
     expiresAt: row.expires_at?.toISOString() ?? null,

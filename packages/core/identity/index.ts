@@ -17,3 +17,6 @@ export type { MembershipRow, PersonRow } from './people.js';
 export type { MemberView } from './members.js';
 export { changePassword, claimPasswordResetSend, listPersonSessions, mintPasswordResetLink, resetPassword, signOutPerson } from './password-reset.js';
 export type { DashboardSessionRow } from '#db/dashboard-sessions';
+export { CHECKLIST_ITEMS, firstUseChecklist, markChecklist, noteDiscovery } from './first-use.js';
+export type { ChecklistItemId, FirstUseChecklist } from './first-use.js';
+export { isOperatorPerson, operatorEmails } from './operators.js';

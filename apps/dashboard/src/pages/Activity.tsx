@@ -1,9 +1,10 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { call, client, type Answer } from '../api';
+import { peopleText } from '../wording';
 import { formatDateTime, formatDollars, formatNumber } from '../format';
-import { Link } from '../router';
+import { Link, useLocation } from '../router';
 import { useSession } from '../session';
-import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+import { ApiLink, Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
 
 type ActivityEntry = Answer<'/api/v1/activity'>['activity'][number];
 type Outcome = ActivityEntry['outcome'];
@@ -42,7 +43,7 @@ function CallRow({ entry }: { entry: ActivityEntry }) {
       <tr data-testid="activity-row" data-outcome={entry.outcome}>
         <td>{formatDateTime(entry.at)}</td>
         <td>
-          <Link href={`/directory/${encodeURIComponent(entry.apiId)}`}>{entry.apiId}</Link>
+          <ApiLink apiId={entry.apiId} />
           <div className="muted small">
             {entry.method ? <code>{entry.method}</code> : entry.item} {entry.path ? <code>{entry.path}</code> : null}
           </div>
@@ -72,10 +73,10 @@ function CallRow({ entry }: { entry: ActivityEntry }) {
           </button>
         </td>
       </tr>
-      {problem && entry.hint ? (
+      {problem && entry.hint && peopleText(entry.hint, null) ? (
         <tr>
           <td colSpan={8} className="small" data-testid="activity-hint">
-            {entry.hint}
+            {peopleText(entry.hint, null)}
           </td>
         </tr>
       ) : null}
@@ -144,8 +145,14 @@ export function MoneyTabs({ current }: { current: 'activity' | 'statement' }) {
 /** Every metered call of the account, newest first, with filters and more pages on demand. */
 export function ActivityPage() {
   const { expired } = useSession();
-  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  // A link may name the API to show (Top APIs' platform rows: /activity?api=platform.docs), also from this page.
+  const apiParam = useLocation().search.get('api') ?? '';
+  const [draft, setDraft] = useState<Filters>(() => ({ ...NO_FILTERS, api: apiParam }));
+  const [filters, setFilters] = useState<Filters>(draft);
+  useEffect(() => {
+    setDraft((previous) => (previous.api === apiParam ? previous : { ...previous, api: apiParam }));
+    setFilters((previous) => (previous.api === apiParam ? previous : { ...previous, api: apiParam }));
+  }, [apiParam]);
   const query = queryOf(filters);
   const first = useApi(`activity/${JSON.stringify(query)}`, (signal) => client.GET('/api/v1/activity', { params: { query }, signal }), expired);
   const keys = useApi('keys', (signal) => client.GET('/api/v1/keys', { signal }), expired);

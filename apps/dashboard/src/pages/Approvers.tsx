@@ -7,9 +7,15 @@ import { Badge, Card, ConfirmButton, Empty, ErrorMessage, Notice, PageHeader, Sp
 /** An approver of the account, as GET /api/v1/members lists it (`invited`: the e-mail is out and not accepted yet). */
 export type Member = Answer<'/api/v1/members'>['members'][number];
 
-/** The daily allowance of invitation e-mails: the server says how many and when, better than a generic "too many". */
+/**
+ * The daily allowance of invitation e-mails: the server says how many (its message) and when
+ * (Retry-After), better than a generic "too many"; its hint, which names the operator's setting, is not shown.
+ */
 function dailyAllowanceError(caught: unknown): unknown {
-  return caught instanceof ApiError && caught.status === 429 ? new Error(`${caught.message}. ${caught.hint ?? ''}`.trim()) : caught;
+  if (!(caught instanceof ApiError && caught.status === 429)) return caught;
+  const hours = caught.retryAfterSeconds ? Math.ceil(caught.retryAfterSeconds / 3600) : null;
+  const wait = hours ? ` Try again in ${hours} hour${hours === 1 ? '' : 's'}; the people already invited can still accept.` : '';
+  return new Error(`${caught.message}.${wait}`);
 }
 
 function InviteForm({ onInvited }: { onInvited: (member: Member) => void }) {

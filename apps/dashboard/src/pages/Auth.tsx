@@ -2,6 +2,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { ApiError, call, client, describeError } from '../api';
 import { Link, navigate } from '../router';
 import { accountFrom, type Account } from '../session';
+import { rememberFreshKey } from '../first-run';
 import { KeyReveal } from './Keys';
 
 /** The password policy in a sentence, under every field where a person chooses a password. */
@@ -65,6 +66,8 @@ export function AuthPage({ mode, onSignedIn }: { mode: 'signin' | 'signup'; onSi
             type="button"
             className="button button-primary"
             onClick={() => {
+              // The overview's first-run checklist fills its commands with this key (memory only).
+              rememberFreshKey(firstKey.fullKey);
               navigate('/', { replace: true });
               onSignedIn(firstKey.account);
             }}

@@ -175,7 +175,7 @@ function ReconnectPrompt({ id, connections }: { id: string; connections: OAuthCo
     return (
       <Notice tone="warning">
         Your server-to-server connection <strong>{connection.label}</strong> to {connection.provider} stopped working: the provider refused your app's
-        client credentials. Register your app again with its current secret (<code>POST /api/v1/oauth/apps</code>), then disconnect this connection
+        client credentials. Register your app again with its current secret, the way your program registered it first, then disconnect this connection
         and create it again. {dismiss}
       </Notice>
     );
@@ -250,6 +250,10 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
   const { search } = useLocation();
   const [apiId, setApiId] = useState(search.get('api') ?? '');
   const [apiKey, setApiKey] = useState('');
+  // The example is a real directory id: an API that waits for a key of the person's own.
+  const needsKey = useApi('apis/popular', (signal) => client.GET('/api/v1/apis', { params: { query: { sort: 'popular', limit: 100 } }, signal }));
+  const keyApis = (needsKey.data?.apis ?? []).filter((api) => api.callability.state === 'needs_key');
+  const example = keyApis[0]?.id;
   const { busy, error, run } = useAction();
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -273,10 +277,18 @@ function ConnectForm({ onConnected }: { onConnected: (apiId: string) => void }) 
             value={apiId}
             onChange={(e) => setApiId(e.target.value)}
             required
-            placeholder="e.g. openweathermap.org"
+            placeholder={example ? `e.g. ${example}` : 'an API id from the directory'}
             autoComplete="off"
+            list="connect-api-ids"
             aria-describedby="connect-api-id-help"
           />
+          <datalist id="connect-api-ids">
+            {keyApis.map((api) => (
+              <option key={api.id} value={api.id}>
+                {api.name}
+              </option>
+            ))}
+          </datalist>
           <span className="field-help" id="connect-api-id-help">
             Find ids in the <Link href="/directory">directory</Link>.
           </span>

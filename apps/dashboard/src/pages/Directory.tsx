@@ -1,5 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { call, client, type Answer } from '../api';
+import { rememberViewedApi } from '../first-run';
+import { callabilityAdvice, peopleText } from '../wording';
 import { formatDollars, formatNumber } from '../format';
 import { Markdown } from '../markdown';
 import { Link, navigate, useLocation } from '../router';
@@ -19,13 +21,14 @@ const STATE_BADGES: Record<Callability['state'], { label: string; tone: 'green' 
   unavailable: { label: 'Unavailable', tone: 'grey' },
 };
 
-/** Whether you can call the API now; the hint (what it takes) shows on hover and to screen readers. */
+/** Whether you can call the API now; what it takes (in a person's words) shows on hover and to screen readers. */
 export function CallabilityBadge({ callability }: { callability: Callability }) {
   const badge = STATE_BADGES[callability.state];
+  const advice = callabilityAdvice(callability);
   return (
-    <span title={callability.hint} data-testid="callability" data-state={callability.state}>
+    <span title={advice ?? undefined} data-testid="callability" data-state={callability.state}>
       <Badge tone={badge.tone}>{badge.label}</Badge>
-      {callability.hint && <span className="visually-hidden">: {callability.hint}</span>}
+      {advice && <span className="visually-hidden">: {advice}</span>}
     </span>
   );
 }
@@ -249,7 +252,9 @@ export function DirectoryPage() {
         <ErrorMessage error={list.error ?? discovery.error} />
         {discovery.data &&
           (discovery.data.results.length === 0 ? (
-            <Empty title="Nothing matched that description">{discovery.data.hint ?? 'Try other words, or search by keyword.'}</Empty>
+            <Empty title="Nothing matched that description">
+              {peopleText(discovery.data.hint ?? '', null) || 'Try other words, or search by keyword.'}
+            </Empty>
           ) : (
             <ul className="api-list">
               {discovery.data.results.map((result) => (
@@ -270,7 +275,9 @@ export function DirectoryPage() {
               ))}
             </ul>
           ))}
-        {list.data && apis.length === 0 && <Empty title="No APIs found">{list.data.hint ?? 'Try fewer or different words.'}</Empty>}
+        {list.data && apis.length === 0 && (
+          <Empty title="No APIs found">{peopleText(list.data.hint ?? '', null) || 'Try fewer or different words.'}</Empty>
+        )}
         {apis.length > 0 && (
           <>
             <ApiList apis={apis} />
@@ -329,6 +336,9 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
   const [charged, setCharged] = useState<string | null>(null);
   const { busy, error, run } = useAction();
   const item = detail.data?.api;
+  useEffect(() => {
+    if (item) rememberViewedApi(item.id, item.endpoints);
+  }, [item]);
 
   const loadInstructions = async () => {
     await run(async () => {
@@ -373,7 +383,7 @@ export function ApiDetailPage({ apiId }: { apiId: string }) {
                 <dt>Can you call it now?</dt>
                 <dd>
                   <CallabilityBadge callability={item.callability} />
-                  {item.callability.hint && <p className="small">{item.callability.hint}</p>}
+                  {callabilityAdvice(item.callability) && <p className="small">{callabilityAdvice(item.callability)}</p>}
                   {item.callability.keyDocsUrl && (
                     <p className="small">
                       Get a key:{' '}

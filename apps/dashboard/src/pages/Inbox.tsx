@@ -11,6 +11,7 @@ import type { HumanStep, Session } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
 import type { Member } from './Approvers';
 import { ConnectRequestsSection } from './ConnectRequests';
+import { WAITING_STEPS_EVENT } from '../waiting';
 
 /** Completes a human step as the signed-in person (the cookie); the server validates resultData against the schema. */
 export async function completeHumanStep(
@@ -233,6 +234,15 @@ export function HumanStepCard({
           onSaved={onAssigned}
         />
       )}
+      {step.changesRequested && (
+        <div className="alert alert-warning" data-testid="changes-requested">
+          <p>
+            <strong>Back after a request for changes.</strong> The note sent with it to “{step.changesRequested.title}”:
+          </p>
+          <blockquote className="step-note">{step.changesRequested.note}</blockquote>
+          <p className="small">Check that the changes were made before you decide again.</p>
+        </div>
+      )}
       <Markdown source={step.instructions} />
       <StepContext context={step.context} />
       <SchemaForm
@@ -295,6 +305,11 @@ export function InboxPage() {
   });
   const liveCount = Object.values(streams).filter((state) => state === 'live').length;
   const steps = inbox.data?.humanSteps ?? [];
+  // The Inbox badge in the top bar follows what this page has just read.
+  const waitingCount = inbox.data?.humanSteps.length;
+  useEffect(() => {
+    if (waitingCount !== undefined) window.dispatchEvent(new CustomEvent(WAITING_STEPS_EVENT, { detail: waitingCount }));
+  }, [waitingCount]);
   // A link from an e-mail names one step: /inbox?session=…&step=…
   const target = { sessionId: search.get('session'), stepId: search.get('step') };
   const isTarget = (step: HumanStep) => step.sessionId === target.sessionId && step.stepId === target.stepId;

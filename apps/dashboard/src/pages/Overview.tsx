@@ -13,10 +13,11 @@ import {
 } from '../billing';
 import { client } from '../api';
 import { fillDays, UsageChart } from '../chart';
+import { FirstRunChecklist } from '../first-run';
 import { formatDollars, formatNumber, formatPercent } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
-import { Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
+import { ApiLink, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
 
 const PERIODS = [7, 30, 90];
 
@@ -51,6 +52,7 @@ export function OverviewPage() {
     <>
       <PageHeader title="Overview" description={`Signed in as ${account.email}.`} />
       {stripeReturn && <StripeReturnNotice value={stripeReturn} balance={balance} autoTopup={autoTopup} onDismiss={() => setStripeReturn(null)} />}
+      <FirstRunChecklist onUnauthenticated={expired} />
       <div className="grid grid-3">
         <Card title="Balance" className="stat-card">
           {balance.loading && !balance.data ? <Spinner /> : <BalanceFigure balance={balance.data?.balance} />}
@@ -120,7 +122,7 @@ export function OverviewPage() {
               {topApis.slice(0, 10).map((row) => (
                 <tr key={row.apiId}>
                   <td>
-                    <Link href={`/directory/${encodeURIComponent(row.apiId)}`}>{row.apiId}</Link>
+                    <ApiLink apiId={row.apiId} />
                   </td>
                   <td className="num">{formatNumber(row.calls)}</td>
                   <td className="num">{formatDollars(row.cost)}</td>

@@ -3,7 +3,7 @@ import { ApiError, call, client } from '../api';
 import { formatDateTime, formatRelative, statusLabel } from '../format';
 import { useCoalesced, useInterval, useSessionStreams, type SessionEvent } from '../live';
 import { Link } from '../router';
-import { temporalUiUrl, useSession } from '../session';
+import { useSession } from '../session';
 import { ContextValue } from '../context-view';
 import { ACTIVE_STATUSES, type HumanStep, type Session } from '../sessions-data';
 import { Badge, Card, Empty, ErrorMessage, PageHeader, Spinner, useApi } from '../ui';
@@ -33,9 +33,9 @@ function Progress({ progress }: { progress: { completed: number; total: number }
   );
 }
 
-export function workflowUrl(sessionId: string): string | null {
-  const base = temporalUiUrl();
-  return base ? `${base}/namespaces/default/workflows/cookbook-session-${encodeURIComponent(sessionId)}` : null;
+/** A session's workflow in the Temporal UI at `base` (an operator's tool). */
+export function workflowUrl(base: string, sessionId: string): string {
+  return `${base}/namespaces/default/workflows/cookbook-session-${encodeURIComponent(sessionId)}`;
 }
 
 function SessionTable({ sessions, label }: { sessions: (Session & { cookbookTitle?: string })[]; label: string }) {
@@ -90,12 +90,21 @@ export function SessionsPage() {
 
   return (
     <>
-      <PageHeader title="Sessions" description="Cookbook sessions: guided procedures your agents run step by step." />
+      <PageHeader
+        title="Sessions"
+        description={
+          <>
+            Cookbook sessions: guided procedures your agents run step by step. <Link href="/cookbooks">See the cookbooks and start one</Link>.
+          </>
+        }
+      />
       <Card title="Active">
         {active.loading && !active.data && <Spinner label="Loading sessions" />}
         <ErrorMessage error={active.error} onRetry={active.reload} />
         {active.data && active.data.sessions.length === 0 && (
-          <Empty title="No active sessions">An agent starts one with POST /api/v1/cookbooks/{'{id}'}/start.</Empty>
+          <Empty title="No active sessions">
+            An agent starts one with its key, or you start one from the <Link href="/cookbooks">Cookbooks</Link> page.
+          </Empty>
         )}
         {active.data && active.data.sessions.length > 0 && <SessionTable sessions={active.data.sessions} label="Active sessions" />}
       </Card>
@@ -123,6 +132,14 @@ const EVENT_TEXT: Record<string, string> = {
   'session.expired': 'Session expired',
   'session.cancelled': 'Session cancelled',
 };
+
+/**
+ * Who completed a step, in words: a person by their e-mail, an agent by the name of the key it used
+ * ("by the key named “default”", not "by default").
+ */
+export function completerText(kind: string, name: string): string {
+  return kind === 'human' || name.includes('@') ? `by ${name}` : `with the key named “${name}”`;
+}
 
 function eventSentence(event: SessionEvent): string {
   const title = typeof event.data.title === 'string' ? `: ${event.data.title}` : '';
@@ -161,7 +178,10 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
     if (event.name.startsWith('human_step.') || event.name.startsWith('session.')) loadHumanStepsSoon();
   });
   const stream = streams[sessionId];
-  const link = workflowUrl(sessionId);
+  // The Temporal UI link is an operator's tool: the server says whether this person is one.
+  const tools = useApi('me/operator-tools', (signal) => client.GET('/api/v1/me/operator-tools', { signal }));
+  const temporalUi = tools.data?.temporalUiUrl ?? null;
+  const link = temporalUi ? workflowUrl(temporalUi, sessionId) : null;
   const notFound = detail.error instanceof ApiError && detail.error.status === 404;
 
   return (
@@ -174,7 +194,8 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
           </>
         }
         actions={
-          link ? (
+          // For operators only, and only for a session that exists (a mistyped address shows no link).
+          link && session ? (
             <a className="button" href={link} target="_blank" rel="noreferrer noopener">
               Open workflow in Temporal UI
             </a>
@@ -252,7 +273,7 @@ export function SessionDetailPage({ sessionId }: { sessionId: string }) {
                   </span>
                   <span className="small muted" data-testid="step-outcome">
                     {step.decision === 'reject' ? 'Rejected' : step.decision === 'request_changes' ? 'Changes requested' : statusLabel(step.status)}
-                    {step.completedByName ? ` by ${step.completedByName}` : ''}
+                    {step.completedByName ? ` ${completerText(step.kind, step.completedByName)}` : ''}
                     {step.completedAt ? ` · ${formatDateTime(step.completedAt)}` : ''}
                   </span>
                   {step.note && <span className="small step-note">“{step.note}”</span>}

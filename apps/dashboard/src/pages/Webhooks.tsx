@@ -139,7 +139,19 @@ function EventTypeChoice({ selected, onChange }: { selected: Set<EventType>; onC
   );
 }
 
-function AddEndpoint({ onAdded }: { onAdded: () => void }) {
+/**
+ * What the URL field accepts, said plainly: https on a public host; on a test or development setup
+ * (the server says whether this is one) also http and local addresses, for trying webhooks on one's own machine.
+ */
+function urlHelp(localUrlsAccepted: boolean | undefined): string {
+  const always = 'Each event arrives as a signed POST with a JSON body.';
+  if (localUrlsAccepted) {
+    return `Use https on a public host. This service runs as a test or development setup, so it also accepts http and local addresses such as http://localhost:8080/hooks, to try webhooks on your own computer; a production service refuses them, so events never travel unencrypted or to a machine only you can reach. ${always}`;
+  }
+  return `Must be https on a public host, so events travel encrypted to an address the service can reach. ${always}`;
+}
+
+function AddEndpoint({ onAdded, localUrlsAccepted }: { onAdded: () => void; localUrlsAccepted: boolean | undefined }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [types, setTypes] = useState<Set<EventType>>(new Set());
@@ -177,7 +189,9 @@ function AddEndpoint({ onAdded }: { onAdded: () => void }) {
               maxLength={2000}
               placeholder="https://example.com/hooks/service"
             />
-            <span className="field-help">Must be https on a public host. Each event arrives as a signed POST with a JSON body.</span>
+            <span className="field-help" data-testid="webhook-url-help">
+              {urlHelp(localUrlsAccepted)}
+            </span>
           </label>
           <label className="field">
             <span className="field-label">
@@ -525,6 +539,7 @@ export function WebhooksPage() {
       {message && <Notice tone="success">{message}</Notice>}
       <Card title="Add an endpoint">
         <AddEndpoint
+          localUrlsAccepted={webhooks.data?.localUrlsAccepted}
           onAdded={() => {
             setMessage(null);
             webhooks.reload();

@@ -11,8 +11,6 @@ export const DEFAULT_DASHBOARD_DIST = fileURLToPath(new URL('../../../dashboard/
 /** Paths that are never dashboard pages: their unknown routes stay JSON 404s. */
 const NOT_PAGES = /^\/(api|admin)(\/|$)/;
 
-const escapeAttribute = (value: string) => value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-
 const MISSING_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Dashboard not built</title></head>
@@ -33,7 +31,7 @@ export function isPageRequest(request: FastifyRequest): boolean {
 
 /**
  * Serves the built dashboard at the site root: hashed assets from apps/dashboard/dist with long
- * caching (precompressed by the build), and index.html (with the public settings the UI needs injected as meta tags) for `/` and
+ * caching (precompressed by the build), and index.html for `/` and
  * as the fallback of unknown page paths, so client-side routes survive a reload. Unknown /api/*
  * paths keep their JSON 404s. Without a build, the root explains how to make one.
  */
@@ -46,10 +44,8 @@ export default fp(
 
     let page = MISSING_PAGE;
     if (built) {
-      page = readFileSync(indexFile, 'utf8').replace(
-        /<meta name="temporal-ui-url" content="[^"]*"\s*\/?>/,
-        `<meta name="temporal-ui-url" content="${escapeAttribute(settings.TEMPORAL_UI_URL)}" />`,
-      );
+      // Nothing is injected: the Temporal UI's address is for operators only (GET /api/v1/me/operator-tools).
+      page = readFileSync(indexFile, 'utf8');
       await app.register(fastifyStatic, {
         root: dist,
         prefix: '/',
@@ -62,7 +58,7 @@ export default fp(
         preCompressed: true,
         globIgnore: ['**/*.br', '**/*.gz'],
         decorateReply: false,
-        // index.html only leaves through sendPage, with the settings injected.
+        // index.html only leaves through sendPage.
         allowedPath: (pathName) => pathName !== '/index.html',
         // Vite puts a content hash in every asset name, so assets can be cached for good.
         setHeaders(reply, path) {

@@ -93,6 +93,11 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     failures: z.number().int().describe('Failed attempts in a row; the next waits 1 h, doubling, at most a day'),
     retryAfter: z.string().nullable(),
     lastError: z.string().nullable(),
+    available: z
+      .boolean()
+      .describe(
+        'Whether this deployment can charge a card (live billing with Stripe configured); when false, saving a card and turning auto top-up on answer 403 live_billing',
+      ),
   });
   const autoTopupView = (row: AutoTopupRow) => ({
     ok: true as const,
@@ -104,6 +109,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     failures: row.auto_topup_failures,
     retryAfter: row.auto_topup_retry_after?.toISOString() ?? null,
     lastError: row.auto_topup_last_error,
+    available: stripe !== null && billingMode(app.deps.settings) === 'live',
   });
   const requireStripe = () => {
     if (!stripe || billingMode(app.deps.settings) !== 'live') {

@@ -23,6 +23,7 @@ import {
 } from '#core/directory';
 import { generateInstructions, instructionsFooter, proxyPath } from '#core/directory';
 import { notFound, PlatformError } from '#core/platform';
+import { noteDiscovery } from '#core/identity';
 import { PRICES, toDollars } from '#contracts/money';
 import { operation, restDoor } from '../http/operation.js';
 import { cachedBytes, cachedJson } from '#core/platform';
@@ -95,6 +96,12 @@ function callerAccess(app: FastifyInstance, door: Door): Promise<CallerAccess> {
 }
 const apiParams = z.object({ id: apiId.describe('The directory API id, e.g. from discover_apis or search_apis') });
 
+/** A search, a discovery or an API looked up with the account's credentials ticks the first-run checklist's "discover an API". */
+function noteFinding(app: FastifyInstance, door: Door): void {
+  const caller = door.callerIfAny;
+  if (caller !== null) noteDiscovery(app.deps.sql, caller.accountId, (error) => app.log.warn({ err: error }, 'first discovery not recorded'));
+}
+
 /**
  * GET /apis as JSON bytes (cached): the route sends them as they are, the search_apis tool reads them.
  * Answers are cached per version of the access facts and per caller holdings (a caller holding
@@ -110,6 +117,7 @@ async function searchApiBytes(app: FastifyInstance, door: Door, query: z.output<
   }
   const category = query.category?.toLowerCase();
   const callable = isCallableOnly(query.callable);
+  if (q !== undefined) noteFinding(app, door);
   const [caller, snapshot] = await Promise.all([callerAccess(app, door), app.callability.snapshot()]);
   const key = cacheKey(settings, 'apis', q, category, sort, limit, cursor, callable ? 1 : 0, snapshot.version, caller.fingerprint);
   return cachedBytes(redis, key, settings.DIRECTORY_CACHE_SECONDS, async () => {
@@ -134,6 +142,7 @@ async function discoverBytes(app: FastifyInstance, door: Door, query: z.output<t
   // Discovery answers also depend on the embedding model (or none): edges set up differently never share them.
   const discoveryMode = modelDirSetting(settings.DISCOVERY_MODEL_DIR) ?? 'words';
   const callable = isCallableOnly(query.callable);
+  noteFinding(app, door);
   const [caller, snapshot] = await Promise.all([callerAccess(app, door), app.callability.snapshot()]);
   const key = cacheKey(settings, 'discover', discoveryMode, text, query.limit, callable ? 1 : 0, snapshot.version, caller.fingerprint);
   return cachedBytes(redis, key, settings.DIRECTORY_CACHE_SECONDS, () =>
@@ -159,6 +168,7 @@ export const readApi = operation({ params: apiParams }, async (app, door, { para
   if (!row) throw notFound(`API ${params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
   const callability = (await app.callability.statesOf([row.id], caller)).get(row.id);
   if (!callability) throw notFound(`API ${params.id}`, 'Search with GET /api/v1/apis?q=... or GET /api/v1/discover?q=...');
+  noteFinding(app, door);
   return {
     ok: true as const,
     api: {

@@ -30,6 +30,8 @@ import activityRoutes from './activity.js';
 import directoryRoutes from './directory.js';
 import docsRoutes from './docs.js';
 import voteRoutes from './votes.js';
+import firstUseRoutes from './first-use.js';
+import operatorToolRoutes from './operator-tools.js';
 import llmsTxtRoutes from './llms-txt.js';
 
 /**
@@ -69,6 +71,8 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
       await api.register(directoryRoutes);
       await api.register(docsRoutes);
       await api.register(voteRoutes);
+      await api.register(firstUseRoutes);
+      await api.register(operatorToolRoutes);
     },
     { prefix: '/api/v1' },
   );

@@ -219,10 +219,25 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['webhooks'],
         summary: "The account's webhook endpoints (never their secrets)",
-        response: { 200: z.object({ ok: z.literal(true), webhooks: z.array(webhookSchema) }), ...errorResponses(401, 403, 429) },
+        response: {
+          200: z.object({
+            ok: z.literal(true),
+            webhooks: z.array(webhookSchema),
+            localUrlsAccepted: z
+              .boolean()
+              .describe(
+                'true on test and development setups only: http and private or loopback addresses (http://localhost:8080/…) are accepted too',
+              ),
+          }),
+          ...errorResponses(401, 403, 429),
+        },
       },
     },
-    async (request) => ({ ok: true as const, webhooks: (await listWebhooks(sql, requireAuth(request).accountId)).map(webhookView) }),
+    async (request) => ({
+      ok: true as const,
+      webhooks: (await listWebhooks(sql, requireAuth(request).accountId)).map(webhookView),
+      localUrlsAccepted: settings.ALLOW_PRIVATE_UPSTREAMS,
+    }),
   );
 
   app.patch(
