@@ -61,11 +61,11 @@ describe('server.json (MCP registry)', () => {
   addFormats.default(ajv);
   const validate = ajv.compile(schema);
 
-  it('validates against the registry schema, offers the streamable-http remote with a required secret Authorization header, and carries the package version', () => {
+  it('validates against the registry schema, offers the streamable-http remote with an optional secret Authorization header (OAuth clients go without), and carries the package version', () => {
     expect(validate(server), JSON.stringify(validate.errors)).toBe(true);
     expect(server.$schema).toBe(schema.$id);
     expect(server.remotes[0]).toMatchObject({ type: 'streamable-http', url: expect.stringMatching(/\/mcp$/) });
-    expect(server.remotes[0]!.headers).toEqual([expect.objectContaining({ name: 'Authorization', isRequired: true, isSecret: true })]);
+    expect(server.remotes[0]!.headers).toEqual([expect.objectContaining({ name: 'Authorization', isRequired: false, isSecret: true })]);
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(server.version).toBe(pkg.version);
   });

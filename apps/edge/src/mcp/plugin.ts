@@ -158,7 +158,7 @@ declare module 'fastify' {
 export default fp(
   async function mcpPlugin(app: FastifyInstance) {
     const { settings } = app.deps;
-    const challenge = `Bearer resource_metadata="${resourceMetadataUrl(settings)}"`;
+    const challenge = `Bearer resource_metadata="${resourceMetadataUrl(settings)}", scope="${MCP_SCOPE}"`;
     const handler = createMcpHandler(
       (context) => {
         const extra = context.authInfo?.extra as { caller: Caller; toolCaller: ToolCaller; profile: McpProfile } | undefined;
