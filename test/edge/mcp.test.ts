@@ -369,7 +369,9 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const bad = await post({ authorization: 'Bearer service_sk_000000000000000000000000000000000000000000000000' });
     expect(bad.status).toBe(401);
     // RFC 6750: a token was presented and is no good.
-    expect(bad.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="[^"]+", scope="mcp", error="invalid_token", error_description="[^"]+"$/);
+    expect(bad.headers.get('www-authenticate')).toMatch(
+      /^Bearer resource_metadata="[^"]+", scope="mcp", error="invalid_token", error_description="[^"]+"$/,
+    );
     expect(await bad.json()).toMatchObject({ error: { code: -32001, data: { code: 'invalid_key' } } });
 
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
