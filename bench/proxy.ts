@@ -41,6 +41,7 @@ const startLoad = loadAverage();
 const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
 /** The whole stack's log level (edge and workers): production's default unless told otherwise. */
 const LOG_LEVEL = process.env.BENCH_EDGE_LOG_LEVEL ?? 'info';
+const METRICS_SCRAPE_MS = Number(process.env.BENCH_METRICS_SCRAPE_MS ?? 5_000);
 /** How long a ledger check waits for the settlements of calls charged from credit holds. */
 const LEDGER_WAIT_MS = 10_000;
 /** How long the usage pipeline may take, after the last platform run, to record every charged call. */
@@ -158,14 +159,15 @@ http {
 
   // --- the platform edge: the real entry point, as `npm run start:edge` runs it ---------------------
   const edgeLog = join(tmp, 'edge.log');
-  const startEdge = async (nodeFlags: string[] = []) => {
+  const startEdge = async (nodeFlags: string[] = [], extraEnv: Record<string, string> = {}, logFile = edgeLog) => {
     const port = await freePort();
     const child = startChild('edge', 'apps/edge/src/server.ts', [], {
       cpu: CPU_EDGE,
-      stdout: edgeLog,
+      stdout: logFile,
       nodeFlags,
       env: {
         ...stackEnv,
+        ...extraEnv,
         HOST: '127.0.0.1',
         PORT: String(port),
         // The limiter still runs on every call (one Redis script); only its budget is out of the way.
@@ -178,18 +180,43 @@ http {
     return { child, origin: `http://127.0.0.1:${port}` };
   };
   let edge = await startEdge();
+  // A second edge, the same in every way but with its metrics endpoint on (METRICS_PORT; the first
+  // has none, so it records nothing) and scraped every METRICS_SCRAPE_MS while it is loaded: issue 32
+  // asks that metrics cost the proxy no more than 0.02 of its ratio to the bare proxy.
+  const metricsPort = await freePort();
+  const metricsEdge = await startEdge([], { METRICS_PORT: String(metricsPort) }, join(tmp, 'edge-metrics.log'));
+  children.push(metricsEdge.child);
+  let scrapes = 0;
+  const scrape = async () => {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    if (!res.ok) throw new Error(`metrics scrape: ${res.status}`);
+    await res.text();
+    scrapes += 1;
+  };
+  await scrape();
 
   const targets = {
     direct: { label: 'upstream directly', origin: upstreamOrigin, path: '/items?x=1', headers: [] as Array<Record<string, string>> },
     nginx: { label: 'nginx proxy_pass', origin: `http://127.0.0.1:${nginxPort}`, path: '/items?x=1', headers: [] },
     bare: { label: 'bare Fastify proxy (undici)', origin: `http://127.0.0.1:${barePort}`, path: '/items?x=1', headers: [] },
     platform: { label: 'platform metered proxy', origin: edge.origin, path: `/api/v1/proxy/${apiId}/items?x=1`, headers: keyHeaders },
+    metrics: {
+      label: `platform metered proxy, metrics on (scraped every ${METRICS_SCRAPE_MS / 1000} s)`,
+      origin: metricsEdge.origin,
+      path: `/api/v1/proxy/${apiId}/items?x=1`,
+      headers: keyHeaders,
+    },
   };
   type Target = keyof typeof targets;
+  /** The rounds' order at peak; the fixed-rate rounds leave out the metrics edge (`order`). */
+  const peakOrder: Target[] = ['direct', 'nginx', 'bare', 'platform', 'metrics'];
   const order: Target[] = ['direct', 'nginx', 'bare', 'platform'];
+  const metered = (target: Target) => target === 'platform' || target === 'metrics';
 
   let okTotal = 0;
   let sentTotal = 0;
+  /** Calls sent to the metrics edge (whose log is apart). */
+  let metricsSent = 0;
   /** When the last run against the platform ended (performance.now()). */
   let platformRunEnded = 0;
   interface LedgerState {
@@ -300,16 +327,19 @@ http {
   ): Promise<LoadResult> {
     const t = targets[target];
     const started = new Date();
+    const scraper =
+      target === 'metrics' ? setInterval(() => void scrape().catch((error: unknown) => log(scenario, String(error))), METRICS_SCRAPE_MS) : null;
     const result = await runJson<LoadResult>(
       'bench/children/load.ts',
       { mode, origin: t.origin, path: t.path, connections: CONNECTIONS, seconds: secs, rate, headers: t.headers },
       { cpu: CPU_LOAD },
-    );
+    ).finally(() => scraper && clearInterval(scraper));
     if (result.errors > 0 && mode === 'rate') throw new Error(`${t.label}: ${result.errors} failed requests at ${rate}/s`);
-    if (target === 'platform') {
-      platformRunEnded = performance.now();
+    if (metered(target)) {
+      if (target === 'platform') platformRunEnded = performance.now();
       afterRun?.(result, started);
       okTotal += result.ok;
+      if (target === 'metrics') metricsSent += result.sent;
       sentTotal += result.sent;
       await verifyLedger();
     }
@@ -317,7 +347,7 @@ http {
   }
 
   log(scenario, `load average at start ${startLoad}; ${placement()}`);
-  for (const target of order) await load(target, 'peak', 2); // warm-up (JIT, pools)
+  for (const target of peakOrder) await load(target, 'peak', 2); // warm-up (JIT, pools)
 
   // CPU time (user + system, every thread of the process: the main thread, libuv's pool, V8's compiler
   // and GC helpers) the process under test spent per answered call during a peak run, from /proc
@@ -329,18 +359,19 @@ http {
     const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
   };
-  const measured: Partial<Record<Target, () => Child>> = { bare: () => bare, platform: () => edge.child };
-  const cpuPerAnswer: Record<'bare' | 'platform', number[]> = { bare: [], platform: [] };
+  const measured: Partial<Record<Target, () => Child>> = { bare: () => bare, platform: () => edge.child, metrics: () => metricsEdge.child };
+  const cpuPerAnswer: Record<'bare' | 'platform' | 'metrics', number[]> = { bare: [], platform: [], metrics: [] };
   const workersCpu = () => cpuMicros(workers.queue) + cpuMicros(workers.temporal);
   const workersCpuPerAnswer: number[] = [];
-  const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [] };
+  const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], metrics: [] };
   for (let run = 1; run <= repeats; run += 1) {
-    for (const target of order) {
+    for (const target of peakOrder) {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
       const r = await load(target, 'peak', seconds);
-      if (proc && (target === 'bare' || target === 'platform')) cpuPerAnswer[target].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
+      if (proc && (target === 'bare' || metered(target)))
+        cpuPerAnswer[target as 'bare' | 'platform' | 'metrics'].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
       if (target === 'platform') workersCpuPerAnswer.push((workersCpu() - workersBefore) / Math.max(1, r.ok));
       peak[target].push(r);
       log(scenario, `peak run ${run} ${target}: ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, errors ${r.errors}`);
@@ -348,7 +379,7 @@ http {
   }
   const bareRps = summarize(peak.bare.map((r) => r.rps)).median;
   const rate = Math.max(1, Math.round(bareRps / 2));
-  const fixed: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [] };
+  const fixed: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], metrics: [] };
   // A target whose own peak is below the rate cannot keep up: its queue grows for the whole run, so
   // its runs are kept short (3 s); the latency then says "overloaded", whatever the duration.
   const overloaded = (t: Target) => summarize(peak[t].map((r) => r.rps)).median < rate;
@@ -413,9 +444,10 @@ http {
       .split('\n')
       .filter((l) => l.trim()).length;
   await edge.child.stop();
+  await metricsEdge.child.stop();
   await verifyLedger(true);
   const edgeLines = logLines();
-  const edgeRequests = sentTotal + 1; // + the health probe
+  const edgeRequests = sentTotal - metricsSent + 1; // + the health probe (the metrics edge logs apart)
   // All the rows one transaction inserts share its id (xmin): distinct ones count the commits, for the
   // group commit's statements and for the settlements of calls charged from holds (whose rows carry
   // the call's time, not the commit's).
@@ -496,13 +528,17 @@ http {
   const ratio = (a: LoadResult[], b: LoadResult[]) => summarize(a.map((r, i) => r.rps / b[i]!.rps));
   const added = (a: LoadResult[], b: LoadResult[], k: 'p50' | 'p99') => summarize(a.map((r, i) => r[k] - b[i]![k]));
   const throughputRatio = ratio(peak.platform, peak.bare);
+  const metricsRatio = ratio(peak.metrics, peak.bare);
+  // Per round: the metrics edge's ratio minus the plain edge's, both against the same round's bare proxy.
+  const metricsCost = summarize(peak.metrics.map((r, i) => r.rps / peak.bare[i]!.rps - peak.platform[i]!.rps / peak.bare[i]!.rps));
   const addedP50 = added(fixed.platform, fixed.bare, 'p50');
   const addedP99 = added(fixed.platform, fixed.bare, 'p99');
   const verdict = (ok: boolean) => (ok ? '**met**' : '**missed**');
-  const rows = order
-    .map(
-      (t) =>
-        `| ${targets[t].label}${overloaded(t) ? ` (overloaded at ${rate}/s: 3 s runs)` : ''} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | ${fmtSummary(s(fixed[t], 'p50'))} | ${fmtSummary(s(fixed[t], 'p99'))} |`,
+  const rows = peakOrder
+    .map((t) =>
+      fixed[t].length > 0
+        ? `| ${targets[t].label}${overloaded(t) ? ` (overloaded at ${rate}/s: 3 s runs)` : ''} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | ${fmtSummary(s(fixed[t], 'p50'))} | ${fmtSummary(s(fixed[t], 'p99'))} |`
+        : `| ${targets[t].label} | ${fmtSummary(s(peak[t], 'rps'), 0)} | ${fmtSummary(s(peak[t], 'p50'))} | ${fmtSummary(s(peak[t], 'p99'))} | – | – |`,
     )
     .join('\n');
 
@@ -529,7 +565,8 @@ prefix and a task queue of their own; all at \`LOG_LEVEL=${LOG_LEVEL}\` (product
 a file, in blocks of \`LOG_BUFFER_BYTES\`).
 Baselines: the same upstream directly; a bare Fastify proxy (\`bench/children/bare-proxy.ts\`: undici Pool, no auth, metering or logging);
 Debian's nginx \`proxy_pass\` (1 worker, upstream keep-alive, access log off).
-Processes: ${placement()} (the workers, too, are unpinned). Rounds alternate the targets (upstream, nginx, bare proxy, platform, then again).
+Processes: ${placement()} (the workers, too, are unpinned). Rounds alternate the targets (upstream, nginx, bare proxy, platform, then again; the peak
+rounds add a second edge with its metrics endpoint on, pinned to the same core and idle while the others run; the first edge has no metrics endpoint and so records no metrics).
 
 - **Peak**: autocannon, ${CONNECTIONS} keep-alive connections, closed loop, ${seconds} s per run.
 - **Fixed rate**: ${rate} requests/s (half the bare proxy's median peak), open loop, wrk2-style: an undici pool of ${CONNECTIONS}
@@ -543,9 +580,11 @@ ${rows}
 | ratio (per run, median (min–max)) | measured | target |
 |---|---|---|
 | platform / bare Fastify proxy, peak throughput | ${fmtSummary(throughputRatio)} | ≥ 0.75: ${verdict(throughputRatio.median >= 0.75)} |
+| the same with metrics on (a second edge with \`METRICS_PORT\`, scraped every ${METRICS_SCRAPE_MS / 1000} s while loaded: ${scrapes} scrapes) | ${fmtSummary(metricsRatio)} | – |
+| metrics' cost: per round, the metrics edge's ratio minus the plain edge's | ${fmtSummary(metricsCost, 3)} | within 0.02: ${verdict(Math.abs(metricsCost.median) <= 0.02)} |
 | added p50 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP50)} | ≤ +1.5: ${verdict(addedP50.median <= 1.5)} |
 | added p99 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
-| CPU per answered call at peak (µs), bare proxy / platform | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} | – |
+| CPU per answered call at peak (µs), bare proxy / platform / platform with metrics on | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} / ${fmtSummary(summarize(cpuPerAnswer.metrics), 0)} | – |
 | CPU of the queue and Temporal workers per answered call during the platform's peak runs (µs) | ${fmtSummary(summarize(workersCpuPerAnswer), 0)} | – |
 | platform / nginx, peak throughput | ${fmtSummary(ratio(peak.platform, peak.nginx))} | – |
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |

@@ -33,6 +33,11 @@ declare module 'fastify' {
 export default fp(
   async function metricsPlugin(app: FastifyInstance) {
     const { settings } = app.deps;
+    if (settings.METRICS_PORT === null) {
+      // No endpoint, no metrics: nothing would read them, so no request pays for a single observation.
+      app.decorate('metrics', disabledMetrics());
+      return;
+    }
     const registry = createRegistry('edge');
     const apis = new BoundedLabel(MAX_API_LABELS);
     const http = new prom.Histogram({
@@ -128,15 +133,25 @@ export default fp(
     };
     app.decorate('metrics', metrics);
 
-    if (settings.METRICS_PORT !== null) {
-      let server: Awaited<ReturnType<typeof serveMetrics>> | null = null;
-      app.addHook('onReady', async () => {
-        server = await serveMetrics(registry, { host: settings.METRICS_HOST, port: settings.METRICS_PORT! });
-        metrics.port = server.port;
-        app.log.info({ metrics: `http://${settings.METRICS_HOST}:${server.port}/metrics` }, 'metrics endpoint listening');
-      });
-      app.addHook('onClose', async () => server?.close());
-    }
+    let server: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+    const port = settings.METRICS_PORT;
+    app.addHook('onReady', async () => {
+      server = await serveMetrics(registry, { host: settings.METRICS_HOST, port });
+      metrics.port = server.port;
+      app.log.info({ metrics: `http://${settings.METRICS_HOST}:${server.port}/metrics` }, 'metrics endpoint listening');
+    });
+    app.addHook('onClose', async () => server?.close());
   },
   { name: 'metrics', dependencies: ['deps'] },
 );
+
+/** The edge's metrics when METRICS_PORT is empty: every observation is a no-op and no hook is added. */
+function disabledMetrics(): EdgeMetrics {
+  return {
+    registry: new prom.Registry(),
+    observeCall: () => {},
+    money: () => {},
+    port: null,
+    mcpRequest: (work) => work(),
+  };
+}
