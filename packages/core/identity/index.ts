@@ -17,3 +17,19 @@ export type { MembershipRow, PersonRow } from './people.js';
 export type { MemberView } from './members.js';
 export { changePassword, claimPasswordResetSend, listPersonSessions, mintPasswordResetLink, resetPassword, signOutPerson } from './password-reset.js';
 export type { DashboardSessionRow } from '#db/dashboard-sessions';
+export {
+  assertEmailVerified,
+  cancelEmailChange,
+  claimAccountEmail,
+  confirmEmailChange,
+  markPersonVerified,
+  mintEmailChangeLink,
+  mintVerificationLink,
+  ownerEmailState,
+  personEmailState,
+  requestEmailChange,
+  verifyEmail,
+} from './account-email.js';
+export type { PersonEmailState } from '#db/people';
+export { deleteOwnedAccount, deletedAccountEmail } from './account-deletion.js';
+export type { DeletedAccount } from './account-deletion.js';

@@ -21,6 +21,7 @@ import memberRoutes from './members.js';
 import webhookRoutes, { webhookEmitterPlugin } from './webhooks.js';
 import proxyRoutes from './proxy.js';
 import registerRoutes from './register.js';
+import accountRoutes from './account.js';
 import sessionRoutes from './sessions.js';
 import accountSecurityRoutes from './account-security.js';
 import stripeWebhookRoutes from './stripe-webhook.js';
@@ -51,6 +52,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
     async (api) => {
       await api.register(healthRoutes);
       await api.register(registerRoutes);
+      await api.register(accountRoutes);
       await api.register(keyRoutes);
       await api.register(agentKeyRoutes);
       await api.register(memberRoutes);
