@@ -15341,7 +15341,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             entries: {
-                                /** @description Signed dollars: credits positive, charges and clawbacks negative */
+                                /** @description Signed dollars: credits positive, charges, clawbacks and forfeits negative */
                                 amount: number;
                                 amountMicros: string;
                                 apiId: string | null;

@@ -87,7 +87,13 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
       expect(message.text).toContain('cannot add funds or invite approvers');
 
       const before = await accountOf(bearer(user.fullKey));
-      expect(before).toMatchObject({ id: user.accountId, email: user.email, emailVerified: false, emailVerifiedAt: null, verificationRequired: true });
+      expect(before).toMatchObject({
+        id: user.accountId,
+        email: user.email,
+        emailVerified: false,
+        emailVerifiedAt: null,
+        verificationRequired: true,
+      });
       expect(before.balance).toBeGreaterThan(0);
       const refused = expectError(await topUp(user), 403, 'email_unverified');
       expect(refused.error).toBe("Verify the account's e-mail address before you add funds");
@@ -130,7 +136,12 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
 
     it('the dashboard session resends too; agent keys may not, and the hourly allowance holds', async () => {
       const prefix = uniqueId('alcap');
-      const capped = await createTestApp({ REDIS_PREFIX: prefix, PUBLIC_URL: publicUrl, EMAIL_VERIFICATION: 'required', ACCOUNT_EMAILS_PER_PERSON_PER_HOUR: '1' });
+      const capped = await createTestApp({
+        REDIS_PREFIX: prefix,
+        PUBLIC_URL: publicUrl,
+        EMAIL_VERIFICATION: 'required',
+        ACCOUNT_EMAILS_PER_PERSON_PER_HOUR: '1',
+      });
       try {
         const user = await registerUser(capped);
         const session = await loginUser(capped, user);
@@ -260,7 +271,12 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
 
       const selectedApis = { weather: await createTestApi(app.deps.sql, 'weather'), sms: await createTestApi(app.deps.sql, 'sms') };
       const started = expectOk<{ session: { sessionId: string } }>(
-        await app.inject({ method: 'POST', url: '/api/v1/cookbooks/weather-alert-sms/start', headers: bearer(user.fullKey), payload: { selectedApis } }),
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/cookbooks/weather-alert-sms/start',
+          headers: bearer(user.fullKey),
+          payload: { selectedApis },
+        }),
         201,
       );
       const { balance } = await accountOf(bearer(user.fullKey));

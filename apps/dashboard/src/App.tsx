@@ -72,7 +72,16 @@ function AccountSwitcher({ account, onSwitched }: { account: Account; onSwitched
 }
 
 /** Pages that render signed out. The e-mailed links' pages (LINK_PATHS) render signed in too (see App). */
-const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite', '/forgot-password', '/reset-password', '/verify-email', '/confirm-email', '/account-deleted']);
+const PUBLIC_PATHS = new Set([
+  '/signin',
+  '/signup',
+  '/accept-invite',
+  '/forgot-password',
+  '/reset-password',
+  '/verify-email',
+  '/confirm-email',
+  '/account-deleted',
+]);
 /** Pages an e-mailed link opens (or deletion leads to): they stay whoever is signed in, as the link may be for someone else. */
 const LINK_PATHS = new Set(['/accept-invite', '/reset-password', '/verify-email', '/confirm-email', '/account-deleted']);
 
@@ -137,8 +146,7 @@ export function App() {
   // an approver to the inbox. /accept-invite and /reset-password stay: their links may be for someone
   // else than who is signed in (and a reset signs this browser out anyway).
   useEffect(() => {
-    if (account && PUBLIC_PATHS.has(path) && !LINK_PATHS.has(path))
-      navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
+    if (account && PUBLIC_PATHS.has(path) && !LINK_PATHS.has(path)) navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
   }, [account, path]);
 
   // An approver on one of the owner's pages gets the inbox (Page renders it at once), under its own address.

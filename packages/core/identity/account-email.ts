@@ -15,6 +15,7 @@ import {
   type PersonEmailState,
   type PersonRow,
 } from '#db/people';
+import { getAccount, type AccountRow } from '#db/accounts';
 import type { Db, Sql } from '#db/sql';
 import { PlatformError } from '#core/platform';
 import { verifyPassword } from './passwords.js';
@@ -114,6 +115,13 @@ export function ownerEmailState(db: Db, accountId: string): Promise<PersonEmailS
   return getOwnerEmailState(db, accountId);
 }
 
+/** The account with its owner's address state (null for an account no person owns); 401 when it is gone. */
+export async function accountOverview(db: Db, accountId: string): Promise<{ account: AccountRow; owner: PersonEmailState | null }> {
+  const account = await getAccount(db, accountId);
+  if (!account) throw new PlatformError('invalid_session', 'Account no longer exists');
+  return { account, owner: await getOwnerEmailState(db, accountId) };
+}
+
 /**
  * 403 `email_unverified` when verification is required and the account's owner has not verified the
  * address yet; `what` says what was refused, in the person's words.
@@ -163,9 +171,13 @@ export async function cancelEmailChange(db: Db, personId: string): Promise<boole
 }
 
 const invalidChangeLink = () =>
-  new PlatformError('validation_failed', 'This confirmation link is not valid: it was used already, has expired, or the change was cancelled or replaced', {
-    hint: 'Sign in and ask for the change again on the Settings page; only the newest link works, once.',
-  });
+  new PlatformError(
+    'validation_failed',
+    'This confirmation link is not valid: it was used already, has expired, or the change was cancelled or replaced',
+    {
+      hint: 'Sign in and ask for the change again on the Settings page; only the newest link works, once.',
+    },
+  );
 
 /**
  * Confirms an address change with the link's token, in one transaction: the person signs in with the

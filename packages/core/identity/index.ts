@@ -18,6 +18,7 @@ export type { MemberView } from './members.js';
 export { changePassword, claimPasswordResetSend, listPersonSessions, mintPasswordResetLink, resetPassword, signOutPerson } from './password-reset.js';
 export type { DashboardSessionRow } from '#db/dashboard-sessions';
 export {
+  accountOverview,
   assertEmailVerified,
   cancelEmailChange,
   claimAccountEmail,

@@ -111,10 +111,9 @@ export function accountDeletedMessage(input: { to: string; forfeited: string }):
   const subject = 'Your Service account was deleted';
   const lead = 'Your Service account and its login were deleted, as you asked. Its keys no longer work and nobody can sign in with this address.';
   const money =
-    input.forfeited === '0.00'
-      ? 'No balance was left on it.'
-      : `The $${input.forfeited} left on the balance was given up, as you confirmed.`;
-  const kept = 'The ledger of its payments and charges is kept, under the account number only, for as long as the law requires; everything else that named you is erased.';
+    input.forfeited === '0.00' ? 'No balance was left on it.' : `The $${input.forfeited} left on the balance was given up, as you confirmed.`;
+  const kept =
+    'The ledger of its payments and charges is kept, under the account number only, for as long as the law requires; everything else that named you is erased.';
   const text = [lead, '', money, kept].join('\n');
   const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(money)}</p><p>${escapeHtml(kept)}</p>`;
   return { to: input.to, subject, text, html };

@@ -301,8 +301,8 @@ function EmailAddressCard() {
           {!data.emailVerified && (
             <div className="settings-actions">
               <p className="muted small">
-                Open the link we e-mailed to this address. Until then the account can use everything free and spend its sign-up credit, but cannot
-                add funds or invite approvers.
+                Open the link we e-mailed to this address. Until then the account can use everything free and spend its sign-up credit, but cannot add
+                funds or invite approvers.
               </p>
               {account.role === 'owner' && (
                 <button type="button" className="button button-small" disabled={busy} onClick={() => void resend()}>
@@ -324,7 +324,15 @@ function EmailAddressCard() {
           <form className="stack-form" onSubmit={change}>
             <label className="field">
               <span className="field-label">New e-mail address</span>
-              <input type="email" name="new-email" autoComplete="email" required maxLength={254} value={newEmail} onChange={(e) => setNewEmail(e.target.value)} />
+              <input
+                type="email"
+                name="new-email"
+                autoComplete="email"
+                required
+                maxLength={254}
+                value={newEmail}
+                onChange={(e) => setNewEmail(e.target.value)}
+              />
             </label>
             <div className="field">
               <label className="field-label" htmlFor="email-change-password">
@@ -392,8 +400,8 @@ function DeleteAccountCard() {
     <Card title="Delete the account" className="danger-zone">
       <p className="muted small">
         Deleting is permanent. Every key stops working, every signed-in session ends, running cookbook sessions are cancelled, your approvers are
-        removed, and your connections, webhooks and address are erased. Your login ends too, with any accounts you approve for. The record of
-        payments and charges is kept, without your address, as bookkeeping law requires.
+        removed, and your connections, webhooks and address are erased. Your login ends too, with any accounts you approve for. The record of payments
+        and charges is kept, without your address, as bookkeeping law requires.
       </p>
       <ErrorMessage error={info.error} onRetry={info.reload} />
       <form className="stack-form" onSubmit={submit}>

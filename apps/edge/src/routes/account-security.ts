@@ -260,9 +260,11 @@ const accountSecurityRoutes: FastifyPluginAsyncZod = async (app) => {
       assertSameOrigin(request, settings, { required: false });
       const changed = await confirmEmailChange(sql, request.body.token);
       request.log.info({ personId: changed.personId }, 'e-mail address changed');
-      await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'email-changed', personId: changed.personId, previousEmail: changed.previousEmail }).catch(
-        (error: unknown) => request.log.error({ err: error, personId: changed.personId }, 'could not queue the address-changed notice'),
-      );
+      await enqueueEmail(redis, settings.REDIS_PREFIX, {
+        kind: 'email-changed',
+        personId: changed.personId,
+        previousEmail: changed.previousEmail,
+      }).catch((error: unknown) => request.log.error({ err: error, personId: changed.personId }, 'could not queue the address-changed notice'));
       return { ok: true as const, email: changed.email, previousEmail: changed.previousEmail };
     },
   );

@@ -2,10 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { toDollars } from '#contracts/money';
 import { cancelSession } from '#core/cookbooks';
-import { claimAccountEmail, deleteOwnedAccount, ownerEmailState } from '#core/identity';
+import { accountOverview, claimAccountEmail, deleteOwnedAccount, ownerEmailState } from '#core/identity';
 import { enqueueEmail } from '#core/notifications';
 import { notFound, PlatformError } from '#core/platform';
-import { getAccount } from '#db/accounts';
 import { clearSessionCookies } from '../http/dashboard-session.js';
 import { requireAuth } from '../plugins/auth.js';
 import { errorResponses } from './error-responses.js';
@@ -46,9 +45,7 @@ const accountRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
-      const account = await getAccount(sql, auth.accountId);
-      if (!account) throw new PlatformError('invalid_session', 'Account no longer exists');
-      const owner = await ownerEmailState(sql, account.id);
+      const { account, owner } = await accountOverview(sql, auth.accountId);
       return {
         ok: true as const,
         account: {
@@ -129,7 +126,9 @@ const accountRoutes: FastifyPluginAsyncZod = async (app) => {
               cookbookSessionsNotCancelled: z
                 .number()
                 .int()
-                .describe('Sessions the workflow service could not cancel now; they can no longer be driven (the keys are revoked) and end at their expiry'),
+                .describe(
+                  'Sessions the workflow service could not cancel now; they can no longer be driven (the keys are revoked) and end at their expiry',
+                ),
             }),
           }),
           ...errorResponses(400, 401, 403, 409, 429),
@@ -144,8 +143,7 @@ const accountRoutes: FastifyPluginAsyncZod = async (app) => {
           hint: 'Sign in to the dashboard as the owner and delete it on the Settings page; a key cannot delete the account it belongs to.',
         });
       }
-      const account = await getAccount(sql, auth.accountId);
-      const formerEmail = account?.email ?? null;
+      const formerEmail = (await accountOverview(sql, auth.accountId)).account.email;
       const deleted = await deleteOwnedAccount(sql, {
         personId: session.personId,
         accountId: auth.accountId,
@@ -165,11 +163,9 @@ const accountRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       clearSessionCookies(reply, settings);
       const forfeited = toDollars(deleted.forfeitedMicros);
-      if (formerEmail) {
-        await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'account-deleted', to: formerEmail, forfeited: forfeited.toFixed(2) }).catch(
-          (error: unknown) => request.log.error({ err: error, accountId: deleted.accountId }, 'could not queue the account deletion e-mail'),
-        );
-      }
+      await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'account-deleted', to: formerEmail, forfeited: forfeited.toFixed(2) }).catch(
+        (error: unknown) => request.log.error({ err: error, accountId: deleted.accountId }, 'could not queue the account deletion e-mail'),
+      );
       request.log.info({ accountId: deleted.accountId, keys: deleted.revokedKeyIds.length, cancelled }, 'account deleted');
       return {
         ok: true as const,
