@@ -2571,7 +2571,7 @@ export interface paths {
         put?: never;
         /**
          * Send the verification e-mail again (a new link; earlier links stop working)
-         * @description To the owner’s address. 409 `conflict` when it is verified already. At most ACCOUNT_EMAILS_PER_PERSON_PER_HOUR (default 5) verification and address-change e-mails per person and hour: past that, 429 with Retry-After. The link works once, for EMAIL_VERIFY_TTL_HOURS (default 48).
+         * @description To the owner’s address. 409 `conflict` when it is verified already; 404 for an account no person owns (made for keys only), which has no address to verify. At most ACCOUNT_EMAILS_PER_PERSON_PER_HOUR (default 5) verification and address-change e-mails per person and hour: past that, 429 with Retry-After. The link works once, for EMAIL_VERIFY_TTL_HOURS (default 48).
          */
         post: {
             parameters: {
@@ -2643,6 +2643,26 @@ export interface paths {
                 };
                 /** @description Key disabled, revoked or expired, an agent key on an account-only route, or a failed CSRF check */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Stable machine-readable name, e.g. invalid_key, rate_limited */
+                            code: string;
+                            /** @description Human-readable message */
+                            error: string;
+                            /** @description Suggestion for a fix */
+                            hint?: string;
+                            /** @enum {boolean} */
+                            ok: false;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description No such resource for this account */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };

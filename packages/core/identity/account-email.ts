@@ -132,7 +132,7 @@ export async function assertEmailVerified(db: Db, settings: { EMAIL_VERIFICATION
   if (owner?.email_verified_at) return;
   throw new PlatformError('email_unverified', `Verify the account's e-mail address before you ${what}`, {
     hint: owner
-      ? `Open the link in the e-mail sent to ${owner.email}. No e-mail? Ask for a new one on the Settings page (or POST /api/v1/account/verification-email).`
+      ? `Open the link in the e-mail sent to ${owner.email}. No e-mail? Ask for a new link on the Settings page of the dashboard.`
       : 'This account has no owner who signs in, so its address cannot be verified.',
   });
 }

@@ -70,11 +70,11 @@ const accountRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: TAGS,
         summary: 'Send the verification e-mail again (a new link; earlier links stop working)',
         description:
-          'To the owner’s address. 409 `conflict` when it is verified already. At most ACCOUNT_EMAILS_PER_PERSON_PER_HOUR (default 5) verification and address-change e-mails per person and hour: past that, 429 with Retry-After. The link works once, for EMAIL_VERIFY_TTL_HOURS (default 48).',
+          'To the owner’s address. 409 `conflict` when it is verified already; 404 for an account no person owns (made for keys only), which has no address to verify. At most ACCOUNT_EMAILS_PER_PERSON_PER_HOUR (default 5) verification and address-change e-mails per person and hour: past that, 429 with Retry-After. The link works once, for EMAIL_VERIFY_TTL_HOURS (default 48).',
         body: z.object({}).strict().nullish(),
         response: {
           202: z.object({ ok: z.literal(true), email: z.string().describe('Where the link goes'), message: z.string() }),
-          ...errorResponses(401, 403, 409, 429, 503),
+          ...errorResponses(400, 401, 403, 404, 409, 429, 503),
         },
       },
     },
@@ -83,7 +83,9 @@ const accountRoutes: FastifyPluginAsyncZod = async (app) => {
       const owner = await ownerEmailState(sql, auth.accountId);
       if (!owner) throw notFound('The account’s owner', 'This account has no owner who signs in, so there is no address to verify.');
       if (owner.email_verified_at) {
-        throw new PlatformError('conflict', 'The address is verified already', { hint: 'Nothing to do: GET /api/v1/account shows it.' });
+        throw new PlatformError('conflict', 'The address is verified already', {
+          hint: 'Nothing to do: the account may add funds and invite approvers.',
+        });
       }
       await claimAccountEmail(redis, settings.REDIS_PREFIX, owner.id, settings.ACCOUNT_EMAILS_PER_PERSON_PER_HOUR);
       await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'email-verify', personId: owner.id });
