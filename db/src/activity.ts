@@ -113,7 +113,7 @@ export async function activityRecordedAfter(
      limit ${limit}`;
 }
 
-export type LedgerKind = 'signup_credit' | 'topup' | 'charge' | 'refund' | 'adjustment' | 'clawback' | 'x402_credit';
+export type LedgerKind = 'signup_credit' | 'topup' | 'charge' | 'refund' | 'adjustment' | 'clawback' | 'x402_credit' | 'forfeit';
 
 export interface StatementRow {
   id: string;

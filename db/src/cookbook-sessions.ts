@@ -41,7 +41,7 @@ export interface StepRow {
   feedback?: { fromStepId: string; note: string } | null;
 }
 
-const SESSION_COLUMNS = `id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps, total_steps,
+export const SESSION_COLUMNS = `id, account_id, cookbook_id, workflow_id, status, current_step_id, completed_steps, total_steps,
   selected_apis, idempotency_key, version, started_at, updated_at, ended_at, outcome, started_by_key_id`;
 
 export interface NewSessionRow {

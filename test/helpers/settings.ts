@@ -21,6 +21,9 @@ export function testEdgeSettings(overrides: Record<string, string> = {}): EdgeSe
     // Every test runs from 127.0.0.1 against one shared Redis: keep the per-address limits out of
     // the way of other tests. Tests of the limits themselves pass low limits as overrides.
     ...GENEROUS_RATE_LIMITS,
+    // Fixtures register and top up at once, as a verified account would; the verification rule has
+    // its own tests (test/edge/account-lifecycle.test.ts), which turn it on.
+    EMAIL_VERIFICATION: 'off',
     ...process.env,
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',

@@ -1,7 +1,11 @@
 import { UnrecoverableError } from 'bullmq';
-import { mintInviteLink, mintPasswordResetLink } from '#core/identity';
+import { mintEmailChangeLink, mintInviteLink, mintPasswordResetLink, mintVerificationLink } from '#core/identity';
 import {
+  accountDeletedMessage,
   accountEventMessage,
+  emailChangeMessage,
+  emailChangedMessage,
+  emailVerifyMessage,
   connectRequestMessage,
   connectionRefreshFailedMessage,
   emailJob,
@@ -63,6 +67,23 @@ export function emailProcessor({ sql, settings, log }: QueueDeps, mailer = new M
         if (!reset) return [];
         return [passwordResetMessage({ to: reset.person.email, link: reset.link, expiresAt: reset.expiresAt })];
       }
+      case 'email-verify': {
+        const verify = await mintVerificationLink(sql, settings, payload.personId);
+        if (!verify) return [];
+        return [emailVerifyMessage({ to: verify.person.email, link: verify.link, expiresAt: verify.expiresAt })];
+      }
+      case 'email-change': {
+        const change = await mintEmailChangeLink(sql, settings, payload.personId);
+        if (!change) return [];
+        return [emailChangeMessage({ to: change.to, link: change.link, expiresAt: change.expiresAt })];
+      }
+      case 'email-changed': {
+        const person = await getPerson(sql, payload.personId);
+        if (!person) return [];
+        return [emailChangedMessage({ to: payload.previousEmail, newEmail: person.email, link: `${origin}/signin` })];
+      }
+      case 'account-deleted':
+        return [accountDeletedMessage({ to: payload.to, forfeited: payload.forfeited })];
       case 'webhook-disabled': {
         const endpoint = await findWebhookEndpointById(sql, payload.endpointId);
         const owner = endpoint && (await getAccount(sql, endpoint.account_id));

@@ -10,6 +10,7 @@ import { InboxPage } from './pages/Inbox';
 import { KeysPage } from './pages/Keys';
 import { McpConsentPage } from './pages/McpConsent';
 import { OverviewPage } from './pages/Overview';
+import { AccountDeletedPage, ConfirmEmailPage, VerifyEmailBanner, VerifyEmailPage } from './pages/EmailLinks';
 import { ForgotPasswordPage, ResetPasswordPage } from './pages/ResetPassword';
 import { SettingsPage } from './pages/Settings';
 import { SessionDetailPage, SessionsPage } from './pages/Sessions';
@@ -101,8 +102,19 @@ function useWaitingSteps(path: string, enabled: boolean): number | null {
   return enabled ? count : null;
 }
 
-/** Pages that render signed out. /accept-invite and /reset-password render signed in too (see App). */
-const PUBLIC_PATHS = new Set(['/signin', '/signup', '/accept-invite', '/forgot-password', '/reset-password']);
+/** Pages that render signed out. The e-mailed links' pages (LINK_PATHS) render signed in too (see App). */
+const PUBLIC_PATHS = new Set([
+  '/signin',
+  '/signup',
+  '/accept-invite',
+  '/forgot-password',
+  '/reset-password',
+  '/verify-email',
+  '/confirm-email',
+  '/account-deleted',
+]);
+/** Pages an e-mailed link opens (or deletion leads to): they stay whoever is signed in, as the link may be for someone else. */
+const LINK_PATHS = new Set(['/accept-invite', '/reset-password', '/verify-email', '/confirm-email', '/account-deleted']);
 
 /** The owner's pages: an approver who opens one (an old bookmark, a typed address) lands in the inbox. */
 const isOwnerPage = (path: string) =>
@@ -168,8 +180,7 @@ export function App() {
   // an approver to the inbox. /accept-invite and /reset-password stay: their links may be for someone
   // else than who is signed in (and a reset signs this browser out anyway).
   useEffect(() => {
-    if (account && PUBLIC_PATHS.has(path) && path !== '/accept-invite' && path !== '/reset-password')
-      navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
+    if (account && PUBLIC_PATHS.has(path) && !LINK_PATHS.has(path)) navigate(account.role === 'approver' ? '/inbox' : '/', { replace: true });
   }, [account, path]);
 
   // An approver on one of the owner's pages gets the inbox (Page renders it at once), under its own address.
@@ -226,6 +237,10 @@ export function App() {
   }
   // Setting a password by the e-mail link signs every session out, this browser's too.
   if (path === '/reset-password') return <ResetPasswordPage onSignedOut={() => setAccount(null)} />;
+  // A verified or changed address shows in the header and Settings: read the session again.
+  if (path === '/verify-email') return <VerifyEmailPage signedIn={account !== null} onDone={() => account && check()} />;
+  if (path === '/confirm-email') return <ConfirmEmailPage signedIn={account !== null} onDone={() => account && check()} />;
+  if (path === '/account-deleted') return <AccountDeletedPage />;
   if (account === null) {
     if (path === '/forgot-password') return <ForgotPasswordPage />;
     return <AuthPage mode={path === '/signup' ? 'signup' : 'signin'} onSignedIn={(signedIn) => setAccount(signedIn)} />;
@@ -324,6 +339,7 @@ export function App() {
             </p>
           </Notice>
         ) : null}
+        {!approver && <VerifyEmailBanner key={`verify-${account.id}`} />}
         {/* Keyed by account: a switch reloads every page's data for the account now current. */}
         <Page key={account.id} path={path} role={account.role} />
       </main>

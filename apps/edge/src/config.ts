@@ -127,6 +127,15 @@ export const edgeSettings = sharedSettings
     INVITES_PER_ACCOUNT_PER_DAY: count(20),
     /** Password reset e-mails one address may get per hour; further requests are answered alike and send nothing. */
     PASSWORD_RESETS_PER_ADDRESS_PER_HOUR: count(3),
+    /** Verification e-mails (sign-up's and resent ones) and e-mail change links one person may ask for per hour. */
+    ACCOUNT_EMAILS_PER_PERSON_PER_HOUR: count(5),
+    /**
+     * `required` (the default): an account whose owner has not verified the address may do everything
+     * free and spend its sign-up credit, but may not add funds or invite approvers until it is
+     * verified; sign-up mails the verification link. `off` lifts the limits and mails nobody unasked
+     * (a closed installation whose people are known); people may still verify from Settings.
+     */
+    EMAIL_VERIFICATION: z.enum(['required', 'off']).default('required'),
     /** Per client address on POST /api/v1/register. */
     RATE_LIMIT_REGISTER_MAX: count(5),
     RATE_LIMIT_REGISTER_WINDOW_SECONDS: seconds(3_600),

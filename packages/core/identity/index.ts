@@ -20,3 +20,20 @@ export type { DashboardSessionRow } from '#db/dashboard-sessions';
 export { CHECKLIST_ITEMS, firstUseChecklist, markChecklist, noteDiscovery } from './first-use.js';
 export type { ChecklistItemId, FirstUseChecklist } from './first-use.js';
 export { isOperatorPerson, operatorEmails } from './operators.js';
+export {
+  accountOverview,
+  assertEmailVerified,
+  cancelEmailChange,
+  claimAccountEmail,
+  confirmEmailChange,
+  markPersonVerified,
+  mintEmailChangeLink,
+  mintVerificationLink,
+  ownerEmailState,
+  personEmailState,
+  requestEmailChange,
+  verifyEmail,
+} from './account-email.js';
+export type { PersonEmailState } from '#db/people';
+export { deleteOwnedAccount, deletedAccountEmail } from './account-deletion.js';
+export type { DeletedAccount } from './account-deletion.js';

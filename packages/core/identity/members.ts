@@ -11,7 +11,7 @@ import {
   setInviteToken,
   type MemberRow,
 } from '#db/members';
-import { createPerson, findPersonByEmail, type PersonRow } from '#db/people';
+import { createPerson, findPersonByEmail, markEmailVerified, type PersonRow } from '#db/people';
 import { assertPasswordPolicy, hashPassword, verifyPassword } from './passwords.js';
 import type { Db } from '#db/sql';
 import { notFound, PlatformError } from '#core/platform';
@@ -119,6 +119,8 @@ export async function acceptInvitation(db: Db, token: string, password: string):
   // The token is spent by the update itself, so two acceptances of one link cannot both succeed.
   const member = await acceptInvite(db, hash, person.id);
   if (!member) throw invalid();
+  // The invitation came by e-mail to this address: opening it proves the mailbox.
+  await markEmailVerified(db, person.id);
   return { member, person: { id: person.id, email: person.email, created_at: person.created_at } };
 }
 

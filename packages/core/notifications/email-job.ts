@@ -22,6 +22,22 @@ const emailPayload = z.discriminatedUnion('kind', [
   }),
   /** A person asked to reset their password: the worker mints the one-time link when it sends. */
   z.object({ kind: z.literal('password-reset'), personId: z.string().min(1).max(100) }),
+  /** A new (or unverified) person's address: the worker mints the one-time verification link when it sends. */
+  z.object({ kind: z.literal('email-verify'), personId: z.string().min(1).max(100) }),
+  /** A person asked to change their address: the confirmation link goes to the new address, minted when sent. */
+  z.object({ kind: z.literal('email-change'), personId: z.string().min(1).max(100) }),
+  /**
+   * A person's address changed: the address they had is told. It is in the job because the person's
+   * row no longer holds it; the job is kept a day at most, like every job.
+   */
+  z.object({ kind: z.literal('email-changed'), personId: z.string().min(1).max(100), previousEmail: z.string().email().max(254) }),
+  /** An account was deleted: its former address is told what happened (the rows hold it no more). */
+  z.object({
+    kind: z.literal('account-deleted'),
+    to: z.string().email().max(254),
+    /** Dollars written off, as a decimal string. */
+    forfeited: z.string().max(40),
+  }),
   z.object({ kind: z.literal('webhook-disabled'), endpointId: z.string().min(1).max(100) }),
   z.object({ kind: z.literal('topup-failed'), accountId: z.string().uuid(), reason: z.string().max(500) }),
   z.object({

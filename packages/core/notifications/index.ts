@@ -3,7 +3,11 @@ export type { EmailedSessionEvent, EmailPayload } from './email-job.js';
 export { Mailer } from './mailer.js';
 export type { OutgoingMessage } from './mailer.js';
 export {
+  accountDeletedMessage,
   accountEventMessage,
+  emailChangeMessage,
+  emailChangedMessage,
+  emailVerifyMessage,
   connectRequestMessage,
   connectionRefreshFailedMessage,
   humanStepMessage,

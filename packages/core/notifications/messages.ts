@@ -64,6 +64,62 @@ export function passwordResetMessage(input: { to: string; link: string; expiresA
 }
 
 /**
+ * The sign-up's verification link: what verifying unlocks, and that nothing happens if the person did
+ * not sign up.
+ */
+export function emailVerifyMessage(input: { to: string; link: string; expiresAt: Date }): OutgoingMessage {
+  const expires = input.expiresAt.toUTCString();
+  const subject = 'Verify your e-mail address for Service';
+  const lead = 'Someone (we hope you) signed up to Service with this address. Please confirm that it is yours.';
+  const unlocks = 'Until it is verified the account can use everything free and spend its sign-up credit, but cannot add funds or invite approvers.';
+  const ignore = 'If you did not sign up, ignore this message: the address stays unverified and you hear nothing more unless someone asks again.';
+  const text = [lead, '', `Verify the address: ${input.link}`, '', unlocks, `The link works once, until ${expires}.`, ignore].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p>
+<p><a href="${escapeHtml(input.link)}">Verify the address</a></p>
+<p>${escapeHtml(unlocks)} The link works once, until ${escapeHtml(expires)}.</p>
+<p>${escapeHtml(ignore)}</p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/** Sent to the new address of an address change: the change happens only when this link is opened. */
+export function emailChangeMessage(input: { to: string; link: string; expiresAt: Date }): OutgoingMessage {
+  const expires = input.expiresAt.toUTCString();
+  const subject = 'Confirm your new e-mail address for Service';
+  const lead = 'A person signed in to Service asked to use this address from now on.';
+  const effect = 'Once you confirm, you sign in with this address and the account e-mails come here; the old address is told.';
+  const ignore = 'If you did not ask for this, ignore this message: nothing changes.';
+  const text = [lead, '', `Confirm the new address: ${input.link}`, '', effect, `The link works once, until ${expires}.`, ignore].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p>
+<p><a href="${escapeHtml(input.link)}">Confirm the new address</a></p>
+<p>${escapeHtml(effect)} The link works once, until ${escapeHtml(expires)}.</p>
+<p>${escapeHtml(ignore)}</p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/** Tells the former address that the login moved to another one, and what to do if that was not them. */
+export function emailChangedMessage(input: { to: string; newEmail: string; link: string }): OutgoingMessage {
+  const subject = 'Your Service sign-in address was changed';
+  const lead = `The Service login of this address now signs in with ${input.newEmail}. This address gets no more account e-mail.`;
+  const advice = `If you did not do this, someone knows your password: use "Forgot password?" with the new address if you can reach it, or contact the operator of this Service at once.`;
+  const text = [lead, '', advice, '', `Sign in: ${input.link}`].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(advice)}</p><p><a href="${escapeHtml(input.link)}">Sign in</a></p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/** Confirms to the former address that the account and its login are gone, and what became of the money. */
+export function accountDeletedMessage(input: { to: string; forfeited: string }): OutgoingMessage {
+  const subject = 'Your Service account was deleted';
+  const lead = 'Your Service account and its login were deleted, as you asked. Its keys no longer work and nobody can sign in with this address.';
+  const money =
+    input.forfeited === '0.00' ? 'No balance was left on it.' : `The $${input.forfeited} left on the balance was given up, as you confirmed.`;
+  const kept =
+    'The ledger of its payments and charges is kept, under the account number only, for as long as the law requires; everything else that named you is erased.';
+  const text = [lead, '', money, kept].join('\n');
+  const html = `<p>${escapeHtml(lead)}</p><p>${escapeHtml(money)}</p><p>${escapeHtml(kept)}</p>`;
+  return { to: input.to, subject, text, html };
+}
+
+/**
  * A human step's news: it waits (or still waits) for a person, or a person rejected it or sent it
  * back. The message names the step and links straight to it in the dashboard's inbox; what the agent
  * prepared stays behind the sign-in, not in the mail.

@@ -27,6 +27,13 @@ export const emailSettings = z.object({
     .min(5)
     .max(24 * 60)
     .default(60),
+  /** How long an e-mail verification link and an e-mail change confirmation link work. */
+  EMAIL_VERIFY_TTL_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 30)
+    .default(48),
 });
 
 export type EmailSettings = z.output<typeof emailSettings>;

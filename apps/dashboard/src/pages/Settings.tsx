@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { call, client, type Answer } from '../api';
-import { formatDateTime } from '../format';
+import { formatDateTime, formatDollars } from '../format';
 import { navigate } from '../router';
 import { signedInEmail, useSession } from '../session';
 import { Badge, Card, ConfirmButton, ErrorMessage, Notice, PageHeader, Spinner, useAction, useApi } from '../ui';
@@ -250,15 +250,209 @@ function EmailPreferencesCard() {
   );
 }
 
-/** The person's own settings: password, signed-in sessions and (for the owner) e-mail notifications. */
+/**
+ * The address the person signs in with: whether it is verified (a new link for an owner who has not
+ * opened theirs), and changing it, which takes effect only once the new address confirms.
+ */
+function EmailAddressCard() {
+  const { account, expired } = useSession();
+  const state = useApi('auth/email', (signal) => client.GET('/api/auth/email', { signal }), expired);
+  const [newEmail, setNewEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [message, setMessage] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
+  const data = state.data;
+
+  const resend = () =>
+    run(async () => {
+      setMessage(null);
+      const answer = await call(client.POST('/api/v1/account/verification-email', { body: {} }));
+      setMessage(answer.message);
+    });
+  const change = async (event: FormEvent) => {
+    event.preventDefault();
+    setMessage(null);
+    await run(async () => {
+      const answer = await call(client.POST('/api/auth/email-change', { body: { newEmail, password } }));
+      setNewEmail('');
+      setPassword('');
+      setMessage(answer.message);
+      state.reload();
+    });
+  };
+  const cancel = () =>
+    run(async () => {
+      setMessage(null);
+      await call(client.DELETE('/api/auth/email-change'));
+      setMessage('The change is cancelled; its link no longer works.');
+      state.reload();
+    });
+
+  return (
+    <Card title="E-mail address">
+      {state.loading && !data ? <Spinner label="Loading your address" /> : null}
+      <ErrorMessage error={state.error} onRetry={state.reload} />
+      {data && (
+        <>
+          <p data-testid="email-state">
+            You sign in as <strong>{data.email}</strong>{' '}
+            {data.emailVerified ? <Badge tone="green">Verified</Badge> : <Badge tone="amber">Not verified</Badge>}
+          </p>
+          {!data.emailVerified && (
+            <div className="settings-actions">
+              <p className="muted small">
+                Open the link we e-mailed to this address. Until then the account can use everything free and spend its sign-up credit, but cannot add
+                funds or invite approvers.
+              </p>
+              {account.role === 'owner' && (
+                <button type="button" className="button button-small" disabled={busy} onClick={() => void resend()}>
+                  Send the verification link again
+                </button>
+              )}
+            </div>
+          )}
+          {data.pendingEmail && (
+            <Notice>
+              <p>
+                Waiting for confirmation: open the link we sent to <strong>{data.pendingEmail}</strong>. Until then you sign in as {data.email}.{' '}
+                <button type="button" className="button button-small" disabled={busy} onClick={() => void cancel()}>
+                  Cancel the change
+                </button>
+              </p>
+            </Notice>
+          )}
+          <form className="stack-form" onSubmit={change}>
+            <label className="field">
+              <span className="field-label">New e-mail address</span>
+              <input
+                type="email"
+                name="new-email"
+                autoComplete="email"
+                required
+                maxLength={254}
+                value={newEmail}
+                onChange={(e) => setNewEmail(e.target.value)}
+              />
+            </label>
+            <div className="field">
+              <label className="field-label" htmlFor="email-change-password">
+                Password for the change
+              </label>
+              <input
+                id="email-change-password"
+                type="password"
+                name="email-change-password"
+                autoComplete="current-password"
+                required
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+                aria-describedby="email-change-help"
+              />
+              <span className="field-help" id="email-change-help">
+                We send a link to the new address; the change happens when you open it, and we tell the old address.
+              </span>
+            </div>
+            <div>
+              <button type="submit" className="button button-primary" disabled={busy}>
+                {busy ? 'Please wait…' : 'Change e-mail address'}
+              </button>
+            </div>
+          </form>
+        </>
+      )}
+      <ErrorMessage error={error} />
+      {message && (
+        <Notice tone="success">
+          <p>{message}</p>
+        </Notice>
+      )}
+    </Card>
+  );
+}
+
+/**
+ * Deleting the account, for its owner: what goes, what stays (the ledger), and what becomes of the
+ * balance, which is given up (not paid back) and must be confirmed.
+ */
+function DeleteAccountCard() {
+  const { expired } = useSession();
+  const info = useApi('account', (signal) => client.GET('/api/v1/account', { signal }), expired);
+  const [password, setPassword] = useState('');
+  const [forfeit, setForfeit] = useState(false);
+  const [asking, setAsking] = useState(false);
+  const { busy, error, run } = useAction();
+  const balance = info.data?.account.balance ?? 0;
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!asking) {
+      setAsking(true);
+      return;
+    }
+    await run(async () => {
+      await call(client.DELETE('/api/v1/account', { body: { password, forfeitBalance: forfeit } }));
+      navigate('/account-deleted', { replace: true });
+      expired();
+    });
+  };
+
+  return (
+    <Card title="Delete the account" className="danger-zone">
+      <p className="muted small">
+        Deleting is permanent. Every key stops working, every signed-in session ends, running cookbook sessions are cancelled, your approvers are
+        removed, and your connections, webhooks and address are erased. Your login ends too, with any accounts you approve for. The record of payments
+        and charges is kept, without your address, as bookkeeping law requires.
+      </p>
+      <ErrorMessage error={info.error} onRetry={info.reload} />
+      <form className="stack-form" onSubmit={submit}>
+        {balance > 0 && (
+          <label className="event-choice">
+            <input type="checkbox" required checked={forfeit} onChange={(e) => setForfeit(e.target.checked)} />
+            <span>{`I give up the ${formatDollars(balance)} left on the balance. It is not paid back.`}</span>
+          </label>
+        )}
+        <label className="field">
+          <span className="field-label">Password to delete the account</span>
+          <input
+            type="password"
+            name="delete-password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+        </label>
+        <div className="settings-actions">
+          {asking && <span className="confirm-question">This cannot be undone. Delete the account now?</span>}
+          <button type="submit" className="button button-danger" disabled={busy || info.loading}>
+            {busy ? 'Deleting…' : asking ? 'Yes, delete the account' : 'Delete the account'}
+          </button>
+          {asking && (
+            <button type="button" className="button button-small" onClick={() => setAsking(false)}>
+              Keep it
+            </button>
+          )}
+        </div>
+      </form>
+      <ErrorMessage error={error} />
+    </Card>
+  );
+}
+
+/**
+ * The person's own settings: address (verified, changed), password, signed-in sessions, and for the
+ * owner e-mail notifications and deleting the account.
+ */
 export function SettingsPage() {
   const { account } = useSession();
   return (
     <>
       <PageHeader title="Settings" description="Your login and how we reach you." />
+      <EmailAddressCard />
       <ChangePasswordCard />
       <SessionsCard />
       {account.role === 'owner' && <EmailPreferencesCard />}
+      {account.role === 'owner' && <DeleteAccountCard />}
     </>
   );
 }

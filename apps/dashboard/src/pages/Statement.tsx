@@ -23,6 +23,7 @@ const KIND_LABEL: Record<Entry['kind'], string> = {
   adjustment: 'Adjustment',
   clawback: 'Clawback',
   x402_credit: 'x402 payment',
+  forfeit: 'Given up at deletion',
 };
 const KIND_TONE: Record<Entry['kind'], 'green' | 'grey' | 'red' | 'amber' | 'blue'> = {
   signup_credit: 'green',
@@ -32,6 +33,7 @@ const KIND_TONE: Record<Entry['kind'], 'green' | 'grey' | 'red' | 'amber' | 'blu
   adjustment: 'amber',
   clawback: 'red',
   x402_credit: 'green',
+  forfeit: 'red',
 };
 
 interface Period {

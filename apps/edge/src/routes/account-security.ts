@@ -1,11 +1,17 @@
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PlatformError } from '#core/platform';
+import { notFound, PlatformError } from '#core/platform';
 import { enqueueEmail } from '#core/notifications';
 import {
+  cancelEmailChange,
   changePassword,
+  claimAccountEmail,
   claimPasswordResetSend,
+  confirmEmailChange,
+  personEmailState,
+  requestEmailChange,
+  verifyEmail,
   listPersonSessions,
   PASSWORD_POLICY,
   personIdByEmail,
@@ -130,6 +136,136 @@ const accountSecurityRoutes: FastifyPluginAsyncZod = async (app) => {
       });
       request.log.info({ personId: session.personId, sessionsEnded }, 'password changed');
       return { ok: true as const, sessionsEnded };
+    },
+  );
+
+  app.post(
+    '/api/auth/verify-email',
+    {
+      config: { rateLimit: 'login' },
+      schema: {
+        tags: TAGS,
+        summary: 'Verify an address with the token from a verification e-mail',
+        description:
+          'The token is the one in the e-mail’s link (after #token=). No sign-in needed: the link may be opened on another device. It works once, until it expires (EMAIL_VERIFY_TTL_HOURS, default 48), and only if no newer link replaced it: otherwise 400. Once verified, the person’s account may add funds and invite approvers.',
+        body: z.object({ token: z.string().min(20).max(200) }).strict(),
+        response: {
+          200: z.object({ ok: z.literal(true), email: z.string().describe('The address now verified') }),
+          ...errorResponses(400, 403, 429),
+        },
+      },
+    },
+    async (request) => {
+      assertSameOrigin(request, settings, { required: false });
+      const person = await verifyEmail(sql, request.body.token);
+      request.log.info({ personId: person.id }, 'e-mail address verified');
+      return { ok: true as const, email: person.email };
+    },
+  );
+
+  const emailState = z.object({
+    ok: z.literal(true),
+    email: z.string().describe('The address the person signs in with now'),
+    emailVerified: z.boolean(),
+    pendingEmail: z.string().nullable().describe('The address waiting for its confirmation link to be opened; null when none'),
+  });
+
+  app.get(
+    '/api/auth/email',
+    {
+      config: { auth: 'key', approver: true },
+      schema: {
+        tags: TAGS,
+        summary: 'The signed-in person’s address: whether it is verified, and any change waiting for confirmation',
+        description: 'Cookie sessions only (400 for a key). Approvers too: the address is their login’s.',
+        response: { 200: emailState, ...errorResponses(400, 401, 403, 429) },
+      },
+    },
+    async (request) => {
+      const session = personSession(request);
+      const state = await personEmailState(sql, session.personId);
+      return { ok: true as const, email: state.email, emailVerified: state.email_verified_at !== null, pendingEmail: state.pending_email };
+    },
+  );
+
+  app.post(
+    '/api/auth/email-change',
+    {
+      config: { auth: 'key', approver: true },
+      schema: {
+        tags: TAGS,
+        summary: 'Ask to change the signed-in person’s address: a confirmation link goes to the new address',
+        description:
+          'Cookie sessions only. The password must be right (401 `invalid_credentials`). An address another login or account uses is 409 `email_taken`. Nothing changes until the link mailed to the new address is opened (POST /api/auth/email-change/confirm); the old address keeps working until then and is told once the change is made. Asking again replaces the pending change and its link. Counts against ACCOUNT_EMAILS_PER_PERSON_PER_HOUR (429 past it).',
+        body: z.object({ newEmail: emailSchema, password: z.string().min(1).max(1000) }).strict(),
+        response: {
+          202: z.object({ ok: z.literal(true), pendingEmail: z.string(), message: z.string() }),
+          ...errorResponses(400, 401, 403, 409, 429, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const session = personSession(request);
+      const { pendingEmail } = await requestEmailChange(sql, {
+        personId: session.personId,
+        password: request.body.password,
+        newEmail: request.body.newEmail,
+      });
+      await claimAccountEmail(redis, settings.REDIS_PREFIX, session.personId, settings.ACCOUNT_EMAILS_PER_PERSON_PER_HOUR);
+      await enqueueEmail(redis, settings.REDIS_PREFIX, { kind: 'email-change', personId: session.personId });
+      request.log.info({ personId: session.personId }, 'e-mail change asked for; confirmation link queued');
+      return reply.code(202).send({
+        ok: true as const,
+        pendingEmail,
+        message: `Open the link we sent to ${pendingEmail} to finish the change. Until then you sign in with your current address.`,
+      });
+    },
+  );
+
+  app.delete(
+    '/api/auth/email-change',
+    {
+      config: { auth: 'key', approver: true },
+      schema: {
+        tags: TAGS,
+        summary: 'Cancel the pending address change; its confirmation link stops working',
+        description: 'Cookie sessions only. 404 when no change is pending.',
+        response: { 200: z.object({ ok: z.literal(true), cancelled: z.literal(true) }), ...errorResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request) => {
+      const session = personSession(request);
+      if (!(await cancelEmailChange(sql, session.personId))) throw notFound('A pending address change', 'Nothing to cancel.');
+      return { ok: true as const, cancelled: true as const };
+    },
+  );
+
+  app.post(
+    '/api/auth/email-change/confirm',
+    {
+      config: { rateLimit: 'login' },
+      schema: {
+        tags: TAGS,
+        summary: 'Confirm an address change with the token from the e-mail sent to the new address',
+        description:
+          'No sign-in needed (the link may be opened on another device). The token works once, until it expires (EMAIL_VERIFY_TTL_HOURS), and only for the newest pending change: otherwise 400. From then on the person signs in with the new address (verified), the account they own and their approver memberships carry it, and the old address gets an e-mail saying so. Dashboard sessions stay signed in. 409 `email_taken` when someone took the address meanwhile.',
+        body: z.object({ token: z.string().min(20).max(200) }).strict(),
+        response: {
+          200: z.object({ ok: z.literal(true), email: z.string().describe('The new sign-in address'), previousEmail: z.string() }),
+          ...errorResponses(400, 403, 409, 429),
+        },
+      },
+    },
+    async (request) => {
+      assertSameOrigin(request, settings, { required: false });
+      const changed = await confirmEmailChange(sql, request.body.token);
+      request.log.info({ personId: changed.personId }, 'e-mail address changed');
+      await enqueueEmail(redis, settings.REDIS_PREFIX, {
+        kind: 'email-changed',
+        personId: changed.personId,
+        previousEmail: changed.previousEmail,
+      }).catch((error: unknown) => request.log.error({ err: error, personId: changed.personId }, 'could not queue the address-changed notice'));
+      return { ok: true as const, email: changed.email, previousEmail: changed.previousEmail };
     },
   );
 

@@ -131,12 +131,12 @@ export const readActivityOperation = operation({ querystring: activityQuery }, a
   return { ok: true as const, activity: page.items, nextCursor: page.nextCursor };
 });
 
-const kinds = ['signup_credit', 'topup', 'charge', 'refund', 'adjustment', 'clawback', 'x402_credit'] as const;
+const kinds = ['signup_credit', 'topup', 'charge', 'refund', 'adjustment', 'clawback', 'x402_credit', 'forfeit'] as const;
 const statementEntry = z.object({
   id: z.string().describe('The ledger entry id (a charge id is the chargeId of its call in GET /activity)'),
   at: z.string().describe('When the movement happened (UTC, microseconds); a charge made from a credit hold carries its call time'),
   kind: z.enum(kinds),
-  amount: z.number().describe('Signed dollars: credits positive, charges and clawbacks negative'),
+  amount: z.number().describe('Signed dollars: credits positive, charges, clawbacks and forfeits negative'),
   amountMicros: z.string(),
   balanceAfter: z.number().describe('The balance right after this entry, in dollars (the running balance)'),
   balanceAfterMicros: z.string(),

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { errorResponses } from './error-responses.js';
 import { emitAfterChange } from './webhooks.js';
 import { PlatformError } from '#core/platform';
+import { assertEmailVerified } from '#core/identity';
 import { formatDollars, MICROS_PER_DOLLAR, parseDollars, toDollars } from '#contracts/money';
 import { requireAuth } from '../plugins/auth.js';
 import { IDEMPOTENCY_KEY } from '../http/idempotency-key.js';
@@ -152,6 +153,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       requireStripe();
       const auth = requireAuth(request);
+      if (request.body.enabled) await assertEmailVerified(app.deps.sql, app.deps.settings, auth.accountId, 'turn on auto top-up');
       const row = await configureAutoTopup(app.deps.sql, app.deps.settings, auth.accountId, request.body);
       app.balanceAlerts.forget(auth.accountId);
       return autoTopupView(row);
@@ -169,7 +171,10 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const started = await startAutoTopupSetup(app.deps.sql, requireStripe(), app.deps.settings, requireAuth(request).accountId);
+      const stripeClient = requireStripe();
+      const auth = requireAuth(request);
+      await assertEmailVerified(app.deps.sql, app.deps.settings, auth.accountId, 'save a card for auto top-up');
+      const started = await startAutoTopupSetup(app.deps.sql, stripeClient, app.deps.settings, auth.accountId);
       return { ok: true as const, ...started };
     },
   );
@@ -201,6 +206,7 @@ const balanceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const auth = requireAuth(request);
       const { settings, sql } = request.server.deps;
+      await assertEmailVerified(sql, settings, auth.accountId, 'add funds');
       if (billingMode(settings) === 'live' && stripe) {
         const amountMicros = parseDollars(request.body.amount);
         if (amountMicros === null || amountMicros === 0n) {

@@ -22,6 +22,7 @@ import webhookRoutes, { webhookEmitterPlugin } from './webhooks.js';
 import proxyRoutes from './proxy.js';
 import mcpConsentRoutes from './mcp-consent.js';
 import registerRoutes from './register.js';
+import accountRoutes from './account.js';
 import sessionRoutes from './sessions.js';
 import accountSecurityRoutes from './account-security.js';
 import stripeWebhookRoutes from './stripe-webhook.js';
@@ -54,6 +55,7 @@ export async function registerApiRoutes(app: FastifyInstance): Promise<void> {
     async (api) => {
       await api.register(healthRoutes);
       await api.register(registerRoutes);
+      await api.register(accountRoutes);
       await api.register(keyRoutes);
       await api.register(agentKeyRoutes);
       await api.register(mcpConsentRoutes);

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { claimInviteSend, inviteMember, listApprovers, memberView, removeApprover, requireApprover } from '#core/identity';
+import { assertEmailVerified, claimInviteSend, inviteMember, listApprovers, memberView, removeApprover, requireApprover } from '#core/identity';
 import { enqueueEmail } from '#core/notifications';
 import { notFound, PlatformError } from '#core/platform';
 import { requireAuth } from '../plugins/auth.js';
@@ -45,6 +45,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const auth = requireAuth(request);
+      await assertEmailVerified(sql, settings, auth.accountId, 'invite approvers');
       await claimSend(auth.accountId);
       const member = await inviteMember(sql, { accountId: auth.accountId, email: request.body.email });
       try {
@@ -97,6 +98,7 @@ const memberRoutes: FastifyPluginAsyncZod = async (app) => {
         throw new PlatformError('conflict', 'This approver has already accepted the invitation', {
           hint: 'They sign in with their e-mail and password.',
         });
+      await assertEmailVerified(sql, settings, auth.accountId, 'invite approvers');
       await claimSend(auth.accountId);
       await sendInvite(member.id);
       return { ok: true as const, member: memberView(member) };
