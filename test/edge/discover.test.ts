@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { updateApi } from '#db/metered-apis';
 import { DEFAULT_MODEL_DIR, embedCatalog, evaluateDiscovery, loadDevset, loadEmbedder } from '#core/directory';
 import { createTestApp, expectError, expectOk } from '../helpers/app.js';
 
@@ -11,6 +12,7 @@ interface Discovery {
     score: number;
     reason: string;
     matched: { endpoints: { method: string; path: string; summary: string }[]; sentence: string | null };
+    operations: { method: string; path: string; summary: string; price: number }[];
   }[];
   hint?: string;
 }
@@ -44,6 +46,41 @@ describe('GET /api/v1/discover', () => {
     expect(alias.results.slice(0, 5).map((r) => r.api.id)).toEqual(
       expect.arrayContaining([expect.stringMatching(/geocod|opencage|graphhopper|gisgraphy/)]),
     );
+  });
+
+  it('names the operations that do the task, each with the price that applies to its path', async () => {
+    const calendar = 'googleapis.com-calendar';
+    const q = `/api/v1/discover?q=${encodeURIComponent('free busy information for a set of calendars')}&limit=5`;
+    const before = expectOk<Discovery>(await discover(q.slice('/api/v1/discover?'.length)));
+    for (const r of before.results) {
+      expect(r.operations.length, JSON.stringify(r)).toBeLessThanOrEqual(3);
+      // Without pricing rules every operation costs what the API costs.
+      for (const o of r.operations) expect(o.price, JSON.stringify(r)).toBe(r.api.pricePerCall);
+    }
+    const hit = before.results.find((r) => r.api.id === calendar);
+    expect(hit?.operations[0], JSON.stringify(before.results.map((r) => [r.api.id, r.operations]))).toMatchObject({
+      method: 'POST',
+      path: '/freeBusy',
+      summary: expect.stringMatching(/free\/busy/) as unknown,
+    });
+
+    // A pricing rule for that path prices that operation (and only it) once the index reloads.
+    await updateApi(app.deps.sql, calendar, { pricingRules: [{ method: 'POST', path: '/freebusy', priceMicros: 2500n }] });
+    const fresh = await createTestApp({ DIRECTORY_CACHE_SECONDS: '0' });
+    try {
+      await vi.waitFor(
+        async () => {
+          const body = expectOk<Discovery>(await fresh.inject({ method: 'GET', url: q }));
+          const priced = body.results.find((r) => r.api.id === calendar)!;
+          expect(priced.operations.find((o) => o.path === '/freeBusy')?.price).toBe(0.0025);
+          for (const o of priced.operations.filter((o) => o.path !== '/freeBusy')) expect(o.price).toBe(priced.api.pricePerCall);
+        },
+        { timeout: 10_000, interval: 200 },
+      );
+    } finally {
+      await updateApi(app.deps.sql, calendar, { pricingRules: [] });
+      await fresh.close();
+    }
   });
 
   it('answers clear errors for empty, punctuation-only and very long queries', async () => {

@@ -21,6 +21,7 @@ import { TopHits } from './top-hits.js';
 import { ENGLISH_STOPWORDS, RANK_WEIGHTS, F, rankContribution, trigrams, wordSimilarity } from './scoring.js';
 import type { IndexedEndpoint, IndexedApi, HeadPostings, VocabularyWord, RankRequest, IndexHit } from './index-types.js';
 import type { DenseVectors } from './semantic.js';
+import { OperationIndex } from './operation-index.js';
 
 export const UNCATEGORIZED = 'uncategorized';
 
@@ -29,6 +30,10 @@ export class DirectoryIndex {
   readonly loadedAt = Date.now();
   /** The APIs' sentence embeddings (row i is API i), when the model and stored vectors are there. */
   readonly dense: DenseVectors | null;
+  /** Every endpoint as a retrieval unit of its own (discovery; operation-index.ts). */
+  readonly operations: OperationIndex;
+  /** The embedded descriptions of CAPABILITIES (capabilities.ts), in order; null without the model. */
+  readonly capabilityVectors: Float32Array[] | null;
   private readonly byId = new Map<string, number>();
   /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
   private readonly endpointNorm: Float64Array;
@@ -61,11 +66,13 @@ export class DirectoryIndex {
     apis: IndexedApi[],
     vectors: { head: Map<string, number[]>; endpoint: string[] }[],
     words: { word: string; ndoc: number; lexeme: string | null }[],
-    extra: { extraLexemes?: ReadonlyMap<string, string | null>; dense?: DenseVectors | null } = {},
+    extra: { extraLexemes?: ReadonlyMap<string, string | null>; dense?: DenseVectors | null; capabilities?: Float32Array[] | null } = {},
   ) {
     this.apis = apis;
     this.extraLexemes = extra.extraLexemes ?? new Map();
     this.dense = extra.dense ?? null;
+    this.operations = new OperationIndex(apis);
+    this.capabilityVectors = extra.capabilities ?? null;
     this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
     apis.forEach((api, i) => {
       this.byId.set(api.id, i);
