@@ -104,9 +104,10 @@ describe('GET /api/v1/discover', () => {
   // hosts: each floor leaves about two tasks' room under `measured` (2026-11-26, linear fusion).
   const floors = [
     { set: 'devset', measured: '1.000 / 0.922', recallAt5: 0.95, mrr: 0.87 },
-    { set: 'everyday', measured: '0.738 / 0.693', recallAt5: 0.69, mrr: 0.64 },
-    { set: 'heldout', measured: '1.000 / 0.854', recallAt5: 0.83, mrr: 0.79 },
-    { set: 'fresh', measured: '0.813 / 0.639', recallAt5: 0.78, mrr: 0.6 },
+    { set: 'everyday', measured: '0.738 / 0.691', recallAt5: 0.69, mrr: 0.64 },
+    { set: 'everyday-2', measured: '0.659 / 0.520', recallAt5: 0.61, mrr: 0.47 },
+    { set: 'heldout', measured: '1.000 / 0.850', recallAt5: 0.83, mrr: 0.79 },
+    { set: 'fresh', measured: '0.828 / 0.668', recallAt5: 0.78, mrr: 0.6 },
   ];
   for (const floor of floors) {
     it(
@@ -119,7 +120,7 @@ describe('GET /api/v1/discover', () => {
         expect(catalog?.n).toBeGreaterThanOrEqual(2600);
         const result = await evaluateDiscovery(app.deps.sql, app.directoryIndex, tasks);
         // The held-out sets' misses stay out of the failure message: reading them is how tuning on them starts.
-        const tuning = floor.set === 'devset' || floor.set === 'everyday';
+        const tuning = floor.set === 'devset' || floor.set === 'everyday' || floor.set === 'everyday-2';
         const context = JSON.stringify({ recallAt5: result.recallAt5, mrr: result.mrr, ...(tuning ? { misses: result.misses } : {}) }, null, 1);
         expect(result.unknownExpected, context).toEqual([]);
         expect(result.recallAt5, context).toBeGreaterThanOrEqual(floor.recallAt5);

@@ -19,7 +19,6 @@ import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
 import { nearestOf } from './semantic.js';
-import type { OperationHit } from './operation-index.js';
 import { CAPABILITIES } from './capabilities.js';
 import { cutAtWord, SUMMARY_DESCRIPTION_LENGTH, type AuthScheme } from './text.js';
 import type { ApiOAuth } from '#contracts/auth-scheme';
@@ -589,8 +588,6 @@ interface FusedRow {
   row: RankedRow;
   /** Cosine similarity of the task and the API, when it is at least DENSE_MIN_SIMILARITY. */
   similarity: number | null;
-  /** The API's operations that name the task best (positions in its endpoints), when any does. */
-  operations: number[] | null;
 }
 
 /**
@@ -616,9 +613,9 @@ function membersOf(index: DirectoryIndex): number[][] {
         if (row.coverage >= 0.999 && at !== undefined && found.size < CAPABILITY_MEMBERS) found.add(at);
       }
       const terms = plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! }));
-      for (const hit of index.operations.rank(terms)) {
-        if (hit.score < 0.8 || found.size >= CAPABILITY_MEMBERS * 2) break;
-        found.add(hit.api);
+      for (const at of index.operations.covering(index.operations.query(terms), 0.8)) {
+        if (found.size >= CAPABILITY_MEMBERS * 2) break;
+        found.add(at);
       }
       return [...found];
     });
@@ -650,23 +647,21 @@ function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map
  * The lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0) +
  * CAPABILITY_WEIGHT x the task's similarity to a capability the API belongs to, divided by the best
  * such score so that the first result is 1. Ties go to the word ranking's order. Without the model
- * (`similarities` null) only the word score counts. Each row keeps its best operations (`operations`).
+ * (`similarities` null) only the word score counts.
  */
 function fuse(
   index: DirectoryIndex,
   lexical: RankedRow[],
   similarities: Float32Array | null,
-  operations: ReadonlyMap<number, OperationHit>,
   capabilities: ReadonlyMap<number, number>,
   limit: number,
   only?: ReadonlySet<string>,
 ): FusedRow[] {
-  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number; operations: number[] | null }>();
+  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
   const add = (row: RankedRow, at: number | undefined, order: number) => {
     const similarity = at === undefined || !similarities ? 0 : similarities[at]!;
-    const hit = at === undefined ? undefined : operations.get(at);
     const score = row.score + DENSE_WEIGHT * Math.max(similarity, 0) + CAPABILITY_WEIGHT * (at === undefined ? 0 : (capabilities.get(at) ?? 0));
-    fused.set(row.id, { row, score, lexical: order, similarity, operations: hit?.operations ?? null });
+    fused.set(row.id, { row, score, lexical: order, similarity });
   };
   lexical.forEach((row, r) => add(row, index.position(row.id), r));
   if (similarities) {
@@ -685,7 +680,6 @@ function fuse(
   return ranked.map((e) => ({
     row: { ...e.row, score: e.score / best },
     similarity: e.similarity >= DENSE_MIN_SIMILARITY ? e.similarity : null,
-    operations: e.operations,
   }));
 }
 
@@ -694,27 +688,27 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
   const normalized = checkQueryText(q, 'q');
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
-  // Every operation is ranked as a unit of its own (operation-index.ts): each result names its best.
-  const operations = new Map(
-    index.operations
-      .rank(plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! })))
-      .map((hit) => [hit.api, hit] as const),
-  );
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   const similarities = index.dense && live.embeddings ? await live.embeddings.similarities(index.dense, normalized) : null;
   // The task's vector is remembered by similarities() above: asking again costs no embedding.
   const task = similarities && live.embeddings ? await live.embeddings.vector(normalized) : null;
-  const rows = fuse(index, lexical, similarities, operations, capabilityBoosts(index, task), limit, only);
+  const rows = fuse(index, lexical, similarities, capabilityBoosts(index, task), limit, only);
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
   const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
-  const results = rows.map(({ row, similarity, operations: best }) => {
+  // Every operation is a retrieval unit of its own (operation-index.ts): each result names its best.
+  const operationQuery = index.operations.query(
+    plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! })),
+  );
+  const results = rows.map(({ row, similarity }) => {
     const api = row.indexed ?? index.api(row.id);
+    const at = index.position(row.id);
+    const best = at === undefined ? null : index.operations.best(at, operationQuery).operations;
     // The operations that name the task best (BM25 over operations), else those naming most of its words.
-    const endpoints = api ? (best ? best.map((at) => api.endpoints[at]!) : index.matchingEndpoints(api, stems)) : [];
+    const endpoints = api ? (best?.length ? best.map((k) => api.endpoints[k]!) : index.matchingEndpoints(api, stems)) : [];
     const parts: string[] = [];
     const hay = api ? (api.reasonText ??= reasonText(api)) : reasonText(row);
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);

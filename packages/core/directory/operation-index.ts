@@ -11,7 +11,8 @@
  * query's whole weight (0..about 1.5): "how much of the task one operation of this API names".
  *
  * Cost: built once per index load from the endpoints already in memory (about 80,000 for the full
- * catalog); a posting list per stem of operation ids (Int32Array) and one length per operation.
+ * catalog): each operation's stems as ids in one Int32Array (about half a million) and one length
+ * factor per operation. A discovery scores only the operations of the APIs it answers with.
  */
 import { stem } from 'porter2';
 import { ENGLISH_STOPWORDS } from './scoring.js';
@@ -58,109 +59,141 @@ function stemOf(word: string): string {
 }
 
 export class OperationIndex {
-  /** Per operation (global id), its API's position and its position in the API's endpoints. */
-  private readonly opApi: Int32Array;
-  private readonly opAt: Int32Array;
+  /** Per API (position), its first operation's id; operations of API a are firstOp[a]..firstOp[a + 1]. */
+  private readonly firstOp: Int32Array;
+  /** Per operation, its stems' ids (unique, sorted) as a range of `stems`. */
+  private readonly stemStart: Int32Array;
+  private readonly stems: Int32Array;
+  private readonly stemIds = new Map<string, number>();
+  /** Per stem id, the number of operations using it. */
+  private readonly df: Int32Array;
   /** Per operation, BM25's length factor for a term said once: (k1 + 1) / (1 + k1 (1 - b + b len / avg)). */
   private readonly lengthFactor: Float32Array;
-  private readonly postings = new Map<string, Int32Array>();
   readonly size: number;
-  private groupBest: Float32Array;
-  private total: Float32Array;
 
   constructor(apis: readonly IndexedApi[]) {
     let count = 0;
     for (const api of apis) count += api.endpoints.length;
     this.size = count;
-    this.opApi = new Int32Array(count);
-    this.opAt = new Int32Array(count);
-    const lengths = new Int32Array(count);
-    const lists = new Map<string, number[]>();
+    this.firstOp = new Int32Array(apis.length + 1);
+    this.stemStart = new Int32Array(count + 1);
+    const flat: number[] = [];
+    const df: number[] = [];
     let id = 0;
-    let totalLength = 0;
     apis.forEach((api, a) => {
-      api.endpoints.forEach((endpoint, at) => {
-        this.opApi[id] = a;
-        this.opAt[id] = at;
-        const stems = new Set(operationWords(endpoint.summary ?? '', endpoint.path).map(stemOf));
-        lengths[id] = stems.size;
-        totalLength += stems.size;
-        for (const s of stems) {
-          let list = lists.get(s);
-          if (!list) lists.set(s, (list = []));
-          list.push(id);
+      this.firstOp[a] = id;
+      for (const endpoint of api.endpoints) {
+        this.stemStart[id] = flat.length;
+        const ids = new Set<number>();
+        for (const word of operationWords(endpoint.summary ?? '', endpoint.path)) {
+          const s = stemOf(word);
+          let sid = this.stemIds.get(s);
+          if (sid === undefined) {
+            sid = df.length;
+            this.stemIds.set(s, sid);
+            df.push(0);
+          }
+          ids.add(sid);
+        }
+        for (const sid of [...ids].sort((x, y) => x - y)) {
+          flat.push(sid);
+          df[sid]! += 1;
         }
         id++;
-      });
+      }
     });
-    for (const [s, list] of lists) this.postings.set(s, Int32Array.from(list));
-    const avg = count ? totalLength / count : 1;
-    this.lengthFactor = Float32Array.from(lengths, (len) => (K1 + 1) / (1 + K1 * (1 - B + (B * len) / avg)));
-    this.groupBest = new Float32Array(count);
-    this.total = new Float32Array(count);
+    this.firstOp[apis.length] = id;
+    this.stemStart[count] = flat.length;
+    this.stems = Int32Array.from(flat);
+    this.df = Int32Array.from(df);
+    const avg = count ? flat.length / count : 1;
+    this.lengthFactor = new Float32Array(count);
+    for (let op = 0; op < count; op++) {
+      const len = this.stemStart[op + 1]! - this.stemStart[op]!;
+      this.lengthFactor[op] = (K1 + 1) / (1 + K1 * (1 - B + (B * len) / avg));
+    }
   }
 
   /** IDF of a stem over the operations (BM25's, floored at 0). */
-  idf(lexeme: string): number {
-    const df = this.postings.get(lexeme)?.length ?? 0;
+  private idf(sid: number): number {
+    const df = this.df[sid]!;
     return Math.max(0, Math.log((this.size - df + 0.5) / (df + 0.5) + 1));
   }
 
-  /**
-   * Every API whose operations name some of the query's concept groups, by its best operation's
-   * share of the query's weight, best first, each with its best `perApi` operations. `only` limits
-   * the APIs (by position) when given.
-   */
-  rank(terms: readonly OperationTerm[], only?: (api: number) => boolean, perApi = 3): OperationHit[] {
-    // Per group, its terms with their weight (factor x IDF); the query's weight is the sum of each group's best.
-    const groups = new Map<number, { lexeme: string; weight: number }[]>();
+  /** The query's concept groups as stem ids with their weights (factor x IDF), and the query's whole weight. */
+  query(terms: readonly OperationTerm[]): OperationQuery {
+    const byGroup = new Map<number, { sid: number; weight: number }[]>();
     for (const t of terms) {
       if (t.lexeme === null) continue;
-      const weight = t.factor * this.idf(t.lexeme);
+      const sid = this.stemIds.get(t.lexeme);
+      // A term no operation uses still counts in the query's weight (as the rarest term would).
+      const weight = t.factor * (sid === undefined ? Math.log(this.size + 1) : this.idf(sid));
       if (weight <= 0) continue;
-      let g = groups.get(t.group);
-      if (!g) groups.set(t.group, (g = []));
-      if (!g.some((x) => x.lexeme === t.lexeme)) g.push({ lexeme: t.lexeme, weight });
+      let g = byGroup.get(t.group);
+      if (!g) byGroup.set(t.group, (g = []));
+      g.push({ sid: sid ?? -1, weight });
     }
-    let queryWeight = 0;
-    for (const g of groups.values()) queryWeight += Math.max(...g.map((x) => x.weight));
-    if (queryWeight === 0) return [];
-    const { groupBest, total, lengthFactor } = this;
-    const touched: number[] = [];
-    for (const g of groups.values()) {
-      const inGroup: number[] = [];
-      for (const { lexeme, weight } of g) {
-        const list = this.postings.get(lexeme);
-        if (!list) continue;
-        for (let k = 0; k < list.length; k++) {
-          const op = list[k]!;
-          const w = weight * lengthFactor[op]!;
-          if (groupBest[op] === 0) inGroup.push(op);
-          if (w > groupBest[op]!) groupBest[op] = w;
+    const groups = [...byGroup.values()];
+    let total = 0;
+    for (const g of groups) total += Math.max(...g.map((x) => x.weight));
+    return { groups, total };
+  }
+
+  /** An operation's score for a query: per group its best term's weight x the length factor. */
+  private score(op: number, query: OperationQuery): number {
+    const from = this.stemStart[op]!;
+    const to = this.stemStart[op + 1]!;
+    let sum = 0;
+    for (const g of query.groups) {
+      let best = 0;
+      for (const { sid, weight } of g) {
+        if (sid < 0 || weight <= best) continue;
+        for (let k = from; k < to; k++) {
+          if (this.stems[k] === sid) {
+            best = weight;
+            break;
+          }
         }
       }
-      for (const op of inGroup) {
-        if (total[op] === 0) touched.push(op);
-        total[op] = total[op]! + groupBest[op]!;
-        groupBest[op] = 0;
+      sum += best;
+    }
+    return sum * this.lengthFactor[op]!;
+  }
+
+  /**
+   * An API's best operations for a query (positions in its endpoints, best first, at most
+   * `perApi`, only those naming some of it) and the best one's share of the query's weight.
+   */
+  best(api: number, query: OperationQuery, perApi = 3): OperationHit {
+    const scored: { at: number; score: number }[] = [];
+    if (query.total > 0) {
+      const first = this.firstOp[api]!;
+      for (let op = first; op < this.firstOp[api + 1]!; op++) {
+        const score = this.score(op, query);
+        if (score > 0) scored.push({ at: op - first, score });
       }
     }
-    // Per API, its best operations.
-    const byApi = new Map<number, number[]>();
-    for (const op of touched) {
-      const api = this.opApi[op]!;
-      if (only && !only(api)) continue;
-      let ops = byApi.get(api);
-      if (!ops) byApi.set(api, (ops = []));
-      ops.push(op);
-    }
-    const hits: OperationHit[] = [];
-    for (const [api, ops] of byApi) {
-      ops.sort((x, y) => total[y]! - total[x]! || x - y);
-      hits.push({ api, score: total[ops[0]!]! / queryWeight, operations: ops.slice(0, perApi).map((op) => this.opAt[op]!) });
-    }
-    for (const op of touched) total[op] = 0;
-    hits.sort((x, y) => y.score - x.score || x.api - y.api);
-    return hits;
+    scored.sort((x, y) => y.score - x.score || x.at - y.at);
+    return { api, score: scored.length ? scored[0]!.score / query.total : 0, operations: scored.slice(0, perApi).map((s) => s.at) };
   }
+
+  /** The APIs (positions) with an operation naming at least `minShare` of the query's weight. */
+  covering(query: OperationQuery, minShare: number): number[] {
+    const out: number[] = [];
+    if (query.total === 0) return out;
+    for (let api = 0; api + 1 < this.firstOp.length; api++) {
+      for (let op = this.firstOp[api]!; op < this.firstOp[api + 1]!; op++) {
+        if (this.score(op, query) >= minShare * query.total) {
+          out.push(api);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+}
+
+export interface OperationQuery {
+  groups: { sid: number; weight: number }[][];
+  total: number;
 }
