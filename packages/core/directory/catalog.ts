@@ -19,7 +19,6 @@ import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
 import { nearestOf } from './semantic.js';
-import { CAPABILITIES } from './capabilities.js';
 import { cutAtWord, SUMMARY_DESCRIPTION_LENGTH, type AuthScheme } from './text.js';
 import type { ApiOAuth } from '#contracts/auth-scheme';
 import type { Db, SqlFragment } from '#db/sql';
@@ -598,32 +597,6 @@ interface FusedRow {
 export const CAPABILITY_WEIGHT = 1;
 const CAPABILITY_MIN_SIMILARITY = 0.35;
 const CAPABILITY_TOP = 2;
-const CAPABILITY_MEMBERS = 30;
-
-/** Per index, each capability's member APIs (positions), found once by its terms. */
-const capabilityMembers = new WeakMap<DirectoryIndex, number[][]>();
-function membersOf(index: DirectoryIndex): number[][] {
-  let members = capabilityMembers.get(index);
-  if (!members) {
-    members = CAPABILITIES.map((capability) => {
-      const plan = planQuery(index, normalizeQuery(capability.terms), false);
-      const found = new Set<number>();
-      for (const row of rank(index, plan, { limit: CAPABILITY_MEMBERS * 2, offset: 0 })) {
-        const at = index.position(row.id);
-        if (row.coverage >= 0.999 && at !== undefined && found.size < CAPABILITY_MEMBERS) found.add(at);
-      }
-      const terms = plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! }));
-      for (const at of index.operations.covering(index.operations.query(terms), 0.8)) {
-        if (found.size >= CAPABILITY_MEMBERS * 2) break;
-        found.add(at);
-      }
-      return [...found];
-    });
-    capabilityMembers.set(index, members);
-  }
-  return members;
-}
-
 /** Per API (position), the similarity of the task to the closest capability it belongs to. */
 function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map<number, number> {
   const boosts = new Map<number, number>();
@@ -635,7 +608,7 @@ function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map
     return { c, similarity: dot };
   });
   scored.sort((a, b) => b.similarity - a.similarity);
-  const members = membersOf(index);
+  const members = index.capabilityMembers;
   for (const { c, similarity } of scored.slice(0, CAPABILITY_TOP)) {
     if (similarity < CAPABILITY_MIN_SIMILARITY) break;
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);

@@ -177,13 +177,25 @@ export class OperationIndex {
     return { api, score: scored.length ? scored[0]!.score / query.total : 0, operations: scored.slice(0, perApi).map((s) => s.at) };
   }
 
-  /** The APIs (positions) with an operation naming at least `minShare` of the query's weight. */
-  covering(query: OperationQuery, minShare: number): number[] {
+  /** The APIs (positions) with an operation whose words hold every one of these stems, in index order. */
+  naming(lexemes: readonly string[]): number[] {
+    const sids = lexemes.map((l) => this.stemIds.get(l));
+    if (sids.length === 0 || sids.some((sid) => sid === undefined)) return [];
     const out: number[] = [];
-    if (query.total === 0) return out;
     for (let api = 0; api + 1 < this.firstOp.length; api++) {
       for (let op = this.firstOp[api]!; op < this.firstOp[api + 1]!; op++) {
-        if (this.score(op, query) >= minShare * query.total) {
+        const from = this.stemStart[op]!;
+        const to = this.stemStart[op + 1]!;
+        let all = true;
+        for (const sid of sids) {
+          let has = false;
+          for (let k = from; k < to && !has; k++) has = this.stems[k] === sid;
+          if (!has) {
+            all = false;
+            break;
+          }
+        }
+        if (all) {
           out.push(api);
           break;
         }
