@@ -358,12 +358,20 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
                   .array(
                     z.object({
                       method: z.string().describe('HTTP method, as its description writes it.'),
-                      path: z.string().describe('Path under the API, as its description writes it ({id} is a parameter); called through /api/v1/proxy/{api id} + path.'),
+                      path: z
+                        .string()
+                        .describe(
+                          'Path under the API, as its description writes it ({id} is a parameter); called through /api/v1/proxy/{api id} + path.',
+                        ),
                       summary: z.string(),
-                      price: z.number().describe("What one call on this path costs, in dollars: its pricing rule's price, else the API's pricePerCall."),
+                      price: z
+                        .number()
+                        .describe("What one call on this path costs, in dollars: its pricing rule's price, else the API's pricePerCall."),
                     }),
                   )
-                  .describe('Up to three operations of the API that do the task, best first, each with the price that applies to its path; empty when no operation names the words of the task.'),
+                  .describe(
+                    'Up to three operations of the API that do the task, best first, each with the price that applies to its path; empty when no operation names the words of the task.',
+                  ),
               }),
             ),
             interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),
