@@ -662,10 +662,9 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
-  const similarities = index.dense && live.embeddings ? await live.embeddings.similarities(index.dense, normalized) : null;
-  // The task's vector is remembered by similarities() above: asking again costs no embedding.
-  const task = similarities && live.embeddings ? await live.embeddings.vector(normalized) : null;
-  const rows = fuse(index, lexical, similarities, capabilityBoosts(index, task), limit, only);
+  // One embedding of the task serves both the APIs' similarities and the capabilities'.
+  const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
+  const rows = fuse(index, lexical, dense?.similarities ?? null, capabilityBoosts(index, dense?.vector ?? null), limit, only);
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
