@@ -8151,7 +8151,7 @@ export interface paths {
                                 }[];
                                 /** @description Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way. */
                                 reason: string;
-                                /** @description Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score. */
+                                /** @description Relevance, best first, over the first result (the first is 1): the word score, plus with the model 5 x the similarity in meaning to the API and 1 x that to a capability it belongs to (docs/DISCOVERY.md). */
                                 score: number;
                             }[];
                         };

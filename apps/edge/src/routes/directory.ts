@@ -336,7 +336,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
                 score: z
                   .number()
                   .describe(
-                    'Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score.',
+                    'Relevance, best first, over the first result (the first is 1): the word score, plus with the model 5 x the similarity in meaning to the API and 1 x that to a capability it belongs to (docs/DISCOVERY.md).',
                   ),
                 reason: z
                   .string()
