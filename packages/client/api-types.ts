@@ -9480,9 +9480,19 @@ export interface paths {
                                     /** @description The sentence of the API's description naming the most words of the task, or null when none does. */
                                     sentence: string | null;
                                 };
+                                /** @description Up to three operations of the API that do the task, best first, each with the price that applies to its path; empty when no operation names the words of the task. */
+                                operations: {
+                                    /** @description HTTP method, as its description writes it. */
+                                    method: string;
+                                    /** @description Path under the API, as its description writes it ({id} is a parameter); called through /api/v1/proxy/{api id} + path. */
+                                    path: string;
+                                    /** @description What one call on this path costs, in dollars: its pricing rule's price, else the API's pricePerCall. */
+                                    price: number;
+                                    summary: string;
+                                }[];
                                 /** @description Why it matched: the query words found in the API, up to three matching endpoints, and its similarity in meaning when it was found that way. */
                                 reason: string;
-                                /** @description Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score. */
+                                /** @description Relevance, best first, over the first result (the first is 1): the word score, plus with the model 5 x the similarity in meaning to the API and 1 x that to a capability it belongs to (docs/DISCOVERY.md). */
                                 score: number;
                             }[];
                         };

@@ -122,6 +122,13 @@ describe('directory browsing in a browser', () => {
     const text = (await page.locator('main').textContent()) ?? '';
     expect(text).not.toMatch(/similarity|score/i);
     expect(matches.join(' ')).toMatch(/sms|text|message/i);
+    // The operations that do it, each with what a call on it costs.
+    const operations = await page.getByTestId('discovery-operation').allTextContents();
+    expect(operations.length).toBeGreaterThan(0);
+    expect(
+      operations.every((o) => /(GET|POST|PUT|PATCH|DELETE) \/.* · \$[\d.,]+ per call/.test(o)),
+      operations.join('\n'),
+    ).toBe(true);
   });
 
   it('ran without script errors', async () => {

@@ -154,11 +154,20 @@ describe('the MCP endpoint, driven by the official MCP client', () => {
     const agent = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     const client = await connect(agent.fullKey);
 
-    const found = ok<{ results: { api: { id: string } }[]; interpreted: { words: string[] } }>(
-      await call(client, 'discover_apis', { query: 'send a text message', limit: 5 }),
-    );
+    const found = ok<{
+      results: { api: { id: string; pricePerCall: number }; operations: { method: string; path: string; summary: string; price: number }[] }[];
+      interpreted: { words: string[] };
+    }>(await call(client, 'discover_apis', { query: 'send a text message', limit: 5 }));
     expect(found.results.length).toBeGreaterThan(0);
     expect(found.interpreted.words.length).toBeGreaterThan(0);
+    // Each result names the operations to call, with what a call on each costs (no pricing rules here: the API's price).
+    const named = found.results.flatMap((r) => r.operations.map((o) => ({ ...o, apiPrice: r.api.pricePerCall })));
+    expect(named.length, JSON.stringify(found.results)).toBeGreaterThan(0);
+    for (const o of named) {
+      expect(o.method).toMatch(/^[A-Z]+$/);
+      expect(o.path.startsWith('/')).toBe(true);
+      expect(o.price).toBe(o.apiPrice);
+    }
 
     const detail = ok<{ api: { id: string; pricePerCall: number; proxyPath: string } }>(await call(client, 'get_api', { id: weatherApi }));
     expect(detail.api).toMatchObject({ id: weatherApi, pricePerCall: 0.002 });

@@ -244,6 +244,8 @@ export async function discoverAnswer(index: LiveDirectoryIndex, catalog: Callabi
       .text(JSON.stringify(r.reason))
       .ascii(',"matched":')
       .text(JSON.stringify(r.matched))
+      .ascii(',"operations":')
+      .text(JSON.stringify(r.operations.map(({ priceMicros, ...operation }) => ({ ...operation, price: toDollars(priceMicros) }))))
       .ascii('}');
   }
   out.ascii('],"interpreted":').text(JSON.stringify({ words: plan.words, corrections: plan.corrections, expansions: plan.expansions }));

@@ -10,6 +10,8 @@
  * adds capability terms from the task vocabulary ("text message" -> sms).
  */
 import { PlatformError } from '#core/platform';
+// The pure pricing rules only: the gateway's index would load the proxy into every ranking worker.
+import { operationPriceMicros } from '../gateway/pricing.js';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
 import { relatedWords, type Relation } from './wordnet.js';
 import { ENGLISH_STOPWORDS } from './scoring.js';
@@ -100,6 +102,8 @@ export interface QueryPlan {
   termGroups: number[];
   terms: string[];
   weights: number[];
+  /** Per term of `terms`: its weight factor (1, or less for a related word). */
+  factors: number[];
   /** Per term of `any`, in order: its weight factor in the text rank (1, or less for a related word). */
   termFactors: number[];
   /** All terms, one to_tsquery OR-expression. */
@@ -227,6 +231,7 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
     termGroups: terms.map((t) => t.group),
     terms: terms.map((t) => t.term),
     weights: terms.map((t) => t.weight),
+    factors: terms.map((t) => t.factor),
     termFactors: all.map((t) => factors.get(t) ?? 1),
     any: all.join(' | '),
     selective: (selectiveTerms.length ? selectiveTerms : all).join(' | '),
@@ -525,11 +530,22 @@ export interface DiscoveryMatch {
   sentence: string | null;
 }
 
+/** An operation of a discovered API that does the task: what to call, and what one call costs. */
+export interface DiscoveryOperation {
+  method: string;
+  path: string;
+  summary: string;
+  /** The price of one call on this path in micro-dollars: its pricing rule's, else the API's. */
+  priceMicros: bigint;
+}
+
 export interface DiscoveryResult {
   api: ApiSummaryRow;
   score: number;
   reason: string;
   matched: DiscoveryMatch;
+  /** Up to three operations matching the task, best first (empty when none names its words). */
+  operations: DiscoveryOperation[];
 }
 
 /** The description's sentence naming the most of the terms (word-prefix match), or null when none does. */
@@ -576,25 +592,70 @@ interface FusedRow {
 }
 
 /**
- * The two lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0), divided
- * by the best such score so that the first result is 1. Ties go to the word ranking's order.
+ * The capability layer (capabilities.ts): when the task is close in meaning to a capability's
+ * description (cosine >= CAPABILITY_MIN_SIMILARITY; the CAPABILITY_TOP closest), its member APIs
+ * join the candidates and gain CAPABILITY_WEIGHT x that similarity.
  */
-function fuse(index: DirectoryIndex, lexical: RankedRow[], similarities: Float32Array, limit: number, only?: ReadonlySet<string>): FusedRow[] {
-  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
-  lexical.forEach((row, r) => {
-    const at = index.position(row.id);
-    const similarity = at === undefined ? 0 : similarities[at]!;
-    fused.set(row.id, { row, score: row.score + DENSE_WEIGHT * Math.max(similarity, 0), lexical: r, similarity });
+export const CAPABILITY_WEIGHT = 1;
+const CAPABILITY_MIN_SIMILARITY = 0.35;
+const CAPABILITY_TOP = 2;
+/** Per API (position), the similarity of the task to the closest capability it belongs to. */
+function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map<number, number> {
+  const boosts = new Map<number, number>();
+  const vectors = index.capabilityVectors;
+  if (!task || !vectors) return boosts;
+  const scored = vectors.map((v, c) => {
+    let dot = 0;
+    for (let k = 0; k < v.length; k++) dot += v[k]! * task[k]!;
+    return { c, similarity: dot };
   });
-  for (const { at, similarity } of nearestOf(similarities, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY)) {
+  scored.sort((a, b) => b.similarity - a.similarity);
+  const members = index.capabilityMembers;
+  for (const { c, similarity } of scored.slice(0, CAPABILITY_TOP)) {
+    if (similarity < CAPABILITY_MIN_SIMILARITY) break;
+    for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
+  }
+  return boosts;
+}
+
+/**
+ * The lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0) +
+ * CAPABILITY_WEIGHT x the task's similarity to a capability the API belongs to, divided by the best
+ * such score so that the first result is 1. Ties go to the word ranking's order. Without the model
+ * (`similarities` null) only the word score counts.
+ */
+function fuse(
+  index: DirectoryIndex,
+  lexical: RankedRow[],
+  similarities: Float32Array | null,
+  capabilities: ReadonlyMap<number, number>,
+  limit: number,
+  only?: ReadonlySet<string>,
+): FusedRow[] {
+  const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
+  const add = (row: RankedRow, at: number | undefined, order: number) => {
+    const similarity = at === undefined || !similarities ? 0 : similarities[at]!;
+    const score = row.score + DENSE_WEIGHT * Math.max(similarity, 0) + CAPABILITY_WEIGHT * (at === undefined ? 0 : (capabilities.get(at) ?? 0));
+    fused.set(row.id, { row, score, lexical: order, similarity });
+  };
+  lexical.forEach((row, r) => add(row, index.position(row.id), r));
+  if (similarities) {
+    for (const { at } of nearestOf(similarities, FUSION_DEPTH, lexical.length > 0 ? DENSE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY)) {
+      const api = index.apis[at]!;
+      if (only !== undefined && !only.has(api.id)) continue;
+      if (!fused.has(api.id)) add(rankedRow(api, 0, 0), at, Number.POSITIVE_INFINITY);
+    }
+  }
+  for (const at of capabilities.keys()) {
     const api = index.apis[at]!;
-    if (only !== undefined && !only.has(api.id)) continue;
-    if (!fused.has(api.id))
-      fused.set(api.id, { row: rankedRow(api, 0, 0), score: DENSE_WEIGHT * similarity, lexical: Number.POSITIVE_INFINITY, similarity });
+    if ((only === undefined || only.has(api.id)) && !fused.has(api.id)) add(rankedRow(api, 0, 0), at, Number.POSITIVE_INFINITY);
   }
   const ranked = [...fused.values()].sort((a, b) => b.score - a.score || a.lexical - b.lexical || (a.row.id < b.row.id ? -1 : 1)).slice(0, limit);
   const best = ranked[0]?.score || 1;
-  return ranked.map((e) => ({ row: { ...e.row, score: e.score / best }, similarity: e.similarity >= DENSE_MIN_SIMILARITY ? e.similarity : null }));
+  return ranked.map((e) => ({
+    row: { ...e.row, score: e.score / best },
+    similarity: e.similarity >= DENSE_MIN_SIMILARITY ? e.similarity : null,
+  }));
 }
 
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
@@ -602,23 +663,26 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
   const normalized = checkQueryText(q, 'q');
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
-  let rows: FusedRow[];
-  if (index.dense && live.embeddings) {
-    const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
-    const similarities = await live.embeddings.similarities(index.dense, normalized);
-    rows = similarities ? fuse(index, lexical, similarities, limit, only) : lexical.slice(0, limit).map((row) => ({ row, similarity: null }));
-  } else {
-    rows = rank(index, plan, { limit, offset: 0, only }).map((row) => ({ row, similarity: null }));
-  }
+  const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
+  // One embedding of the task serves both the APIs' similarities and the capabilities'.
+  const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
+  const rows = fuse(index, lexical, dense?.similarities ?? null, capabilityBoosts(index, dense?.vector ?? null), limit, only);
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
   const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
+  // Every operation is a retrieval unit of its own (operation-index.ts): each result names its best.
+  const operationQuery = index.operations.query(
+    plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! })),
+  );
   const results = rows.map(({ row, similarity }) => {
     const api = row.indexed ?? index.api(row.id);
-    const endpoints = api ? index.matchingEndpoints(api, stems) : [];
+    const at = index.position(row.id);
+    const best = at === undefined ? null : index.operations.best(at, operationQuery).operations;
+    // The operations that name the task best (BM25 over operations), else those naming most of its words.
+    const endpoints = api ? (best?.length ? best.map((k) => api.endpoints[k]!) : index.matchingEndpoints(api, stems)) : [];
     const parts: string[] = [];
     const hay = api ? (api.reasonText ??= reasonText(api)) : reasonText(row);
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);
@@ -631,7 +695,14 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
       endpoints: endpoints.map((e) => ({ method: e.method, path: e.path, summary: e.summary })),
       sentence: matchingSentence(row.description, stems),
     };
-    return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; '), matched };
+    const rules = api?.pricingRules ?? [];
+    const operations = endpoints.map((e) => ({
+      method: e.method,
+      path: e.path,
+      summary: e.summary,
+      priceMicros: operationPriceMicros(rules, row.price_micros, e.method, e.path),
+    }));
+    return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; '), matched, operations };
   });
   return { results, plan };
 }

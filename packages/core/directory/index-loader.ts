@@ -1,6 +1,9 @@
 // Loading the directory index from Postgres and keeping it current (LISTEN directory_changed).
+import { z } from 'zod';
 import type { Db, Sql } from '#db/sql';
+import { pricingRuleSchema, type PricingRule } from '#db/metered-apis';
 import { CAPABILITY_SYNONYMS } from './vocabulary.js';
+import { CAPABILITIES } from './capabilities.js';
 import { DirectoryIndex } from './search-index.js';
 import { parseTsvector, RANK_WEIGHTS, trigrams } from './scoring.js';
 import { stem } from 'porter2';
@@ -16,6 +19,7 @@ interface ApiLoadRow extends Omit<ApiSummaryRow, 'votes_up' | 'votes_down'> {
   head: string;
   endpoint: string;
   endpoints: IndexedEndpoint[] | null;
+  pricing_rules: unknown;
   /** The start of the description that API embeddings are computed from (semantic.ts). */
   embed_description: string;
 }
@@ -41,7 +45,7 @@ export async function loadDirectoryIndex(
       select id, name, provider, service, categories, left(description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, left(description, 400) as embed_description,
              price_micros, pricing_rules, featured, popularity,
              search_name, search_vector::text as head, endpoint_vector::text as endpoint,
-             endpoints
+             endpoints, pricing_rules
         from apis order by id`;
     // Catalog words with their english lexeme, plus the vocabulary's own terms (which may not be
     // catalog words) so that every expansion is stemmed exactly as Postgres does.
@@ -82,6 +86,7 @@ export async function loadDirectoryIndex(
     votes_up: votes.get(row.id)?.up ?? 0,
     votes_down: votes.get(row.id)?.down ?? 0,
     endpoints: Array.isArray(row.endpoints) ? row.endpoints : [],
+    pricingRules: pricingRulesOf(row.pricing_rules),
     nameTrigrams: trigrams(row.search_name),
     endpointLexemes: vectors[i]!.endpoint.length,
   }));
@@ -102,7 +107,16 @@ export async function loadDirectoryIndex(
         embeddings!.warn,
       )
     : null;
-  return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense });
+  // The capability layer's descriptions, embedded once per load (capabilities.ts).
+  const capabilities = embedder && dense ? await embedder.embed(CAPABILITIES.map((c) => c.text)) : null;
+  return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense, capabilities });
+}
+
+/** An API's price rules; none when the column holds something else (the proxy reads it the same way). */
+function pricingRulesOf(value: unknown): PricingRule[] {
+  if (!Array.isArray(value) || value.length === 0) return [];
+  const rules = z.array(pricingRuleSchema).safeParse(value);
+  return rules.success ? rules.data : [];
 }
 
 /** The channel the statement triggers of migration 00007 notify: payload 'apis', 'votes' or 'words'. */

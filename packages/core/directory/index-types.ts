@@ -1,4 +1,5 @@
 // The shapes the in-process directory index is built from and answers with.
+import type { PricingRule } from '#db/metered-apis';
 
 export interface IndexedEndpoint {
   method: string;
@@ -27,6 +28,8 @@ export interface ApiSummaryRow {
 export interface IndexedApi extends ApiSummaryRow {
   popularity: number;
   endpoints: IndexedEndpoint[];
+  /** Its per-path price rules (`apis.pricing_rules`), for the price of each operation discovery names. */
+  pricingRules: PricingRule[];
   /** Trigrams of the lower-cased name/provider/service, in order (pg_trgm word_similarity). */
   nameTrigrams: string[];
   /** Lower-cased words of each endpoint's summary and path, built on first use (discovery reasons). */

@@ -21,6 +21,11 @@ import { TopHits } from './top-hits.js';
 import { ENGLISH_STOPWORDS, RANK_WEIGHTS, F, rankContribution, trigrams, wordSimilarity } from './scoring.js';
 import type { IndexedEndpoint, IndexedApi, HeadPostings, VocabularyWord, RankRequest, IndexHit } from './index-types.js';
 import type { DenseVectors } from './semantic.js';
+import { OperationIndex } from './operation-index.js';
+import { CAPABILITIES } from './capabilities.js';
+
+/** At most this many APIs join a capability by their own text (as many again by an operation). */
+const CAPABILITY_MEMBERS = 30;
 
 export const UNCATEGORIZED = 'uncategorized';
 
@@ -29,6 +34,12 @@ export class DirectoryIndex {
   readonly loadedAt = Date.now();
   /** The APIs' sentence embeddings (row i is API i), when the model and stored vectors are there. */
   readonly dense: DenseVectors | null;
+  /** Every endpoint as a retrieval unit of its own (discovery; operation-index.ts). */
+  readonly operations: OperationIndex;
+  /** The embedded descriptions of CAPABILITIES (capabilities.ts), in order; null without the model. */
+  readonly capabilityVectors: Float32Array[] | null;
+  /** Per capability, its member APIs (positions), found once per load by its terms. */
+  readonly capabilityMembers: number[][];
   private readonly byId = new Map<string, number>();
   /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
   private readonly endpointNorm: Float64Array;
@@ -61,11 +72,13 @@ export class DirectoryIndex {
     apis: IndexedApi[],
     vectors: { head: Map<string, number[]>; endpoint: string[] }[],
     words: { word: string; ndoc: number; lexeme: string | null }[],
-    extra: { extraLexemes?: ReadonlyMap<string, string | null>; dense?: DenseVectors | null } = {},
+    extra: { extraLexemes?: ReadonlyMap<string, string | null>; dense?: DenseVectors | null; capabilities?: Float32Array[] | null } = {},
   ) {
     this.apis = apis;
     this.extraLexemes = extra.extraLexemes ?? new Map();
     this.dense = extra.dense ?? null;
+    this.operations = new OperationIndex(apis);
+    this.capabilityVectors = extra.capabilities ?? null;
     this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
     apis.forEach((api, i) => {
       this.byId.set(api.id, i);
@@ -108,6 +121,42 @@ export class DirectoryIndex {
         postings.push(at);
       }
     }
+    // Once the postings and the vocabulary are in place.
+    this.capabilityMembers = this.capabilityVectors ? CAPABILITIES.map((c) => this.membersOf(c.terms)) : [];
+  }
+
+  /**
+   * A capability's member APIs: those whose text (name, categories, description, endpoints) holds
+   * every one of its terms (the CAPABILITY_MEMBERS with the highest text rank for them), then those
+   * with an operation naming every one of them.
+   */
+  private membersOf(terms: string): number[] {
+    const lexemes = terms.split(' ').map((t) => this.lexeme(t) ?? t);
+    const rankOf = new Map<number, number>();
+    lexemes.forEach((lexeme, k) => {
+      const postings = this.head.get(lexeme);
+      const next = new Map<number, number>();
+      // In its endpoints, a term counts as ts_rank's weight D would; in its own text, with its weight.
+      for (const at of this.endpoint.get(lexeme) ?? []) if (k === 0 || rankOf.has(at)) next.set(at, (rankOf.get(at) ?? 0) + RANK_WEIGHTS[0]!);
+      postings?.apis.forEach((at, j) => {
+        if (k === 0 || rankOf.has(at)) next.set(at, (rankOf.get(at) ?? 0) + postings.contributions[j]!);
+      });
+      rankOf.clear();
+      for (const [at, r] of next) rankOf.set(at, r);
+    });
+    // Ranked like a search for them: text rank, then the curated popularity and featured flag.
+    const score = (at: number, r: number) => r / lexemes.length + this.apis[at]!.popularity * 0.15 + (this.apis[at]!.featured ? 0.05 : 0);
+    const members = [...rankOf]
+      .map(([at, r]) => [at, score(at, r)] as const)
+      .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+      .slice(0, CAPABILITY_MEMBERS)
+      .map(([at]) => at);
+    const found = new Set(members);
+    for (const at of this.operations.naming(lexemes)) {
+      if (found.size >= CAPABILITY_MEMBERS * 2) break;
+      found.add(at);
+    }
+    return [...found];
   }
 
   api(id: string): IndexedApi | undefined {

@@ -215,9 +215,14 @@ export class QueryEmbeddings {
    * answer: discovery then ranks by words, and the failure is logged (at most once a minute).
    */
   async similarities(vectors: DenseVectors, text: string): Promise<Float32Array | null> {
+    return (await this.match(vectors, text))?.similarities ?? null;
+  }
+
+  /** The task's unit vector with its similarity to every API (one embedding), or null as above. */
+  async match(vectors: DenseVectors, text: string): Promise<{ vector: Float32Array; similarities: Float32Array } | null> {
     try {
       const vector = await this.vector(text);
-      return vector ? await vectors.similarities(vector) : null;
+      return vector ? { vector, similarities: await vectors.similarities(vector) } : null;
     } catch (error) {
       if (Date.now() - this.warnedAt >= 60_000) {
         this.warnedAt = Date.now();

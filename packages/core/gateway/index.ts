@@ -25,7 +25,7 @@ export type {
   UpstreamResponse,
 } from './metered-call.js';
 export { bodyDecoder, redactResponseHeaders } from './platform-key-guard.js';
-export { canonicalPath, methodsServed, priceOf, pricedPath } from './pricing.js';
+export { canonicalPath, methodsServed, operationPriceMicros, priceOf, pricedPath } from './pricing.js';
 export {
   PrivateUpstreamError,
   assertPublicHost,

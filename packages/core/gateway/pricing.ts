@@ -89,6 +89,17 @@ function ruleMatches(rule: PricingRule, method: string, path: string): boolean {
   return bare === rulePath || (FORMAT_SUFFIX.test(bare) && !FORMAT_SUFFIX.test(rulePath) && bare.replace(FORMAT_SUFFIX, '') === rulePath);
 }
 
+/**
+ * The price of one call on an operation as its description writes it (`GET /v1/voices/{id}`): the
+ * first pricing rule matching its method and path (a template is matched as written, lower-cased),
+ * else the API's price. What discovery shows next to a matching operation.
+ */
+export function operationPriceMicros(rules: readonly PricingRule[], priceMicros: bigint, method: string, path: string): bigint {
+  if (rules.length === 0) return priceMicros;
+  const priced = pricedPath(path);
+  return rules.find((r) => ruleMatches(r, method, priced))?.priceMicros ?? priceMicros;
+}
+
 function priceFor(api: MeteredApi, method: string, path: string, byok: boolean): bigint {
   const rule = api.pricingRules.find((r) => ruleMatches(r, method, path));
   if (rule) return rule.priceMicros;

@@ -70,17 +70,21 @@ const isSort = (value: string): value is Sort => SORTS.some((s) => s.value === v
 
 type DiscoveryResult = Answer<'/api/v1/discover'>['results'][number];
 
-/** What an API found by discovery does for the task: its matching endpoints, else the sentence that matched, else its description. */
+/**
+ * What an API found by discovery does for the task: the operations that do it with the price of a
+ * call on each, else the sentence that matched, else its description.
+ */
 function DiscoveryMatch({ result }: { result: DiscoveryResult }) {
-  const { endpoints, sentence } = result.matched;
-  if (endpoints.length > 0) {
+  const { operations } = result;
+  const { sentence } = result.matched;
+  if (operations.length > 0) {
     return (
       <ul className="api-matches" data-testid="discovery-match">
-        {endpoints.map((e) => (
-          <li key={`${e.method} ${e.path}`}>
-            {e.summary ? `${e.summary} ` : ''}
+        {operations.map((o) => (
+          <li key={`${o.method} ${o.path}`} data-testid="discovery-operation">
+            {o.summary ? `${o.summary} ` : ''}
             <span className="mono small muted">
-              {e.method.toUpperCase()} {e.path}
+              {o.method.toUpperCase()} {o.path} · {formatDollars(o.price)} per call
             </span>
           </li>
         ))}

@@ -62,7 +62,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     name: 'discover_apis',
     title: 'Discover APIs for a task',
     description:
-      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched and whether you can call it now (api.callability: ready, needs_key, needs_oauth or unavailable, with a hint on what it takes) and its price (pricePerCall, and priceRules when some paths cost otherwise). Pass callable: true for only the ones you can call now. Free.',
+      'Describe a task in plain words ("send a text message", "geocode an address") and get the directory APIs that can do it, best first, each with why it matched, the operations that do it (operations: method, path, summary and the price of a call on that path), whether you can call it now (api.callability: ready, needs_key, needs_oauth or unavailable, with a hint on what it takes) and its price (pricePerCall, and priceRules when some paths cost otherwise). Pass callable: true for only the ones you can call now. Free.',
     method: 'GET',
     url: '/api/v1/discover',
     readOnly: true,

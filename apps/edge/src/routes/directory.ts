@@ -352,7 +352,7 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
                 score: z
                   .number()
                   .describe(
-                    'Relevance, best first. With dense retrieval on: the word score plus 5 x the similarity in meaning, over the first result (the first is 1); by words only, the word score.',
+                    'Relevance, best first, over the first result (the first is 1): the word score, plus with the model 5 x the similarity in meaning to the API and 1 x that to a capability it belongs to (docs/DISCOVERY.md).',
                   ),
                 reason: z
                   .string()
@@ -370,6 +370,24 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
                       .describe("The sentence of the API's description naming the most words of the task, or null when none does."),
                   })
                   .describe('What of the API matched the task, for showing to a person: no scores.'),
+                operations: z
+                  .array(
+                    z.object({
+                      method: z.string().describe('HTTP method, as its description writes it.'),
+                      path: z
+                        .string()
+                        .describe(
+                          'Path under the API, as its description writes it ({id} is a parameter); called through /api/v1/proxy/{api id} + path.',
+                        ),
+                      summary: z.string(),
+                      price: z
+                        .number()
+                        .describe("What one call on this path costs, in dollars: its pricing rule's price, else the API's pricePerCall."),
+                    }),
+                  )
+                  .describe(
+                    'Up to three operations of the API that do the task, best first, each with the price that applies to its path; empty when no operation names the words of the task.',
+                  ),
               }),
             ),
             interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),
