@@ -124,10 +124,17 @@ describe('MCP clients that sign in with OAuth', () => {
     );
     expect(keys.agentKeys.find((key) => key.id === agentKey.id)).toMatchObject({ spendLimit: 0.5, mcpClient: { name: 'Inspector of tests' } });
     const [row] = await app.deps.sql<{ oauth_grant_id: string }[]>`select oauth_grant_id from api_keys where id = ${agentKey.id}`;
-    const stored = await app.deps.sql<{ kind: string }[]>`select kind from oauth_provider_models where grant_id = ${row!.oauth_grant_id}`;
+    const stored = await app.deps.sql<{ kind: string; id: string; payload: string }[]>`
+      select kind, id, payload::text as payload from oauth_provider_models where grant_id = ${row!.oauth_grant_id}`;
     expect(stored.map((each) => each.kind)).toEqual(expect.arrayContaining(['AccessToken', 'RefreshToken']));
-    // No token or code is stored as given: the adapter keys rows by the provider's ids, never logs them.
-    expect(JSON.stringify(stored)).not.toContain(oauthClient.stored!.access_token);
+    // No token or code is stored as given: a credential's row is keyed by its SHA-256, and its payload
+    // keeps no copy of it (a read of the table holds nothing usable).
+    const table = JSON.stringify(await app.deps.sql`select id, payload::text from oauth_provider_models`);
+    for (const token of [oauthClient.stored!.access_token, oauthClient.stored!.refresh_token!, back.searchParams.get('code')!]) {
+      expect(table).not.toContain(token);
+    }
+    for (const each of stored.filter((model) => model.kind.endsWith('Token') || model.kind === 'AuthorizationCode'))
+      expect(each.id).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
   it('refuses tokens for another audience, unknown tokens and expired ones with a JSON-RPC error and invalid_token', async () => {

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { errors, Provider, type Adapter, type AdapterPayload } from 'oidc-provider';
@@ -68,15 +68,41 @@ async function providerSecrets(sql: Sql, masterKey: Buffer): Promise<{ jwks: { k
   return { jwks, cookieKeys };
 }
 
+/**
+ * The models whose id is the credential itself (an opaque token's value is its id): stored under a
+ * SHA-256 of it and without the `jti` copy, so a read of the table (a backup, a support query) holds
+ * no usable token. A lookup hashes what it is given, as API keys are looked up.
+ */
+const CREDENTIAL_KINDS = new Set([
+  'AccessToken',
+  'RefreshToken',
+  'AuthorizationCode',
+  'ClientCredentials',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+  'RegistrationAccessToken',
+  'InitialAccessToken',
+]);
+
+/** The id a model is stored under: a credential's SHA-256 (hex, prefixed), any other model's own id. */
+export function storedModelId(kind: string, id: string): string {
+  return CREDENTIAL_KINDS.has(kind) ? `sha256:${createHash('sha256').update(id).digest('hex')}` : id;
+}
+
 /** oidc-provider's storage: every model in Postgres (db/src/oauth-provider.ts), never in memory. */
 function postgresAdapter(sql: Sql) {
   return class PostgresAdapter implements Adapter {
-    constructor(private readonly kind: string) {}
-    upsert(id: string, payload: AdapterPayload, expiresIn: number | undefined) {
-      return upsertProviderModel(sql, this.kind, id, payload, expiresIn);
+    private readonly credential: boolean;
+    constructor(private readonly kind: string) {
+      this.credential = CREDENTIAL_KINDS.has(kind);
     }
-    find(id: string) {
-      return findProviderModel(sql, this.kind, id);
+    upsert(id: string, payload: AdapterPayload, expiresIn: number | undefined) {
+      const stored = this.credential ? { ...payload, jti: undefined } : payload;
+      return upsertProviderModel(sql, this.kind, storedModelId(this.kind, id), stored, expiresIn);
+    }
+    async find(id: string) {
+      const found = await findProviderModel(sql, this.kind, storedModelId(this.kind, id));
+      return found && this.credential ? { ...found, jti: id } : found;
     }
     findByUid(uid: string) {
       return findProviderModelByUid(sql, this.kind, uid);
@@ -85,10 +111,10 @@ function postgresAdapter(sql: Sql) {
       return findProviderModelByUserCode(sql, this.kind, userCode);
     }
     consume(id: string) {
-      return consumeProviderModel(sql, this.kind, id);
+      return consumeProviderModel(sql, this.kind, storedModelId(this.kind, id));
     }
     destroy(id: string) {
-      return destroyProviderModel(sql, this.kind, id);
+      return destroyProviderModel(sql, this.kind, storedModelId(this.kind, id));
     }
     async revokeByGrantId(grantId: string) {
       await revokeProviderGrant(sql, grantId);
