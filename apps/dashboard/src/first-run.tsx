@@ -189,7 +189,10 @@ export function FirstRunChecklist({ onUnauthenticated }: { onUnauthenticated: ()
           {!key && <p className="small muted">Replace {KEY_PLACEHOLDER} with your key, or make a new key in the first step to have it filled in.</p>}
         </Step>
         <Step id="add_funds" done={done.add_funds}>
-          <p>Your account starts with a small credit. Add funds with the form in the Balance card above when you need more.</p>
+          <p>
+            Your account starts with a small credit. Add funds with the form in the Balance card above when you need more (first verify your e-mail
+            address if a notice above asks you to: funds are added only to verified accounts).
+          </p>
         </Step>
       </ol>
       <ErrorMessage error={mark.error} />
