@@ -123,7 +123,14 @@ describe('MCP clients that sign in with OAuth', () => {
       await app.inject({ method: 'GET', url: '/api/v1/agent-keys', headers: { authorization: `Bearer ${user.fullKey}` } }),
     );
     expect(keys.agentKeys.find((key) => key.id === agentKey.id)).toMatchObject({ spendLimit: 0.5, mcpClient: { name: 'Inspector of tests' } });
-    const [row] = await app.deps.sql<{ oauth_grant_id: string }[]>`select oauth_grant_id from api_keys where id = ${agentKey.id}`;
+    const [row] = await app.deps.sql<
+      { oauth_grant_id: string; expires_at: Date }[]
+    >`select oauth_grant_id, expires_at from api_keys where id = ${agentKey.id}`;
+    // The grant ends with its key (a day here, not the grant's year): past it nothing is refreshed.
+    const [grantRow] = await app.deps.sql<
+      { expires_at: Date }[]
+    >`select expires_at from oauth_provider_models where kind = 'Grant' and id = ${row!.oauth_grant_id}`;
+    expect(Math.abs(grantRow!.expires_at.getTime() - row!.expires_at.getTime())).toBeLessThan(5_000);
     const stored = await app.deps.sql<{ kind: string; id: string; payload: string }[]>`
       select kind, id, payload::text as payload from oauth_provider_models where grant_id = ${row!.oauth_grant_id}`;
     expect(stored.map((each) => each.kind)).toEqual(expect.arrayContaining(['AccessToken', 'RefreshToken']));

@@ -51,9 +51,11 @@ declare module 'oidc-provider' {
     jti: string;
     accountId: string;
     clientId: string;
+    /** Expiry (seconds since the epoch), set by the first save; save() keeps the time left to it. */
+    exp?: number;
     addOIDCScope(scope: string): void;
     addResourceScope(resource: string, scope: string): void;
-    save(ttl?: number): Promise<string>;
+    save(): Promise<string>;
     static find(id: string): Promise<Grant | undefined>;
   }
 

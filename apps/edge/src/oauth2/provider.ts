@@ -245,7 +245,7 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
       RefreshToken: REFRESH_TOKEN_TTL_S,
       Interaction: INTERACTION_TTL_S,
       Session: 24 * 3600,
-      // A consent holds a year (its key's own expiry, if set, ends it sooner at /mcp); then the client asks again.
+      // A consent holds a year, or until its key's own expiry when sooner (approveAlone); then the client asks again.
       Grant: GRANT_TTL_S,
       ClientCredentials: ACCESS_TOKEN_TTL_S,
       IdToken: ACCESS_TOKEN_TTL_S,
@@ -357,6 +357,16 @@ export async function createAuthorizationServer(sql: Sql, settings: EdgeSettings
     } catch (error) {
       await revokeProviderGrant(sql, grantId);
       throw error;
+    }
+    // A key with an expiry ends the grant with it: past it the token endpoint refreshes nothing (the
+    // grant row is gone), as /mcp already refuses the expired key.
+    if (key.expires_at !== null) {
+      const left = Math.ceil((key.expires_at.getTime() - Date.now()) / 1000);
+      if (left < GRANT_TTL_S) {
+        // save() keeps the time left to `exp`: moving `exp` shortens the stored grant's life.
+        grant.exp = Math.floor(Date.now() / 1000) + Math.max(1, left);
+        await grant.save();
+      }
     }
     const interaction = await interactionOf(uid);
     interaction.result = { login: { accountId, remember: false }, consent: { grantId } };
