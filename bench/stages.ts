@@ -523,7 +523,7 @@ the bare proxy's own cost of them as their budget (timed here the same way); its
 **${fmt(extra, 1)} µs**, is shared: key lookup 10 %, limiter 10 %, hold charge 20 %, usage record 10 %, log line 15 %, call plan 5 %,
 and ${fmt(restShare * 100, 0)} % for Fastify's hooks and the rest of the route (docs/decisions/proxy-stage-budget.md).
 
-| stage | what is timed | CPU µs per call | budget µs | | |
+| stage | what is timed | CPU µs per call | budget µs | against the budget | note |
 |---|---|---|---|---|---|
 ${rows}
 | **sum of the stages** | | ${fmt(sumStages, 1)} | ${fmt(
@@ -534,13 +534,14 @@ ${rows}
       stages.reduce((a, s) => a + budgetOf(s), 0),
     )} | |
 | remainder: the edge's CPU per call minus the stages (HTTP server, Fastify's routing and hooks, the metered call's own code, allocation and GC) | ${edgeCall ? `edge ${fmtSummary(edgeCall.cpu, 1)} µs per call at ${fmtSummary(edgeCall.rps, 0)} req/s` : 'not measured (BENCH_STAGES_EDGE=0)'} | ${fmt(remainder, 1)} | ${fmt(restBudget, 1)} | ${edgeCall ? over(remainder, restBudget) : ''} | |
-| **the whole call** | | ${edgeCall ? fmt(edgeCall.cpu.median, 1) : 'n/a'} | ${fmt(total, 1)} | ${edgeCall ? over(edgeCall.cpu.median, total) : ''} | ratio this implies: ${edgeCall ? fmt(B / edgeCall.cpu.median) : 'n/a'} |
+| **the whole call** | | ${edgeCall ? fmt(edgeCall.cpu.median, 1) : 'n/a'} | ${fmt(total, 1)} | ${edgeCall ? over(edgeCall.cpu.median, total) : ''} | ${edgeCall ? `CPU ratio bare / edge ${fmt(B / edgeCall.cpu.median)}; throughput ratio edge / bare in these runs ${fmt(edgeCall.rps.median / bareCall.rps.median)}` : ''} |
 
 Answer piping through a \`SecretRedactor\` (calls made with the platform's key or an OAuth token) costs ${fmtSummary(redacted.cpu, 1)} µs.
 The edge row is the full edge (\`apps/edge/src/server.ts\`, queue and Temporal workers beside it, \`LOG_LEVEL=info\`, one key and
-account, so most charges come from a hold), measured right after the bare proxy the way the proxy scenario measures both; the
-stages run one at a time in a loop, where caches and branch predictors are warmer than between a real call's stages, so their sum
-is a floor rather than a share of the edge's figure.
+account for every connection, where the proxy scenario gives each connection its own; its charges come from a hold), measured right
+after the bare proxy the way the proxy scenario measures both. Each stage runs in a tight loop (one call at a time; the upstream request
+and answer piping with ${CONNECTIONS} in flight, as under load), where caches and branch predictors are warmer than between a real call's
+stages, so their sum is a floor rather than a share of the edge's figure: the remainder row is what no stage owns.
 `,
   );
 } finally {

@@ -56,6 +56,38 @@ function memoryOf(pid: number): { rssKb: number; anonKb: number; fileKb: number;
   return { rssKb: field('VmRSS'), anonKb: field('RssAnon'), fileKb: field('RssFile'), threads: field('Threads') };
 }
 
+/**
+ * The edge's resident memory by kind of mapping (/proc/<pid>/smaps, MB): V8's heap pages (256 kB
+ * anonymous mappings, every isolate: the main thread and each ranking thread), malloc's main heap and
+ * thread arenas (64 MB mappings: native allocations, the embedding model's runtime among them), the
+ * rest anonymous, and files (code).
+ */
+function memoryByKind(pid: number): Record<string, number> {
+  const kinds: Record<string, number> = { 'V8 heap pages': 0, 'malloc heap': 0, 'malloc arenas': 0, 'other anonymous': 0, files: 0 };
+  let kind = 'files';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const mapping = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (mapping) {
+      const kb = (parseInt(mapping[2]!, 16) - parseInt(mapping[1]!, 16)) / 1024;
+      const name = mapping[3]!.trim();
+      kind =
+        name === '[heap]'
+          ? 'malloc heap'
+          : name !== ''
+            ? 'files'
+            : kb === 256
+              ? 'V8 heap pages'
+              : kb >= 65_536 - 1024 && kb <= 65_536
+                ? 'malloc arenas'
+                : 'other anonymous';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) kinds[kind]! += Number(rss[1]) / 1024;
+  }
+  return kinds;
+}
+
 try {
   // --- the upstream, the API and the accounts ----------------------------------------------------
   const upstreamPort = await freePort();
@@ -242,6 +274,12 @@ try {
     if (HEAP_SNAPSHOTS && minute === 1) firstSnapshot = await snapshot('after the first minute');
   }
   await load;
+  say(
+    'resident memory by kind (smaps): ' +
+      Object.entries(memoryByKind(pid))
+        .map(([kind, mbs]) => `${kind} ${mbs.toFixed(0)} MB`)
+        .join(', '),
+  );
   const lastSnapshot = HEAP_SNAPSHOTS ? await snapshot('at the end') : null;
 
   // --- the summary ---------------------------------------------------------------------------------
