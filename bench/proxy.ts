@@ -365,7 +365,10 @@ http {
   const workersCpuPerAnswer: number[] = [];
   const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], metrics: [] };
   for (let run = 1; run <= repeats; run += 1) {
-    for (const target of peakOrder) {
+    // The two edges swap places every other round: the one loaded second ran faster in every round
+    // of a run that kept them in one order (a position effect as large as what is measured).
+    const round: Target[] = run % 2 === 1 ? peakOrder : ['direct', 'nginx', 'bare', 'metrics', 'platform'];
+    for (const target of round) {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
@@ -566,7 +569,7 @@ a file, in blocks of \`LOG_BUFFER_BYTES\`).
 Baselines: the same upstream directly; a bare Fastify proxy (\`bench/children/bare-proxy.ts\`: undici Pool, no auth, metering or logging);
 Debian's nginx \`proxy_pass\` (1 worker, upstream keep-alive, access log off).
 Processes: ${placement()} (the workers, too, are unpinned). Rounds alternate the targets (upstream, nginx, bare proxy, platform, then again; the peak
-rounds add a second edge with its metrics endpoint on, pinned to the same core and idle while the others run; the first edge has no metrics endpoint and so records no metrics).
+rounds add a second edge with its metrics endpoint on, pinned to the same core and idle while the others run, the two edges swapping places every other round; the first edge has no metrics endpoint and so records no metrics).
 
 - **Peak**: autocannon, ${CONNECTIONS} keep-alive connections, closed loop, ${seconds} s per run.
 - **Fixed rate**: ${rate} requests/s (half the bare proxy's median peak), open loop, wrk2-style: an undici pool of ${CONNECTIONS}
