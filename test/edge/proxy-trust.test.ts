@@ -246,7 +246,10 @@ describe('the metered call keeps every piece of the platform key and every price
       await expect.poll(() => bigWritten.at(-1) ?? 0, { timeout: 5_000 }).toBeGreaterThan(0);
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(bigWritten.at(-1)!).toBeLessThan(32 * 1024 * 1024);
-      expect(process.memoryUsage().rss - rssBefore).toBeLessThan(48 * 1024 * 1024);
+      // The process's RSS (the upstream's own buffers included, as it runs in this process) stays
+      // below the answer's 64 MB: nothing held it whole. A clean clone's run grew 48.3 MB here (the
+      // bound was 48 MB then, too tight for what the upstream writes before its socket closes).
+      expect(process.memoryUsage().rss - rssBefore).toBeLessThan(60 * 1024 * 1024);
       // Charged once (a charge from a credit hold gets its ledger row at the next settlement).
       await app.usage.flush();
       await app.charges.flush();
