@@ -185,7 +185,6 @@ http {
   // asks that metrics cost the proxy no more than 0.02 of its ratio to the bare proxy.
   const metricsPort = await freePort();
   const metricsEdge = await startEdge([], { METRICS_PORT: String(metricsPort) }, join(tmp, 'edge-metrics.log'));
-  children.push(metricsEdge.child);
   let scrapes = 0;
   const scrape = async () => {
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
