@@ -87,18 +87,25 @@ try {
     DATABASE_URL: settings.DATABASE_URL,
   });
   // One account per connection: this measures the proxy, not the serialisation of charges on one hot
-  // account row (that is the charges scenario's "one hot account").
-  const accounts = await Promise.all(
-    Array.from({ length: CONNECTIONS }, async (_, i) => {
-      const account = await createAccount(sql, { email: `bench-proxy-${process.pid}-${i}-${Date.now()}@example.test`, ownerPersonId: null });
-      if (!account) throw new Error('could not create a bench account');
-      await credit(sql, { accountId: account.id, amountMicros: OPENING_MICROS, kind: 'adjustment' });
-      const { fullKey } = await createKey(sql, { accountId: account.id, kind: 'api', name: 'bench' });
-      return { id: account.id, fullKey };
-    }),
-  );
+  // account row (that is the charges scenario's "one hot account"). Each edge has accounts of its own,
+  // so one edge's credit holds and rate-limit blocks never meet another's.
+  const makeAccounts = (tag: string) =>
+    Promise.all(
+      Array.from({ length: CONNECTIONS }, async (_, i) => {
+        const account = await createAccount(sql, {
+          email: `bench-proxy-${tag}-${process.pid}-${i}-${Date.now()}@example.test`,
+          ownerPersonId: null,
+        });
+        if (!account) throw new Error('could not create a bench account');
+        await credit(sql, { accountId: account.id, amountMicros: OPENING_MICROS, kind: 'adjustment' });
+        const { fullKey } = await createKey(sql, { accountId: account.id, kind: 'api', name: 'bench' });
+        return { id: account.id, fullKey };
+      }),
+    );
+  const edgeAccounts = { platform: await makeAccounts('plain'), control: await makeAccounts('control'), metrics: await makeAccounts('metrics') };
+  const accounts = [...edgeAccounts.platform, ...edgeAccounts.control, ...edgeAccounts.metrics];
   const accountIds = accounts.map((a) => a.id);
-  const keyHeaders = accounts.map((a) => ({ 'x-api-key': a.fullKey }));
+  const keyHeaders = (edge: keyof typeof edgeAccounts) => edgeAccounts[edge].map((a) => ({ 'x-api-key': a.fullKey }));
 
   // --- nginx ----------------------------------------------------------------------------------------
   const nginxPort = await freePort();
@@ -179,12 +186,17 @@ http {
     await waitForHttp(`http://127.0.0.1:${port}/api/v1/health`, 90_000, child);
     return { child, origin: `http://127.0.0.1:${port}` };
   };
+  // Three edges, the same but for metrics, each pinned to the same core and idle while another is
+  // loaded: the plain edge (no METRICS_PORT, so it records nothing), a second plain edge as the control,
+  // and an edge with its metrics endpoint on, scraped every METRICS_SCRAPE_MS while it is loaded (issue
+  // 32 asks that metrics cost the proxy no more than 0.02 of its ratio to the bare proxy). Two identical
+  // edges measured in the same rounds show how far apart two processes of the same code land (an
+  // earlier run with two edges saw the second one faster by about 0.03, metrics or not), and the metrics
+  // edge is started between them, so its start position is the plain edges' mean.
   let edge = await startEdge();
-  // A second edge, the same in every way but with its metrics endpoint on (METRICS_PORT; the first
-  // has none, so it records nothing) and scraped every METRICS_SCRAPE_MS while it is loaded: issue 32
-  // asks that metrics cost the proxy no more than 0.02 of its ratio to the bare proxy.
   const metricsPort = await freePort();
   const metricsEdge = await startEdge([], { METRICS_PORT: String(metricsPort) }, join(tmp, 'edge-metrics.log'));
+  const controlEdge = await startEdge([], {}, join(tmp, 'edge-control.log'));
   let scrapes = 0;
   const scrape = async () => {
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
@@ -198,24 +210,32 @@ http {
     direct: { label: 'upstream directly', origin: upstreamOrigin, path: '/items?x=1', headers: [] as Array<Record<string, string>> },
     nginx: { label: 'nginx proxy_pass', origin: `http://127.0.0.1:${nginxPort}`, path: '/items?x=1', headers: [] },
     bare: { label: 'bare Fastify proxy (undici)', origin: `http://127.0.0.1:${barePort}`, path: '/items?x=1', headers: [] },
-    platform: { label: 'platform metered proxy', origin: edge.origin, path: `/api/v1/proxy/${apiId}/items?x=1`, headers: keyHeaders },
+    platform: { label: 'platform metered proxy', origin: edge.origin, path: `/api/v1/proxy/${apiId}/items?x=1`, headers: keyHeaders('platform') },
+    control: {
+      label: 'platform metered proxy, a second plain edge (control)',
+      origin: controlEdge.origin,
+      path: `/api/v1/proxy/${apiId}/items?x=1`,
+      headers: keyHeaders('control'),
+    },
     metrics: {
       label: `platform metered proxy, metrics on (scraped every ${METRICS_SCRAPE_MS / 1000} s)`,
       origin: metricsEdge.origin,
       path: `/api/v1/proxy/${apiId}/items?x=1`,
-      headers: keyHeaders,
+      headers: keyHeaders('metrics'),
     },
   };
   type Target = keyof typeof targets;
-  /** The rounds' order at peak; the fixed-rate rounds leave out the metrics edge (`order`). */
-  const peakOrder: Target[] = ['direct', 'nginx', 'bare', 'platform', 'metrics'];
+  /** The targets at peak; the fixed-rate rounds leave out the control and metrics edges (`order`). */
+  const peakOrder: Target[] = ['direct', 'nginx', 'bare', 'platform', 'control', 'metrics'];
   const order: Target[] = ['direct', 'nginx', 'bare', 'platform'];
-  const metered = (target: Target) => target === 'platform' || target === 'metrics';
+  const edges = ['platform', 'control', 'metrics'] as const;
+  type EdgeTarget = (typeof edges)[number];
+  const metered = (target: Target): target is EdgeTarget => (edges as readonly Target[]).includes(target);
 
   let okTotal = 0;
   let sentTotal = 0;
-  /** Calls sent to the metrics edge (whose log is apart). */
-  let metricsSent = 0;
+  /** Calls sent to the plain edge (the others log to files of their own). */
+  let platformSent = 0;
   /** When the last run against the platform ended (performance.now()). */
   let platformRunEnded = 0;
   interface LedgerState {
@@ -338,7 +358,7 @@ http {
       if (target === 'platform') platformRunEnded = performance.now();
       afterRun?.(result, started);
       okTotal += result.ok;
-      if (target === 'metrics') metricsSent += result.sent;
+      if (target === 'platform') platformSent += result.sent;
       sentTotal += result.sent;
       await verifyLedger();
     }
@@ -358,22 +378,29 @@ http {
     const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
   };
-  const measured: Partial<Record<Target, () => Child>> = { bare: () => bare, platform: () => edge.child, metrics: () => metricsEdge.child };
-  const cpuPerAnswer: Record<'bare' | 'platform' | 'metrics', number[]> = { bare: [], platform: [], metrics: [] };
+  const measured: Partial<Record<Target, () => Child>> = {
+    bare: () => bare,
+    platform: () => edge.child,
+    control: () => controlEdge.child,
+    metrics: () => metricsEdge.child,
+  };
+  const cpuPerAnswer: Record<'bare' | EdgeTarget, number[]> = { bare: [], platform: [], control: [], metrics: [] };
   const workersCpu = () => cpuMicros(workers.queue) + cpuMicros(workers.temporal);
   const workersCpuPerAnswer: number[] = [];
-  const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], metrics: [] };
+  const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], control: [], metrics: [] };
   for (let run = 1; run <= repeats; run += 1) {
-    // The two edges swap places every other round: the one loaded second ran faster in every round
-    // of a run that kept them in one order (a position effect as large as what is measured).
-    const round: Target[] = run % 2 === 1 ? peakOrder : ['direct', 'nginx', 'bare', 'metrics', 'platform'];
+    // The three edges rotate places round by round (a Latin square over three rounds), so each is
+    // loaded first, second and third once: an earlier run that kept one order saw the edge loaded
+    // second faster in every round.
+    const shift = (run - 1) % edges.length;
+    const round: Target[] = ['direct', 'nginx', 'bare', ...edges.slice(shift), ...edges.slice(0, shift)];
     for (const target of round) {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
       const r = await load(target, 'peak', seconds);
       if (proc && (target === 'bare' || metered(target)))
-        cpuPerAnswer[target as 'bare' | 'platform' | 'metrics'].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
+        cpuPerAnswer[target as 'bare' | EdgeTarget].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
       if (target === 'platform') workersCpuPerAnswer.push((workersCpu() - workersBefore) / Math.max(1, r.ok));
       peak[target].push(r);
       log(scenario, `peak run ${run} ${target}: ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, errors ${r.errors}`);
@@ -381,7 +408,7 @@ http {
   }
   const bareRps = summarize(peak.bare.map((r) => r.rps)).median;
   const rate = Math.max(1, Math.round(bareRps / 2));
-  const fixed: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], metrics: [] };
+  const fixed: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], control: [], metrics: [] };
   // A target whose own peak is below the rate cannot keep up: its queue grows for the whole run, so
   // its runs are kept short (3 s); the latency then says "overloaded", whatever the duration.
   const overloaded = (t: Target) => summarize(peak[t].map((r) => r.rps)).median < rate;
@@ -447,9 +474,10 @@ http {
       .filter((l) => l.trim()).length;
   await edge.child.stop();
   await metricsEdge.child.stop();
+  await controlEdge.child.stop();
   await verifyLedger(true);
   const edgeLines = logLines();
-  const edgeRequests = sentTotal - metricsSent + 1; // + the health probe (the metrics edge logs apart)
+  const edgeRequests = platformSent + 1; // + the health probe (the other edges log apart)
   // All the rows one transaction inserts share its id (xmin): distinct ones count the commits, for the
   // group commit's statements and for the settlements of calls charged from holds (whose rows carry
   // the call's time, not the commit's).
@@ -531,8 +559,12 @@ http {
   const added = (a: LoadResult[], b: LoadResult[], k: 'p50' | 'p99') => summarize(a.map((r, i) => r[k] - b[i]![k]));
   const throughputRatio = ratio(peak.platform, peak.bare);
   const metricsRatio = ratio(peak.metrics, peak.bare);
-  // Per round: the metrics edge's ratio minus the plain edge's, both against the same round's bare proxy.
-  const metricsCost = summarize(peak.metrics.map((r, i) => r.rps / peak.bare[i]!.rps - peak.platform[i]!.rps / peak.bare[i]!.rps));
+  const controlRatio = ratio(peak.control, peak.bare);
+  // Per round, each against the same round's bare proxy: the metrics edge's ratio minus the mean of the
+  // two plain edges', and the two plain edges' difference (what two processes of the same code differ by).
+  const perRound = (t: EdgeTarget, i: number) => peak[t][i]!.rps / peak.bare[i]!.rps;
+  const metricsCost = summarize(peak.metrics.map((_, i) => perRound('metrics', i) - (perRound('platform', i) + perRound('control', i)) / 2));
+  const plainSpread = summarize(peak.control.map((_, i) => perRound('control', i) - perRound('platform', i)));
   const addedP50 = added(fixed.platform, fixed.bare, 'p50');
   const addedP99 = added(fixed.platform, fixed.bare, 'p99');
   const verdict = (ok: boolean) => (ok ? '**met**' : '**missed**');
@@ -568,7 +600,8 @@ a file, in blocks of \`LOG_BUFFER_BYTES\`).
 Baselines: the same upstream directly; a bare Fastify proxy (\`bench/children/bare-proxy.ts\`: undici Pool, no auth, metering or logging);
 Debian's nginx \`proxy_pass\` (1 worker, upstream keep-alive, access log off).
 Processes: ${placement()} (the workers, too, are unpinned). Rounds alternate the targets (upstream, nginx, bare proxy, platform, then again; the peak
-rounds add a second edge with its metrics endpoint on, pinned to the same core and idle while the others run, the two edges swapping places every other round; the first edge has no metrics endpoint and so records no metrics).
+rounds add two more edges pinned to the same core and idle while another runs: a second plain edge as a control and an edge with its metrics endpoint on, the three
+rotating places round by round; each edge has accounts of its own, and the plain edges have no metrics endpoint and so record no metrics).
 
 - **Peak**: autocannon, ${CONNECTIONS} keep-alive connections, closed loop, ${seconds} s per run.
 - **Fixed rate**: ${rate} requests/s (half the bare proxy's median peak), open loop, wrk2-style: an undici pool of ${CONNECTIONS}
@@ -582,11 +615,13 @@ ${rows}
 | ratio (per run, median (min–max)) | measured | target |
 |---|---|---|
 | platform / bare Fastify proxy, peak throughput | ${fmtSummary(throughputRatio)} | ≥ 0.75: ${verdict(throughputRatio.median >= 0.75)} |
-| the same with metrics on (a second edge with \`METRICS_PORT\`, scraped every ${METRICS_SCRAPE_MS / 1000} s while loaded: ${scrapes} scrapes) | ${fmtSummary(metricsRatio)} | – |
-| metrics' cost: per round, the metrics edge's ratio minus the plain edge's | ${fmtSummary(metricsCost, 3)} | within 0.02: ${verdict(Math.abs(metricsCost.median) <= 0.02)} |
+| the same, a second plain edge (control) | ${fmtSummary(controlRatio)} | – |
+| the same with metrics on (an edge with \`METRICS_PORT\`, scraped every ${METRICS_SCRAPE_MS / 1000} s while loaded: ${scrapes} scrapes) | ${fmtSummary(metricsRatio)} | – |
+| two plain edges apart: per round, the control's ratio minus the plain edge's | ${fmtSummary(plainSpread, 3)} | – |
+| metrics' cost: per round, the metrics edge's ratio minus the mean of the two plain edges' | ${fmtSummary(metricsCost, 3)} | within 0.02: ${verdict(Math.abs(metricsCost.median) <= 0.02)} |
 | added p50 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP50)} | ≤ +1.5: ${verdict(addedP50.median <= 1.5)} |
 | added p99 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
-| CPU per answered call at peak (µs), bare proxy / platform / platform with metrics on | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} / ${fmtSummary(summarize(cpuPerAnswer.metrics), 0)} | – |
+| CPU per answered call at peak (µs), bare proxy / platform / control / platform with metrics on | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} / ${fmtSummary(summarize(cpuPerAnswer.control), 0)} / ${fmtSummary(summarize(cpuPerAnswer.metrics), 0)} | – |
 | CPU of the queue and Temporal workers per answered call during the platform's peak runs (µs) | ${fmtSummary(summarize(workersCpuPerAnswer), 0)} | – |
 | platform / nginx, peak throughput | ${fmtSummary(ratio(peak.platform, peak.nginx))} | – |
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |
