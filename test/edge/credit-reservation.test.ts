@@ -7,6 +7,7 @@ import { recordUsageEvents } from '#db/usage';
 import { createSql } from '#db/sql';
 import { createTestAccount, createTestApp, type TestAccount } from '../helpers/app.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
+import { until } from '../helpers/until.js';
 import { registerApi, startUpstream } from '../helpers/upstream.js';
 import { Worker } from 'bullmq';
 import { createRedis } from '#core/platform';
@@ -173,6 +174,82 @@ describe('credit reservation', () => {
     await reservations.close();
   });
 
+  it("a grant that commits while a settlement's answer is on its way is not undone by that answer: a held call's balance stays the ledger's", async () => {
+    // A settlement answers only after a statement that follows its commit (the holds' expiry). A
+    // grant of the same account that commits in between must not be overtaken by the settlement's
+    // older balance: applied after the grant, it would count the grant twice (in the hold and
+    // outside it) and report more than the account has. The expiry statement is stalled here by a
+    // trigger waiting on an advisory lock the test holds, so the grant has all the time it wants.
+    const stall = 4_242_001;
+    await sql.unsafe(`
+      create or replace function test_stall_hold_expiry() returns trigger language plpgsql as $$
+      begin
+        if current_query() like '%credit_holds set expires_at = now() + make_interval%' then perform pg_advisory_xact_lock_shared(${stall}); end if;
+        return null;
+      end $$`);
+    await sql.unsafe(
+      'create trigger test_stall_hold_expiry before update on credit_holds for each statement execute function test_stall_hold_expiry()',
+    );
+    const blocker = await sql.reserve();
+    const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    try {
+      for (let i = 0; i < 5; i += 1) expect(await reservations.charge(call(account, 1_000n))).toMatchObject({ ok: true, holdId: expect.any(String) });
+      await reservations.grantsInFlight();
+      await blocker`select pg_advisory_lock(${stall})`;
+      const settling = reservations.flush();
+      await until('the settlement committed and waits on the expiry statement', async () => {
+        const [row] = await sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock' and query like '%credit_holds set expires_at = now()%'`;
+        return row!.n > 0;
+      });
+      // More than the hold has left: the call waits for a grant (which must not run beside the settlement).
+      const before = { grants: reservations.stats.grants, waits: reservations.stats.balanceWaits };
+      const big = reservations.charge(call(account, 20_000n));
+      await until(
+        'the grant ran, or waits for the settlement',
+        () => reservations.stats.grants > before.grants || reservations.stats.balanceWaits > before.waits,
+      );
+      await blocker`select pg_advisory_unlock(${stall})`;
+      await settling;
+      expect(await big).toMatchObject({ ok: true, holdId: expect.any(String) });
+      const next = await reservations.charge(call(account, 1_000n));
+      expect(next).toMatchObject({ ok: true, holdId: expect.any(String) });
+      await reservations.flush();
+      const settled = await ledger(account.accountId);
+      expect(settled).toMatchObject({ sum: 1_000_000n - 26_000n, charges: 7, balance: 1_000_000n - 26_000n });
+      expect(next.balanceMicros).toBe(settled.balance);
+    } finally {
+      await blocker`select pg_advisory_unlock_all()`;
+      blocker.release();
+      await sql.unsafe('drop trigger if exists test_stall_hold_expiry on credit_holds');
+      await sql.unsafe('drop function if exists test_stall_hold_expiry()');
+      await reservations.close();
+    }
+  });
+
+  it('synchronous charges beside an open hold (a spend-limited key) and calls from the hold, side by side, report what the ledger ends with', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
+    const reservations = edge({ settleEveryMs: 60_000 });
+    try {
+      for (let i = 0; i < 5; i += 1) expect((await reservations.charge(call(account, 1_000n))).ok).toBe(true);
+      // A third of them charged synchronously while the others' grants and the refunds' settlements run.
+      const mixed = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => reservations.charge({ ...call(account, 1_000n), spendLimited: i % 3 === 0 })),
+      );
+      expect(mixed.every((r) => r.ok)).toBe(true);
+      expect(mixed.filter((r) => r.ok && 'holdId' in r)).toHaveLength(20);
+      const last = await reservations.charge({ ...call(account, 1_000n), spendLimited: true });
+      await reservations.flush();
+      const settled = await ledger(account.accountId);
+      expect(settled).toMatchObject({ sum: 1_000_000n - 36_000n, charges: 36, balance: 1_000_000n - 36_000n });
+      expect(last).toMatchObject({ ok: true, balanceMicros: settled.balance });
+    } finally {
+      await reservations.close();
+    }
+  });
+
   it('a crashed edge loses no money: its expired hold is charged for the calls its usage events name and the rest returned', async () => {
     const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
     const reservations = edge({ settleEveryMs: 60_000 });
@@ -297,9 +374,10 @@ describe('credit reservation in the edge', () => {
       CREDIT_HOLD_SETTLE_MS: '10000',
       USAGE_FLUSH_MS: '50',
     });
-    // The usage worker, as the queue workers run it.
+    // The usage worker, as the queue workers run it: with a Postgres pool of its own, since the edge's
+    // pool ends with app.close() below while the worker may still have batches to write.
     const workerRedis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
-    const definition = usageProcessor({ sql: app.deps.sql });
+    const definition = usageProcessor({ sql });
     const worker = new Worker(definition.job.queue, definition.process, { connection: workerRedis, prefix });
     try {
       const apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });

@@ -118,16 +118,18 @@ describe('revocation when the change feed goes silent (heartbeats)', () => {
     return { owner, ...created };
   };
 
-  it('an edge that hears no heartbeat for two seconds stops trusting its cache, so a revocation sent meanwhile still lands; it reconnects and trusts the cache again', async () => {
+  it('an edge that has heard no heartbeat for 0.7 s stops trusting its cache, so a revocation made meanwhile still lands within a second; it reconnects and trusts the cache again', async () => {
     const { owner, key, fullKey } = await newKey();
     proxy.freezeSubscribers();
     const connectionsBefore = proxy.subscriberConnections;
-    const started = performance.now();
     expectOk(await a.inject({ method: 'DELETE', url: `/api/v1/keys/${key.id}`, headers: bearer(owner.fullKey) }));
-    // B never hears the announcement; within the heartbeat window it reads through to Postgres.
-    await expect.poll(async () => JSON.parse((await whoami(b, fullKey)).body).code, { timeout: 4_000, interval: 25 }).toBe('key_revoked');
-    const elapsed = performance.now() - started;
-    expect(elapsed).toBeLessThan(3_500);
+    // Committed by now (A answered). B never hears the announcement; once it has heard nothing for
+    // 0.7 s (the freeze began before the revocation) it reads through to Postgres: within the
+    // design's second of the change.
+    const revokedAt = performance.now();
+    await expect.poll(async () => JSON.parse((await whoami(b, fullKey)).body).code, { timeout: 1_000, interval: 10 }).toBe('key_revoked');
+    const elapsed = performance.now() - revokedAt;
+    expect(elapsed).toBeLessThan(1_000);
 
     // The silent connection looks alive but may be half-open: B drops it and subscribes anew.
     await expect.poll(() => proxy.subscriberConnections, { timeout: 10_000, interval: 100 }).toBeGreaterThan(connectionsBefore);

@@ -109,6 +109,21 @@ describe('FeedCache: an in-process cache evicted through Redis pub/sub', () => {
     expect(await cache.get('a'), 'but did not keep it').toBe('A2');
   });
 
+  it('does not store a value whose read began before the feed was live (a change announced meanwhile was never heard)', async () => {
+    const channel = uniqueId('feed-cache');
+    const cache = make({ channel });
+    // Just started: the subscription is not up yet, so an announcement now would not be heard.
+    expect(cache.live).toBe(false);
+    cache.duringRead = async () => {
+      cache.duringRead = null;
+      await until('the feed is live', () => cache.live);
+      // Changed (and announced, unheard) after the row was read, before the subscription came up.
+      cache.table.set('a', 'A2');
+    };
+    expect(await cache.get('a'), 'the read answers what it read').toBe('A1');
+    expect(await cache.get('a'), 'but did not keep it').toBe('A2');
+  });
+
   it('keeps a read in flight from storing the old value when this instance made the change', async () => {
     const channel = uniqueId('feed-cache');
     const cache = make({ channel });
@@ -180,6 +195,26 @@ describe('FeedCache: an in-process cache evicted through Redis pub/sub', () => {
     await cache.get('a');
     await cache.get('a');
     expect(cache.reads).toBe(2);
+  });
+
+  it('with heartbeats, distrusts its entries once it has heard nothing for staleAfterMs, judged at each read and not by the heartbeat timer, and drops them when heard again', async () => {
+    const channel = uniqueId('feed-cache');
+    // The heartbeat timer first runs in a minute: no heartbeat is published and no beat judges the
+    // silence, so only the clock at each read can notice that the feed heard nothing since it subscribed.
+    const cache = make({ channel, heartbeat: { publisher, everyMs: 60_000, staleAfterMs: 1_000 } });
+    await until('the feed is live', () => cache.live);
+    expect([await cache.get('a'), await cache.get('a')]).toEqual(['A1', 'A1']);
+    expect(cache.reads).toBe(1);
+    // A change whose announcement is lost (the feed hears nothing).
+    cache.table.set('a', 'A2');
+    await until('the silent feed is no longer live', () => !cache.live, 3_000);
+    expect(await cache.get('a'), 'a silent feed reads through').toBe('A2');
+    expect(cache.reads).toBe(2);
+    // Heard again (any message): live, and what was cached before the silence is gone.
+    await publisher.publish(channel, 'some-other-row');
+    await until('the feed is heard again', () => cache.live);
+    expect(await cache.get('a')).toBe('A2');
+    expect(cache.reads).toBe(3);
   });
 
   it('reads every time while the feed is not live (Redis unreachable), and with ttlMs 0', async () => {

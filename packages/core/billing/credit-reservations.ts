@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { reserveCredit, settleHolds, type HeldCharge, type HoldSettlement } from '#db/credit-holds';
+import { reserveCredit, settleHolds, type HeldCharge, type HoldSettled, type HoldSettlement } from '#db/credit-holds';
 import { getBalance } from '#db/ledger';
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
 import type { Sql } from '#db/sql';
@@ -62,36 +62,47 @@ interface AccountState {
   previousSpend: bigint;
   lastCall: number;
   closing: boolean;
-  /** Orders this edge's refunds of the account against its reads of the balance (see BalanceGate). */
+  /** Orders this edge's grants, settlements, refunds and synchronous charges of the account (see BalanceGate). */
   gate: BalanceGate;
 }
 
 /**
- * Keeps an account's refunds and its balance snapshots (grants, settlements and synchronous
- * charges, each of which answers the balance outside holds as of its commit) from overlapping on
- * this edge. A refund adds its amount to the last snapshot; a snapshot taken while a refund was
- * committing may or may not include it, and applying it after the refund's addition would lose the
- * refund (or, applied before, count it twice). So refunds run together, snapshots run together, and
- * the two kinds take turns: each snapshot either includes a refund or precedes it. A kind that
- * arrives while the other waits queues behind it, so neither starves the other.
+ * Orders what changes an account's balance outside holds as this edge sees it (`availableOutside`).
+ * Two kinds of work touch it:
+ * - a snapshot (a grant, a refused grant, a settlement) replaces it with the value as of the
+ *   statement's commit, and changes the edge's view of its hold to match (what was granted, what the
+ *   ledger has of what was released). Snapshots run one at a time: two in flight at once can
+ *   commit in one order and answer in the other (a settlement's answer waits for a statement after
+ *   its commit), and the one applied last would then pair an older balance with a newer hold.
+ *   A settlement that read the balance before a grant and was applied after it counted the grant
+ *   twice: in the hold and in the balance outside it;
+ * - a delta (a refund, a synchronous charge beside a hold) adds its own amount to the last snapshot.
+ *   Deltas commute, so they run together; but a snapshot taken while one commits may or may not
+ *   include it, so deltas and snapshots take turns: each snapshot either includes a delta or
+ *   precedes it.
+ * Work that arrives while other work waits queues behind it, so neither kind starves the other.
  */
-/** Runs `work` as a snapshot inside every gate, entered one after another (only settlements hold several). */
-function inGates<T>(gates: BalanceGate[], work: () => Promise<T>, from = 0): Promise<T> {
-  const gate = gates[from];
-  return gate ? gate.run('snapshot', () => inGates(gates, work, from + 1)) : work();
-}
-
 class BalanceGate {
-  private kind: 'refund' | 'snapshot' | null = null;
+  private kind: 'delta' | 'snapshot' | null = null;
   private active = 0;
-  private waiting: Array<{ kind: 'refund' | 'snapshot'; go: () => void }> = [];
+  private waiting: Array<{ kind: 'delta' | 'snapshot'; go: () => void }> = [];
 
-  async run<T>(kind: 'refund' | 'snapshot', work: () => Promise<T>): Promise<T> {
-    if (this.active > 0 && (this.kind !== kind || this.waiting.length > 0)) {
-      await new Promise<void>((go) => this.waiting.push({ kind, go }));
-    } else {
+  constructor(private readonly onWait: () => void) {}
+
+  /** Nothing runs or waits (the account's state may be dropped). */
+  get idle(): boolean {
+    return this.active === 0 && this.waiting.length === 0;
+  }
+
+  /** Runs `work` in its turn; whatever it applies to the account's state, it applies before the next turn. */
+  async run<T>(kind: 'delta' | 'snapshot', work: () => Promise<T>): Promise<T> {
+    const joins = this.active === 0 || (kind === 'delta' && this.kind === 'delta' && this.waiting.length === 0);
+    if (joins) {
       this.kind = kind;
       this.active += 1;
+    } else {
+      this.onWait();
+      await new Promise<void>((go) => this.waiting.push({ kind, go }));
     }
     try {
       return await work();
@@ -100,19 +111,25 @@ class BalanceGate {
     }
   }
 
-  /** Lets in the next waiting group: every waiter of the first waiting kind (its turn), in order. */
+  /** Lets in the next turn: the first waiting snapshot alone, or every waiting delta. */
   private leave(): void {
     this.active -= 1;
     if (this.active > 0) return;
     this.kind = null;
     const next = this.waiting[0];
     if (!next) return;
+    const admitted = next.kind === 'snapshot' ? [next] : this.waiting.filter((w) => w.kind === 'delta');
+    this.waiting = this.waiting.filter((w) => !admitted.includes(w));
     this.kind = next.kind;
-    const admitted = this.waiting.filter((w) => w.kind === next.kind);
-    this.waiting = this.waiting.filter((w) => w.kind !== next.kind);
     this.active = admitted.length;
     for (const w of admitted) w.go();
   }
+}
+
+/** Runs `work` as one snapshot of every gate's account, entered one after another (a settlement holds several). */
+function inGates<T>(gates: BalanceGate[], work: () => Promise<T>, from = 0): Promise<T> {
+  const gate = gates[from];
+  return gate ? gate.run('snapshot', () => inGates(gates, work, from + 1)) : work();
 }
 
 /**
@@ -140,7 +157,18 @@ export class CreditReservations implements Charger {
   private closed = false;
   private lastSettled = 0;
   /** Counters since start: calls charged from holds, grants, refused refills, settlements, ledger rows written. */
-  readonly stats = { held: 0, fallback: 0, grants: 0, refusedRefills: 0, settlements: 0, rowsWritten: 0, unpaid: 0, failedSettlements: 0 };
+  readonly stats = {
+    held: 0,
+    fallback: 0,
+    grants: 0,
+    refusedRefills: 0,
+    settlements: 0,
+    rowsWritten: 0,
+    unpaid: 0,
+    failedSettlements: 0,
+    /** Grants, settlements, refunds and synchronous charges that waited for another's turn on their account (see BalanceGate). */
+    balanceWaits: 0,
+  };
 
   /** Holds this edge has open now (metrics). */
   openHolds(): number {
@@ -186,28 +214,19 @@ export class CreditReservations implements Charger {
     reason: string,
     queue: Queue,
     log: { error(object: Record<string, unknown>, message: string): void },
-    /** The charge's account, when the caller knows it: orders the refund against this edge's balance snapshots. */
-    accountId?: string,
+    /** The charge's account: orders the refund against this edge's balance snapshots of it. */
+    accountId: string,
   ): Promise<RefundOutcome> {
+    if (!this.options.enabled) return refundOrQueue(this.sql, queue, chargeId, reason, log);
     await this.recorded(chargeId);
-    const known = accountId === undefined ? undefined : this.accounts.get(accountId.toLowerCase());
-    if (known) return known.gate.run('refund', () => this.refundNow(chargeId, reason, queue, log));
-    return this.refundNow(chargeId, reason, queue, log);
-  }
-
-  private async refundNow(
-    chargeId: string,
-    reason: string,
-    queue: Queue,
-    log: { error(object: Record<string, unknown>, message: string): void },
-  ): Promise<RefundOutcome> {
-    const outcome = await refundOrQueue(this.sql, queue, chargeId, reason, log);
-    if (!outcome.refunded) return outcome;
-    const state = this.accounts.get(outcome.accountId.toLowerCase());
-    if (!state || state.holdId === null) return outcome;
-    // Refunded money lands outside every hold; without this the next held call would report one refund too little.
-    if (outcome.created) state.availableOutside += outcome.amountMicros;
-    return { ...outcome, balanceMicros: this.spendable(state) };
+    const state = this.stateOf(accountId);
+    return state.gate.run('delta', async () => {
+      const outcome = await refundOrQueue(this.sql, queue, chargeId, reason, log);
+      if (!outcome.refunded || outcome.accountId.toLowerCase() !== state.accountId || state.holdId === null) return outcome;
+      // Refunded money lands outside every hold; without this the next held call would report one refund too little.
+      if (outcome.created) state.availableOutside += outcome.amountMicros;
+      return { ...outcome, balanceMicros: this.spendable(state) };
+    });
   }
 
   /**
@@ -229,18 +248,19 @@ export class CreditReservations implements Charger {
   }
 
   /**
-   * A charge that does not come from a hold (a quiet account, a spend-limited agent key) for an
-   * account this edge holds money for: the charge's own answer counts what edges hold as spent, so
-   * the balance it reports is corrected to what the caller can spend.
+   * A charge that does not come from a hold (a quiet account, a spend-limited agent key, a call the
+   * hold could not cover): the synchronous charge. When this edge holds money for the account, the
+   * charge's own answer counts what edges hold as spent, so the balance it reports is what the
+   * caller can spend: the last snapshot less this charge (a delta, so charges run side by side).
    */
-  private async chargeBeside(req: ChargeRequest): Promise<ChargeResult> {
-    const held = this.accounts.get(req.accountId.toLowerCase());
-    const result = held && held.holdId !== null ? await held.gate.run('snapshot', () => this.fallback.charge(req)) : await this.fallback.charge(req);
-    const state = this.accounts.get(req.accountId.toLowerCase());
-    if (!result.ok || !state || state.holdId === null) return result;
-    // The synchronous charge answers the balance outside holds as of its commit.
-    state.availableOutside = result.balanceMicros;
-    return { ...result, balanceMicros: this.spendable(state) };
+  private chargeBeside(req: ChargeRequest): Promise<ChargeResult> {
+    const state = this.stateOf(req.accountId);
+    return state.gate.run('delta', async () => {
+      const result = await this.fallback.charge(req);
+      if (!result.ok || state.holdId === null) return result;
+      state.availableOutside -= result.costMicros;
+      return { ...result, balanceMicros: this.spendable(state) };
+    });
   }
 
   /** Resolves once the call charged `chargeId` (if it was charged from a hold) has its ledger row. */
@@ -305,7 +325,9 @@ export class CreditReservations implements Charger {
         previousSpend: 0n,
         lastCall: Date.now(),
         closing: false,
-        gate: new BalanceGate(),
+        gate: new BalanceGate(() => {
+          this.stats.balanceWaits += 1;
+        }),
       };
       this.accounts.set(key, state);
     }
@@ -377,7 +399,7 @@ export class CreditReservations implements Charger {
       await this.settle().catch(() => {});
     }
     this.stats.fallback += 1;
-    return this.fallback.charge(req);
+    return this.chargeBeside(req);
   }
 
   /** Asks Postgres for more of the account's balance; true when something was granted. */
@@ -388,33 +410,33 @@ export class CreditReservations implements Charger {
       try {
         // A hold being closed is never refilled: its settlement finishes first and a new one opens.
         if (state.closing) await this.settle();
-        const result = await state.gate.run('snapshot', () =>
-          reserveCredit(this.sql, {
+        return await state.gate.run('snapshot', async () => {
+          const result = await reserveCredit(this.sql, {
             accountId: state.accountId,
             edgeId: this.edgeId,
             holdId: state.holdId,
             wantMicros: want < needed ? needed : want,
             needMicros: needed,
             ttlSeconds: this.options.holdTtlSeconds,
-          }),
-        );
-        if (!result.ok) {
-          this.stats.refusedRefills += 1;
+          });
+          if (!result.ok) {
+            this.stats.refusedRefills += 1;
+            state.availableOutside = result.availableMicros;
+            return false;
+          }
+          this.stats.grants += 1;
+          if (result.holdId !== state.holdId) {
+            // A new hold (the first, or the old one was closed under us): nothing of the old one is ours any more.
+            state.holdId = result.holdId;
+            state.remaining = 0n;
+            state.released = 0n;
+            state.releasedSettled = 0n;
+          }
+          state.remaining += result.grantedMicros;
           state.availableOutside = result.availableMicros;
-          return false;
-        }
-        this.stats.grants += 1;
-        if (result.holdId !== state.holdId) {
-          // A new hold (the first, or the old one was closed under us): nothing of the old one is ours any more.
-          state.holdId = result.holdId;
-          state.remaining = 0n;
-          state.released = 0n;
-          state.releasedSettled = 0n;
-        }
-        state.remaining += result.grantedMicros;
-        state.availableOutside = result.availableMicros;
-        state.closing = false;
-        return true;
+          state.closing = false;
+          return true;
+        });
       } catch (error) {
         this.options.log.warn({ err: error, accountId: state.accountId }, 'credit hold could not be refilled; charging synchronously');
         return false;
@@ -440,7 +462,8 @@ export class CreditReservations implements Charger {
     const items: Array<{ state: AccountState; item: HoldSettlement; current: boolean }> = [];
     for (const state of this.accounts.values()) {
       if (state.holdId === null && state.pending.length === 0) {
-        if (now - state.lastCall > this.options.idleMs && state.refill === null) this.accounts.delete(state.accountId);
+        // Not while a refund or a charge of it is under way: its gate must stay the account's only one.
+        if (now - state.lastCall > this.options.idleMs && state.refill === null && state.gate.idle) this.accounts.delete(state.accountId);
         continue;
       }
       const current = state.holdId;
@@ -479,50 +502,52 @@ export class CreditReservations implements Charger {
     const keepAlive = this.hasHolds() && now - this.lastSettled > (this.options.holdTtlSeconds * 1000) / 3;
     if (items.length === 0 && !keepAlive) return;
     this.stats.settlements += 1;
-    let results;
-    try {
-      const gates = [...new Set(items.map((i) => i.state.gate))];
-      results = await inGates(gates, () =>
-        settleHolds(
+    // The answer is applied before the accounts' gates let the next grant in (see BalanceGate).
+    const gates = [...new Set(items.map((i) => i.state.gate))];
+    await inGates(gates, async () => {
+      let results: HoldSettled[];
+      try {
+        results = await settleHolds(
           this.sql,
           this.edgeId,
           items.map((i) => i.item),
           this.options.holdTtlSeconds,
-        ),
-      );
-      this.lastSettled = now;
-    } catch (error) {
-      // Nothing was written: the calls wait for the next settlement (their ids make the retry exact).
-      for (const state of new Set(items.map((i) => i.state))) {
-        state.pending = [...state.sending, ...state.pending];
-        state.sending = [];
-      }
-      this.stats.failedSettlements += 1;
-      this.options.log.warn({ err: error, holds: items.length }, 'credit holds could not be settled; retrying');
-      return;
-    }
-    results.forEach((result, i) => {
-      const { state, item, current } = items[i]!;
-      this.stats.rowsWritten += item.charges.length - result.unpaid.length;
-      state.sending = [];
-      state.availableOutside = result.availableMicros;
-      if (current && state.holdId === item.holdId && result.open) state.releasedSettled = item.releasedMicros;
-      if (result.unpaid.length > 0) {
-        this.stats.unpaid += result.unpaid.length;
-        this.options.log.error(
-          { accountId: state.accountId, holdId: item.holdId, calls: result.unpaid.length },
-          'calls charged from a hold closed under this edge could not be paid from the balance',
         );
+      } catch (error) {
+        // Nothing was written: the calls wait for the next settlement (their ids make the retry exact).
+        for (const state of new Set(items.map((i) => i.state))) {
+          state.pending = [...state.sending, ...state.pending];
+          state.sending = [];
+        }
+        this.stats.failedSettlements += 1;
+        this.options.log.warn({ err: error, holds: items.length }, 'credit holds could not be settled; retrying');
+        return;
       }
-      // Closed (by this settlement, or under the edge): whatever was left went back.
-      if (current && (!result.open || item.close) && state.holdId === item.holdId) {
-        state.holdId = null;
-        state.remaining = 0n;
-        state.released = 0n;
-        state.releasedSettled = 0n;
-        state.closing = false;
-      }
+      this.lastSettled = now;
+      results.forEach((result, i) => this.applySettled(items[i]!, result));
     });
+  }
+
+  private applySettled({ state, item, current }: { state: AccountState; item: HoldSettlement; current: boolean }, result: HoldSettled): void {
+    this.stats.rowsWritten += item.charges.length - result.unpaid.length;
+    state.sending = [];
+    state.availableOutside = result.availableMicros;
+    if (current && state.holdId === item.holdId && result.open) state.releasedSettled = item.releasedMicros;
+    if (result.unpaid.length > 0) {
+      this.stats.unpaid += result.unpaid.length;
+      this.options.log.error(
+        { accountId: state.accountId, holdId: item.holdId, calls: result.unpaid.length },
+        'calls charged from a hold closed under this edge could not be paid from the balance',
+      );
+    }
+    // Closed (by this settlement, or under the edge): whatever was left went back.
+    if (current && (!result.open || item.close) && state.holdId === item.holdId) {
+      state.holdId = null;
+      state.remaining = 0n;
+      state.released = 0n;
+      state.releasedSettled = 0n;
+      state.closing = false;
+    }
   }
 
   private hasHolds(): boolean {

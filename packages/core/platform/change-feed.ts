@@ -7,11 +7,11 @@ export const HEARTBEAT_MESSAGE = '~heartbeat';
 export interface ChangeFeedHeartbeat {
   /** The connection heartbeats are published on (not the subscriber's: that one can only listen). */
   publisher: Redis;
-  /** How often a heartbeat is published (default 1000 ms). */
+  /** How often a heartbeat is published (default 100 ms). */
   everyMs?: number;
-  /** Silence after which cached rows are no longer trusted (default 2000 ms). */
+  /** Silence after which cached rows are no longer trusted (default 700 ms). */
   staleAfterMs?: number;
-  /** Silence after which the subscriber connection is dropped and reopened (default 3 × staleAfterMs). */
+  /** Silence after which the subscriber connection is dropped and reopened (default 3000 ms). */
   reconnectAfterMs?: number;
   /** Told when the feed goes silent and when it is heard again. */
   onStateChange?: (state: 'silent' | 'heard', silentForMs: number) => void;
@@ -25,24 +25,33 @@ export interface ChangeFeedHeartbeat {
  *
  * A subscription can look alive and hear nothing (a half-open TCP connection, a paused client, a
  * proxy that stopped forwarding). With `heartbeat`, each instance publishes a heartbeat on the
- * channel every second; a feed that hears nothing (no heartbeat, no change) for `staleAfterMs` is not
- * `live` until it hears something again, and after `reconnectAfterMs` it reopens its connection.
+ * channel every `everyMs`; a feed that has heard nothing (no heartbeat, no change) for
+ * `staleAfterMs` is not `live`, decided on the clock at each read, until it hears something again,
+ * and after `reconnectAfterMs` it reopens its connection. A change made while the feed is silent
+ * therefore reaches this instance's readers within `staleAfterMs`, the design's "within a second"
+ * included, however late the heartbeat timer runs.
  */
 export class ChangeFeed {
   private subscriber: Redis | null = null;
   private subscribed = false;
   private changes = 0;
   private lastHeardAt = 0;
-  private silent = false;
+  /** The silence was reported (onStateChange 'silent') and nothing has been heard since. */
+  private reportedSilent = false;
   private lastReconnectAt = 0;
   private timer: NodeJS.Timeout | null = null;
+  private readonly staleAfterMs: number;
+  private readonly reconnectAfterMs: number;
 
   constructor(
     private readonly redisUrl: string,
     private readonly channel: string,
     private readonly handlers: { changed: (id: string) => void; lost: () => void },
     private readonly heartbeat?: ChangeFeedHeartbeat,
-  ) {}
+  ) {
+    this.staleAfterMs = heartbeat?.staleAfterMs ?? 700;
+    this.reconnectAfterMs = heartbeat?.reconnectAfterMs ?? 3_000;
+  }
 
   /** Moves on every announcement, every loss of the subscription and every local `invalidate()`. */
   get generation(): number {
@@ -54,9 +63,14 @@ export class ChangeFeed {
     this.changes += 1;
   }
 
-  /** True while announcements are being received, i.e. while cached rows may be used. */
+  /**
+   * True while announcements are being received, i.e. while cached rows may be used. With
+   * heartbeats, the silence is measured here rather than by the heartbeat timer: a cache consulted
+   * between two beats (or while a beat runs late under load) already distrusts a silent feed.
+   */
   get live(): boolean {
-    return this.subscribed && !this.silent;
+    if (!this.subscribed) return false;
+    return !this.heartbeat || Date.now() - this.lastHeardAt <= this.staleAfterMs;
   }
 
   start(): void {
@@ -91,7 +105,7 @@ export class ChangeFeed {
     subscriber.connect().catch(() => {});
     this.lastHeardAt = Date.now();
     if (this.heartbeat) {
-      this.timer = setInterval(() => this.beat(), this.heartbeat.everyMs ?? 1_000);
+      this.timer = setInterval(() => this.beat(), this.heartbeat.everyMs ?? 100);
       this.timer.unref();
     }
   }
@@ -106,10 +120,17 @@ export class ChangeFeed {
   }
 
   private heard(): void {
-    const silentFor = Date.now() - this.lastHeardAt;
-    this.lastHeardAt = Date.now();
-    if (this.silent) {
-      this.silent = false;
+    const now = Date.now();
+    const silentFor = now - this.lastHeardAt;
+    this.lastHeardAt = now;
+    if (this.heartbeat && silentFor > this.staleAfterMs) {
+      // The feed was silent, whether or not a beat noticed: an announcement may have been lost
+      // meanwhile, so what was cached before is dropped and a read begun before stores nothing.
+      this.changes += 1;
+      this.handlers.lost();
+    }
+    if (this.reportedSilent) {
+      this.reportedSilent = false;
       this.heartbeat?.onStateChange?.('heard', silentFor);
     }
   }
@@ -119,20 +140,25 @@ export class ChangeFeed {
     heartbeat.publisher.publish(this.channel, HEARTBEAT_MESSAGE).catch(() => {
       // Redis refusing the heartbeat shows up below as silence on every instance.
     });
+    // Judged after the I/O waiting now is read: a beat that runs late because the event loop was
+    // busy must not take messages that arrived meanwhile, unread, for silence.
+    setImmediate(() => this.judge());
+  }
+
+  /** Reports a silence (and frees the cache at once), and reopens a connection silent for too long. */
+  private judge(): void {
     const now = Date.now();
     const silentFor = now - this.lastHeardAt;
-    const staleAfter = heartbeat.staleAfterMs ?? 2_000;
-    if (this.subscribed && !this.silent && silentFor > staleAfter) {
-      this.silent = true;
+    if (this.subscribed && !this.reportedSilent && silentFor > this.staleAfterMs) {
+      this.reportedSilent = true;
       this.changes += 1;
       this.handlers.lost();
-      heartbeat.onStateChange?.('silent', silentFor);
+      this.heartbeat?.onStateChange?.('silent', silentFor);
     }
-    const reconnectAfter = heartbeat.reconnectAfterMs ?? 3 * staleAfter;
     // A connection that is up but hears nothing (not even the answer to SUBSCRIBE) may be
     // half-open: drop it; ioredis reconnects and 'ready' subscribes again. A connection that is
     // down is ioredis's to retry.
-    if (this.subscriber?.status === 'ready' && silentFor > reconnectAfter && now - this.lastReconnectAt > reconnectAfter) {
+    if (this.subscriber?.status === 'ready' && silentFor > this.reconnectAfterMs && now - this.lastReconnectAt > this.reconnectAfterMs) {
       this.lastReconnectAt = now;
       this.subscriber?.disconnect(true);
     }

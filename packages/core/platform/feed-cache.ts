@@ -24,8 +24,9 @@ export interface FeedCacheOptions<V> {
 /**
  * A read-through, in-process cache of rows that any instance may change, kept honest by a ChangeFeed:
  * an announced key is evicted on every instance at once, and while the feed is not live the cache is
- * bypassed. A value read while a change was announced (the feed's generation moved) is served but not
- * stored, so a stale read never outlives the change it raced with.
+ * bypassed. A value read while a change was announced (the feed's generation moved), or begun while
+ * the feed was not live, is served but not stored, so a stale read never outlives the change it
+ * raced with.
  *
  * Subclasses give `read` the loader of their rows (ApiCache, ConnectionCache, the key verifier's KeyRows).
  */
@@ -72,10 +73,14 @@ export class FeedCache<V> {
       const hit = this.entries.get(key);
       if (hit && hit.expiresAt > now) return hit.value;
     }
+    // A value is stored only if the feed was live for the whole read: one read before the
+    // subscription came up (or while the feed was silent) may predate a change whose announcement
+    // this instance never heard, and a generation that did not move cannot tell.
+    const liveBefore = feed?.live ?? false;
     const generation = feed?.generation;
     const value = await load();
     const { ttlMs, maxEntries, keep, announcedAs } = this.feedOptions;
-    if (feed?.live && ttlMs > 0 && generation === feed.generation && (keep?.(value) ?? true)) {
+    if (liveBefore && feed?.live && ttlMs > 0 && generation === feed.generation && (keep?.(value) ?? true)) {
       if (this.entries.size >= maxEntries) this.clear();
       this.entries.set(key, { value, expiresAt: now + ttlMs });
       const id = announcedAs?.(value);
