@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm test`: installs what is missing, provisions Postgres, Redis and Temporal like `npm run up`,
-# then runs lint, typecheck and the whole test suite against the real services.
+# then runs the whole test suite against the real services, with lint and typecheck beside it.
 . "$(dirname "$0")/lib.sh"
 trap 'stop_checks; stop_started' EXIT
 trap 'exit 130' INT TERM
