@@ -93,10 +93,13 @@ async function restoreEmbeddings(sql: Sql, cache: string): Promise<number> {
   const values = rows
     .filter((row) => ids.has(row.api_id))
     .map((row) => ({ api_id: row.api_id, model: row.model, text_hash: row.text_hash, vector: Buffer.from(row.vector, 'base64') }));
+  let inserted = 0;
   for (let at = 0; at < values.length; at += 500) {
-    await sql`insert into api_embeddings ${sql(values.slice(at, at + 500), 'api_id', 'model', 'text_hash', 'vector')} on conflict (api_id) do nothing`;
+    const result =
+      await sql`insert into api_embeddings ${sql(values.slice(at, at + 500), 'api_id', 'model', 'text_hash', 'vector')} on conflict (api_id) do nothing`;
+    inserted += result.count;
   }
-  return values.length;
+  return inserted;
 }
 
 async function saveEmbeddings(sql: Sql, cache: string): Promise<void> {
