@@ -10,6 +10,7 @@
 // resident memory (VmRSS of /proc/<pid>/status: every thread, the ranking threads included) every
 // minute, and at the end its start / peak / last and the growth over the last half; the same, apart,
 // for the directory ranking process (which holds the index and the embedding model for every edge).
+// SOAK_EDGE_NODE_FLAGS passes node flags to the edge alone (V8 heap limits, to measure them).
 // SOAK_HEAP_SNAPSHOTS=1 also writes two heap snapshots of the edge's main thread (after the first
 // minute and at the end; `--heapsnapshot-signal`) and prints the constructors whose retained self
 // size grew most between them.
@@ -36,6 +37,8 @@ const MCP_RPS = Number(process.env.SOAK_MCP_RPS ?? 4);
 const SSE_OPEN_MS = Number(process.env.SOAK_SSE_OPEN_MS ?? 1000);
 const SSE_HOLD_MS = Number(process.env.SOAK_SSE_HOLD_MS ?? 8000);
 const HEAP_SNAPSHOTS = process.env.SOAK_HEAP_SNAPSHOTS === '1';
+/** Extra node flags for the edge only (space-separated), e.g. V8 heap limits to measure. */
+const EDGE_NODE_FLAGS = (process.env.SOAK_EDGE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const ACCOUNTS = 8;
 const RUN_ID = `soak-${process.pid}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -132,7 +135,7 @@ try {
   const origin = `http://127.0.0.1:${port}`;
   const edge = startChild('edge', 'apps/edge/src/server.ts', [], {
     stdout: join(tmp, 'edge.log'),
-    nodeFlags: HEAP_SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${tmp}`] : [],
+    nodeFlags: [...EDGE_NODE_FLAGS, ...(HEAP_SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${tmp}`] : [])],
     env: {
       ...stackEnv,
       HOST: '127.0.0.1',
@@ -146,7 +149,9 @@ try {
   children.push(edge);
   await waitForHttp(`${origin}/api/v1/health`, 120_000, edge);
   const pid = edge.process.pid!;
-  say(`edge pid ${pid} on ${origin}; directory ranking process pid ${rankerPid} on ${workers.rankUrl}; logs in ${tmp}`);
+  say(
+    `edge pid ${pid} on ${origin}${EDGE_NODE_FLAGS.length ? ` (node flags: ${EDGE_NODE_FLAGS.join(' ')})` : ''}; directory ranking process pid ${rankerPid} on ${workers.rankUrl}; logs in ${tmp}`,
+  );
 
   // --- the load ------------------------------------------------------------------------------------
   const pool = new Pool(origin, { connections: 32, keepAliveTimeout: 30_000 });
