@@ -5,7 +5,7 @@
  *
  * The wire: `POST /search` and `POST /discover` with the request (SearchRequest, DiscoverRequest) as
  * JSON; 200 carries the answer's JSON bytes exactly as the edge sends them. A PlatformError comes back
- * with its status and `{ ok: false, error, code, hint?, details? }`; any other failure as 500
+ * with its status and `{ ok: false, error, code, hint?, details?, headers? }`; any other failure as 500
  * `{ failure: { message, code } }`, which the edge rethrows with the same `code` (so a database that
  * is down still answers 503 through the edge's error handler). `GET /health` answers 200 while the
  * process serves.
@@ -24,6 +24,8 @@ import type { DirectoryRanking, RankPoolLog } from './rank-pool.js';
 const MAX_BODY_BYTES = 1_000_000;
 /** An answer slower than this is given up: the first request after a start waits for the index load (a few seconds). */
 const ANSWER_TIMEOUT_MS = 30_000;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const unavailable = (cause: unknown) =>
   new PlatformError('service_unavailable', 'Search and discovery are unavailable: the directory ranking process does not answer', {
@@ -96,7 +98,14 @@ export class RemoteRanking implements DirectoryRanking {
       throw isConnectionFailure(error) ? unavailable(error) : error;
     }
     if (res.statusCode === 200) return body;
-    let reply: { code?: unknown; error?: unknown; hint?: unknown; details?: unknown; failure?: { message?: unknown; code?: unknown } };
+    let reply: {
+      code?: unknown;
+      error?: unknown;
+      hint?: unknown;
+      details?: unknown;
+      headers?: unknown;
+      failure?: { message?: unknown; code?: unknown };
+    };
     try {
       reply = JSON.parse(body.toString('utf8')) as typeof reply;
     } catch {
@@ -105,7 +114,8 @@ export class RemoteRanking implements DirectoryRanking {
     if (typeof reply.code === 'string' && reply.code in ERROR_STATUS) {
       throw new PlatformError(reply.code as ErrorCode, String(reply.error ?? ''), {
         ...(typeof reply.hint === 'string' ? { hint: reply.hint } : {}),
-        ...(reply.details && typeof reply.details === 'object' ? { details: reply.details as Record<string, unknown> } : {}),
+        ...(isObject(reply.details) ? { details: reply.details } : {}),
+        ...(isObject(reply.headers) ? { headers: reply.headers as Record<string, string> } : {}),
       });
     }
     const error = new Error(String(reply.failure?.message ?? `the directory ranking process answered ${res.statusCode}`)) as Error & {
@@ -131,8 +141,6 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = Buffer.from(JSON.stringify(value));
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The ranking process's side: an HTTP server answering `ranking` (its own index, on its event loop or
@@ -165,7 +173,14 @@ export function rankingServer(ranking: DirectoryRanking, log: RankPoolLog): Serv
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length }).end(answer);
       } catch (error) {
         if (error instanceof PlatformError) {
-          return sendJson(res, error.status, { ok: false, error: error.message, code: error.code, hint: error.hint, details: error.details });
+          return sendJson(res, error.status, {
+            ok: false,
+            error: error.message,
+            code: error.code,
+            hint: error.hint,
+            details: error.details,
+            headers: error.headers,
+          });
         }
         const err = error as { message?: unknown; code?: unknown };
         log.warn({ err: error, op }, 'directory ranking failed');
