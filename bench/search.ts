@@ -175,7 +175,8 @@ async function startEdge(cacheSeconds: number, prefix: string, nodeFlags: string
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  // Up to three minutes: the ranking process loads its index (a few seconds on a quiet host, much longer on a loaded one).
+  for (let i = 0; i < 1800; i++) {
     try {
       // The first search waits for the ranking process's index; wait for it so runs measure the steady state.
       const res = await fetch(`${url}/api/v1/apis?q=weather&limit=1`);
