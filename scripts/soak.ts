@@ -1,13 +1,16 @@
 // The edge's memory under an hour of mixed load (issue 34: an edge in at most 300 MB, its last 30
 // minutes growing by less than 10%). Not part of `npm test` or `npm run bench`: `npm run soak`.
 // Starts the platform as production would: the edge's real entry point (apps/edge/src/server.ts)
-// with the queue workers and the Temporal worker beside it (bench/lib/stack.ts), on the bench
+// with the queue workers, the Temporal worker and the directory ranking process beside it
+// (bench/lib/stack.ts; the edge asks the ranking process for search and discovery), on the bench
 // database (scripts/bench.sh provisions it with the full APIs.guru catalog, so discovery ranks over
 // the real directory). Drives mixed load for SOAK_MINUTES (default 60): metered proxy calls to a local
 // upstream, discovery queries with varied tasks (the tuning sets' tasks), activity SSE streams opened
 // and closed, and MCP tool calls (discover_apis, get_balance, call_api). Prints the edge's total
 // resident memory (VmRSS of /proc/<pid>/status: every thread, the ranking threads included) every
-// minute, and at the end its start / peak / last and the growth over the last half.
+// minute, and at the end its start / peak / last and the growth over the last half; the same, apart,
+// for the directory ranking process (which holds the index and the embedding model for every edge).
+// SOAK_EDGE_NODE_FLAGS passes node flags to the edge alone (V8 heap limits, to measure them).
 // SOAK_HEAP_SNAPSHOTS=1 also writes two heap snapshots of the edge's main thread (after the first
 // minute and at the end; `--heapsnapshot-signal`) and prints the constructors whose retained self
 // size grew most between them.
@@ -34,6 +37,8 @@ const MCP_RPS = Number(process.env.SOAK_MCP_RPS ?? 4);
 const SSE_OPEN_MS = Number(process.env.SOAK_SSE_OPEN_MS ?? 1000);
 const SSE_HOLD_MS = Number(process.env.SOAK_SSE_HOLD_MS ?? 8000);
 const HEAP_SNAPSHOTS = process.env.SOAK_HEAP_SNAPSHOTS === '1';
+/** Extra node flags for the edge only (space-separated), e.g. V8 heap limits to measure. */
+const EDGE_NODE_FLAGS = (process.env.SOAK_EDGE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const ACCOUNTS = 8;
 const RUN_ID = `soak-${process.pid}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -124,12 +129,13 @@ try {
     TEMPORAL_NAMESPACE: settings.TEMPORAL_NAMESPACE,
     TEMPORAL_TASK_QUEUE: RUN_ID,
   };
-  await startWorkers(stackEnv, tmp, (child) => children.push(child));
+  const workers = await startWorkers(stackEnv, tmp, (child) => children.push(child));
+  const rankerPid = workers.ranker.process.pid!;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const edge = startChild('edge', 'apps/edge/src/server.ts', [], {
     stdout: join(tmp, 'edge.log'),
-    nodeFlags: HEAP_SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${tmp}`] : [],
+    nodeFlags: [...EDGE_NODE_FLAGS, ...(HEAP_SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${tmp}`] : [])],
     env: {
       ...stackEnv,
       HOST: '127.0.0.1',
@@ -143,7 +149,9 @@ try {
   children.push(edge);
   await waitForHttp(`${origin}/api/v1/health`, 120_000, edge);
   const pid = edge.process.pid!;
-  say(`edge pid ${pid} on ${origin}; logs in ${tmp}`);
+  say(
+    `edge pid ${pid} on ${origin}${EDGE_NODE_FLAGS.length ? ` (node flags: ${EDGE_NODE_FLAGS.join(' ')})` : ''}; directory ranking process pid ${rankerPid} on ${workers.rankUrl}; logs in ${tmp}`,
+  );
 
   // --- the load ------------------------------------------------------------------------------------
   const pool = new Pool(origin, { connections: 32, keepAliveTimeout: 30_000 });
@@ -239,13 +247,15 @@ try {
   ]);
 
   // --- the samples ---------------------------------------------------------------------------------
-  const samples: Array<{ minute: number; rssKb: number; anonKb: number; fileKb: number; threads: number }> = [];
+  const samples: Array<{ minute: number; rssKb: number; anonKb: number; fileKb: number; threads: number; rankerKb: number }> = [];
   const label = (minute: number) => String(Number(minute.toFixed(2)));
   const sample = (minute: number) => {
     const m = memoryOf(pid);
-    samples.push({ minute, ...m });
+    const r = memoryOf(rankerPid);
+    samples.push({ minute, ...m, rankerKb: r.rssKb });
     say(
-      `minute ${label(minute).padStart(3)}: RSS ${mb(m.rssKb)} (anonymous ${mb(m.anonKb)}, files ${mb(m.fileKb)}; ${m.threads} threads) · so far ${counts.proxy} proxy calls, ` +
+      `minute ${label(minute).padStart(3)}: RSS ${mb(m.rssKb)} (anonymous ${mb(m.anonKb)}, files ${mb(m.fileKb)}; ${m.threads} threads) · ` +
+        `ranking process ${mb(r.rssKb)} (${r.threads} threads) · so far ${counts.proxy} proxy calls, ` +
         `${counts.discover} discoveries, ${counts.mcp} MCP tool calls, ${counts.sseOpened} SSE streams opened, ${counts.failed} failed`,
     );
   };
@@ -274,12 +284,16 @@ try {
     if (HEAP_SNAPSHOTS && minute === 1) firstSnapshot = await snapshot('after the first minute');
   }
   await load;
-  say(
-    'resident memory by kind (smaps): ' +
-      Object.entries(memoryByKind(pid))
-        .map(([kind, mbs]) => `${kind} ${mbs.toFixed(0)} MB`)
-        .join(', '),
-  );
+  for (const [who, of] of [
+    ['edge', pid],
+    ['ranking process', rankerPid],
+  ] as const)
+    say(
+      `resident memory by kind (smaps), ${who}: ` +
+        Object.entries(memoryByKind(of))
+          .map(([kind, mbs]) => `${kind} ${mbs.toFixed(0)} MB`)
+          .join(', '),
+    );
   const lastSnapshot = HEAP_SNAPSHOTS ? await snapshot('at the end') : null;
 
   // --- the summary ---------------------------------------------------------------------------------
@@ -293,8 +307,15 @@ try {
     `RSS start ${mb(first.rssKb)}, peak ${mb(peak.rssKb)} (minute ${label(peak.minute)}), last ${mb(last.rssKb)}; ` +
       `growth over the last half (minute ${label(half.minute)} to ${label(last.minute)}): ${(growth * 100).toFixed(1)} %`,
   );
+  const rankerPeak = samples.reduce((a, b) => (b.rankerKb > a.rankerKb ? b : a));
+  const rankerGrowth = (last.rankerKb - half.rankerKb) / half.rankerKb;
+  say('ranking process series (minute, RSS MB): ' + samples.map((s) => `${label(s.minute)} ${(s.rankerKb / 1024).toFixed(0)}`).join(' · '));
   say(
-    `targets (issue 34): at most 300 MB: ${peak.rssKb <= 300 * 1024 ? 'met' : 'missed'}; last half grows < 10 %: ${growth < 0.1 ? 'met' : 'missed'}`,
+    `ranking process RSS start ${mb(first.rankerKb)}, peak ${mb(rankerPeak.rankerKb)} (minute ${label(rankerPeak.minute)}), last ${mb(last.rankerKb)}; ` +
+      `growth over the last half: ${(rankerGrowth * 100).toFixed(1)} %`,
+  );
+  say(
+    `targets (issue 34, the edge): at most 300 MB: ${peak.rssKb <= 300 * 1024 ? 'met' : 'missed'}; last half grows < 10 %: ${growth < 0.1 ? 'met' : 'missed'}`,
   );
   say(
     `load: ${counts.proxy} proxy calls, ${counts.discover} discoveries, ${counts.mcp} MCP tool calls, ${counts.sseOpened} SSE streams; ` +

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm run up`: installs what is missing, starts or checks Postgres, Redis and Temporal, applies
-# migrations and seed data, then runs the edge and every worker in the foreground. Ctrl-C stops
+# migrations and seed data, then runs the edge, the directory ranking process and every worker in the foreground. Ctrl-C stops
 # everything this script started (services that were already running are left alone).
 . "$(dirname "$0")/lib.sh"
 
@@ -82,6 +82,10 @@ if [ -z "${SMTP_URL:-}" ]; then
   run_process mail-catcher node_modules/.bin/tsx scripts/mail-catcher.ts
   MAIL_NOTE="http://127.0.0.1:${MAIL_CATCHER_HTTP_PORT:-1080}/   (development mail catcher: e-mail lands here, nothing is delivered)"
 fi
+# Search and discovery are ranked by one process the edges share (docs/decisions/directory-ranking-process.md).
+export DIRECTORY_RANK_PORT=${DIRECTORY_RANK_PORT:-3090}
+export DIRECTORY_RANK_URL=${DIRECTORY_RANK_URL:-http://127.0.0.1:$DIRECTORY_RANK_PORT}
+run_process directory-ranker node_modules/.bin/tsx workers/directory/main.ts
 run_process edge node_modules/.bin/tsx apps/edge/src/server.ts
 run_process temporal-worker node_modules/.bin/tsx workers/temporal/main.ts
 run_process queue-workers node_modules/.bin/tsx workers/queues/main.ts
@@ -98,6 +102,7 @@ cat <<MSG
   API            $PUBLIC_URL/api/v1          (health: $PUBLIC_URL/api/v1/health)
   API reference  $PUBLIC_URL/api/v1/reference
   Dashboard      $DASHBOARD
+  Ranking        $DIRECTORY_RANK_URL   (the directory ranking process the edge asks; private)
   Temporal UI    $TEMPORAL_UI_URL
   Queue board    $QUEUE_BOARD
   Mail           $MAIL_NOTE

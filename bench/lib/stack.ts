@@ -1,14 +1,15 @@
 // The platform's worker processes, started as a benchmark's children beside the edge, the way
 // `npm run up` starts them (scripts/up.sh): the BullMQ queue workers (`workers/queues/main.ts`: usage
-// aggregation, refunds and their reconciler, credit-hold recovery, retention, webhooks, ...) and the
-// Temporal worker (`workers/temporal/main.ts`). They are not pinned: like Postgres and Redis they float
+// aggregation, refunds and their reconciler, credit-hold recovery, retention, webhooks, ...), the
+// Temporal worker (`workers/temporal/main.ts`) and the directory ranking process
+// (`workers/directory/main.ts`). They are not pinned: like Postgres and Redis they float
 // over every CPU. Each writes its log to a file of its own.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { usageBatchJob } from '#core/billing';
 import { createRedis, TemporalGateway } from '#core/platform';
-import { startChild, type Child } from './procs.js';
+import { freePort, startChild, type Child } from './procs.js';
 
 export interface StackEnv extends NodeJS.ProcessEnv {
   DATABASE_URL: string;
@@ -22,7 +23,11 @@ export interface StackEnv extends NodeJS.ProcessEnv {
 export interface Workers {
   queue: Child;
   temporal: Child;
-  /** Milliseconds until both were ready. */
+  /** The directory ranking process (workers/directory/main.ts) the edges ask for search and discovery. */
+  ranker: Child;
+  /** Where it listens (also set as `env.DIRECTORY_RANK_URL`). */
+  rankUrl: string;
+  /** Milliseconds until all three were ready. */
   readyMs: number;
 }
 
@@ -49,9 +54,11 @@ async function waitUntil(what: string, child: Child, logFile: string, timeoutMs:
 }
 
 /**
- * Starts the queue workers and the Temporal worker with `env` (the edge's own: same database, Redis
- * prefix, Temporal task queue and log level) and waits until they are ready: a BullMQ worker is
- * registered on the usage queue under the prefix, and the task queue has a workflow poller.
+ * Starts the queue workers, the Temporal worker and the directory ranking process with `env` (the
+ * edge's own: same database, Redis prefix, Temporal task queue and log level) and waits until they
+ * are ready: a BullMQ worker is registered on the usage queue under the prefix, the task queue has a
+ * workflow poller, and the ranking process answers its /health. Sets `env.DIRECTORY_RANK_URL` to the
+ * ranking process, so that edges started with `env` ask it, as `npm run up` runs them.
  * `onStart` sees each child as soon as it is spawned (to stop it on failure).
  */
 export async function startWorkers(env: StackEnv, logDir: string, onStart: (child: Child) => void, timeoutMs = 120_000): Promise<Workers> {
@@ -62,6 +69,8 @@ export async function startWorkers(env: StackEnv, logDir: string, onStart: (chil
   onStart(queue);
   const temporal = startChild('temporal-worker', 'workers/temporal/main.ts', [], { env, stdout: temporalLog });
   onStart(temporal);
+  const { child: ranker, url: rankUrl } = await startRanker(env, logDir, onStart, timeoutMs);
+  env.DIRECTORY_RANK_URL = rankUrl;
 
   const redis = createRedis(env.REDIS_URL, 'queue', { connectionName: 'bench-readiness' });
   const usageQueue = new Queue(usageBatchJob.queue, { connection: redis, prefix: env.REDIS_PREFIX });
@@ -83,7 +92,29 @@ export async function startWorkers(env: StackEnv, logDir: string, onStart: (chil
     redis.disconnect();
     await gateway.close();
   }
-  return { queue, temporal, readyMs: Date.now() - t0 };
+  return { queue, temporal, ranker, rankUrl, readyMs: Date.now() - t0 };
+}
+
+/**
+ * Starts the directory ranking process (workers/directory/main.ts) on a free loopback port with `env`
+ * and waits until it answers its /health (it loads its index meanwhile; the first question waits for that).
+ */
+export async function startRanker(
+  env: NodeJS.ProcessEnv,
+  logDir: string,
+  onStart: (child: Child) => void,
+  timeoutMs = 120_000,
+): Promise<{ child: Child; url: string }> {
+  const port = await freePort();
+  const logFile = join(logDir, 'directory-ranker.log');
+  const child = startChild('directory-ranker', 'workers/directory/main.ts', [], {
+    env: { ...env, DIRECTORY_RANK_HOST: '127.0.0.1', DIRECTORY_RANK_PORT: String(port) },
+    stdout: logFile,
+  });
+  onStart(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil('the directory ranking process answered', child, logFile, timeoutMs, async () => (await fetch(`${url}/health`)).ok);
+  return { child, url };
 }
 
 /**

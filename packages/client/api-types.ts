@@ -10095,6 +10095,8 @@ export interface paths {
                         "application/json": {
                             checks: {
                                 /** @enum {string} */
+                                directory?: "up" | "down";
+                                /** @enum {string} */
                                 postgres: "up" | "down";
                                 /** @enum {string} */
                                 redis: "up" | "down";
@@ -10118,6 +10120,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             checks: {
+                                /** @enum {string} */
+                                directory?: "up" | "down";
                                 /** @enum {string} */
                                 postgres: "up" | "down";
                                 /** @enum {string} */

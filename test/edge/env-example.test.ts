@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { edgeSettings, loadEdgeSettings } from '#edge/config';
 import { loadWorkerSettings } from '#workers/settings';
+import { loadRankerSettings } from '#workers/directory/settings';
 
 /** `.env.example` as scripts/lib.sh reads a `.env` (shell assignments; comments and blank lines skipped). */
 function readExample(): Record<string, string> {
@@ -19,6 +20,9 @@ describe('.env.example', () => {
     expect(Object.keys(env).length).toBeGreaterThan(20);
     const edge = loadEdgeSettings({ ...env });
     expect(() => loadWorkerSettings({ ...env })).not.toThrow();
+    const ranker = loadRankerSettings({ ...env });
+    // The edges ask the ranking process where it listens.
+    expect(edge.DIRECTORY_RANK_URL).toBe(`http://${ranker.DIRECTORY_RANK_HOST}:${ranker.DIRECTORY_RANK_PORT}`);
     // Each value it sets is the one the edge would use anyway, so copying it changes nothing by surprise.
     const defaults = edgeSettings.parse({});
     for (const [name, value] of Object.entries(env)) {

@@ -32,6 +32,8 @@ export function testEdgeSettings(overrides: Record<string, string> = {}): EdgeSe
     // Ranking on the event loop: each test app would otherwise start two worker threads with their own
     // copy of the index. The worker path is tested on its own (test/edge/directory-index.test.ts).
     DIRECTORY_RANK_WORKERS: '0',
+    // In process unless a test starts a ranking process (test/edge/directory-ranker.test.ts).
+    DIRECTORY_RANK_URL: '',
     ...overrides,
   });
 }

@@ -149,12 +149,23 @@ export const edgeSettings = sharedSettings
     /** Seconds search, discovery and category answers stay in the shared Redis cache; 0 disables it. */
     DIRECTORY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
     /**
-     * Worker threads that rank and render search and discovery answers beside the event loop (started
-     * with the first search), each with its own copy of the directory index and of discovery's embedding
-     * model: about 380 MB of memory at rest and up to 500 MB more under sustained load, and two database connections. 0 ranks on the
-     * event loop, which uses less memory and suits a single core.
+     * With DIRECTORY_RANK_URL empty only (tests, development): worker threads that rank and render search
+     * and discovery answers beside the edge's event loop (started with the first search), each with its own
+     * copy of the directory index and of discovery's embedding model: about 380 MB of memory at rest and up
+     * to 500 MB more under sustained load, and two database connections. 0 ranks on the event loop. The
+     * ranking process reads the same setting for its own threads.
      */
     DIRECTORY_RANK_WORKERS: z.coerce.number().int().min(0).max(32).default(2),
+    /**
+     * Where search and discovery are ranked: the directory ranking process every edge on the machine
+     * shares (workers/directory/main.ts, listening on DIRECTORY_RANK_HOST:DIRECTORY_RANK_PORT), so that
+     * an edge holds no index. Empty ranks in this process (DIRECTORY_RANK_WORKERS), for tests and
+     * development only: each edge then holds its own copies (docs/decisions/directory-ranking-process.md).
+     */
+    DIRECTORY_RANK_URL: z
+      .union([z.literal(''), z.string().url()])
+      .default('http://127.0.0.1:3090')
+      .transform((value) => value || null),
     /**
      * Discovery's sentence-embedding model (docs/DISCOVERY.md): empty for the one the provisioning
      * scripts build into .venv/models, 'off' to rank by words only. About 75 MB per ranking thread.

@@ -35,6 +35,7 @@ export type { ImportOptions } from './import.js';
 export { LiveDirectoryIndex, splitCompound } from './index-loader.js';
 export { inProcessRanking, RankPool } from './rank-pool.js';
 export type { DirectoryRanking } from './rank-pool.js';
+export { rankingServer, RemoteRanking } from './rank-remote.js';
 export type { ApiSummaryRow } from './index-types.js';
 export { directoryIndexingJob, enqueueDirectoryJob } from './indexing-job.js';
 export { similarity, wordSimilarityOf } from './scoring.js';

@@ -1,23 +1,39 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { CallabilityCatalog, inProcessRanking, LiveDirectoryIndex, modelDirSetting, RankPool, type DirectoryRanking } from '#core/directory';
+import {
+  CallabilityCatalog,
+  inProcessRanking,
+  LiveDirectoryIndex,
+  modelDirSetting,
+  RankPool,
+  RemoteRanking,
+  type DirectoryRanking,
+} from '#core/directory';
 
 declare module 'fastify' {
   interface FastifyInstance {
     directoryIndex: LiveDirectoryIndex;
-    /** Search and discovery answers: ranked on this event loop, or in worker threads (DIRECTORY_RANK_WORKERS). */
+    /**
+     * Search and discovery answers: from the directory ranking process (DIRECTORY_RANK_URL), or ranked
+     * in this process, on its event loop or in worker threads (DIRECTORY_RANK_WORKERS).
+     */
     directoryRanking: DirectoryRanking;
+    /** The ranking process this edge asks, for GET /health; null when it ranks in process. */
+    remoteRanking: RemoteRanking | null;
     /** Every API's access facts, for "can I call this?" (see CallabilityCatalog). */
     callability: CallabilityCatalog;
   }
 }
 
 /**
- * The edge's in-process ranking index of the catalog (see LiveDirectoryIndex), its API access facts
- * for "can I call this?" (CallabilityCatalog), and where search and
- * discovery rank: on the event loop from that index (DIRECTORY_RANK_WORKERS=0), or in a pool of
- * worker threads with an index each (RankPool), which leaves the index here unloaded unless
- * something else asks it. Both are closed with the app.
+ * The edge's API access facts for "can I call this?" (CallabilityCatalog) and where search and
+ * discovery rank: in the directory ranking process every edge on the machine shares
+ * (DIRECTORY_RANK_URL; docs/decisions/directory-ranking-process.md), or, for tests and development,
+ * in this process: on the event loop from the in-process index (DIRECTORY_RANK_WORKERS=0) or in a
+ * pool of worker threads with an index each (RankPool). The in-process index (LiveDirectoryIndex)
+ * is decorated either way but loads only when something asks it: the routes rank through
+ * directoryRanking, and browsing without q reads Postgres, so with a ranking process or worker
+ * threads it stays unloaded (the tests and the evaluation script use it). All are closed with the app.
  */
 export default fp(
   async function directoryIndexPlugin(app: FastifyInstance) {
@@ -28,11 +44,16 @@ export default fp(
     app.decorate('directoryIndex', index);
     const callability = new CallabilityCatalog(sql, app.log);
     app.decorate('callability', callability);
+    const remote = settings.DIRECTORY_RANK_URL === null ? null : new RemoteRanking(settings.DIRECTORY_RANK_URL);
     const workers = settings.DIRECTORY_RANK_WORKERS;
-    const pool = workers > 0 ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, log: app.log }) : null;
-    app.decorate('directoryRanking', pool ?? inProcessRanking(index, callability));
+    const pool =
+      remote === null && workers > 0
+        ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, log: app.log })
+        : null;
+    app.decorate('remoteRanking', remote);
+    app.decorate('directoryRanking', remote ?? pool ?? inProcessRanking(index, callability));
     app.addHook('onClose', async () => {
-      await Promise.all([index.close(), pool?.close(), callability.close()]);
+      await Promise.all([index.close(), pool?.close(), remote?.close(), callability.close()]);
     });
   },
   { name: 'directory-index', dependencies: ['deps'] },

@@ -5,7 +5,13 @@ const check = z.enum(['up', 'down']);
 const healthBody = z.object({
   ok: z.boolean(),
   status: z.enum(['healthy', 'degraded']),
-  checks: z.object({ postgres: check, redis: check, temporal: check }),
+  checks: z.object({
+    postgres: check,
+    redis: check,
+    temporal: check,
+    /** The directory ranking process search and discovery come from; absent when this edge ranks in process. */
+    directory: check.optional(),
+  }),
   error: z.string().optional(),
   code: z.string().optional(),
   hint: z.string().optional(),
@@ -28,7 +34,10 @@ async function probe(fn: () => Promise<unknown>, timeoutMs = 1_500): Promise<'up
   }
 }
 
-/** GET /health: checks Postgres, Redis and Temporal for real; 503 "degraded" when any is down. */
+/**
+ * GET /health: checks Postgres, Redis, Temporal and (when the edge uses one) the directory ranking
+ * process for real; 503 "degraded" when any is down.
+ */
 const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/health',
@@ -43,12 +52,14 @@ const healthRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (_request, reply) => {
       const { sql, redis, temporal } = app.deps;
-      const [postgres, redisState, temporalState] = await Promise.all([
+      const remote = app.remoteRanking;
+      const [postgres, redisState, temporalState, directory] = await Promise.all([
         probe(() => sql`select 1`),
         probe(() => redis.ping()),
         probe(() => temporal.check()),
+        remote ? probe(() => remote.check()) : undefined,
       ]);
-      const checks = { postgres, redis: redisState, temporal: temporalState };
+      const checks = { postgres, redis: redisState, temporal: temporalState, ...(directory ? { directory } : {}) };
       const down = Object.entries(checks)
         .filter(([, state]) => state === 'down')
         .map(([name]) => name);
