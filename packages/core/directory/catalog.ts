@@ -19,7 +19,6 @@ import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
 import { UNCATEGORIZED, type DirectoryIndex } from './search-index.js';
 import { nearestOf } from './semantic.js';
-import { needOf } from './need.js';
 import { cutAtWord, SUMMARY_DESCRIPTION_LENGTH, type AuthScheme } from './text.js';
 import type { ApiOAuth } from '#contracts/auth-scheme';
 import type { Db, SqlFragment } from '#db/sql';
@@ -202,15 +201,11 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
   // Each concept group: the word, its correction and vocabulary expansions (full weight), then its
   // WordNet relatives, none weighing more than its factor times the word's own weight (a rare
   // relative must not become the measure of the group it joined).
-  const need = discovery ? needOf(normalized) : null;
-  const contextFactor = Number(process.env.X_NEED_LEX ?? '1');
-  const inNeed = new Set(need?.words ?? words);
   const groupTerms = words.map((w) => {
-    const base = inNeed.has(w) ? 1 : contextFactor;
     const terms = new Map<string, number>();
-    for (const t of [w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)]) terms.set(t, base);
+    for (const t of [w, ...(corrections[w] ? [corrections[w]] : []), ...expansionsFor(w)]) terms.set(t, 1);
     const own = Math.max(...[...terms.keys()].map(idf));
-    for (const r of related.get(w) ?? []) if (!terms.has(r.term)) terms.set(r.term, base * Math.min(r.factor, (r.factor * own) / idf(r.term)));
+    for (const r of related.get(w) ?? []) if (!terms.has(r.term)) terms.set(r.term, Math.min(r.factor, (r.factor * own) / idf(r.term)));
     return terms;
   });
   // Phrase expansions ("text message" -> sms) form one more concept group of their own.
@@ -599,27 +594,22 @@ interface FusedRow {
 /**
  * The capability layer (capabilities.ts): when the task is close in meaning to a capability's
  * description (cosine >= CAPABILITY_MIN_SIMILARITY; the CAPABILITY_TOP closest), its member APIs
- * join the candidates and gain CAPABILITY_WEIGHT x that similarity.
+ * join the candidates and gain CAPABILITY_WEIGHT x that similarity. With the broader layer (about
+ * 110 kinds of service) the closest one alone, weighed 2.5, gained on every tuning set; weights 1.5
+ * to 3 are a plateau (docs/DISCOVERY.md).
  */
-export const CAPABILITY_WEIGHT = Number(process.env.X_CAP_W ?? '1');
-const CAPABILITY_MIN_SIMILARITY = Number(process.env.X_CAP_MIN ?? '0.35');
-const CAPABILITY_TOP = Number(process.env.X_CAP_TOP ?? '2');
+export const CAPABILITY_WEIGHT = 2.5;
+const CAPABILITY_MIN_SIMILARITY = 0.35;
+const CAPABILITY_TOP = 1;
 /** Per API (position), the similarity of the task to the closest capability it belongs to. */
-function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, need: Float32Array | null = null): Map<number, number> {
+function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map<number, number> {
   const boosts = new Map<number, number>();
   const vectors = index.capabilityVectors;
   if (!task || !vectors) return boosts;
-  const mode = process.env.X_NEED_CAP ?? 'max';
-  const dotOf = (v: Float32Array, t: Float32Array) => {
-    let dot = 0;
-    for (let k = 0; k < v.length; k++) dot += v[k]! * t[k]!;
-    return dot;
-  };
   const scored = vectors.map((v, c) => {
-    const full = dotOf(v, task);
-    if (!need || mode === 'off') return { c, similarity: full };
-    const own = dotOf(v, need);
-    return { c, similarity: mode === 'max' ? Math.max(full, own) : mode === 'mean' ? (full + own) / 2 : own };
+    let dot = 0;
+    for (let k = 0; k < v.length; k++) dot += v[k]! * task[k]!;
+    return { c, similarity: dot };
   });
   scored.sort((a, b) => b.similarity - a.similarity);
   const members = index.capabilityMembers;
@@ -677,19 +667,8 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
   const plan = planQuery(index, normalized, true);
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   // One embedding of the task serves both the APIs' similarities and the capabilities'.
-  const need = process.env.X_NEED === 'off' ? null : needOf(normalized);
-  const [dense, needDense] =
-    index.dense && live.embeddings
-      ? await Promise.all([live.embeddings.match(index.dense, normalized), need ? live.embeddings.match(index.dense, need.text) : null])
-      : [null, null];
-  let similarities = dense?.similarities ?? null;
-  const mode = process.env.X_NEED_DENSE ?? 'max';
-  if (similarities && needDense && mode !== 'off') {
-    const own = needDense.similarities;
-    const w = Number(process.env.X_NEED_W ?? '0.5');
-    similarities = similarities.map((s, i) => (mode === 'max' ? Math.max(s, own[i]!) : mode === 'mean' ? (1 - w) * s + w * own[i]! : s));
-  }
-  const rows = fuse(index, lexical, similarities, capabilityBoosts(index, dense?.vector ?? null, needDense?.vector ?? null), limit, only);
+  const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
+  const rows = fuse(index, lexical, dense?.similarities ?? null, capabilityBoosts(index, dense?.vector ?? null), limit, only);
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]

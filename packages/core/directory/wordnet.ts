@@ -80,8 +80,6 @@ const DETACH: Record<Pos, readonly (readonly [string, string])[]> = {
 
 interface Database {
   index: Record<Pos, Map<string, number[]>>;
-  /** Per part of speech, the lemmas with senses tagged in WordNet's semantic concordance, and how many (tagsense_cnt). */
-  tagged: Record<Pos, Map<string, number>>;
   data: Record<Pos, Buffer>;
 }
 
@@ -95,11 +93,9 @@ function dictDirectory(): string {
 function load(): Database {
   const dir = dictDirectory();
   const index = {} as Record<Pos, Map<string, number[]>>;
-  const tagged = {} as Record<Pos, Map<string, number>>;
   const data = {} as Record<Pos, Buffer>;
   for (const pos of POS) {
     const entries = new Map<string, number[]>();
-    const counts = new Map<string, number>();
     // index.<pos>: lemma pos synset_cnt p_cnt [ptr_symbol...] sense_cnt tagsense_cnt synset_offset...
     for (const line of readFileSync(path.join(dir, `index.${pos}`), 'latin1').split('\n')) {
       if (!line || line.startsWith(' ')) continue;
@@ -108,14 +104,11 @@ function load(): Database {
       const pointers = Number(fields[3]);
       const offsets = fields.slice(6 + pointers, 6 + pointers + synsets).map(Number);
       entries.set(fields[0]!, offsets);
-      const tagsense = Number(fields[5 + pointers]);
-      if (tagsense > 0) counts.set(fields[0]!, tagsense);
     }
     index[pos] = entries;
-    tagged[pos] = counts;
     data[pos] = readFileSync(path.join(dir, `data.${pos}`));
   }
-  return { index, tagged, data };
+  return { index, data };
 }
 
 interface Synset {
@@ -209,19 +202,6 @@ export function relatedWords(word: string): RelatedWord[] {
 export function isEnglishWord(word: string): boolean {
   const db = (database ??= load());
   return baseForms(db, word).length > 0;
-}
-
-/**
- * How a word is used, by part of speech: for each part of speech WordNet has it in (itself or its
- * base form), the number of its senses tagged in WordNet's semantic concordance (hand-tagged running
- * text) plus one, so that an untagged lemma still counts a little. Empty for a word WordNet lacks.
- * "text" is mostly a noun (a verb too), "send" only a verb, "drive" more a verb than a noun.
- */
-export function partsOfSpeech(word: string): Partial<Record<'noun' | 'verb' | 'adj' | 'adv', number>> {
-  const db = (database ??= load());
-  const out: Partial<Record<Pos, number>> = {};
-  for (const { pos, lemma } of baseForms(db, word)) out[pos] = Math.max(out[pos] ?? 0, (db.tagged[pos].get(lemma) ?? 0) + 1);
-  return out;
 }
 
 /** Loads the database now (the first discovery would otherwise pay for it). */
