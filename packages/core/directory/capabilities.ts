@@ -379,3 +379,28 @@ export const CAPABILITIES: readonly Capability[] = [
   // GitHub ("repositories", "issues", "pull requests"), GitLab, Bitbucket.
   { id: 'code-hosting', text: 'Code hosting: git repositories, issues and pull requests.', terms: 'repositories pull' },
 ];
+
+/** What embeds the descriptions (the discovery model: embedder.ts). */
+interface SentenceEmbedder {
+  readonly model: string;
+  embed(texts: string[]): Promise<Float32Array[]>;
+}
+
+/** Per model, the descriptions' vectors: the texts are constants, so a process embeds them once. */
+const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
+
+/**
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 123 costs about 1.7 s of CPU on a
+ * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
+ * index loads (a catalog change reloads the index; the test suite builds many apps per process).
+ * A failed embedding is not remembered.
+ */
+export function capabilityVectors(embedder: SentenceEmbedder): Promise<Float32Array[]> {
+  let vectors = vectorsByModel.get(embedder.model);
+  if (!vectors) {
+    vectors = embedder.embed(CAPABILITIES.map((c) => c.text));
+    vectorsByModel.set(embedder.model, vectors);
+    vectors.catch(() => vectorsByModel.delete(embedder.model));
+  }
+  return vectors;
+}

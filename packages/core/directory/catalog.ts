@@ -595,13 +595,12 @@ interface FusedRow {
  * The capability layer (capabilities.ts): when the task is close in meaning to a capability's
  * description (cosine >= CAPABILITY_MIN_SIMILARITY; the CAPABILITY_TOP closest), its member APIs
  * join the candidates and gain CAPABILITY_WEIGHT x that similarity. With the broader layer (about
- * 110 kinds of service) the closest one alone, weighed 2.5, gained on every tuning set; weights 1.5
+ * 120 kinds of service) the closest one alone, weighed 2.5, gained on every tuning set; weights 1.5
  * to 3 are a plateau (docs/DISCOVERY.md).
  */
 export const CAPABILITY_WEIGHT = 2.5;
 const CAPABILITY_MIN_SIMILARITY = 0.35;
 const CAPABILITY_TOP = 1;
-/** Per API (position), the similarity of the task to the closest capability it belongs to. */
 /** Per index, its capability vectors as one row-major matrix (a tight loop over one array, no allocation per task). */
 const capabilityMatrices = new WeakMap<DirectoryIndex, Float32Array>();
 
@@ -616,13 +615,21 @@ function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[
   return matrix;
 }
 
-function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map<number, number> {
+/**
+ * Per API (position), the task's similarity to the closest capability it belongs to. `min` is
+ * CAPABILITY_MIN_SIMILARITY, or DENSE_ALONE_MIN_SIMILARITY when no word of the task matched: made-up
+ * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description).
+ */
+function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, min: number): Map<number, number> {
   const boosts = new Map<number, number>();
   const vectors = index.capabilityVectors;
   if (!task || !vectors || vectors.length === 0) return boosts;
   const best = closestCapabilities(index, vectors, task);
   const members = index.capabilityMembers;
-  for (const { c, similarity } of best) for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
+  for (const { c, similarity } of best) {
+    if (similarity < min) continue;
+    for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
+  }
   return boosts;
 }
 
@@ -702,7 +709,14 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   // One embedding of the task serves both the APIs' similarities and the capabilities'.
   const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
-  const rows = fuse(index, lexical, dense?.similarities ?? null, capabilityBoosts(index, dense?.vector ?? null), limit, only);
+  const rows = fuse(
+    index,
+    lexical,
+    dense?.similarities ?? null,
+    capabilityBoosts(index, dense?.vector ?? null, lexical.length > 0 ? CAPABILITY_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY),
+    limit,
+    only,
+  );
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
