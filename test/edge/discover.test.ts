@@ -28,6 +28,7 @@ afterAll(async () => {
 const discover = (query: string) => app.inject({ method: 'GET', url: `/api/v1/discover?${query}` });
 
 describe('GET /api/v1/discover', () => {
+  // The first request waits for the app's index (catalog, WordNet, the model, the capability vectors): seconds on a busy host.
   it('answers the APIs that can do a task, best first, with scores and endpoint reasons', async () => {
     const body = expectOk<Discovery>(await discover('q=send%20a%20text%20message%20to%20a%20phone'));
     expect(body.query).toBe('send a text message to a phone');
@@ -46,7 +47,7 @@ describe('GET /api/v1/discover', () => {
     expect(alias.results.slice(0, 5).map((r) => r.api.id)).toEqual(
       expect.arrayContaining([expect.stringMatching(/geocod|opencage|graphhopper|gisgraphy/)]),
     );
-  });
+  }, 60_000);
 
   it('names the operations that do the task, each with the price that applies to its path', async () => {
     const calendar = 'googleapis.com-calendar';
@@ -215,5 +216,5 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
     } finally {
       await fresh.close();
     }
-  });
+  }, 60_000);
 });
