@@ -216,5 +216,7 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
     } finally {
       await fresh.close();
     }
-  }, 60_000);
+    // Checks the whole catalog's vectors, then a new app loads its index (and the model, and the
+    // capability vectors, in each ranking worker): a minute on a busy host.
+  }, 120_000);
 });
