@@ -28,6 +28,7 @@ afterAll(async () => {
 const discover = (query: string) => app.inject({ method: 'GET', url: `/api/v1/discover?${query}` });
 
 describe('GET /api/v1/discover', () => {
+  // The first request waits for the app's index (catalog, WordNet, the model, the capability vectors): seconds on a busy host.
   it('answers the APIs that can do a task, best first, with scores and endpoint reasons', async () => {
     const body = expectOk<Discovery>(await discover('q=send%20a%20text%20message%20to%20a%20phone'));
     expect(body.query).toBe('send a text message to a phone');
@@ -46,7 +47,7 @@ describe('GET /api/v1/discover', () => {
     expect(alias.results.slice(0, 5).map((r) => r.api.id)).toEqual(
       expect.arrayContaining([expect.stringMatching(/geocod|opencage|graphhopper|gisgraphy/)]),
     );
-  });
+  }, 60_000);
 
   it('names the operations that do the task, each with the price that applies to its path', async () => {
     const calendar = 'googleapis.com-calendar';
@@ -102,14 +103,15 @@ describe('GET /api/v1/discover', () => {
   // discovery worse on any set fails the suite. The held-out sets are measured, never tuned on:
   // a floor there catches a regression, it is not a target. The int8 embedding gives slightly other
   // vectors on other CPUs, and the figures of the earlier fusion moved by up to two tasks between
-  // hosts: each floor leaves about two tasks' room under `measured` (2026-11-26, linear fusion and the
-  // capability layer of issue 35).
+  // hosts: each floor leaves about two tasks' room under `measured` (2026-11-28, the broader
+  // capability layer of issue 35, on an AMD EPYC host without VNNI). Floors only ever move up.
   const floors = [
-    { set: 'devset', measured: '1.000 / 0.936', recallAt5: 0.95, mrr: 0.87 },
-    { set: 'everyday', measured: '0.738 / 0.691', recallAt5: 0.69, mrr: 0.64 },
-    { set: 'everyday-2', measured: '0.659 / 0.517', recallAt5: 0.61, mrr: 0.47 },
+    { set: 'devset', measured: '1.000 / 0.947', recallAt5: 0.95, mrr: 0.89 },
+    { set: 'everyday', measured: '0.786 / 0.749', recallAt5: 0.74, mrr: 0.69 },
+    { set: 'everyday-2', measured: '0.750 / 0.590', recallAt5: 0.7, mrr: 0.54 },
+    { set: 'everyday-3', measured: '0.711 / 0.590', recallAt5: 0.66, mrr: 0.54 },
     { set: 'heldout', measured: '1.000 / 0.854', recallAt5: 0.83, mrr: 0.79 },
-    { set: 'fresh', measured: '0.828 / 0.668', recallAt5: 0.78, mrr: 0.6 },
+    { set: 'fresh', measured: '0.906 / 0.731', recallAt5: 0.87, mrr: 0.68 },
   ];
   for (const floor of floors) {
     it(
@@ -122,7 +124,7 @@ describe('GET /api/v1/discover', () => {
         expect(catalog?.n).toBeGreaterThanOrEqual(2600);
         const result = await evaluateDiscovery(app.deps.sql, app.directoryIndex, tasks);
         // The held-out sets' misses stay out of the failure message: reading them is how tuning on them starts.
-        const tuning = floor.set === 'devset' || floor.set === 'everyday' || floor.set === 'everyday-2';
+        const tuning = floor.set === 'devset' || floor.set.startsWith('everyday');
         const context = JSON.stringify({ recallAt5: result.recallAt5, mrr: result.mrr, ...(tuning ? { misses: result.misses } : {}) }, null, 1);
         expect(result.unknownExpected, context).toEqual([]);
         expect(result.recallAt5, context).toBeGreaterThanOrEqual(floor.recallAt5);
@@ -214,5 +216,7 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
     } finally {
       await fresh.close();
     }
-  });
+    // Checks the whole catalog's vectors, then a new app loads its index (and the model, and the
+    // capability vectors, in each ranking worker): a minute on a busy host.
+  }, 120_000);
 });

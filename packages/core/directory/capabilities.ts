@@ -187,4 +187,220 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'exchange-rates', text: 'Exchange rates: convert amounts between currencies at current foreign exchange rates.', terms: 'exchange rates' },
   // Geocoders ("convert addresses into geographic coordinates").
   { id: 'geocoding', text: 'Geocoding: turn an address into latitude and longitude coordinates and back.', terms: 'geocoding' },
+  // Broader layer (2026-11-28): more kinds of service the catalog holds, each from its providers' documents.
+  // Google Cloud Translation ("integrates text translation"), Amazon Translate, LibreTranslate ("translate text from a language to another").
+  { id: 'translation', text: 'Translation: translate text from one language to another.', terms: 'translate text' },
+  // Wordnik ("definitions for a word", "related words"), Oxford Dictionaries ("dictionary information", "words that mean the opposite"), Word Associations.
+  { id: 'dictionary', text: 'Dictionary and thesaurus: definitions, synonyms, antonyms and related words for a word.', terms: 'dictionary' },
+  // Giphy ("Search GIFs; Random GIF; Translate phrase to GIF").
+  { id: 'gifs', text: 'GIFs: search animated GIFs, get a random GIF or translate a phrase to a GIF.', terms: 'gifs' },
+  // OpenUV ("real-time UV Index", "hourly UV Index forecast", "daily protection time").
+  {
+    id: 'uv-index',
+    text: 'UV index: the real-time and forecast ultraviolet (UV) index at a location, and the daily sun protection time.',
+    terms: 'uv index',
+  },
+  // Freesound ("search ... the sounds themselves", "find similar sounds").
+  { id: 'sound-library', text: 'Sound library: search and download recorded sounds and sound samples.', terms: 'sounds' },
+  // Shutterstock ("library of media", images, videos, music), Getty Images ("search for images ... videos").
+  {
+    id: 'stock-media',
+    text: 'Stock photos and footage: search and license images, videos and music from a stock media library.',
+    terms: 'images licenses',
+  },
+  // Icons8 ("search and obtain our icons"), The Noun Project ("Icons for Everything", "collection icons").
+  { id: 'icons', text: 'Icons: search icon collections for a symbol to use in an app or website.', terms: 'icons' },
+  // NBA Stats ("current and historic NBA statistics"), SportsData.io NBA Scores, balldontlie ("games", "players", "stats").
+  { id: 'basketball', text: 'Basketball (NBA): game scores, box scores, players, teams and statistics.', terms: 'nba' },
+  // The Racing API ("horse racing results and daily racecards").
+  { id: 'horse-racing', text: 'Horse racing: daily racecards, runners and results of horse races.', terms: 'horse racing' },
+  // Lyft ("cost estimates", "available drivers nearby", "pickup ETAs", "rides"), ecotaco ("order rides").
+  { id: 'ride-hailing', text: 'Ride hailing: request a ride from a nearby driver, with cost estimates and pickup times.', terms: 'rides' },
+  // departureboard.io ("services arriving to and departing from a UK train station"), Deutsche Bahn Fahrplan, TfL.
+  { id: 'train-times', text: 'Train times: live departures and arrivals of trains at railway stations, and timetables.', terms: 'departures' },
+  // Taxrates.io ("global tax rate service"), VAT API ("VAT rates by country"), Taxamo.
+  { id: 'tax-rates', text: 'Tax rates: VAT and sales tax rates by country and region, and the tax due on a sale.', terms: 'tax rates' },
+  // ShipEngine ("manage all of your shipping needs ... carrier"; rates, labels, tracking), eBay Logistics ("shipping quotes").
+  {
+    id: 'shipping',
+    text: 'Shipping: compare carrier shipping rates for a package, buy shipping labels and track shipments.',
+    terms: 'shipping carrier',
+  },
+  // NamSor ("process personal names (gender, cultural origin or ethnicity)").
+  { id: 'name-analysis', text: 'Name analysis: the likely gender and cultural origin of a personal name.', terms: 'gender names' },
+  // PageSpeed Insights ("analyze the performance of your website", "suggestions to make that page faster").
+  { id: 'page-speed', text: 'Page speed: analyze the performance of a web page and get suggestions to make it load faster.', terms: 'pagespeed' },
+  // Probely ("web vulnerability scanning"), Web Security Scanner ("scans ... apps for common web vulnerabilities").
+  {
+    id: 'vulnerability-scanning',
+    text: 'Vulnerability scanning: scan web applications for security vulnerabilities.',
+    terms: 'vulnerabilities scan',
+  },
+  // OnSched ("online booking ... availability and booking", "create appointment").
+  {
+    id: 'appointment-booking',
+    text: 'Appointment booking: online booking of appointments in available time slots with services and staff.',
+    terms: 'appointments',
+  },
+  // Google Civic Information ("polling places ... government representatives for U.S. residential addresses"), Open States.
+  {
+    id: 'civic-information',
+    text: 'Civic information: elected government representatives, elections and polling places for an address.',
+    terms: 'representatives government',
+  },
+  // YNAB ("budgets", "accounts", "transactions"), PocketSmith ("transactions in account").
+  {
+    id: 'personal-budgeting',
+    text: 'Personal budgeting: budgets, accounts and categorized transactions of personal spending.',
+    terms: 'budgets transactions',
+  },
+  // Carbone ("generate a document from a template ID, and a JSON data-set"), PDF Generator API, DocSpring ("fill out ... PDF templates").
+  { id: 'document-generation', text: 'Document generation: fill a document template with data and render it as a PDF.', terms: 'template pdf' },
+  // Moon API ("moon phase data", "lunar calendar"), Wyjyt Geo Calculate ("sun, moon, eclipse and sky information").
+  { id: 'moon-phase', text: 'Moon phases: the phase of the moon and the lunar calendar for a date and place.', terms: 'moon' },
+  // Travel Impact Model ("travel carbon emission estimates"), Climatekuul, CarbonDoomsDay ("carbon dioxide levels").
+  { id: 'carbon-emissions', text: 'Carbon emissions: estimates of the carbon dioxide emissions of travel and activities.', terms: 'carbon' },
+  // OpenALPR ("analyzed for license plates and vehicle make/models").
+  { id: 'license-plates', text: 'License plate recognition: read the license plate and vehicle make in an image.', terms: 'plate' },
+  // Chomp ("branded food item using a barcode"), Go-UPC ("product info for a particular barcode number"), EAN-Search ("look up an EAN").
+  { id: 'barcode-lookup', text: 'Barcode lookup: the product and its details for a UPC or EAN barcode number.', terms: 'barcode' },
+  // Buffer ("social media management", "posting schedules").
+  { id: 'social-scheduling', text: 'Social media scheduling: schedule and publish posts to social media profiles.', terms: 'social media' },
+  // OrgHunter ("charity information", IRS data), eBay Charity ("supported charitable organizations").
+  { id: 'charities', text: 'Charities: search charitable organizations and their registration details.', terms: 'charity' },
+  // Color Name API ("names for colors based on their hex value").
+  { id: 'color-names', text: 'Color names: the name of a color from its hex value.', terms: 'colors hex' },
+  // Ideal Postcodes ("find address", "resolve address"), PlaceKit ("search for addresses").
+  {
+    id: 'address-lookup',
+    text: 'Address lookup: find and autocomplete full postal addresses from a postcode or partial address.',
+    terms: 'postcodes',
+  },
+  // Spinbot ("article rewriter", "rewriting (spinning) your input article").
+  { id: 'text-rewriting', text: 'Text rewriting: rewrite an article in other words, keeping its meaning.', terms: 'rewrite' },
+  // Fungenerators Fake Identity ("generate random fake identities (name, address, email, phone)"), PhantAuth ("random user generator"), Randommer.
+  { id: 'fake-data', text: 'Fake test data: generate random names, addresses, emails and identities.', terms: 'fake' },
+  // BikeWise ("bicycling related incidents").
+  { id: 'bike-incidents', text: 'Bicycle incidents: reports of bike thefts, crashes and hazards near a location.', terms: 'bike' },
+  // Twilio Lookups ("fetch phone number"), Interzoid Global Number Info ("geographic information for a global telephone number").
+  { id: 'phone-lookup', text: 'Phone number lookup: the carrier, line type, caller name and location of a phone number.', terms: 'phone lookup' },
+  // City Context ("UK Open Data: crime statistics, schools, demographics").
+  { id: 'crime-statistics', text: 'Crime statistics: reported crimes and demographics of a neighbourhood.', terms: 'crime' },
+  // SchoolDigger ("data on over 120,000 schools and 18,500 districts").
+  { id: 'schools', text: 'Schools: school and district data, rankings and test scores.', terms: 'schools' },
+  // RentCast ("rent estimate", "value estimate", "rental listings", "sale listings"), SimplyRETS.
+  {
+    id: 'real-estate',
+    text: 'Real estate: property listings for sale and rent, and rent and value estimates of a property.',
+    terms: 'rental listings',
+  },
+  // Listen Notes ("podcast search & directory"), Spotify ("discover music and podcasts").
+  { id: 'podcasts', text: 'Podcasts: search podcasts and episodes by topic.', terms: 'podcasts' },
+  // Shotstack ("automated generation of videos, images and audio"), JSON2Video ("create and edit videos programmatically").
+  { id: 'video-editing', text: 'Video editing: create and render videos from images, clips, text and audio.', terms: 'render videos' },
+  // FraudLabs Pro ("screen order for payment fraud"), Amazon Fraud Detector.
+  { id: 'fraud-detection', text: 'Fraud detection: screen online orders and payments for fraud.', terms: 'fraud' },
+  // IP2Proxy ("detection of anonymous proxy, VPN, TOR exit nodes").
+  { id: 'proxy-detection', text: 'Proxy and VPN detection: whether an IP address is an anonymous proxy, VPN or TOR exit node.', terms: 'proxy ip' },
+  // Shorten.rest ("create short URLs"), TinyUID.
+  { id: 'url-shortening', text: 'URL shortening: create a short link (alias) that redirects to a long URL.', terms: 'shorten' },
+  // LinQR ("generate custom ... QR Codes"), QuickChart.
+  { id: 'qr-codes', text: 'QR codes: generate a QR code image for a link or text.', terms: 'qr' },
+  // Urlbox ("capture screenshots of a web page"), Browshot.
+  { id: 'screenshots', text: 'Screenshots: capture a screenshot image of a web page from its URL.', terms: 'screenshot' },
+  // Api2Pdf ("convert raw HTML to PDF", "URL to PDF", "office document ... to PDF").
+  { id: 'pdf-conversion', text: 'PDF conversion: convert HTML, web pages and office documents to PDF.', terms: 'pdf convert' },
+  // MailboxValidator ("validation on a single email address"), IPQualityScore ("Email Validation").
+  {
+    id: 'email-validation',
+    text: 'Email validation: check whether an email address is valid, deliverable or disposable.',
+    terms: 'email validation',
+  },
+  // IP2WHOIS ("WHOIS information for a particular domain ... owner contact ... registrar").
+  { id: 'whois', text: 'WHOIS: the owner, registrar and registration dates of a domain name.', terms: 'whois' },
+  // IP2Location ("reverse lookup of an IP address to ... country, region, city").
+  { id: 'ip-geolocation', text: 'IP geolocation: the country, city and location of an IP address.', terms: 'ip geolocation' },
+  // World Time API ("current time based on ... a timezone").
+  { id: 'time-zones', text: 'Time zones: the current local time in a time zone.', terms: 'timezone time' },
+  // Canada Holidays ("public holidays for all 13 provinces and territories").
+  { id: 'public-holidays', text: 'Public holidays: the public holidays of a country or province.', terms: 'holidays' },
+  // New York Times Top Stories, Times Wire.
+  { id: 'news', text: 'News: the latest news articles and top stories.', terms: 'news articles' },
+  // Jokes One ("Joke of the Day", "jokes platform").
+  { id: 'jokes', text: 'Jokes: a joke of the day, or jokes by category.', terms: 'jokes' },
+  // They Said So Quotes ("Quote of the Day", "quotes platform").
+  { id: 'quotes', text: 'Quotes: a famous quote of the day, or quotes by author and category.', terms: 'quotes day' },
+  // Google Cloud Talent Solution, DataAtWork ("jobs").
+  { id: 'job-search', text: 'Job search: search job postings and openings.', terms: 'job postings' },
+  // Infermedica ("intelligent diagnostic insights", "query diagnostic engine").
+  { id: 'symptom-checker', text: 'Symptom checking: possible conditions for a set of symptoms, from a diagnostic engine.', terms: 'symptoms' },
+  // Cloudmersive OCR, Amazon Textract ("extract text ... from scanned documents").
+  { id: 'ocr', text: 'OCR: extract the text from scanned documents and images.', terms: 'ocr' },
+  // ModerateContent ("blocks images with nudity"), Azure Content Moderator.
+  { id: 'content-moderation', text: 'Content moderation: detect nudity and offensive content in images and text.', terms: 'moderation' },
+  // WebScraping.AI ("web scraping automation API", "page HTML by URL"), Dataflow Kit.
+  { id: 'web-scraping', text: 'Web scraping: fetch a web page and extract its HTML, text and data.', terms: 'scraping' },
+  // Traccar ("GPS tracking platform").
+  { id: 'gps-tracking', text: 'GPS tracking: the live positions and routes of tracked devices and vehicles.', terms: 'gps tracking' },
+  // Polygon.io ("historic quotes", "aggregates"), 1Forge, Tradematic.
+  { id: 'stock-quotes', text: 'Stock market data: real-time and historical quotes and prices of stocks.', terms: 'stocks quotes' },
+  // Plaid ("real-time balance data", "accounts", transactions), Nordigen.
+  { id: 'bank-accounts', text: 'Bank account data: balances and transactions of connected bank accounts.', terms: 'bank accounts transactions' },
+  // PayRun.io ("payroll API"), Paylocity, Xero Payroll.
+  { id: 'payroll', text: 'Payroll: run payroll and pay employees their salaries.', terms: 'payroll' },
+  // TransitFeeds ("transit feeds"), WMATA, PTV.
+  { id: 'public-transit', text: 'Public transit: timetables and real-time arrivals of buses, trams and trains.', terms: 'transit' },
+  // Asana, Trello, ClickUp ("tasks", "projects").
+  { id: 'task-management', text: 'Task management: projects, tasks and to-do lists of a team.', terms: 'tasks projects' },
+  // HubSpot CRM, Apideck CRM, Salesforce ("contacts", "deals", "companies").
+  { id: 'crm', text: 'CRM: customer contacts, companies, leads and sales deals.', terms: 'crm' },
+  // Amadeus Hotel Search, Impala ("hotel booking").
+  { id: 'hotels', text: 'Hotels: search hotel offers and book rooms.', terms: 'hotel' },
+  // Amadeus Flight Offers ("flight offers search").
+  { id: 'flights', text: 'Flights: search flight offers and fares between airports.', terms: 'flight offers' },
+  // UK Parliament Bills, Open States ("bills search").
+  { id: 'legislation', text: 'Legislation: bills and laws before a parliament, and how its members voted.', terms: 'bills parliament' },
+  // Wolfram|Alpha ("Get Wolfram Alpha results"), Math Tools.
+  { id: 'computation', text: 'Computation: answers to math and science questions, computed.', terms: 'math' },
+  // Internet Archive Wayback Machine.
+  { id: 'web-archive', text: 'Web archive: archived snapshots of web pages as they were in the past.', terms: 'wayback' },
+  // TVmaze ("episodes"), TheTVDB, Trakt.
+  { id: 'tv-shows', text: 'TV shows: series, seasons, episodes and their air dates.', terms: 'episodes shows' },
+  // RAWG ("the largest open video games database ... platforms").
+  { id: 'video-games', text: 'Video games: games with their platforms, release dates and ratings.', terms: 'games platforms' },
+  // Just Eat ("restaurants", "delivery", "checkout").
+  { id: 'food-delivery', text: 'Food delivery: order takeaway food from restaurants for delivery.', terms: 'restaurants' },
+  // Password Utility ("validate and generate passwords").
+  { id: 'passwords', text: 'Passwords: generate strong passwords and validate their strength.', terms: 'passwords validate generate' },
+  // Amazon SNS, Azure Notification Hubs ("push notifications").
+  { id: 'push-notifications', text: 'Push notifications: send push notifications to mobile apps and devices.', terms: 'push notifications' },
+  // Slack ("post a message to a channel"), Telegram.
+  { id: 'team-chat', text: 'Team chat: post messages to channels and groups of a chat workspace.', terms: 'channel messages' },
+  // GitHub ("repositories", "issues", "pull requests"), GitLab, Bitbucket.
+  { id: 'code-hosting', text: 'Code hosting: git repositories, issues and pull requests.', terms: 'repositories pull' },
 ];
+
+/** What embeds the descriptions (the discovery model: embedder.ts). */
+interface SentenceEmbedder {
+  readonly model: string;
+  embed(texts: string[]): Promise<Float32Array[]>;
+}
+
+/** Per model, the descriptions' vectors: the texts are constants, so a process embeds them once. */
+const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
+
+/**
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 123 costs about 1.7 s of CPU on a
+ * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
+ * index loads (a catalog change reloads the index; the test suite builds many apps per process).
+ * A failed embedding is not remembered.
+ */
+export function capabilityVectors(embedder: SentenceEmbedder): Promise<Float32Array[]> {
+  let vectors = vectorsByModel.get(embedder.model);
+  if (!vectors) {
+    vectors = embedder.embed(CAPABILITIES.map((c) => c.text));
+    vectorsByModel.set(embedder.model, vectors);
+    vectors.catch(() => vectorsByModel.delete(embedder.model));
+  }
+  return vectors;
+}

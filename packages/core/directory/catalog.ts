@@ -594,28 +594,71 @@ interface FusedRow {
 /**
  * The capability layer (capabilities.ts): when the task is close in meaning to a capability's
  * description (cosine >= CAPABILITY_MIN_SIMILARITY; the CAPABILITY_TOP closest), its member APIs
- * join the candidates and gain CAPABILITY_WEIGHT x that similarity.
+ * join the candidates and gain CAPABILITY_WEIGHT x that similarity. With the broader layer (about
+ * 120 kinds of service) the closest one alone, weighed 2.5, gained on every tuning set; weights 1.5
+ * to 3 are a plateau (docs/DISCOVERY.md).
  */
-export const CAPABILITY_WEIGHT = 1;
+export const CAPABILITY_WEIGHT = 2.5;
 const CAPABILITY_MIN_SIMILARITY = 0.35;
-const CAPABILITY_TOP = 2;
-/** Per API (position), the similarity of the task to the closest capability it belongs to. */
-function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null): Map<number, number> {
+const CAPABILITY_TOP = 1;
+/** Per index, its capability vectors as one row-major matrix (a tight loop over one array, no allocation per task). */
+const capabilityMatrices = new WeakMap<DirectoryIndex, Float32Array>();
+
+function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[]): Float32Array {
+  let matrix = capabilityMatrices.get(index);
+  if (!matrix) {
+    const d = vectors[0]?.length ?? 0;
+    matrix = new Float32Array(vectors.length * d);
+    vectors.forEach((v, c) => matrix!.set(v, c * d));
+    capabilityMatrices.set(index, matrix);
+  }
+  return matrix;
+}
+
+/**
+ * Per API (position), the task's similarity to the closest capability it belongs to. `min` is
+ * CAPABILITY_MIN_SIMILARITY, or DENSE_ALONE_MIN_SIMILARITY when no word of the task matched: made-up
+ * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description).
+ */
+function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, min: number): Map<number, number> {
   const boosts = new Map<number, number>();
   const vectors = index.capabilityVectors;
-  if (!task || !vectors) return boosts;
-  const scored = vectors.map((v, c) => {
-    let dot = 0;
-    for (let k = 0; k < v.length; k++) dot += v[k]! * task[k]!;
-    return { c, similarity: dot };
-  });
-  scored.sort((a, b) => b.similarity - a.similarity);
+  if (!task || !vectors || vectors.length === 0) return boosts;
+  const best = closestCapabilities(index, vectors, task);
   const members = index.capabilityMembers;
-  for (const { c, similarity } of scored.slice(0, CAPABILITY_TOP)) {
-    if (similarity < CAPABILITY_MIN_SIMILARITY) break;
+  for (const { c, similarity } of best) {
+    if (similarity < min) continue;
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
   }
   return boosts;
+}
+
+/**
+ * Per index, the closest capabilities of each task vector: a remembered task's vector is the same
+ * object each time (QueryEmbeddings), so a repeated task skips the products.
+ */
+const closestMemo = new WeakMap<DirectoryIndex, WeakMap<Float32Array, { c: number; similarity: number }[]>>();
+
+function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Array[], task: Float32Array): { c: number; similarity: number }[] {
+  let memo = closestMemo.get(index);
+  if (!memo) closestMemo.set(index, (memo = new WeakMap()));
+  const known = memo.get(task);
+  if (known) return known;
+  const matrix = capabilityMatrix(index, vectors);
+  const d = task.length;
+  // The CAPABILITY_TOP most similar capabilities, best first (a short insertion list: no sort of all).
+  const best: { c: number; similarity: number }[] = [];
+  for (let c = 0, row = 0; c < vectors.length; c++, row += d) {
+    let dot = 0;
+    for (let k = 0; k < d; k++) dot += matrix[row + k]! * task[k]!;
+    if (dot < CAPABILITY_MIN_SIMILARITY || (best.length === CAPABILITY_TOP && dot <= best[CAPABILITY_TOP - 1]!.similarity)) continue;
+    let place = best.length;
+    while (place > 0 && dot > best[place - 1]!.similarity) place--;
+    best.splice(place, 0, { c, similarity: dot });
+    if (best.length > CAPABILITY_TOP) best.pop();
+  }
+  memo.set(task, best);
+  return best;
 }
 
 /**
@@ -666,7 +709,14 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   // One embedding of the task serves both the APIs' similarities and the capabilities'.
   const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
-  const rows = fuse(index, lexical, dense?.similarities ?? null, capabilityBoosts(index, dense?.vector ?? null), limit, only);
+  const rows = fuse(
+    index,
+    lexical,
+    dense?.similarities ?? null,
+    capabilityBoosts(index, dense?.vector ?? null, lexical.length > 0 ? CAPABILITY_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY),
+    limit,
+    only,
+  );
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]

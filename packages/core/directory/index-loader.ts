@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db, Sql } from '#db/sql';
 import { pricingRuleSchema, type PricingRule } from '#db/metered-apis';
 import { CAPABILITY_SYNONYMS } from './vocabulary.js';
-import { CAPABILITIES } from './capabilities.js';
+import { capabilityVectors } from './capabilities.js';
 import { DirectoryIndex } from './search-index.js';
 import { parseTsvector, RANK_WEIGHTS, trigrams } from './scoring.js';
 import { stem } from 'porter2';
@@ -107,8 +107,8 @@ export async function loadDirectoryIndex(
         embeddings!.warn,
       )
     : null;
-  // The capability layer's descriptions, embedded once per load (capabilities.ts).
-  const capabilities = embedder && dense ? await embedder.embed(CAPABILITIES.map((c) => c.text)) : null;
+  // The capability layer's descriptions, embedded once per process and model (capabilities.ts).
+  const capabilities = embedder && dense ? await capabilityVectors(embedder) : null;
   return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense, capabilities });
 }
 
