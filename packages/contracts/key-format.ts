@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -30,7 +30,8 @@ export function generateKey(): GeneratedKey {
 }
 
 export function hashKey(fullKey: string): Buffer {
-  return createHash('sha256').update(fullKey).digest();
+  // One-shot: no Hash object per call (every authenticated request hashes its key).
+  return hash('sha256', fullKey, 'buffer');
 }
 
 export function displayPrefix(fullKey: string): string {
