@@ -139,6 +139,10 @@ describe('revocation when the change feed goes silent (heartbeats)', () => {
     await expect
       .poll(
         async () => {
+          // Each try starts from nothing cached on B: a try whose first read was not kept (B not live
+          // yet) keeps its second, the disabled row, and the unannounced re-enable below would then
+          // never reach B, failing every later try.
+          b.keyVerifier.evict(second.key.id);
           await whoami(b, second.fullKey);
           await b.deps.sql`update api_keys set status = 'disabled' where id = ${second.key.id}`;
           const cached = (await whoami(b, second.fullKey)).statusCode;
