@@ -124,12 +124,24 @@ describe('revocation when the change feed goes silent (heartbeats)', () => {
     const connectionsBefore = proxy.subscriberConnections;
     expectOk(await a.inject({ method: 'DELETE', url: `/api/v1/keys/${key.id}`, headers: bearer(owner.fullKey) }));
     // Committed by now (A answered). B never hears the announcement; once it has heard nothing for
-    // 0.7 s (the freeze began before the revocation) it reads through to Postgres: within the
-    // design's second of the change.
+    // 0.7 s (the freeze began before the revocation) it reads through to Postgres. The design's
+    // second, as a caller sees it: no call arriving at B a second after the revocation is let in
+    // (measured at each call's arrival, so a call the loaded host takes long to answer is not
+    // counted against the cache that refused it at once).
     const revokedAt = performance.now();
-    await expect.poll(async () => JSON.parse((await whoami(b, fullKey)).body).code, { timeout: 1_000, interval: 10 }).toBe('key_revoked');
-    const elapsed = performance.now() - revokedAt;
-    expect(elapsed).toBeLessThan(1_000);
+    let lastLetInAt = 0;
+    await expect
+      .poll(
+        async () => {
+          const arrivedAt = performance.now() - revokedAt;
+          const res = await whoami(b, fullKey);
+          if (res.statusCode === 200) lastLetInAt = arrivedAt;
+          return JSON.parse(res.body).code;
+        },
+        { timeout: 3_000, interval: 10 },
+      )
+      .toBe('key_revoked');
+    expect(lastLetInAt).toBeLessThan(1_000);
 
     // The silent connection looks alive but may be half-open: B drops it and subscribes anew.
     await expect.poll(() => proxy.subscriberConnections, { timeout: 10_000, interval: 100 }).toBeGreaterThan(connectionsBefore);
