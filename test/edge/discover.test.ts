@@ -104,10 +104,13 @@ describe('GET /api/v1/discover', () => {
   // a floor there catches a regression, it is not a target. The int8 embedding gives slightly other
   // vectors on other CPUs, and the figures of the earlier fusion moved by up to two tasks between
   // hosts: each floor leaves about two tasks' room under `measured` (2026-11-28, the broader
-  // capability layer of issue 35, on an AMD EPYC host without VNNI). Floors only ever move up.
+  // capability layer of issue 35, on an AMD EPYC host without VNNI). The same code on an Intel Xeon
+  // with AVX-512 VNNI measured everyday at 0.738 / 0.724 (two tasks fewer in the top five; every
+  // other set within one task): that set's floor is two tasks under the lower host's figure. Floors
+  // move up with the ranking, and down only when a host the suite runs on measures the same code lower.
   const floors = [
     { set: 'devset', measured: '1.000 / 0.947', recallAt5: 0.95, mrr: 0.89 },
-    { set: 'everyday', measured: '0.786 / 0.749', recallAt5: 0.74, mrr: 0.69 },
+    { set: 'everyday', measured: '0.786 / 0.749, 0.738 / 0.724 on VNNI', recallAt5: 0.69, mrr: 0.67 },
     { set: 'everyday-2', measured: '0.750 / 0.590', recallAt5: 0.7, mrr: 0.54 },
     { set: 'everyday-3', measured: '0.711 / 0.590', recallAt5: 0.66, mrr: 0.54 },
     { set: 'heldout', measured: '1.000 / 0.854', recallAt5: 0.83, mrr: 0.79 },
