@@ -11,7 +11,8 @@
 // has stopped, that nothing is left held. Finally the platform edge runs once more under
 // `node --cpu-prof`: the profile's top self-time functions are written out, the whole profile as a
 // speedscope flame graph (docs/flamegraphs/proxy-edge.speedscope.json), and the usage pipeline is
-// watched until every charge has its usage event.
+// watched until every charge has its usage event; then the edge with metrics on runs the same way, and
+// where its extra CPU per call went is written beside the plain profile.
 // `npm run bench -- proxy`
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,7 +25,7 @@ import { edgeSettings } from '#edge/config';
 import { ChargeBatcher } from '#core/billing';
 import { credit } from '#db/ledger';
 import { createSql } from '#db/sql';
-import { profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
+import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { writeSpeedscope } from './lib/speedscope.js';
@@ -194,7 +195,7 @@ http {
   // earlier run with two edges saw the second one faster by about 0.03, metrics or not), and the metrics
   // edge is started between them, so its start position is the plain edges' mean.
   let edge = await startEdge();
-  const metricsPort = await freePort();
+  let metricsPort = await freePort();
   const metricsEdge = await startEdge([], { METRICS_PORT: String(metricsPort) }, join(tmp, 'edge-metrics.log'));
   const controlEdge = await startEdge([], {}, join(tmp, 'edge-control.log'));
   let scrapes = 0;
@@ -537,6 +538,39 @@ http {
   if (!workersAlive) log(scenario, 'WARNING: a worker process exited during the run (see its log above)');
   const profFile = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   const summary = profFile ? summarizeProfile(join(profDir, profFile), 15, profileFromMs) : null;
+
+  // --- where metrics' cost goes: the metrics edge under the profiler, a run of the same length ------
+  // (scraped as before), compared with the plain edge's profile above, per answered call.
+  const metricsProfDir = join(tmp, 'profile-metrics');
+  const metricsSpawned = Date.now();
+  metricsPort = await freePort();
+  const profiledMetricsEdge = await startEdge(
+    ['--cpu-prof', '--cpu-prof-dir', metricsProfDir],
+    { METRICS_PORT: String(metricsPort) },
+    join(tmp, 'edge-metrics-profiled.log'),
+  );
+  targets.metrics.origin = profiledMetricsEdge.origin;
+  await load('metrics', 'peak', 2);
+  const metricsProfileFromMs = Date.now() - metricsSpawned;
+  const metricsProfiled = await load('metrics', 'peak', seconds);
+  await profiledMetricsEdge.child.stop();
+  await verifyLedger(true);
+  const metricsProfFile = readdirSync(metricsProfDir).find((f) => f.endsWith('.cpuprofile'));
+  const metricsSummary = metricsProfFile ? summarizeProfile(join(metricsProfDir, metricsProfFile), 15, metricsProfileFromMs) : null;
+  const metricsProfile =
+    summary && metricsSummary
+      ? profileDiffMarkdown(
+          { summary, calls: profiled.ok, label: 'plain edge' },
+          { summary: metricsSummary, calls: metricsProfiled.ok, label: 'metrics on' },
+        )
+      : '(a profile was not written)';
+  log(
+    scenario,
+    `metrics edge under the profiler: ${fmt(metricsProfiled.rps, 0)} req/s (plain edge ${fmt(profiled.rps, 0)} req/s)` +
+      (summary && metricsSummary
+        ? `; main-thread CPU per call ${fmt((metricsSummary.busyMs * 1000) / Math.max(1, metricsProfiled.ok), 1)} µs against ${fmt((summary.busyMs * 1000) / Math.max(1, profiled.ok), 1)} µs`
+        : ''),
+  );
   const profile = summary ? profileMarkdown(summary) : '(no profile was written)';
   const cpuPerCall = summary ? summary.busyMs / Math.max(1, profiled.ok) : Number.NaN;
   const timePerCall = (CONNECTIONS / profiled.rps) * 1000;
@@ -660,6 +694,12 @@ Reading it: under the profiler each call cost the edge ${fmt(cpuPerCall, 3)} ms 
 ${fmt(timePerCall)} ms per call (${CONNECTIONS} / throughput). The rest is waiting: on the upstream, and now and then on Redis (a rate-limit
 quota claim) or Postgres (a hold's grant or settlement, a group commit), with Postgres, Redis, the workers and the machine's other load
 competing for both cores.
+
+Where metrics' cost goes: the edge with metrics on, under the profiler for a run of the same length (${fmt(metricsProfiled.rps, 0)} req/s,
+scraped every ${METRICS_SCRAPE_MS / 1000} s), against the plain edge's profile above, per answered call (two profiled runs, one after the other:
+differences of a few µs in areas metrics do not touch are the runs' own noise):
+
+${metricsProfile}
 
 ${
   flame

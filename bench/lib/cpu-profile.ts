@@ -23,6 +23,8 @@ export interface ProfileSummary {
   areas: Array<{ name: string; ms: number; share: number }>;
   /** Every area, not only the top ones. */
   allAreas: Array<{ name: string; ms: number; share: number }>;
+  /** Every function, not only the top ones. */
+  allFunctions: Array<{ name: string; ms: number; share: number }>;
 }
 
 /** The repository's root (with its trailing slash): left out of the paths shown. */
@@ -84,7 +86,14 @@ export function summarizeProfile(path: string, top = 15, fromMs = 0): ProfileSum
       .sort((a, b) => b[1] - a[1])
       .slice(0, limit)
       .map(([name, us]) => ({ name, ms: us / 1000, share: busy ? us / busy : 0 }));
-  return { busyMs: busy / 1000, idleMs: idle / 1000, functions: rank(fns), areas: rank(areas), allAreas: rank(areas, Infinity) };
+  return {
+    busyMs: busy / 1000,
+    idleMs: idle / 1000,
+    functions: rank(fns),
+    areas: rank(areas),
+    allAreas: rank(areas, Infinity),
+    allFunctions: rank(fns, Infinity),
+  };
 }
 
 export function profileMarkdown(summary: ProfileSummary): string {
@@ -99,6 +108,47 @@ export function profileMarkdown(summary: ProfileSummary): string {
     '| top functions by self time | share of busy time |',
     '|---|---|',
     ...summary.functions.map((f) => `| \`${f.name.replace(/\|/g, '\\|')}\` | ${pct(f.share)} |`),
+  ].join('\n');
+}
+
+/**
+ * Where one profiled run's extra CPU went against another's: main-thread self time per answered call
+ * (µs), by package / file and by function, the `top` largest differences (either sign) of each, with the
+ * whole busy time per call first. `b` is the run compared (say, with a feature on), `a` the reference.
+ */
+export function profileDiffMarkdown(
+  a: { summary: ProfileSummary; calls: number; label: string },
+  b: { summary: ProfileSummary; calls: number; label: string },
+  top = 8,
+): string {
+  const perCall = (ms: number, calls: number) => (ms * 1000) / Math.max(1, calls);
+  const us = (n: number) => n.toFixed(1);
+  const signed = (n: number) => `${n >= 0 ? '+' : ''}${n.toFixed(1)}`;
+  const diff = (left: ProfileSummary['allAreas'], right: ProfileSummary['allAreas']) => {
+    const names = new Set([...left.map((x) => x.name), ...right.map((x) => x.name)]);
+    const of = (list: ProfileSummary['allAreas'], name: string) => list.find((x) => x.name === name)?.ms ?? 0;
+    return [...names]
+      .map((name) => {
+        const before = perCall(of(left, name), a.calls);
+        const after = perCall(of(right, name), b.calls);
+        return { name, before, after, delta: after - before };
+      })
+      .sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta))
+      .slice(0, top);
+  };
+  const busyA = perCall(a.summary.busyMs, a.calls);
+  const busyB = perCall(b.summary.busyMs, b.calls);
+  const row = (r: { name: string; before: number; after: number; delta: number }, code = false) =>
+    `| ${code ? `\`${r.name.replace(/\|/g, '\\|')}\`` : r.name} | ${us(r.before)} | ${us(r.after)} | ${signed(r.delta)} |`;
+  return [
+    `| main-thread self time per answered call (µs) | ${a.label} | ${b.label} | difference |`,
+    '|---|---|---|---|',
+    `| **all (busy time)** | ${us(busyA)} | ${us(busyB)} | ${signed(busyB - busyA)} |`,
+    ...diff(a.summary.allAreas, b.summary.allAreas).map((r) => row(r)),
+    '',
+    `| function (the ${top} largest differences) | ${a.label} | ${b.label} | difference |`,
+    '|---|---|---|---|',
+    ...diff(a.summary.allFunctions, b.summary.allFunctions).map((r) => row(r, true)),
   ].join('\n');
 }
 
