@@ -20,4 +20,6 @@ COPY --from=embedding-model /model ./.venv/models/all-minilm-l6-v2-int8
 RUN npm run build:dashboard
 ENV NODE_ENV=production
 EXPOSE 3000
-CMD ["npx", "tsx", "apps/edge/src/server.ts"]
+# The edge, as node itself with its V8 heap limits (EDGE_NODE_OPTIONS in .env.example; docker-compose.yml
+# passes them as NODE_OPTIONS and runs this command without them).
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "--import", "tsx", "apps/edge/src/server.ts"]

@@ -29,7 +29,7 @@ import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cp
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { writeSpeedscope } from './lib/speedscope.js';
-import { dropRedisPrefix, startWorkers, type StackEnv } from './lib/stack.js';
+import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
 
 const scenario = 'proxy';
@@ -172,7 +172,7 @@ http {
     const child = startChild('edge', 'apps/edge/src/server.ts', [], {
       cpu: CPU_EDGE,
       stdout: logFile,
-      nodeFlags,
+      nodeFlags: [...edgeNodeFlags, ...nodeFlags],
       env: {
         ...stackEnv,
         ...extraEnv,

@@ -19,6 +19,7 @@ import { createSql } from '#db/sql';
 import { profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { environmentLine, fmt, fmtSummary, log, percentile, summarize, writeSection } from './lib/report.js';
+import { edgeNodeFlags } from './lib/stack.js';
 
 const scenario = 'search';
 const CALLERS = 50;
@@ -154,7 +155,7 @@ async function startRanker(cacheSeconds: number): Promise<{ child: ChildProcess;
 async function startEdge(cacheSeconds: number, prefix: string, nodeFlags: string[] = []): Promise<Edge> {
   const port = await freePort();
   const ranker = await startRanker(cacheSeconds);
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'apps/edge/src/server.ts'], {
+  const child = spawn(process.execPath, [...edgeNodeFlags, ...nodeFlags, '--import', 'tsx', 'apps/edge/src/server.ts'], {
     cwd: root,
     env: {
       ...process.env,

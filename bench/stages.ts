@@ -30,7 +30,7 @@ import { callerFromKey } from '#core/identity';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, placement, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
-import { dropRedisPrefix, startWorkers, type StackEnv } from './lib/stack.js';
+import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
 
 const scenario = 'stages';
 /** Iterations per timed run of a stage, and timed runs per stage (the median is reported). */
@@ -451,6 +451,7 @@ try {
     const port = await freePort();
     const edgeChild = startChild('edge', 'apps/edge/src/server.ts', [], {
       cpu: CPU_EDGE,
+      nodeFlags: edgeNodeFlags,
       stdout: join(tmp, 'edge.log'),
       env: { ...stackEnv, HOST: '127.0.0.1', PORT: String(port) },
     });

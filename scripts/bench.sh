@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench [-- scenario ...]`: provisions like `npm run up`, then runs every benchmark scenario
 # (or the named ones) against a database of its own; each writes its section of docs/BENCHMARKS.md.
+# `npm run soak` comes through here too (`soak`), for the same services and database.
 . "$(dirname "$0")/lib.sh"
 trap stop_started EXIT
 
@@ -31,6 +32,13 @@ imported=$(psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d platform_bench -tAc "s
 if [ "$imported" = 0 ]; then
   say bench "importing the full APIs.guru catalog into platform_bench (search and discovery run over it)"
   npx tsx apps/cli/directory-import.ts
+fi
+
+# `npm run soak`: the edge's hour-long memory soak (scripts/soak.ts) on the same provisioned stack and database.
+if [ "${1:-}" = soak ]; then
+  say soak "the edge's memory under mixed load for ${SOAK_MINUTES:-60} minutes (scripts/soak.ts)"
+  npx tsx scripts/soak.ts
+  exit
 fi
 
 scenarios=("$@")

@@ -10,7 +10,8 @@
 // resident memory (VmRSS of /proc/<pid>/status: every thread, the ranking threads included) every
 // minute, and at the end its start / peak / last and the growth over the last half; the same, apart,
 // for the directory ranking process (which holds the index and the embedding model for every edge).
-// SOAK_EDGE_NODE_FLAGS passes node flags to the edge alone (V8 heap limits, to measure them).
+// The edge runs with production's V8 heap limits (EDGE_NODE_OPTIONS, apps/edge/src/config.ts);
+// SOAK_EDGE_NODE_FLAGS replaces them (empty: none, to measure the edge without them).
 // SOAK_HEAP_SNAPSHOTS=1 also writes two heap snapshots of the edge's main thread (after the first
 // minute and at the end; `--heapsnapshot-signal`) and prints the constructors whose retained self
 // size grew most between them.
@@ -25,7 +26,7 @@ import { credit } from '#db/ledger';
 import { createSql } from '#db/sql';
 import { benchSettings as settings, prepareDatabase } from '../bench/lib/env.js';
 import { freePort, ROOT, startChild, waitForHttp, type Child } from '../bench/lib/procs.js';
-import { dropRedisPrefix, startWorkers, type StackEnv } from '../bench/lib/stack.js';
+import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from '../bench/lib/stack.js';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
 const SAMPLE_MS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 60) * 1000;
@@ -38,7 +39,7 @@ const SSE_OPEN_MS = Number(process.env.SOAK_SSE_OPEN_MS ?? 1000);
 const SSE_HOLD_MS = Number(process.env.SOAK_SSE_HOLD_MS ?? 8000);
 const HEAP_SNAPSHOTS = process.env.SOAK_HEAP_SNAPSHOTS === '1';
 /** Extra node flags for the edge only (space-separated), e.g. V8 heap limits to measure. */
-const EDGE_NODE_FLAGS = (process.env.SOAK_EDGE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+const EDGE_NODE_FLAGS = process.env.SOAK_EDGE_NODE_FLAGS === undefined ? edgeNodeFlags : process.env.SOAK_EDGE_NODE_FLAGS.split(' ').filter(Boolean);
 const ACCOUNTS = 8;
 const RUN_ID = `soak-${process.pid}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { edgeSettings, loadEdgeSettings } from '#edge/config';
+import { EDGE_NODE_OPTIONS, edgeSettings, loadEdgeSettings } from '#edge/config';
 import { loadWorkerSettings } from '#workers/settings';
 import { loadRankerSettings } from '#workers/directory/settings';
 
@@ -30,5 +30,15 @@ describe('.env.example', () => {
       expect(String((edge as Record<string, unknown>)[name]), name).toBe(String((defaults as Record<string, unknown>)[name]));
       expect(value.length, name).toBeGreaterThan(0);
     }
+  });
+
+  it('gives the edge the same V8 heap limits wherever it is started: .env.example, npm run up, docker-compose.yml and the Dockerfile', () => {
+    const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+    expect(readExample().EDGE_NODE_OPTIONS).toBe(`"${EDGE_NODE_OPTIONS}"`);
+    // Shell and compose defaults: ${EDGE_NODE_OPTIONS-default} (unset takes the default, empty sets none).
+    expect(read('scripts/up.sh')).toContain(`NODE_OPTIONS="\${EDGE_NODE_OPTIONS-${EDGE_NODE_OPTIONS}}" node --import tsx apps/edge/src/server.ts`);
+    expect(read('docker-compose.yml')).toContain(`NODE_OPTIONS: \${EDGE_NODE_OPTIONS-${EDGE_NODE_OPTIONS}}`);
+    const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
+    expect(JSON.parse(cmd ?? '[]')).toEqual(['node', ...EDGE_NODE_OPTIONS.split(' '), '--import', 'tsx', 'apps/edge/src/server.ts']);
   });
 });

@@ -29,6 +29,17 @@ const seconds = (fallback: number) =>
     .max(86_400 * 30)
     .default(fallback);
 
+/**
+ * V8's heap limits for an edge that asks the directory ranking process (DIRECTORY_RANK_URL set): an
+ * old generation of at most 192 MB over a live heap of about 110 MB, and 8 MB semi-spaces. Without
+ * them V8 lets an edge's heap grow to several times its live size under load (511 MB a minute into the
+ * soak on a quiet host, 661 MB on a loaded one); with them an hour of the soak's mixed load stays under
+ * 300 MB (docs/BENCHMARKS.md, "Edge memory soak"). `npm run up` and docker-compose.yml pass them as the
+ * edge's NODE_OPTIONS (EDGE_NODE_OPTIONS overrides them; empty sets none), the Dockerfile's command
+ * passes them, and the benchmarks and the soak run their edges with them.
+ */
+export const EDGE_NODE_OPTIONS = '--max-old-space-size=192 --max-semi-space-size=8';
+
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
 export const edgeSettings = sharedSettings
   .extend(webhookSettings.shape)

@@ -1,4 +1,5 @@
 // The edge's process entry: parse settings, build the app, listen, and shut down gracefully.
+import { getHeapStatistics } from 'node:v8';
 import pino from 'pino';
 import { loadSettingsOrExit } from '#core/platform';
 import { buildApp, edgeLogger } from './app.js';
@@ -48,6 +49,15 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'));
 try {
   await app.listen({ host: settings.HOST, port: settings.PORT });
   app.log.info(`API ${settings.PUBLIC_URL}/api/v1 · reference ${settings.PUBLIC_URL}/api/v1/reference`);
+  // Ranking in this process holds the index and model per thread (about 1 GB): the heap limits meant for
+  // an edge that asks the ranking process (EDGE_NODE_OPTIONS) would stop it out of memory at the first search.
+  const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
+  if (settings.DIRECTORY_RANK_URL === null && heapLimitMb < 1024)
+    app.log.warn(
+      { heapLimitMb },
+      'DIRECTORY_RANK_URL is empty, so this edge ranks search and discovery itself (about 1 GB), but its heap is limited to ' +
+        `${heapLimitMb} MB: set DIRECTORY_RANK_URL to the directory ranking process, or run this edge with EDGE_NODE_OPTIONS empty`,
+    );
 } catch (error) {
   app.log.fatal({ err: error }, 'could not start the edge');
   process.exit(1);
