@@ -149,10 +149,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
   };
   // Before any body is read: a method no route has (QUERY, SEARCH, ...) on a known path is a 405,
   // not a complaint about its Content-Type.
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.is404) return;
+  // (With `done`, not async: it runs on every request, and a matched route passes at once.)
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.is404) return done();
     const refused = methodNotAllowed(request);
-    if (refused) return sendError(reply, refused);
+    // An answer sent from a hook ends the request there: `done` is not called.
+    if (refused) return void sendError(reply, refused);
+    done();
   });
 
   app.decorate('htmlFallback', null);

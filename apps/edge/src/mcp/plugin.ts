@@ -51,16 +51,20 @@ export const resourceMetadataUrl = (settings: EdgeSettings) => new URL(`${METADA
  */
 export function mcpOriginGuard(settings: EdgeSettings) {
   const allowed = [new URL(settings.PUBLIC_URL).hostname.toLowerCase(), ...settings.MCP_ALLOWED_ORIGINS];
-  return async (request: FastifyRequest): Promise<void> => {
+  // With `done`, not async: it runs on every request, and every other route passes at once.
+  return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
     // By the route matched, not the URL's text: the router also takes `/%6Dcp` for /mcp.
-    if (request.routeOptions.url !== MCP_PATH) return;
+    if (request.routeOptions.url !== MCP_PATH) return done();
     const origin = request.headers.origin;
     const result = validateOriginHeader(Array.isArray(origin) ? origin[0] : origin, allowed);
     if (!result.ok) {
-      throw new PlatformError('forbidden', `Origin not allowed: ${result.message}`, {
-        hint: 'Browsers may call the MCP endpoint only from the site itself or an origin listed in MCP_ALLOWED_ORIGINS.',
-      });
+      return done(
+        new PlatformError('forbidden', `Origin not allowed: ${result.message}`, {
+          hint: 'Browsers may call the MCP endpoint only from the site itself or an origin listed in MCP_ALLOWED_ORIGINS.',
+        }),
+      );
     }
+    done();
   };
 }
 
@@ -172,9 +176,10 @@ export default fp(
     );
     app.addHook('onClose', async () => handler.close());
 
-    app.addHook('onSend', async (request, reply, payload) => {
-      if (!request.routeOptions.config.bearerChallenge || (reply.statusCode !== 401 && reply.statusCode !== 403)) return payload;
-      return authFailure(request, reply, payload, challenge);
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (reply.statusCode !== 401 && reply.statusCode !== 403) return done(null, payload);
+      if (!request.routeOptions.config.bearerChallenge) return done(null, payload);
+      done(null, authFailure(request, reply, payload, challenge));
     });
 
     app.route({

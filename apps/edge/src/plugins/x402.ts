@@ -173,9 +173,16 @@ export default fp(
       if (request.x402Payment) request.x402Payment.failed = true;
     });
 
-    app.addHook('onSend', async (request, reply, payload) => {
+    // With `done`, not async: it runs on every request, and most have nothing to settle and are no 402.
+    app.addHook('onSend', (request, reply, payload, done) => {
       const payment = request.x402Payment;
-      if (payment) return settleOrWithhold(request, reply, payment, payload);
+      if (payment) {
+        settleOrWithhold(request, reply, payment, payload).then(
+          (sent) => done(null, sent),
+          (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+        );
+        return;
+      }
       // Every 402 of a priced route says how to pay with x402, beside the balance and cost in its body.
       if (
         enabled &&
@@ -194,7 +201,7 @@ export default fp(
         if (cost !== null && cost > 0n)
           reply.header('PAYMENT-REQUIRED', paymentRequiredHeader(settings, resourceUrl(request), cost, 'Insufficient balance'));
       }
-      return payload;
+      done(null, payload);
     });
 
     async function settleOrWithhold(request: FastifyRequest, reply: FastifyReply, payment: PendingPayment, payload: unknown): Promise<unknown> {
