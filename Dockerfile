@@ -20,6 +20,6 @@ COPY --from=embedding-model /model ./.venv/models/all-minilm-l6-v2-int8
 RUN npm run build:dashboard
 ENV NODE_ENV=production
 EXPOSE 3000
-# The edge, as node itself with its V8 heap limits (EDGE_NODE_OPTIONS in .env.example; docker-compose.yml
-# passes them as NODE_OPTIONS and runs this command without them).
-CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "--import", "tsx", "apps/edge/src/server.ts"]
+# The edge, as node itself (no npx or tsx launcher process beside it); NODE_OPTIONS takes Node's options
+# (docker-compose.yml passes EDGE_NODE_OPTIONS there; see .env.example).
+CMD ["node", "--import", "tsx", "apps/edge/src/server.ts"]

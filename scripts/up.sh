@@ -86,9 +86,9 @@ fi
 export DIRECTORY_RANK_PORT=${DIRECTORY_RANK_PORT:-3090}
 export DIRECTORY_RANK_URL=${DIRECTORY_RANK_URL:-http://127.0.0.1:$DIRECTORY_RANK_PORT}
 run_process directory-ranker node_modules/.bin/tsx workers/directory/main.ts
-# The edge runs with V8 heap limits (EDGE_NODE_OPTIONS, see .env.example; empty sets none), as node itself:
-# no tsx launcher process beside it.
-run_process edge env NODE_OPTIONS="${EDGE_NODE_OPTIONS---max-old-space-size=192 --max-semi-space-size=8}" node --import tsx apps/edge/src/server.ts
+# The edge runs as node itself (no tsx launcher process beside it), with EDGE_NODE_OPTIONS as its
+# NODE_OPTIONS (see .env.example: V8 heap limits for a smaller edge, at a cost in throughput).
+run_process edge env NODE_OPTIONS="${EDGE_NODE_OPTIONS:-}" node --import tsx apps/edge/src/server.ts
 run_process temporal-worker node_modules/.bin/tsx workers/temporal/main.ts
 run_process queue-workers node_modules/.bin/tsx workers/queues/main.ts
 

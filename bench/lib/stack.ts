@@ -9,15 +9,13 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { usageBatchJob } from '#core/billing';
 import { createRedis, TemporalGateway } from '#core/platform';
-import { EDGE_NODE_OPTIONS } from '#edge/config';
 import { freePort, startChild, type Child } from './procs.js';
 
 /**
- * The node flags every benchmark and the soak start an edge with: production's V8 heap limits
- * (EDGE_NODE_OPTIONS, as `npm run up` and docker-compose.yml pass them), or EDGE_NODE_OPTIONS from
- * the environment (empty: none).
+ * The node flags every benchmark and the soak start an edge with: EDGE_NODE_OPTIONS, as `npm run up`
+ * and docker-compose.yml pass it (unset or empty: Node's defaults, as production runs by default).
  */
-export const edgeNodeFlags: string[] = (process.env.EDGE_NODE_OPTIONS ?? EDGE_NODE_OPTIONS).split(' ').filter(Boolean);
+export const edgeNodeFlags: string[] = (process.env.EDGE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 
 export interface StackEnv extends NodeJS.ProcessEnv {
   DATABASE_URL: string;

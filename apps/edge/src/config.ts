@@ -30,15 +30,15 @@ const seconds = (fallback: number) =>
     .default(fallback);
 
 /**
- * V8's heap limits for an edge that asks the directory ranking process (DIRECTORY_RANK_URL set): an
- * old generation of at most 192 MB over a live heap of about 110 MB, and 8 MB semi-spaces. Without
- * them V8 lets an edge's heap grow to several times its live size under load (511 MB a minute into the
- * soak on a quiet host, 661 MB on a loaded one); with them an hour of the soak's mixed load stays under
- * 300 MB (docs/BENCHMARKS.md, "Edge memory soak"). `npm run up` and docker-compose.yml pass them as the
- * edge's NODE_OPTIONS (EDGE_NODE_OPTIONS overrides them; empty sets none), the Dockerfile's command
- * passes them, and the benchmarks and the soak run their edges with them.
+ * V8 heap limits that keep an edge asking the directory ranking process under 300 MB through an hour
+ * of the soak's mixed load (211 -> 265 MB, against 258 -> 678 -> 418 MB with Node's defaults), at a
+ * price: at peak proxy load V8 then collects the old generation far more often (its heap growing
+ * factor follows the heap limit), and the proxy kept 0.22 of the bare proxy's throughput against 0.33
+ * without them (docs/decisions/edge-heap-limits.md). Not the default: an operator who wants the
+ * smaller edge sets EDGE_NODE_OPTIONS to them (`npm run up` and docker-compose.yml pass
+ * EDGE_NODE_OPTIONS as the edge's NODE_OPTIONS; the benchmarks and the soak start their edges with it).
  */
-export const EDGE_NODE_OPTIONS = '--max-old-space-size=192 --max-semi-space-size=8';
+export const LOW_MEMORY_EDGE_NODE_OPTIONS = '--max-old-space-size=192 --max-semi-space-size=8';
 
 /** The edge's settings: one zod schema, parsed once at start-up. Every key is listed in .env.example. */
 export const edgeSettings = sharedSettings
