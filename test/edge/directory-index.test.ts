@@ -7,6 +7,7 @@ import { loadDevset } from '#core/directory';
 import { bearer, createTestAccount, createTestApp, expectOk } from '../helpers/app.js';
 import { uniqueId } from '../helpers/settings.js';
 import { eventually } from '../helpers/until.js';
+import { RANKING_EDGE_CASE_URLS } from '../helpers/directory-urls.js';
 
 let app: FastifyInstance;
 beforeAll(async () => {
@@ -102,13 +103,7 @@ describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
       ...tasks
         .slice(0, 20)
         .flatMap((t) => [`/api/v1/discover?q=${encodeURIComponent(t.q)}`, `/api/v1/discover?query=${encodeURIComponent(t.q)}&limit=50`]),
-      '/api/v1/discover?q=qzxqvjw%20vvbnqq',
-      '/api/v1/discover?q=',
-      '/api/v1/discover?q=%3F%3F%21',
-      `/api/v1/discover?q=${'weather%20'.repeat(80)}`,
-      '/api/v1/apis?q=',
-      '/api/v1/apis?q=weather&cursor=not-a-cursor',
-      '/api/v1/apis?limit=3',
+      ...RANKING_EDGE_CASE_URLS,
     ];
     for (const url of urls) {
       const [a, b] = await Promise.all([inline.inject({ method: 'GET', url }), pooled.inject({ method: 'GET', url })]);

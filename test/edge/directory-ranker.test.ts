@@ -6,6 +6,7 @@ import { loadDevset } from '#core/directory';
 import { bearer, createTestAccount, createTestApp, expectError, expectOk } from '../helpers/app.js';
 import { freePort } from '../helpers/ports.js';
 import { testDatabaseUrl } from '../helpers/settings.js';
+import { RANKING_EDGE_CASE_URLS } from '../helpers/directory-urls.js';
 
 // The edge asking the directory ranking process (workers/directory/main.ts, started here as its own
 // process, as `npm run up` and docker-compose.yml run it) instead of ranking itself.
@@ -102,13 +103,7 @@ describe('search and discovery from the directory ranking process (DIRECTORY_RAN
           `/api/v1/discover?q=${encodeURIComponent(t.q)}`,
           `/api/v1/discover?query=${encodeURIComponent(t.q)}&limit=50&callable=true`,
         ]),
-      '/api/v1/discover?q=qzxqvjw%20vvbnqq',
-      '/api/v1/discover?q=',
-      '/api/v1/discover?q=%3F%3F%21',
-      `/api/v1/discover?q=${'weather%20'.repeat(80)}`,
-      '/api/v1/apis?q=',
-      '/api/v1/apis?q=weather&cursor=not-a-cursor',
-      '/api/v1/apis?limit=3',
+      ...RANKING_EDGE_CASE_URLS,
     ];
     const strip = (body: string) => body.replace(/"requestId":"[^"]*"/, '');
     for (const url of urls) {
@@ -125,14 +120,18 @@ describe('search and discovery from the directory ranking process (DIRECTORY_RAN
     expect(mine?.api.callability.state).toBe('ready');
   });
 
-  it('answers the MCP discover_apis tool from the ranking process', async () => {
-    const account = await createTestAccount(remote.deps.sql);
-    const res = await remote.inject({
+  /** The MCP tool `discover_apis` called on the edge that asks the ranking process. */
+  const discoverTool = (fullKey: string) =>
+    remote.inject({
       method: 'POST',
       url: '/mcp',
-      headers: { ...bearer(account.fullKey), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: { ...bearer(fullKey), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'discover_apis', arguments: { query: 'send a text message' } } },
     });
+
+  it('answers the MCP discover_apis tool from the ranking process', async () => {
+    const account = await createTestAccount(remote.deps.sql);
+    const res = await discoverTool(account.fullKey);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.body).toContain('results');
     expect(res.body).not.toContain('"isError":true');
@@ -172,12 +171,7 @@ describe('search and discovery from the directory ranking process (DIRECTORY_RAN
       });
       // The MCP tool says so in its own error shape rather than failing the session.
       const account = await createTestAccount(remote.deps.sql);
-      const tool = await remote.inject({
-        method: 'POST',
-        url: '/mcp',
-        headers: { ...bearer(account.fullKey), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        payload: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'discover_apis', arguments: { query: 'send a text message' } } },
-      });
+      const tool = await discoverTool(account.fullKey);
       expect(tool.statusCode, tool.body).toBe(200);
       expect(tool.body).toContain('service_unavailable');
 
