@@ -3,7 +3,7 @@ import { Queue, Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { runApiCli } from '#cli/api-cli';
 import { reconcileRefunds, usageBatchJob, refundChargeJob } from '#core/billing';
 import { createRedis } from '#core/platform';
@@ -90,6 +90,12 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
         connection: createRedis(redisService.url, 'queue'),
         prefix,
         concurrency: 4,
+        // A job a worker held when Redis died stays active until its lock runs out and the stall check
+        // puts it back: with BullMQ's defaults (a 30 s lock, a check every 30 s) that takes up to a
+        // minute, as long as the drain below waits. Production keeps the defaults; the test shortens
+        // both so that the drain measures the pipeline, not the stall timer.
+        lockDuration: 6_000,
+        stalledInterval: 2_000,
       });
       worker.on('error', () => {});
       return worker;
@@ -119,6 +125,8 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
   }, 120_000);
 
   it('loses, doubles and gives away nothing, and every session goes on', async () => {
+    // The timeline (kills, retried completions, what was left) is printed when the test fails.
+    onTestFailed(() => console.log(`chaos log:\n${log.join('\n')}`));
     const pool = new Pool(edge, { connections: CLIENTS });
     const outcomes = new Map<number, number>();
     const chargedIds = new Set<string>();
@@ -214,12 +222,26 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     const queues = [usageBatchJob.queue, refundChargeJob.queue].map((name) => new Queue(name, { connection: redis, prefix }));
     // A job that failed during an outage waits out its backoff (up to minutes after several failures,
     // more on a loaded machine): with everything up again, its retry is brought forward.
+    const states = ['waiting', 'active', 'delayed', 'prioritized'] as const;
     const pending = async () => {
       await Promise.all(queues.map((queue) => queue.promoteJobs().catch(() => {})));
-      const counts = await Promise.all(queues.map((queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')));
+      const counts = await Promise.all(queues.map((queue) => queue.getJobCounts(...states)));
       return counts.reduce((sum, byState) => sum + Object.values(byState).reduce((a, b) => a + b, 0), 0);
     };
-    await expect.poll(pending, { timeout: 60_000, interval: 250 }).toBe(0);
+    try {
+      await expect.poll(pending, { timeout: 60_000, interval: 250 }).toBe(0);
+    } catch (error) {
+      // Name what is left, so that a failure says which job stuck where and why.
+      for (const queue of queues) {
+        for (const job of await queue.getJobs([...states])) {
+          const state = await job.getState();
+          note(
+            `left in ${queue.name}: job ${job.id} ${state}, attempts ${job.attemptsMade}, stalled ${job.stalledCounter}, reason ${job.failedReason ?? '-'}`,
+          );
+        }
+      }
+      throw error;
+    }
     await Promise.all(queues.map((queue) => queue.close()));
     // Charges whose outcome the edge could not record (Postgres died between charge and answer).
     const settled = await reconcileRefunds(sql, 0);
