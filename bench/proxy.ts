@@ -25,6 +25,7 @@ import { edgeSettings } from '#edge/config';
 import { ChargeBatcher } from '#core/billing';
 import { credit } from '#db/ledger';
 import { createSql } from '#db/sql';
+import { allocationDiffMarkdown, sampleAllocations } from './lib/allocation-profile.js';
 import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
@@ -571,6 +572,37 @@ http {
         ? `; main-thread CPU per call ${fmt((metricsSummary.busyMs * 1000) / Math.max(1, metricsProfiled.ok), 1)} µs against ${fmt((summary.busyMs * 1000) / Math.max(1, profiled.ok), 1)} µs`
         : ''),
   );
+  // --- allocations per call: the plain edge and the bare proxy, each under V8's sampling heap profiler
+  // (through `--inspect`) for one peak run, every byte allocated counted (what GC carries), per answered call.
+  const allocations = async (target: 'platform' | 'bare', start: (inspectPort: number) => Promise<{ child: Child; origin: string }>) => {
+    const inspectPort = await freePort();
+    const sampled = await start(inspectPort);
+    targets[target].origin = sampled.origin;
+    await load(target, 'peak', 2);
+    const { result, summary } = await sampleAllocations(inspectPort, () => load(target, 'peak', seconds));
+    await sampled.child.stop();
+    return { summary, calls: result.ok, rps: result.rps };
+  };
+  const edgeAllocations = await allocations('platform', (port) => startEdge([`--inspect=127.0.0.1:${port}`], {}, join(tmp, 'edge-allocations.log')));
+  await verifyLedger(true);
+  const bareAllocations = await allocations('bare', async (port) => {
+    const barePortSampled = await freePort();
+    const child = startChild('bare proxy (allocations)', 'bench/children/bare-proxy.ts', [String(barePortSampled), upstreamOrigin], {
+      cpu: CPU_EDGE,
+      nodeFlags: [`--inspect=127.0.0.1:${port}`],
+    });
+    children.push(child);
+    await waitForHttp(`http://127.0.0.1:${barePortSampled}/`, 60_000, child);
+    return { child, origin: `http://127.0.0.1:${barePortSampled}` };
+  });
+  const allocationTable = allocationDiffMarkdown({ ...edgeAllocations, label: 'platform edge' }, { ...bareAllocations, label: 'bare proxy' });
+  const kibPerCall = (a: { summary: { bytes: number }; calls: number }) => a.summary.bytes / 1024 / Math.max(1, a.calls);
+  log(
+    scenario,
+    `allocations per answered call under the heap sampler: platform edge ${fmt(kibPerCall(edgeAllocations), 1)} KiB (${fmt(edgeAllocations.rps, 0)} req/s), ` +
+      `bare proxy ${fmt(kibPerCall(bareAllocations), 1)} KiB (${fmt(bareAllocations.rps, 0)} req/s)`,
+  );
+
   const profile = summary ? profileMarkdown(summary) : '(no profile was written)';
   const cpuPerCall = summary ? summary.busyMs / Math.max(1, profiled.ok) : Number.NaN;
   const timePerCall = (CONNECTIONS / profiled.rps) * 1000;
@@ -700,6 +732,17 @@ scraped every ${METRICS_SCRAPE_MS / 1000} s), against the plain edge's profile a
 differences of a few µs in areas metrics do not touch are the runs' own noise):
 
 ${metricsProfile}
+
+### What the edge allocates per call
+
+The garbage collector's share above is paid for by what each call allocates. One more peak run of a plain edge and one of a second bare
+proxy, each under V8's sampling heap profiler (\`--inspect\`, \`HeapProfiler.startSampling\` every 16 KiB on average, objects already
+collected kept, so every byte allocated during the run is counted, not only what survived it), divided by the calls answered in that run
+(${fmt(edgeAllocations.rps, 0)} and ${fmt(bareAllocations.rps, 0)} req/s under the sampler). Background work the calls cause (settlements,
+usage batches) is in it. Sites are named by function and the line of its start; tsx compiles each TypeScript module to one line, so the
+project's files read \`file:1\`.
+
+${allocationTable}
 
 ${
   flame

@@ -43,7 +43,7 @@ export function shortPath(url: string): string {
   return path;
 }
 
-function area(url: string, fn: string): string {
+export function area(url: string, fn: string): string {
   if (!url) return fn.startsWith('(') ? fn : '(native / V8)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg?.[1]) return pkg[1];
