@@ -1,4 +1,5 @@
 import { findUnstorableText, limitJsonBodies, unstorableTextError } from './http/json-body.js';
+import { routeOf } from './http/route-options.js';
 import { mintsMoneyInProduction } from '#core/billing';
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
@@ -52,7 +53,7 @@ export interface BuildOptions {
 
 /** The proxy's routes: their query strings go to the upstream unchanged and may carry the caller's own keys. */
 const PROXY_ROUTE_PREFIX = '/api/v1/proxy/';
-export const isProxyRoute = (request: Pick<FastifyRequest, 'routeOptions'>) => request.routeOptions.url?.startsWith(PROXY_ROUTE_PREFIX) === true;
+export const isProxyRoute = (request: Pick<FastifyRequest, 'routeOptions'>) => routeOf(request).url?.startsWith(PROXY_ROUTE_PREFIX) === true;
 
 /**
  * A request's URL as logged: without its query string when the request was routed to the proxy, or
@@ -63,7 +64,7 @@ export function loggedUrl(request: Pick<FastifyRequest, 'url' | 'routeOptions'>)
   const url = request.url;
   const q = url.indexOf('?');
   if (q === -1) return url;
-  return request.routeOptions.url === undefined || isProxyRoute(request) || request.routeOptions.config?.secretQuery === true
+  return routeOf(request).url === undefined || isProxyRoute(request) || routeOf(request).config?.secretQuery === true
     ? `${url.slice(0, q)}?[redacted]`
     : url;
 }
@@ -117,6 +118,8 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       sendError(reply, new PlatformError('validation_failed', `Malformed URL: ${error.message}`, { hint: 'Percent-encode the path correctly.' })),
   }).withTypeProvider<ZodTypeProvider>();
 
+  // Where hooks read a request's route options (routeOf): kept on the request after the first read.
+  app.decorateRequest('routeOptionsOnce', null);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
@@ -156,7 +159,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
       const status = reply.statusCode;
       // A successful proxied call (recorded anyway as a usage event) is logged with probability
       // LOG_REQUEST_SAMPLE, its line saying so; every other line is written.
-      const sampled = sample < 1 && status >= 200 && status < 300 && request.routeOptions.config.sampledRequestLog === true;
+      const sampled = sample < 1 && status >= 200 && status < 300 && routeOf(request).config.sampledRequestLog === true;
       if (!sampled || Math.random() < sample) {
         request.log.info(
           {
@@ -193,7 +196,7 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
   // The specification's 400s for a POST without a body or with a body that is not a JSON object,
   // before zod would report them as a less helpful type mismatch.
   app.addHook('preValidation', (request, _reply, done) => {
-    const bodySchema = request.routeOptions.schema?.body as { safeParse?: (value: unknown) => { success: boolean } } | undefined;
+    const bodySchema = routeOf(request).schema?.body as { safeParse?: (value: unknown) => { success: boolean } } | undefined;
     if (!BODY_METHODS.has(request.method) || !bodySchema) return done();
     if (request.body === undefined || request.body === null) {
       // A route whose body is optional (its schema accepts no body) goes on without one.

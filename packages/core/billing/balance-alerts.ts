@@ -35,6 +35,10 @@ export class BalanceAlerts {
     if (result.ok) {
       const after = result.balanceMicros;
       const before = after + req.costMicros;
+      // Nearly every charge crosses nothing: with the account's thresholds cached, that is decided here,
+      // without the promises of the asynchronous check (one charge after another on the proxy's path).
+      const cached = this.thresholds.get(req.accountId);
+      if (cached && cached.until > Date.now() && !mayAlert(cached, before, after)) return;
       void this.afterCharge(req.accountId, before, after).catch(this.onError);
     } else if (result.reason === 'insufficient_balance') {
       void this.depleted(req.accountId, result.balanceMicros).catch(this.onError);
@@ -76,4 +80,11 @@ export class BalanceAlerts {
   private async depleted(accountId: string, balanceMicros: bigint): Promise<void> {
     if (await markBalanceDepleted(this.db, accountId)) await this.announce(accountId, { type: 'balance.depleted', balanceMicros });
   }
+}
+
+/** Whether a charge from `before` to `after` may call for an alert or an automatic top-up (afterCharge decides). */
+function mayAlert(thresholds: { low: bigint | null; autoTopup: bigint | null }, before: bigint, after: bigint): boolean {
+  if (after === 0n) return true;
+  if (thresholds.autoTopup !== null && after < thresholds.autoTopup) return true;
+  return thresholds.low !== null && before >= thresholds.low && after < thresholds.low;
 }

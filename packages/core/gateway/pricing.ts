@@ -46,26 +46,31 @@ const METHOD_TOKEN = /^[A-Za-z]{1,16}$/;
  * upstream honours. Usually just `[method]`.
  */
 export function methodsServed(method: string, rawHeaders: readonly string[], query: string | null): string[] {
+  // (No closure and no lower-cased copy of a header name unless its length fits: this runs on every proxied call.)
   let methods: string[] | null = null;
-  const add = (value: string) => {
-    for (const token of value.split(',')) {
-      const candidate = token.trim();
-      if (!METHOD_TOKEN.test(candidate)) continue;
-      methods ??= [method.toUpperCase()];
-      if (!methods.includes(candidate.toUpperCase())) methods.push(candidate.toUpperCase());
-    }
-  };
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
-    if (name.length >= 12 && name.length <= 22 && OVERRIDE_HEADERS.has(name.toLowerCase())) add(rawHeaders[i + 1] ?? '');
+    if (name.length >= 12 && name.length <= 22 && OVERRIDE_HEADERS.has(name.toLowerCase()))
+      methods = addMethods(methods, method, rawHeaders[i + 1] ?? '');
   }
   if (query !== null && query.includes('_method')) {
     for (const pair of query.split('&')) {
       const at = pair.indexOf('=');
-      if (at !== -1 && pair.slice(0, at) === '_method') add(safeDecode(pair.slice(at + 1)));
+      if (at !== -1 && pair.slice(0, at) === '_method') methods = addMethods(methods, method, safeDecode(pair.slice(at + 1)));
     }
   }
   return methods ?? [method];
+}
+
+/** The methods named in one override value (comma-separated) added to `methods` (started with the request's own). */
+function addMethods(methods: string[] | null, method: string, value: string): string[] | null {
+  for (const token of value.split(',')) {
+    const candidate = token.trim();
+    if (!METHOD_TOKEN.test(candidate)) continue;
+    methods ??= [method.toUpperCase()];
+    if (!methods.includes(candidate.toUpperCase())) methods.push(candidate.toUpperCase());
+  }
+  return methods;
 }
 
 function safeDecode(value: string): string {

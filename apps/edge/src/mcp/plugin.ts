@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { routeOf } from '../http/route-options.js';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -54,7 +55,7 @@ export function mcpOriginGuard(settings: EdgeSettings) {
   // With `done`, not async: it runs on every request, and every other route passes at once.
   return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
     // By the route matched, not the URL's text: the router also takes `/%6Dcp` for /mcp.
-    if (request.routeOptions.url !== MCP_PATH) return done();
+    if (routeOf(request).url !== MCP_PATH) return done();
     const origin = request.headers.origin;
     const result = validateOriginHeader(Array.isArray(origin) ? origin[0] : origin, allowed);
     if (!result.ok) {
@@ -178,7 +179,7 @@ export default fp(
 
     app.addHook('onSend', (request, reply, payload, done) => {
       if (reply.statusCode !== 401 && reply.statusCode !== 403) return done(null, payload);
-      if (!request.routeOptions.config.bearerChallenge) return done(null, payload);
+      if (!routeOf(request).config.bearerChallenge) return done(null, payload);
       done(null, authFailure(request, reply, payload, challenge));
     });
 

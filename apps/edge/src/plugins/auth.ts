@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { routeOf } from '../http/route-options.js';
 import fp from 'fastify-plugin';
 import { PlatformError } from '#core/platform';
 import { callerFromKey, callerFromSession, KeyVerifier, type Caller } from '#core/identity';
@@ -101,7 +102,7 @@ export default fp(
     app.decorateRequest('dashboardSession', null);
 
     app.addHook('onRequest', async (request, reply) => {
-      const requirement = request.routeOptions.config.auth ?? 'none';
+      const requirement = routeOf(request).config.auth ?? 'none';
       if (requirement === 'none') return;
       if (requirement === 'optional') {
         if (request.headers.authorization === undefined && request.headers['x-api-key'] === undefined) {
@@ -144,14 +145,14 @@ export default fp(
         const session = await verifyDashboardSession(sql, settings, token);
         assertNotCrossSite(request);
         if (!SAFE_METHODS.has(request.method)) assertCsrf(request, settings, session);
-        if (session.memberId !== null && request.routeOptions.config.approver !== true) {
+        if (session.memberId !== null && routeOf(request).config.approver !== true) {
           throw new PlatformError('approver_forbidden', 'Approvers cannot use this route', { hint: APPROVER_HINT });
         }
         request.auth = callerFromSession(session.accountId, session.memberId, session.personId);
         request.dashboardSession = session;
         return;
       }
-      if (request.routeOptions.config.oauthAccessTokens === true && !key.startsWith(KEY_PREFIX)) {
+      if (routeOf(request).config.oauthAccessTokens === true && !key.startsWith(KEY_PREFIX)) {
         const grantKey = await (await app.authorizationServer.get()).keyForAccessToken(key);
         verifier.touch(grantKey.id);
         request.auth = callerFromKey(grantKey);

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { routeOf } from '../http/route-options.js';
 import fp from 'fastify-plugin';
 import type { CallObserver } from '#core/gateway';
 import { BoundedLabel, createRegistry, prom, serveMetrics, type Registry } from '#core/platform';
@@ -100,7 +101,7 @@ export default fp(
     });
 
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url;
+      const route = routeOf(request).url;
       const status = reply.statusCode;
       http.observe({ method: request.method, route: route ?? 'unmatched', status: String(status) }, reply.elapsedTime / 1000);
       // Refused by the rate limiter before the metered call began.

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { routeOf } from '../http/route-options.js';
 import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -107,7 +108,7 @@ export function clientAddress(ip: string): string {
 
 /** The subject a request is counted against, and under which policy. */
 function bucket(request: FastifyRequest): { policy: RateLimitBucket; subject: string } {
-  const declared = request.routeOptions.config.rateLimit;
+  const declared = routeOf(request).config.rateLimit;
   if (declared === 'login' || declared === 'register') return { policy: declared, subject: `ip:${clientAddress(request.ip)}` };
   const auth = request.auth;
   if (auth) return { policy: 'key', subject: auth.keyId ? `key:${auth.keyId}` : `account:${auth.accountId}` };
@@ -116,8 +117,8 @@ function bucket(request: FastifyRequest): { policy: RateLimitBucket; subject: st
 
 /** Routes under /api/ are limited unless they opt out (health probes); unknown routes are not. */
 export function isLimited(request: FastifyRequest): boolean {
-  const url = request.routeOptions.url;
-  return url !== undefined && url.startsWith('/api/') && request.routeOptions.config.rateLimit !== false;
+  const url = routeOf(request).url;
+  return url !== undefined && url.startsWith('/api/') && routeOf(request).config.rateLimit !== false;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { context, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { routeOf } from '../http/route-options.js';
 import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE } from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import fp from 'fastify-plugin';
@@ -44,7 +45,7 @@ export default fp(
     });
 
     app.addHook('onRequest', (request, _reply, done) => {
-      const route = request.routeOptions.url;
+      const route = routeOf(request).url;
       const parent = extractTraceContext(request.headers);
       const span = tracer.startSpan(route ? `${request.method} ${route}` : request.method, { kind: SpanKind.SERVER }, parent);
       if (span.isRecording()) {

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { routeOf } from '../http/route-options.js';
 import fp from 'fastify-plugin';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import { SettleError, VerifyError, type PaymentRequirements, type SettleResponse, type VerifyResponse } from '@x402/core/types';
@@ -187,7 +188,7 @@ export default fp(
       if (
         enabled &&
         reply.statusCode === 402 &&
-        request.routeOptions.config.priced &&
+        routeOf(request).config.priced &&
         !reply.hasHeader('PAYMENT-REQUIRED') &&
         typeof payload === 'string'
       ) {
