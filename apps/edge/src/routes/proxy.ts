@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -10,6 +11,17 @@ import { requireAuth } from '../plugins/auth.js';
 import { apiId as API_ID, API_ID_PATTERN } from '#contracts/directory';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** Every proxied answer's own headers, over the upstream's (names in lower case, as Fastify keeps them). */
+const SANDBOX_HEADERS = [
+  ['content-security-policy', "sandbox; default-src 'none'"],
+  ['x-content-type-options', 'nosniff'],
+  ['cross-origin-resource-policy', 'same-site'],
+] as const;
+/** An answer to a request with an Origin may be read cross-origin, headers included. */
+const CORS_HEADERS = [
+  ['access-control-allow-origin', '*'],
+  ['access-control-expose-headers', '*'],
+] as const;
 /** `/api/v1/proxy/{api_id}`: segments of the raw URL before the path remainder. */
 const SEGMENTS_BEFORE_REMAINDER = 4;
 /**
@@ -19,11 +31,10 @@ const SEGMENTS_BEFORE_REMAINDER = 4;
 const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   // Proxied answers are third-party content on the dashboard's origin: the browser must treat every
   // one of them (errors too) as an opaque, script-less document that other sites cannot embed.
-  // (Set last, over any the upstream sent; with `done`, so no promise per call.)
+  // (Set last, over any the upstream sent; with `done`, so no promise per call. A streamed answer
+  // written directly, see replySink, sets the same headers itself.)
   app.addHook('onSend', (_request, reply, payload, done) => {
-    reply.header('Content-Security-Policy', "sandbox; default-src 'none'");
-    reply.header('X-Content-Type-Options', 'nosniff');
-    reply.header('Cross-Origin-Resource-Policy', 'same-site');
+    for (const [name, value] of SANDBOX_HEADERS) reply.header(name, value);
     done(null, payload);
   });
 
@@ -32,10 +43,7 @@ const proxyRoutes: FastifyPluginAsyncZod = async (app) => {
   // are answered here (not forwarded, not charged, not rate limited per key); every answer to a
   // request with an Origin may be read cross-origin, headers included. (docs/decisions/proxy-cors.md)
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (request.headers.origin !== undefined) {
-      reply.header('Access-Control-Allow-Origin', '*');
-      reply.header('Access-Control-Expose-Headers', '*');
-    }
+    if (request.headers.origin !== undefined) for (const [name, value] of CORS_HEADERS) reply.header(name, value);
     done(null, payload);
   });
   for (const url of ['/proxy/:apiId/*', '/proxy/:apiId']) {
@@ -123,9 +131,11 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 }
 
 /**
- * The HTTP reply as the metered call's answer sink. Fastify pipes the body into the reply, destroys
- * the reply when the body fails and destroys the body when the caller hangs up; the close listener,
- * added before Fastify's own, tells the call first.
+ * The HTTP reply as the metered call's answer sink. A streamed answer is written directly on the
+ * response (see deliverDirect); one without a body, a HEAD request's and an x402-paid call's (whose
+ * payment settles in an onSend hook before the answer may leave) go through Fastify's reply, which
+ * pipes the body, destroys the reply when the body fails and the body when the caller hangs up. In
+ * both, the close listener, added first, tells the call first.
  */
 function replySink(reply: FastifyReply): AnswerSink {
   return {
@@ -133,6 +143,8 @@ function replySink(reply: FastifyReply): AnswerSink {
       return reply.raw.closed;
     },
     deliver(status, headers, body, stopping) {
+      if (body !== null && reply.request.method !== 'HEAD' && !reply.request.x402Payment)
+        return deliverDirect(reply, status, headers, body, stopping);
       reply.code(status);
       reply.headers(headers);
       return new Promise<boolean>((resolve) => {
@@ -150,6 +162,47 @@ function replySink(reply: FastifyReply): AnswerSink {
       if (!reply.raw.writableFinished) reply.raw.destroy();
     },
   };
+}
+
+/**
+ * A streamed answer written on the raw response: one header block, then the body piped, without
+ * Fastify's stream reply (a setHeader per header, two end-of-stream watchers) and its onSend chain,
+ * whose work for a proxied answer is the headers set here. The reply is hijacked, so Fastify sends
+ * nothing itself; its onResponse hooks (the log line, metrics, tracing) still run when the answer
+ * has gone. Headers in the order Fastify's path sets them: the platform's so far (request id, rate
+ * limits, X-Service-*), the upstream's over them, the proxy's own over both.
+ */
+function deliverDirect(
+  reply: FastifyReply,
+  status: number,
+  headers: Record<string, string | string[]>,
+  body: Readable,
+  stopping: () => void,
+): Promise<boolean> {
+  const raw = reply.raw;
+  reply.hijack();
+  const out = reply.getHeaders();
+  for (const name in headers) out[name.toLowerCase()] = headers[name];
+  for (const [name, value] of SANDBOX_HEADERS) out[name] = value;
+  if (reply.request.headers.origin !== undefined) for (const [name, value] of CORS_HEADERS) out[name] = value;
+  return new Promise<boolean>((resolve) => {
+    raw.once('close', () => {
+      const finished = raw.writableFinished;
+      if (!finished) {
+        // The caller went away, or the body failed (below): the call is told before the body is torn down.
+        stopping();
+        body.destroy();
+        reply.log.info({ res: reply }, 'stream closed prematurely');
+      }
+      setImmediate(() => resolve(finished));
+    });
+    body.once('error', (error) => {
+      reply.log.warn({ err: error }, 'response terminated with an error with headers already sent');
+      raw.destroy();
+    });
+    raw.writeHead(status, out as OutgoingHttpHeaders);
+    body.pipe(raw);
+  });
 }
 
 /**
