@@ -132,10 +132,10 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
 /**
  * The HTTP reply as the metered call's answer sink. A streamed answer is written directly on the
- * response (see deliverDirect); one without a body, a HEAD request's and an x402-paid call's (whose
- * payment settles in an onSend hook before the answer may leave) go through Fastify's reply, which
- * pipes the body, destroys the reply when the body fails and the body when the caller hangs up. In
- * both, the close listener, added first, tells the call first.
+ * response (see deliverDirect). One without a body, a HEAD request's, an x402-paid call's (whose
+ * payment settles in an onSend hook before the answer may leave) and one with a header node refuses
+ * go through Fastify's reply, which pipes the body, destroys the reply when the body fails and the
+ * body when the caller hangs up. In both, the close listener, added first, tells the call first.
  */
 function replySink(reply: FastifyReply): AnswerSink {
   return {
@@ -143,8 +143,10 @@ function replySink(reply: FastifyReply): AnswerSink {
       return reply.raw.closed;
     },
     deliver(status, headers, body, stopping) {
-      if (body !== null && reply.request.method !== 'HEAD' && !reply.request.x402Payment)
-        return deliverDirect(reply, status, headers, body, stopping);
+      if (body !== null && reply.request.method !== 'HEAD' && !reply.request.x402Payment) {
+        const direct = deliverDirect(reply, status, headers, body, stopping);
+        if (direct) return direct;
+      }
       reply.code(status);
       reply.headers(headers);
       return new Promise<boolean>((resolve) => {
@@ -178,13 +180,19 @@ function deliverDirect(
   headers: Record<string, string | string[]>,
   body: Readable,
   stopping: () => void,
-): Promise<boolean> {
+): Promise<boolean> | null {
   const raw = reply.raw;
-  reply.hijack();
   const out = reply.getHeaders();
   for (const name in headers) out[name.toLowerCase()] = headers[name];
   for (const [name, value] of SANDBOX_HEADERS) out[name] = value;
   if (reply.request.headers.origin !== undefined) for (const [name, value] of CORS_HEADERS) out[name] = value;
+  try {
+    raw.writeHead(status, out as OutgoingHttpHeaders);
+  } catch {
+    // A header node refuses (checked before anything is sent): Fastify's path answers as it always did.
+    return null;
+  }
+  reply.hijack();
   return new Promise<boolean>((resolve) => {
     raw.once('close', () => {
       const finished = raw.writableFinished;
@@ -196,11 +204,13 @@ function deliverDirect(
       }
       setImmediate(() => resolve(finished));
     });
-    body.once('error', (error) => {
+    let failed = false;
+    body.on('error', (error) => {
+      if (failed) return;
+      failed = true;
       reply.log.warn({ err: error }, 'response terminated with an error with headers already sent');
       raw.destroy();
     });
-    raw.writeHead(status, out as OutgoingHttpHeaders);
     body.pipe(raw);
   });
 }
