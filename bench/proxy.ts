@@ -389,6 +389,42 @@ http {
   const cpuPerAnswer: Record<'bare' | EdgeTarget, number[]> = { bare: [], platform: [], control: [], metrics: [] };
   const workersCpu = () => cpuMicros(workers.queue) + cpuMicros(workers.temporal);
   const workersCpuPerAnswer: number[] = [];
+  // Who else runs on the core under test. The proxy is pinned to it; Postgres, Redis and the workers
+  // are not, so whatever of theirs the scheduler puts there is taken from the proxy's capacity. The
+  // core's busy time (/proc/stat) minus the proxy's own CPU is that share; Postgres's and Redis's
+  // whole CPU per call (every process of each, on either core) says how much of it they cause.
+  const coreBusyMicros = (cpu: number) => {
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`cpu${cpu} `));
+    if (!line) return 0;
+    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+    return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1e6) / CLOCK_TICKS;
+  };
+  const serviceCpuMicros = (comm: string) => {
+    let ticks = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const open = stat.indexOf('(');
+        const close = stat.lastIndexOf(')');
+        if (stat.slice(open + 1, close) !== comm) continue;
+        const fields = stat.slice(close + 2).split(' ');
+        ticks += Number(fields[11]) + Number(fields[12]);
+      } catch {
+        // The process ended between the listing and the read.
+      }
+    }
+    return (ticks * 1e6) / CLOCK_TICKS;
+  };
+  const services = () => ({ core: coreBusyMicros(CPU_EDGE), postgres: serviceCpuMicros('postgres'), redis: serviceCpuMicros('redis-server') });
+  /** Per answered call during peak runs (µs): others' CPU on the proxy's core, and Postgres's and Redis's CPU. */
+  const shares: Record<'bare' | 'platform', { othersOnCore: number[]; postgres: number[]; redis: number[] }> = {
+    bare: { othersOnCore: [], postgres: [], redis: [] },
+    platform: { othersOnCore: [], postgres: [], redis: [] },
+  };
   const peak: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], control: [], metrics: [] };
   for (let run = 1; run <= repeats; run += 1) {
     // The three edges rotate places round by round (a Latin square over three rounds), so each is
@@ -400,9 +436,17 @@ http {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
+      const servicesBefore = services();
       const r = await load(target, 'peak', seconds);
+      const servicesAfter = services();
       if (proc && (target === 'bare' || metered(target)))
         cpuPerAnswer[target as 'bare' | EdgeTarget].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
+      if (proc && (target === 'bare' || target === 'platform')) {
+        const per = (micros: number) => micros / Math.max(1, r.ok);
+        shares[target].othersOnCore.push(per(servicesAfter.core - servicesBefore.core - (cpuMicros(proc) - before)));
+        shares[target].postgres.push(per(servicesAfter.postgres - servicesBefore.postgres));
+        shares[target].redis.push(per(servicesAfter.redis - servicesBefore.redis));
+      }
       if (target === 'platform') workersCpuPerAnswer.push((workersCpu() - workersBefore) / Math.max(1, r.ok));
       peak[target].push(r);
       log(scenario, `peak run ${run} ${target}: ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, errors ${r.errors}`);
@@ -689,6 +733,9 @@ ${rows}
 | added p99 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
 | CPU per answered call at peak (µs), bare proxy / platform / control / platform with metrics on | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} / ${fmtSummary(summarize(cpuPerAnswer.control), 0)} / ${fmtSummary(summarize(cpuPerAnswer.metrics), 0)} | – |
 | CPU of the queue and Temporal workers per answered call during the platform's peak runs (µs) | ${fmtSummary(summarize(workersCpuPerAnswer), 0)} | – |
+| CPU of other processes on the proxy's core per answered call at peak (µs; the core's busy time less the proxy's), bare proxy / platform | ${fmtSummary(summarize(shares.bare.othersOnCore), 0)} / ${fmtSummary(summarize(shares.platform.othersOnCore), 0)} | – |
+| CPU of Postgres / of Redis per answered call at peak (µs, every process of each, either core), bare proxy runs | ${fmtSummary(summarize(shares.bare.postgres), 0)} / ${fmtSummary(summarize(shares.bare.redis), 0)} | – |
+| the same, platform runs | ${fmtSummary(summarize(shares.platform.postgres), 0)} / ${fmtSummary(summarize(shares.platform.redis), 0)} | – |
 | platform / nginx, peak throughput | ${fmtSummary(ratio(peak.platform, peak.nginx))} | – |
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |
 | added p50 / p99 at ${rate}/s vs the upstream directly (ms) | ${fmtSummary(added(fixed.platform, fixed.direct, 'p50'))} / ${fmtSummary(added(fixed.platform, fixed.direct, 'p99'))} | – |

@@ -10,7 +10,7 @@
 // the stages do not explain (Fastify's hooks, the HTTP server, the rest) shows as a remainder.
 // `npm run bench -- stages`
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,7 @@ import { buildApp, edgeLogger, loggedUrl } from '#edge/app';
 import { edgeSettings } from '#edge/config';
 import { RateCounters, type LimiterRedis } from '#edge/http/rate-limit-quotas';
 import { chargeCall } from '#core/billing';
+import { BlockLogWriter } from '#core/platform';
 import { droppedRequestHeaders, downstreamResponseHeaders, planMeteredCall, SecretRedactor, upstreamRequestHeaders } from '#core/gateway';
 import { callerFromKey } from '#core/identity';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
@@ -262,15 +263,12 @@ try {
     ),
   );
 
-  // 5. Log line: production's logger (edgeLogger's serializers, pino.destination to a file in blocks of
-  //    LOG_BUFFER_BYTES, as apps/edge/src/server.ts), Fastify's per-request child logger (reqId: the
-  //    request id genReqId makes) and the request-completed line of app.ts's onResponse hook.
-  const logStream = pino.destination({
-    dest: join(tmp, 'request-log.ndjson'),
-    sync: edge.LOG_BUFFER_BYTES === 0,
-    minLength: edge.LOG_BUFFER_BYTES,
-    periodicFlush: edge.LOG_BUFFER_BYTES === 0 ? 0 : 1_000,
-  });
+  // 5. Log line: production's logger (edgeLogger's serializers, written to a file in blocks of
+  //    LOG_BUFFER_BYTES by BlockLogWriter, as apps/edge/src/server.ts), Fastify's per-request child logger
+  //    (reqId: the request id genReqId makes) and the request-completed line of app.ts's onResponse hook.
+  const logFd = openSync(join(tmp, 'request-log.ndjson'), 'a');
+  const logStream =
+    edge.LOG_BUFFER_BYTES === 0 ? pino.destination({ dest: logFd, sync: true }) : new BlockLogWriter({ fd: logFd, minLength: edge.LOG_BUFFER_BYTES });
   const logger = pino({ ...edgeLogger(edge), level: 'info' } as pino.LoggerOptions, logStream);
   const logged = { url: `/api/v1/proxy/${apiId}/items?x=1`, routeOptions: { url: '/api/v1/proxy/:apiId/*', config: {} } };
   record(
