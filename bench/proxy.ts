@@ -412,7 +412,9 @@ http {
         const close = stat.lastIndexOf(')');
         if (stat.slice(open + 1, close) !== comm) continue;
         const fields = stat.slice(close + 2).split(' ');
-        ticks += Number(fields[11]) + Number(fields[12]);
+        // Its own time and that of its children already reaped (a Postgres backend that ended is
+        // counted in the postmaster's), so connections closed between two readings are not lost.
+        ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
       } catch {
         // The process ended between the listing and the read.
       }

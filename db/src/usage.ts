@@ -57,31 +57,24 @@ export const usageBatchSchema = z.object({ events: z.array(usageEventSchema).min
  */
 export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise<number> {
   if (events.length === 0) return 0;
-  const rows = events.map((e) => ({
-    id: e.id,
-    account_id: e.accountId,
-    key_id: e.keyId,
-    api_id: e.apiId,
-    item: e.item,
-    status: e.status,
-    latency_ms: e.latencyMs,
-    bytes_in: e.bytesIn,
-    bytes_out: e.bytesOut,
-    cost_micros: e.costMicros,
-    charge_id: e.chargeId,
-    hold_id: e.holdId ?? null,
-    at: e.at,
-    method: e.method ?? null,
-    path: e.path ?? null,
-    outcome: e.outcome ?? null,
-    error_code: e.errorCode ?? null,
-    charged_micros: e.chargedMicros ?? null,
-    paid_with: e.paidWith ?? null,
-  }));
+  // One array per column, unnested by Postgres: the statement's text and its 19 parameters are the
+  // same for every batch, so it is prepared once per connection. (A VALUES list took 19 parameters per
+  // event, up to 95,000 for a batch, and a new statement for every batch size: about 18 µs of the
+  // worker's CPU per event against 12 µs this way, Postgres's own about 23 µs either way; 2026-11-29.)
+  const column = <T>(value: (event: UsageEvent) => T): T[] => events.map(value);
   return sql.begin(async (tx): Promise<number> => {
     const inserted = await tx<{ n: string }[]>`
       with fresh as (
-        insert into usage_events ${tx(rows as unknown as Record<string, string | number | null>[], EVENT_COLUMNS)}
+        insert into usage_events (id, account_id, key_id, api_id, item, status, latency_ms, bytes_in, bytes_out, cost_micros,
+                                  charge_id, hold_id, at, method, path, outcome, error_code, charged_micros, paid_with)
+        select * from unnest(
+          ${column((e) => e.id)}::uuid[], ${column((e) => e.accountId)}::uuid[], ${column((e) => e.keyId)}::text[],
+          ${column((e) => e.apiId)}::text[], ${column((e) => e.item)}::text[], ${column((e) => e.status)}::int[],
+          ${column((e) => e.latencyMs)}::int[], ${column((e) => e.bytesIn)}::bigint[], ${column((e) => e.bytesOut)}::bigint[],
+          ${column((e) => e.costMicros)}::bigint[], ${column((e) => e.chargeId)}::uuid[], ${column((e) => e.holdId ?? null)}::uuid[],
+          ${column((e) => e.at)}::timestamptz[], ${column((e) => e.method ?? null)}::text[], ${column((e) => e.path ?? null)}::text[],
+          ${column((e) => e.outcome ?? null)}::text[], ${column((e) => e.errorCode ?? null)}::text[],
+          ${column((e) => e.chargedMicros ?? null)}::bigint[], ${column((e) => e.paidWith ?? null)}::text[])
         on conflict (id) do nothing
         returning account_id, api_id, (at at time zone 'UTC')::date as day, status, latency_ms, bytes_in, bytes_out, cost_micros
       ),
@@ -107,28 +100,6 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
     return Number(inserted[0]?.n ?? 0);
   });
 }
-
-const EVENT_COLUMNS: string[] = [
-  'id',
-  'account_id',
-  'key_id',
-  'api_id',
-  'item',
-  'status',
-  'latency_ms',
-  'bytes_in',
-  'bytes_out',
-  'cost_micros',
-  'charge_id',
-  'hold_id',
-  'at',
-  'method',
-  'path',
-  'outcome',
-  'error_code',
-  'charged_micros',
-  'paid_with',
-];
 
 export interface UsageTotals {
   calls: number;

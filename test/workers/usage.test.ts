@@ -172,6 +172,54 @@ describe('the usage pipeline', () => {
     }
   });
 
+  it('stores every field as given, awkward text and absent fields included (the batch travels as one array per column)', async () => {
+    const account = await createTestAccount(app.deps.sql);
+    const apiId = uniqueId('api-');
+    const awkward = ['/a,b/{c}/"quoted"/back\\slash', 'NULL', '', '/naïve/日本/🚀', "/it's"];
+    const events = awkward.map((path, i) =>
+      event(account.accountId, apiId, {
+        path,
+        method: i % 2 ? 'POST' : 'GET',
+        keyId: i === 0 ? null : `key_${i}`,
+        chargeId: i === 1 ? null : randomUUID(),
+        holdId: i === 2 ? randomUUID() : undefined,
+        outcome: i === 3 ? 'failed' : 'served',
+        errorCode: i === 3 ? 'upstream_unreachable' : null,
+        chargedMicros: i === 4 ? null : '1000',
+        paidWith: i === 4 ? 'x402' : 'balance',
+        status: 200 + i,
+        latencyMs: i,
+        bytesIn: 10 * i,
+        bytesOut: 100 * i,
+        costMicros: String(1000 + i),
+      }),
+    );
+    expect(await recordUsageEvents(app.deps.sql, events)).toBe(events.length);
+    const rows = await app.deps.sql<Record<string, unknown>[]>`
+      select id, key_id, path, method, charge_id, hold_id, outcome, error_code, charged_micros, paid_with, status, latency_ms, bytes_in, bytes_out, cost_micros, at
+        from usage_events where account_id = ${account.accountId} order by status`;
+    expect(rows).toEqual(
+      events.map((e) => ({
+        id: e.id,
+        key_id: e.keyId,
+        path: e.path,
+        method: e.method,
+        charge_id: e.chargeId,
+        hold_id: e.holdId ?? null,
+        outcome: e.outcome,
+        error_code: e.errorCode,
+        charged_micros: e.chargedMicros === null ? null : BigInt(e.chargedMicros!),
+        paid_with: e.paidWith,
+        status: e.status,
+        latency_ms: e.latencyMs,
+        bytes_in: BigInt(e.bytesIn),
+        bytes_out: BigInt(e.bytesOut),
+        cost_micros: BigInt(e.costMicros),
+        at: new Date(e.at),
+      })),
+    );
+  });
+
   it('counts nothing of a batch whose worker process is killed mid-transaction, and the retry counts it once', async () => {
     const account = await createTestAccount(app.deps.sql);
     const apiId = uniqueId('api-');
