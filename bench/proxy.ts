@@ -439,13 +439,16 @@ http {
       const before = proc ? cpuMicros(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
       const servicesBefore = services();
-      const r = await load(target, 'peak', seconds);
-      const servicesAfter = services();
+      // Read as the load ends, before the ledger check (whose queries are the bench's, not the calls').
+      let atEnd: { services: ReturnType<typeof services>; proc: number } | null = null;
+      const r = await load(target, 'peak', seconds, undefined, () => (atEnd = { services: services(), proc: proc ? cpuMicros(proc) : 0 }));
+      const end = atEnd ?? { services: services(), proc: proc ? cpuMicros(proc) : 0 };
+      const servicesAfter = end.services;
       if (proc && (target === 'bare' || metered(target)))
         cpuPerAnswer[target as 'bare' | EdgeTarget].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
       if (proc && (target === 'bare' || target === 'platform')) {
         const per = (micros: number) => micros / Math.max(1, r.ok);
-        shares[target].othersOnCore.push(per(servicesAfter.core - servicesBefore.core - (cpuMicros(proc) - before)));
+        shares[target].othersOnCore.push(per(servicesAfter.core - servicesBefore.core - (end.proc - before)));
         shares[target].postgres.push(per(servicesAfter.postgres - servicesBefore.postgres));
         shares[target].redis.push(per(servicesAfter.redis - servicesBefore.redis));
       }
@@ -753,7 +756,11 @@ CPU per answered call: the user + system time (\`/proc/<pid>/stat\`) of the prox
 answered in it. It counts every thread of the process (the event loop, libuv's pool, V8's compiler and garbage collector) and, for the
 platform, everything the edge does for its calls within the run: auth, rate limit, charge (charges from holds and their settlements),
 forwarding, usage batching and logging. It does not count Postgres, Redis or the workers (their row above: the queue workers aggregating
-usage and the Temporal worker waiting for tasks, floating over both cores).
+usage and the Temporal worker waiting for tasks, floating over both cores). The proxy's core is not the proxy's alone: Postgres,
+Redis and the workers are not pinned, and what of theirs the scheduler runs there is taken from the proxy's capacity. "Other
+processes on the proxy's core" is that core's busy time (\`/proc/stat\`) over the run less the proxy's own CPU; Postgres's and
+Redis's rows are the CPU of all their processes (Postgres's backends that ended counted through the postmaster) over the run, on
+either core, divided by the calls answered.
 
 Ledger: checked after every platform run: the check waits (up to ${LEDGER_WAIT_MS / 1000} s) for the settlements of calls charged from holds
 until there is a charge row for every answered call, then checks no more charges than calls sent, each account's balance equal to its
