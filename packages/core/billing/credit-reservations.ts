@@ -4,7 +4,7 @@ import { reserveCredit, settleHolds, type HeldCharge, type HoldSettled, type Hol
 import { getBalance } from '#db/ledger';
 import type { ChargeRequest, ChargeResult } from '#db/ledger';
 import type { Sql } from '#db/sql';
-import type { Logger } from '#core/platform';
+import { timeOrderedUuid, type Logger } from '#core/platform';
 import type { Queue } from 'bullmq';
 import type { Charger } from './charging.js';
 import { refundOrQueue, type RefundOutcome } from './refunds.js';
@@ -361,7 +361,7 @@ export class CreditReservations implements Charger {
     if (state.holdId === null || state.closing || state.remaining < req.costMicros) return null;
     state.remaining -= req.costMicros;
     const charge: HeldCharge = {
-      id: randomUUID(),
+      id: timeOrderedUuid(),
       costMicros: req.costMicros,
       keyId: req.keyId ?? null,
       apiId: req.apiId ?? null,

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Sql } from '#db/sql';
 import type { UsageEvent } from '#db/usage';
-import { addJob, createQueue, type Logger } from '#core/platform';
+import { addJob, createQueue, timeOrderedUuid, type Logger } from '#core/platform';
 import { storeUsageEvents } from './activity.js';
 import { usageBatchJob } from './usage-job.js';
 
@@ -40,7 +39,7 @@ export class UsageRecorder {
   }
 
   record(event: Omit<UsageEvent, 'id'> & { id?: string }): void {
-    this.buffer.push({ ...event, id: event.id ?? randomUUID() });
+    this.buffer.push({ ...event, id: event.id ?? timeOrderedUuid() });
     // An outcome that arrives while the edge closes (a call settled just after its answer left) is
     // handed off at once: no timer would run for it any more.
     if (this.buffer.length >= this.options.batchSize || this.closed) void this.flush();

@@ -7,6 +7,7 @@ export { withTimeout } from './timeout.js';
 export type { JobDeclaration } from './jobs.js';
 export type { Logger } from './logger.js';
 export { BlockLogWriter, type BlockLogWriterOptions } from './log-writer.js';
+export { timeOrderedUuid } from './ids.js';
 export { createRedis } from './redis.js';
 export type { RedisErrorLog } from './redis.js';
 export { cachedBytes, cachedJson, cachedText } from './response-cache.js';
