@@ -1,4 +1,5 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 // The fixtures tests share with the benchmarks live in packages/fixtures; SSE parsing is test-only.
 export {
   createTestApi,
@@ -96,4 +97,22 @@ export function openSse(baseUrl: string, path: string, headers: Record<string, s
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * Temporal's time-skipping test server (TEMPORAL_TEST_SERVER_PATH), started for one test file. Its SDK
+ * gives the binary 5 s to answer and cannot be told otherwise; on two busy cores (a full suite, Chromium
+ * and the workers beside it) it once missed that. A start that timed out is tried again, twice at most;
+ * any other failure is thrown at once.
+ */
+export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  const path = process.env.TEMPORAL_TEST_SERVER_PATH;
+  if (!path) throw new Error('TEMPORAL_TEST_SERVER_PATH is not set: run the suite with npm test (scripts/test.sh installs the test server)');
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
+    } catch (error) {
+      if (attempt >= 3 || !/did not start within/.test(String((error as Error).message))) throw error;
+    }
+  }
 }

@@ -1,4 +1,4 @@
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import { createSql, type Sql } from '#db/sql';
 import { createActivities } from '#workers/temporal/activities';
 import { completeStepUpdate, workflowIdFor, type CookbookSessionInput, type SessionSnapshot, type StepPlan } from '#workflows/messages';
 import { createTestAccount } from '../helpers/app.js';
-import { quietTemporalRuntime, workflowBundle } from '../helpers/cookbooks.js';
+import { quietTemporalRuntime, startTimeSkippingServer, workflowBundle } from '../helpers/cookbooks.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 const HOUR = 3_600_000;
@@ -25,10 +25,8 @@ describe('human-step reminders and expiry on durable timers (time-skipping serve
   let accountId: string;
 
   beforeAll(async () => {
-    const path = process.env.TEMPORAL_TEST_SERVER_PATH;
-    if (!path) throw new Error('TEMPORAL_TEST_SERVER_PATH is not set: run the suite with npm test (scripts/test.sh installs the test server)');
     quietTemporalRuntime();
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
+    env = await startTimeSkippingServer();
     // The platform's search attributes, as scripts/lib.sh registers them on the dev server (2 = KEYWORD).
     await env.connection.operatorService.addSearchAttributes({
       namespace: 'default',

