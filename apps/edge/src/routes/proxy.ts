@@ -133,7 +133,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 /**
  * The HTTP reply as the metered call's answer sink. A streamed answer is written directly on the
  * response (see deliverDirect). One without a body, a HEAD request's, an x402-paid call's (whose
- * payment settles in an onSend hook before the answer may leave) and one with a header node refuses
+ * payment settles in an onSend hook before the answer may leave) and one whose headers Node refuses
  * go through Fastify's reply, which pipes the body, destroys the reply when the body fails and the
  * body when the caller hangs up. In both, the close listener, added first, tells the call first.
  */
