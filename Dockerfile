@@ -17,9 +17,9 @@ RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --include=dev
 COPY . .
 # Where discovery looks by default (DISCOVERY_MODEL_DIR empty).
 COPY --from=embedding-model /model ./.venv/models/all-minilm-l6-v2-int8
-RUN npm run build:dashboard
+RUN npm run build:dashboard && npm run build:edge
 ENV NODE_ENV=production
 EXPOSE 3000
-# The edge, as node itself (no npx or tsx launcher process beside it); NODE_OPTIONS takes Node's options
-# (docker-compose.yml passes EDGE_NODE_OPTIONS there; see .env.example).
-CMD ["node", "--import", "tsx", "apps/edge/src/server.ts"]
+# The edge, from its bundle (docs/decisions/edge-build.md), as node itself (no npx or tsx process beside
+# it); NODE_OPTIONS takes Node's options (docker-compose.yml passes EDGE_NODE_OPTIONS there; see .env.example).
+CMD ["node", "dist/edge/server.mjs"]

@@ -30,7 +30,7 @@ import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cp
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { writeSpeedscope } from './lib/speedscope.js';
-import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
+import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
 
 const scenario = 'proxy';
@@ -54,6 +54,11 @@ const USAGE_WAIT_MS = 30_000;
 const FLAMEGRAPH = 'docs/flamegraphs/proxy-edge.speedscope.json';
 const FLAMEGRAPH_MAX_BYTES = 3_000_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How the profiles name the project's frames: from the bundle's source map, or as tsx compiled them. */
+const positionsNote = (tsxForm: string) =>
+  process.env.BENCH_EDGE === 'source'
+    ? `; tsx compiles each TypeScript module to one line, so the project's files read \`${tsxForm}\` (go by the function's name)`
+    : ` in the TypeScript source, mapped from the bundle's positions through its source map (\`server.mjs.map\`)`;
 /** This run's Redis prefix and Temporal task queue: nothing another stack on this Redis or Temporal uses. */
 const RUN_ID = `bench-proxy-${process.pid}`;
 
@@ -168,11 +173,11 @@ http {
   const workers = await startWorkers(stackEnv, tmp, (child) => children.push(child));
   log(scenario, `queue workers and Temporal worker ready in ${fmt(workers.readyMs / 1000, 1)} s (logs in ${tmp})`);
 
-  // --- the platform edge: the real entry point, as `npm run start:edge` runs it ---------------------
+  // --- the platform edge: the real entry point, as `npm run up` runs it (the bundle, see edgeEntry) ----
   const edgeLog = join(tmp, 'edge.log');
   const startEdge = async (nodeFlags: string[] = [], extraEnv: Record<string, string> = {}, logFile = edgeLog) => {
     const port = await freePort();
-    const child = startChild('edge', 'apps/edge/src/server.ts', [], {
+    const child = startChild('edge', await edgeEntry(), [], {
       cpu: CPU_EDGE,
       stdout: logFile,
       nodeFlags: [...edgeNodeFlags, ...nodeFlags],
@@ -712,7 +717,7 @@ each of the ${CONNECTIONS} connections uses its own account and key. Every accou
 calls a second, so it is charged by **credit reservation**: the edge holds a slice of the account's balance (one statement), answers
 calls charged from it in memory, and writes their ledger rows in batches every \`CREDIT_HOLD_SETTLE_MS\` (a settlement); quiet accounts
 keep the synchronous group commit (the charges waiting together share one statement and commit, each call waiting for its own).
-The platform runs as a **full stack**: the edge is the real entry point (\`apps/edge/src/server.ts\`), and beside it the queue workers
+The platform runs as a **full stack**: the edge is the real entry point (\`apps/edge/src/server.ts\`; run as ${edgeEntryNote()}), and beside it the queue workers
 (\`workers/queues/main.ts\`: usage aggregation as the calls happen, refunds and their reconciler, recovery of expired credit holds,
 retention, webhooks) and the Temporal worker (\`workers/temporal/main.ts\`) run as in \`npm run up\`, on the same database, Redis
 prefix and a task queue of their own; all at \`LOG_LEVEL=${LOG_LEVEL}\` (production's default; the edge writes one line per request to
@@ -801,8 +806,7 @@ The garbage collector's share above is paid for by what each call allocates. One
 proxy, each under V8's sampling heap profiler (\`--inspect\`, \`HeapProfiler.startSampling\` every 16 KiB on average, objects already
 collected kept, so every byte allocated during the run is counted, not only what survived it), divided by the calls answered in that run
 (${fmt(edgeAllocations.rps, 0)} and ${fmt(bareAllocations.rps, 0)} req/s under the sampler). Background work the calls cause (settlements,
-usage batches) is in it. Sites are named by function and the line of its start; tsx compiles each TypeScript module to one line, so the
-project's files read \`file:1\`.
+usage batches) is in it. Sites are named by function and the line of its start${positionsNote('file:1')}.
 
 ${allocationTable}
 
@@ -810,8 +814,7 @@ ${
   flame
     ? `Flame graph of the same run: [\`${FLAMEGRAPH}\`](flamegraphs/${FLAMEGRAPH.split('/').pop()}) (${fmt(flame.bytes / 1e6, 1)} MB; open it at https://www.speedscope.app).
 The edge's main thread, start-up, warm-up and idle time left out, ${flame.aggregated ? 'identical stacks summed to keep the file small (no time order: use "Left Heavy" or "Sandwich")' : 'in time order, consecutive identical stacks merged'};
-paths relative to the repository or from the package name. Positions are those of the code that ran: tsx compiles each TypeScript
-module to a single line, so the project's own frames read \`file:1:column\` (go by the function's name); JavaScript dependencies keep their lines.`
+paths relative to the repository or from the package name. Positions are those of the source${positionsNote('file:1:column')}; JavaScript dependencies keep their lines.`
     : '(no flame graph: the profile was not written)'
 }`,
   );

@@ -1,6 +1,7 @@
 // The edge's memory under an hour of mixed load (issue 34: an edge in at most 300 MB, its last 30
 // minutes growing by less than 10%). Not part of `npm test` or `npm run bench`: `npm run soak`.
-// Starts the platform as production would: the edge's real entry point (apps/edge/src/server.ts)
+// Starts the platform as production would: the edge's real entry point (apps/edge/src/server.ts, run
+// from the bundle `npm run build:edge` writes, as `npm run up` runs it; BENCH_EDGE=source runs the source)
 // with the queue workers, the Temporal worker and the directory ranking process beside it
 // (bench/lib/stack.ts; the edge asks the ranking process for search and discovery), on the bench
 // database (scripts/bench.sh provisions it with the full APIs.guru catalog, so discovery ranks over
@@ -27,7 +28,7 @@ import { credit } from '#db/ledger';
 import { createSql } from '#db/sql';
 import { benchSettings as settings, prepareDatabase } from '../bench/lib/env.js';
 import { freePort, ROOT, startChild, waitForHttp, type Child } from '../bench/lib/procs.js';
-import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from '../bench/lib/stack.js';
+import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeNodeFlags, startWorkers, type StackEnv } from '../bench/lib/stack.js';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
 const SAMPLE_MS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 60) * 1000;
@@ -135,7 +136,7 @@ try {
   const rankerPid = workers.ranker.process.pid!;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const edge = startChild('edge', 'apps/edge/src/server.ts', [], {
+  const edge = startChild('edge', await edgeEntry(), [], {
     stdout: join(tmp, 'edge.log'),
     nodeFlags: [...EDGE_NODE_FLAGS, ...(HEAP_SNAPSHOTS ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${tmp}`] : [])],
     env: {
@@ -152,7 +153,7 @@ try {
   await waitForHttp(`${origin}/api/v1/health`, 120_000, edge);
   const pid = edge.process.pid!;
   say(
-    `edge pid ${pid} on ${origin}${EDGE_NODE_FLAGS.length ? ` (node flags: ${EDGE_NODE_FLAGS.join(' ')})` : ''}; directory ranking process pid ${rankerPid} on ${workers.rankUrl}; logs in ${tmp}`,
+    `edge pid ${pid} on ${origin}, run as ${edgeEntryNote()}${EDGE_NODE_FLAGS.length ? ` (node flags: ${EDGE_NODE_FLAGS.join(' ')})` : ''}; directory ranking process pid ${rankerPid} on ${workers.rankUrl}; logs in ${tmp}`,
   );
 
   // --- the load ------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 // already taken are kept in the profile (`includeObjectsCollectedBy*GC`), so it counts every byte
 // allocated while it ran, not only what is still alive: the load the garbage collector has to carry.
 import { area, shortPath } from './cpu-profile.js';
+import { sourceFrame } from './source-maps.js';
 
 interface HeapNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber?: number };
   /** Bytes allocated at this frame itself (scaled by V8 from its samples). */
   selfSize: number;
   children: HeapNode[];
@@ -84,7 +85,7 @@ export function summarizeAllocations(head: HeapNode): AllocationSummary {
     const node = stack.pop()!;
     stack.push(...node.children);
     if (node.selfSize === 0) continue;
-    const { functionName, url, lineNumber } = node.callFrame;
+    const { functionName, url, lineNumber } = sourceFrame(node.callFrame);
     summary.bytes += node.selfSize;
     add(summary.areas, area(url, functionName), node.selfSize);
     add(

@@ -4,10 +4,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceFrame } from './source-maps.js';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber?: number };
   hitCount?: number;
 }
 interface Profile {
@@ -70,7 +71,7 @@ export function summarizeProfile(path: string, top = 15, fromMs = 0): ProfileSum
   for (const [id, us] of selfUs) {
     const node = byId.get(id);
     if (!node) continue;
-    const { functionName, url, lineNumber } = node.callFrame;
+    const { functionName, url, lineNumber } = sourceFrame(node.callFrame);
     if (functionName === '(idle)') {
       idle += us;
       continue;

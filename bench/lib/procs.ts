@@ -50,12 +50,13 @@ export interface SpawnOptions {
   nodeFlags?: string[];
 }
 
-/** Starts a TypeScript entry (through tsx) or any command as a child process. */
+/** Starts a TypeScript entry (through tsx), a JavaScript module (`.mjs`, with node) or any command as a child process. */
 export function startChild(name: string, entry: string, args: string[], options: SpawnOptions = {}): Child {
   const isTs = entry.endsWith('.ts');
-  const [command, argv] = isTs
-    ? pinned(options.cpu, process.execPath, [...(options.nodeFlags ?? []), '--import', 'tsx', entry, ...args])
-    : pinned(options.cpu, entry, args);
+  const [command, argv] =
+    isTs || entry.endsWith('.mjs')
+      ? pinned(options.cpu, process.execPath, [...(options.nodeFlags ?? []), ...(isTs ? ['--import', 'tsx'] : []), entry, ...args])
+      : pinned(options.cpu, entry, args);
   const out = options.stdout === 'inherit' ? 'inherit' : options.stdout ? openSync(options.stdout, 'a') : 'ignore';
   const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', out, 'inherit'] });
   if (typeof out === 'number') closeSync(out);

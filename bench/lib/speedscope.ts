@@ -7,6 +7,7 @@
 import { readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { shortPath } from './cpu-profile.js';
+import { sourceFrame } from './source-maps.js';
 
 interface CallFrame {
   functionName: string;
@@ -81,7 +82,7 @@ export function toSpeedscope(profile: V8CpuProfile, options: SpeedscopeOptions):
   const frames: SpeedscopeFrame[] = [];
   const frameIndex = new Map<string, number>();
   const indexOf = (callFrame: CallFrame): number => {
-    const { functionName, url, lineNumber, columnNumber } = callFrame;
+    const { functionName, url, lineNumber, columnNumber } = sourceFrame(callFrame);
     const frame: SpeedscopeFrame = { name: functionName || '(anonymous)' };
     if (url) {
       frame.file = shortPath(url);

@@ -4,18 +4,42 @@
 // Temporal worker (`workers/temporal/main.ts`) and the directory ranking process
 // (`workers/directory/main.ts`). They are not pinned: like Postgres and Redis they float
 // over every CPU. Each writes its log to a file of its own.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { usageBatchJob } from '#core/billing';
 import { createRedis, TemporalGateway } from '#core/platform';
-import { freePort, startChild, type Child } from './procs.js';
+import { buildEdge } from '#scripts/build-edge';
+import { freePort, ROOT, startChild, type Child } from './procs.js';
 
 /**
  * The node flags every benchmark and the soak start an edge with: EDGE_NODE_OPTIONS, as `npm run up`
  * and docker-compose.yml pass it (unset or empty: Node's defaults, as production runs by default).
  */
 export const edgeNodeFlags: string[] = (process.env.EDGE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+
+let edgeBuild: Promise<string> | undefined;
+/**
+ * The edge's entry as production starts it: the bundle `npm run build:edge` writes (built once per
+ * run, into a folder of the run's own, so a run never starts another run's or a stale build). With
+ * BENCH_EDGE=source, the TypeScript source through tsx instead, to measure what the build changes.
+ */
+export function edgeEntry(): Promise<string> {
+  if (process.env.BENCH_EDGE === 'source') return Promise.resolve('apps/edge/src/server.ts');
+  edgeBuild ??= (async () => {
+    mkdirSync(join(ROOT, 'dist'), { recursive: true });
+    const dir = mkdtempSync(join(ROOT, 'dist/bench-edge-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    return (await buildEdge(dir)).entry;
+  })();
+  return edgeBuild;
+}
+
+/** How the benchmarks started the edge, for the reports. */
+export const edgeEntryNote = () =>
+  process.env.BENCH_EDGE === 'source'
+    ? 'the TypeScript source through tsx (`BENCH_EDGE=source`)'
+    : 'the bundle `npm run build:edge` writes, with node, as `npm run up` and the Dockerfile start it';
 
 export interface StackEnv extends NodeJS.ProcessEnv {
   DATABASE_URL: string;

@@ -38,9 +38,13 @@ describe('.env.example', () => {
     // named in the comment above the setting.
     expect(readExample().EDGE_NODE_OPTIONS).toBe('');
     expect(read('.env.example')).toContain(`"${LOW_MEMORY_EDGE_NODE_OPTIONS}"`);
-    expect(read('scripts/up.sh')).toContain('NODE_OPTIONS="${EDGE_NODE_OPTIONS:-}" node --import tsx apps/edge/src/server.ts');
+    // The edge runs from its bundle (npm run build:edge), built fresh by npm run up and in the image.
+    expect(read('scripts/up.sh')).toContain('npm run --silent build:edge');
+    expect(read('scripts/up.sh')).toContain('NODE_OPTIONS="${EDGE_NODE_OPTIONS:-}" node dist/edge/server.mjs');
+    expect(read('Dockerfile')).toContain('npm run build:edge');
+    expect(read('docker-compose.yml')).toContain(`command: ['node', 'dist/edge/server.mjs']`);
     expect(read('docker-compose.yml')).toContain('NODE_OPTIONS: ${EDGE_NODE_OPTIONS:-}');
     const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
-    expect(JSON.parse(cmd ?? '[]')).toEqual(['node', '--import', 'tsx', 'apps/edge/src/server.ts']);
+    expect(JSON.parse(cmd ?? '[]')).toEqual(['node', 'dist/edge/server.mjs']);
   });
 });

@@ -1,12 +1,30 @@
 import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildEdge } from '#scripts/build-edge';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 import { freePort } from '../helpers/ports.js';
+import { DASHBOARD_INDEX } from '../helpers/dashboard-build.js';
 
-describe('the edge process (apps/edge/src/server.ts)', () => {
-  it('writes buffered log lines within about a second when quiet, and every one of them when it shuts down', async () => {
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+// The edge as production runs it: the bundle of `npm run build:edge`, started with plain node (built
+// here into a folder of this test's own, inside the repository so its packages resolve as in dist/edge).
+describe('the edge process (apps/edge/src/server.ts, from its bundle)', () => {
+  let outdir: string;
+  let entry: string;
+  beforeAll(async () => {
+    mkdirSync(join(ROOT, 'dist'), { recursive: true });
+    outdir = mkdtempSync(join(ROOT, 'dist/test-edge-'));
+    entry = (await buildEdge(outdir)).entry;
+  });
+  afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+  it('writes buffered log lines within about a second when quiet, and every one of them when it shuts down; finds the files beside its sources', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/edge/src/server.ts'], {
+    const child = spawn(process.execPath, [entry], {
       env: {
         ...process.env,
         NODE_ENV: 'test',
@@ -39,6 +57,10 @@ describe('the edge process (apps/edge/src/server.ts)', () => {
           await new Promise((resolve) => setTimeout(resolve, 200));
         }
       }
+      // Files its modules find beside their sources: the dashboard's build, served at the root.
+      const page = await fetch(`http://127.0.0.1:${port}/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toBe(readFileSync(DASHBOARD_INDEX, 'utf8'));
       // A quiet edge: the periodic flush writes the line without further traffic.
       const quietUntil = Date.now() + 5_000;
       while (!out.includes(requestIds[0]!) && Date.now() < quietUntil) await new Promise((resolve) => setTimeout(resolve, 100));
