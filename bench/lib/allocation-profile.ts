@@ -60,6 +60,8 @@ export async function sampleAllocations<T>(
   port: number,
   during: () => Promise<T>,
   intervalBytes = 16_384,
+  /** false: leave out what a young-generation collection took, so what is left is what survived one (promoted, mostly). */
+  withYoungGarbage = true,
 ): Promise<{ result: T; summary: AllocationSummary }> {
   const inspector = await connect(port);
   try {
@@ -67,7 +69,7 @@ export async function sampleAllocations<T>(
     await inspector.call('HeapProfiler.startSampling', {
       samplingInterval: intervalBytes,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMinorGC: withYoungGarbage,
     });
     const result = await during();
     const { profile } = (await inspector.call('HeapProfiler.stopSampling')) as { profile: { head: HeapNode } };

@@ -113,6 +113,19 @@ export async function activityRecordedAfter(
      limit ${limit}`;
 }
 
+/**
+ * How many of the account's events were written in (`from`, `to`]: by write time (exclusive) from
+ * `from`, and up to the position `to` (write time and id) inclusive. The tail compares it with what
+ * it has read to learn whether a batch committed late, without reading the rows again.
+ */
+export async function countActivityRecordedBetween(db: Db, accountId: string, from: string, to: { recordedAt: string; id: string }): Promise<number> {
+  const [row] = await db<{ n: number }[]>`
+    select count(*)::int as n from usage_events u
+     where u.account_id = ${accountId} and u.recorded_at > ${from}::timestamptz
+       and (u.recorded_at, u.id) <= (${to.recordedAt}::timestamptz, ${to.id}::uuid)`;
+  return row?.n ?? 0;
+}
+
 export type LedgerKind = 'signup_credit' | 'topup' | 'charge' | 'refund' | 'adjustment' | 'clawback' | 'x402_credit' | 'forfeit';
 
 export interface StatementRow {

@@ -1,5 +1,6 @@
 import {
   activityRecordedAfter,
+  countActivityRecordedBetween,
   listActivity,
   statementEntries,
   statementTotals,
@@ -231,13 +232,24 @@ function matches(entry: ActivityEntry, filter: ActivityFilter): boolean {
  * The live tail of an account's activity: each `poll` answers the calls recorded since the last one
  * (matching the filter), each once. It reads Postgres, where the usage worker writes, so it works
  * the same behind any edge; a call shows once its usage batch is written (a second or so).
+ *
+ * Each poll reads on from the last row it read (by write time and id). A batch whose transaction
+ * committed late carries a write time before rows already read: to see it, each poll counts the rows
+ * written within the look-back window up to that position and compares the count with the rows it
+ * has read there; only when they differ does it read the window again, skipping what it sent. (Before,
+ * every poll read the whole window again: at 100 calls a second, 1,000 rows a poll for each open
+ * stream, most of the edge's promoted garbage in the memory soak.)
  */
 export class ActivityTail {
-  /** Ids sent, with their write time, kept while they are inside the look-back window. */
-  private readonly sent = new Map<string, number>();
+  /** Rows read, by id, with their write time (`recorded_at`, ISO with microseconds), kept while inside twice the look-back window. */
+  private readonly sent = new Map<string, string>();
   private newest: number;
+  /** The last row read (the greatest by write time and id); null before the first poll. */
+  private cursor: { recordedAt: string; id: string } | null = null;
   /** Where the last poll stopped when it read its most pages and more were there: the next one goes on from it. */
   private resume: { recordedAt: string; id: string } | null = null;
+  /** Rows read from Postgres so far (each poll's cost; tests read it). */
+  rowsRead = 0;
 
   constructor(
     private readonly db: Db,
@@ -257,29 +269,50 @@ export class ActivityTail {
     await this.poll();
   }
 
+  /** The start of the look-back window, in the rows' own format (ISO with microseconds). */
+  private windowStart(): string {
+    return new Date(this.newest - TAIL_LOOKBACK_MS).toISOString().replace('Z', '000Z');
+  }
+
+  /** Whether a row was written within the window at or before the cursor that this tail has not read. */
+  private async lateRows(cursor: { recordedAt: string; id: string }): Promise<boolean> {
+    const from = this.windowStart();
+    let read = 0;
+    for (const recordedAt of this.sent.values()) if (recordedAt > from) read += 1;
+    return (await countActivityRecordedBetween(this.db, this.accountId, from, cursor)) !== read;
+  }
+
   async poll(): Promise<ActivityEntry[]> {
     const fresh: ActivityEntry[] = [];
-    let after = this.resume ?? { recordedAt: new Date(this.newest - TAIL_LOOKBACK_MS).toISOString(), id: NIL_UUID };
+    const lookBack = { recordedAt: this.windowStart(), id: NIL_UUID };
+    let after = this.resume ?? (this.cursor && !(await this.lateRows(this.cursor)) ? this.cursor : lookBack);
     this.resume = null;
     for (let page = 0; page < TAIL_PAGES_PER_POLL; page += 1) {
       const rows = await activityRecordedAfter(this.db, this.accountId, after, TAIL_PAGE);
+      this.rowsRead += rows.length;
       for (const row of rows) {
         const recorded = Date.parse(row.recorded_at);
         if (recorded > this.newest) this.newest = recorded;
         if (this.sent.has(row.id)) continue;
-        this.sent.set(row.id, recorded);
+        this.sent.set(row.id, row.recorded_at);
         const entry = presentActivity(row);
         if (matches(entry, this.filter)) fresh.push(entry);
       }
       const last = rows[rows.length - 1];
+      if (last && (!this.cursor || positionAfter(last, this.cursor))) this.cursor = { recordedAt: last.recorded_at, id: last.id };
       if (rows.length < TAIL_PAGE || !last) break;
       after = { recordedAt: last.recorded_at, id: last.id };
       if (page === TAIL_PAGES_PER_POLL - 1) this.resume = after;
     }
-    const horizon = this.newest - 2 * TAIL_LOOKBACK_MS;
-    for (const [id, recorded] of this.sent) if (recorded < horizon) this.sent.delete(id);
+    const horizon = new Date(this.newest - 2 * TAIL_LOOKBACK_MS).toISOString().replace('Z', '000Z');
+    for (const [id, recordedAt] of this.sent) if (recordedAt < horizon) this.sent.delete(id);
     return fresh;
   }
+}
+
+/** Whether a row comes after a position by write time, then id (times compare as strings: one fixed ISO format). */
+function positionAfter(row: { recorded_at: string; id: string }, position: { recordedAt: string; id: string }): boolean {
+  return row.recorded_at > position.recordedAt || (row.recorded_at === position.recordedAt && row.id > position.id);
 }
 
 // ---------------------------------------------------------------------------------------------------
