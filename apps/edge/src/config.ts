@@ -191,6 +191,13 @@ export const edgeSettings = sharedSettings
      */
     LOG_BUFFER_BYTES: z.coerce.number().int().min(0).max(16_000).default(4096),
     /**
+     * How far V8 lets the edge's old generation grow past what its last full collection kept, in per cent
+     * (V8's `--heap-growing-percent`, set by the edge at start: Node refuses the flag in NODE_OPTIONS).
+     * 50: the next full collection comes when the heap is half as large again as what was alive; 0 leaves
+     * it to V8, which on a large machine lets it grow several times over (docs/decisions/edge-heap-growth.md).
+     */
+    EDGE_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1_000).default(50),
+    /**
      * Share (0 to 1) of successful (2xx) metered proxy calls whose `request completed` line is written at
      * LOG_LEVEL=info; each such line carries `"sample"` with this value. Every other line (other routes,
      * any other status, warnings and errors) is always written; each proxied call is recorded as a usage
