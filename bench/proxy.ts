@@ -30,7 +30,7 @@ import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cp
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { writeSpeedscope } from './lib/speedscope.js';
-import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
+import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeFromSource, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
 
 const scenario = 'proxy';
@@ -56,7 +56,7 @@ const FLAMEGRAPH_MAX_BYTES = 3_000_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How the profiles name the project's frames: from the bundle's source map, or as tsx compiled them. */
 const positionsNote = (tsxForm: string) =>
-  process.env.BENCH_EDGE === 'source'
+  edgeFromSource
     ? `; tsx compiles each TypeScript module to one line, so the project's files read \`${tsxForm}\` (go by the function's name)`
     : ` in the TypeScript source, mapped from the bundle's positions through its source map (\`server.mjs.map\`)`;
 /** This run's Redis prefix and Temporal task queue: nothing another stack on this Redis or Temporal uses. */

@@ -33,8 +33,8 @@ function ownModuleUrls(outdir: string): Plugin {
     setup(builder) {
       builder.onLoad({ filter: /\.(ts|mjs|js)$/ }, async (args) => {
         if (args.path.includes(`${sep}node_modules${sep}`) || !args.path.startsWith(ROOT)) return undefined;
+        // Read once here and handed to esbuild whether or not it names its own URL.
         const source = await readFile(args.path, 'utf8');
-        if (!source.includes('import.meta.url')) return undefined;
         const fromBundle = relative(outdir, args.path).split(sep).join('/');
         return {
           contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(fromBundle)}, import.meta.url).href`),

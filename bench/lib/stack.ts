@@ -18,6 +18,9 @@ import { freePort, ROOT, startChild, type Child } from './procs.js';
  */
 export const edgeNodeFlags: string[] = (process.env.EDGE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 
+/** BENCH_EDGE=source: the benchmarks and the soak run the edge's TypeScript through tsx, not its bundle. */
+export const edgeFromSource = process.env.BENCH_EDGE === 'source';
+
 let edgeBuild: Promise<string> | undefined;
 /**
  * The edge's entry as production starts it: the bundle `npm run build:edge` writes (built once per
@@ -25,7 +28,7 @@ let edgeBuild: Promise<string> | undefined;
  * BENCH_EDGE=source, the TypeScript source through tsx instead, to measure what the build changes.
  */
 export function edgeEntry(): Promise<string> {
-  if (process.env.BENCH_EDGE === 'source') return Promise.resolve('apps/edge/src/server.ts');
+  if (edgeFromSource) return Promise.resolve('apps/edge/src/server.ts');
   edgeBuild ??= (async () => {
     mkdirSync(join(ROOT, 'dist'), { recursive: true });
     const dir = mkdtempSync(join(ROOT, 'dist/bench-edge-'));
@@ -37,7 +40,7 @@ export function edgeEntry(): Promise<string> {
 
 /** How the benchmarks started the edge, for the reports. */
 export const edgeEntryNote = () =>
-  process.env.BENCH_EDGE === 'source'
+  edgeFromSource
     ? 'the TypeScript source through tsx (`BENCH_EDGE=source`)'
     : 'the bundle `npm run build:edge` writes, with node, as `npm run up` and the Dockerfile start it';
 

@@ -271,7 +271,7 @@ export class ActivityTail {
 
   /** The start of the look-back window, in the rows' own format (ISO with microseconds). */
   private windowStart(): string {
-    return new Date(this.newest - TAIL_LOOKBACK_MS).toISOString().replace('Z', '000Z');
+    return isoMicros(this.newest - TAIL_LOOKBACK_MS);
   }
 
   /** Whether a row was written within the window at or before the cursor that this tail has not read. */
@@ -284,8 +284,7 @@ export class ActivityTail {
 
   async poll(): Promise<ActivityEntry[]> {
     const fresh: ActivityEntry[] = [];
-    const lookBack = { recordedAt: this.windowStart(), id: NIL_UUID };
-    let after = this.resume ?? (this.cursor && !(await this.lateRows(this.cursor)) ? this.cursor : lookBack);
+    let after = this.resume ?? (this.cursor && !(await this.lateRows(this.cursor)) ? this.cursor : { recordedAt: this.windowStart(), id: NIL_UUID });
     this.resume = null;
     for (let page = 0; page < TAIL_PAGES_PER_POLL; page += 1) {
       const rows = await activityRecordedAfter(this.db, this.accountId, after, TAIL_PAGE);
@@ -304,11 +303,14 @@ export class ActivityTail {
       after = { recordedAt: last.recorded_at, id: last.id };
       if (page === TAIL_PAGES_PER_POLL - 1) this.resume = after;
     }
-    const horizon = new Date(this.newest - 2 * TAIL_LOOKBACK_MS).toISOString().replace('Z', '000Z');
+    const horizon = isoMicros(this.newest - 2 * TAIL_LOOKBACK_MS);
     for (const [id, recordedAt] of this.sent) if (recordedAt < horizon) this.sent.delete(id);
     return fresh;
   }
 }
+
+/** A time in milliseconds as the rows write theirs (`recorded_at`: ISO, UTC, microseconds), so the two compare as strings. */
+const isoMicros = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
 
 /** Whether a row comes after a position by write time, then id (times compare as strings: one fixed ISO format). */
 function positionAfter(row: { recorded_at: string; id: string }, position: { recordedAt: string; id: string }): boolean {
