@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Caller } from '#core/identity';
 import { callApi, callApiInput, callApiOutput } from './call-api.js';
 import { fieldsOf, MAX_COST, runOperation, type ToolCaller } from './dispatch.js';
-import { ROUTE_TOOLS, type ArgShape } from './tools.js';
+import { ROUTE_TOOLS, type ArgShape, type RouteTool } from './tools.js';
 
 export const SERVER_INFO = { name: 'agent-api-platform', title: 'Agent API Platform', version: '0.1.0' };
 
@@ -60,6 +60,65 @@ function describedOnly(schema: z.ZodType): StandardSchemaWithJSON {
 const spends = (price: string) =>
   ` Spends money: ${price} per call, charged to the prepaid balance; pass maxCost (dollars) to refuse a higher price (409 max_cost_exceeded, nothing charged).`;
 
+/** A route tool as every MCP request registers it: its arguments, schemas and definition, built once per app. */
+interface PreparedTool {
+  tool: RouteTool;
+  /** Account-only routes are left out for agent keys. */
+  accountOnly: boolean;
+  shape: ArgShape;
+  output: z.ZodType | undefined;
+  config: {
+    title: string;
+    description: string;
+    inputSchema: StandardSchemaWithJSON;
+    outputSchema?: StandardSchemaWithJSON;
+    annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+    _meta?: Record<string, string>;
+  };
+}
+
+/**
+ * The route tools' definitions depend on the app's routes only, not on the caller: building their zod
+ * objects for every MCP request (the transport is stateless, so every request builds a server) cost
+ * about as much as the rest of a tools/list, and left as much garbage. They are built on first use.
+ */
+const preparedTools = new WeakMap<FastifyInstance, PreparedTool[]>();
+
+function prepareTools(app: FastifyInstance): PreparedTool[] {
+  const known = preparedTools.get(app);
+  if (known) return known;
+  const prepared = ROUTE_TOOLS.map((tool): PreparedTool => {
+    const route = app.routeCatalog.get(`${tool.method} ${tool.url}`);
+    if (!route) throw new Error(`MCP tool ${tool.name}: no route ${tool.method} ${tool.url}`);
+    let shape: ArgShape = { ...fieldsOf(route.params), ...fieldsOf(route.querystring), ...fieldsOf(route.body) };
+    if (tool.shape) shape = tool.shape(shape);
+    for (const [name, arg] of Object.entries(tool.headerArgs ?? {})) shape[name] = arg.schema;
+    if (tool.price) shape.maxCost = MAX_COST;
+    const output = route.response?.['200'] ?? route.response?.['201'];
+    const config = {
+      title: tool.title,
+      description: tool.description + (tool.price ? spends(tool.price) : ''),
+      inputSchema: describedOnly(z.object(shape)),
+      ...(output ? { outputSchema: output as unknown as StandardSchemaWithJSON } : {}),
+      // A priced read is not read-only: it debits the balance. That is how the annotations say "spends money".
+      annotations: {
+        title: tool.title,
+        readOnlyHint: tool.readOnly && !tool.price,
+        destructiveHint: false,
+        idempotentHint: tool.readOnly && !tool.price,
+        openWorldHint: false,
+      },
+      ...(tool.price ? { _meta: { [PRICE_META]: tool.price } } : {}),
+    };
+    return { tool, accountOnly: route.auth === 'account', shape, output, config };
+  });
+  preparedTools.set(app, prepared);
+  return prepared;
+}
+
+/** call_api's arguments for a key without an allow-list, built once (an allow-list names its own APIs). */
+let openCallApiInput: ReturnType<typeof callApiInput> | undefined;
+
 /**
  * One MCP server for one request (the transport is stateless), holding the tools this caller may
  * use in the profile it connected with: an agent key does not see tools whose route it may not
@@ -67,44 +126,19 @@ const spends = (price: string) =>
  */
 export function buildMcpServer(app: FastifyInstance, caller: Caller, toolCaller: ToolCaller, profile: McpProfile = 'full'): McpServer {
   const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS[profile] });
-  for (const tool of ROUTE_TOOLS) {
+  for (const { tool, accountOnly, shape, output, config } of prepareTools(app)) {
     if (!inProfile(profile, tool.name)) continue;
-    const route = app.routeCatalog.get(`${tool.method} ${tool.url}`);
-    if (!route) throw new Error(`MCP tool ${tool.name}: no route ${tool.method} ${tool.url}`);
-    if (route.auth === 'account' && caller.keyKind === 'agent') continue;
-    let shape: ArgShape = { ...fieldsOf(route.params), ...fieldsOf(route.querystring), ...fieldsOf(route.body) };
-    if (tool.shape) shape = tool.shape(shape);
-    for (const [name, arg] of Object.entries(tool.headerArgs ?? {})) shape[name] = arg.schema;
-    if (tool.price) shape.maxCost = MAX_COST;
-    const output = route.response?.['200'] ?? route.response?.['201'];
+    if (accountOnly && caller.keyKind === 'agent') continue;
     const { operation } = tool;
-    server.registerTool(
-      tool.name,
-      {
-        title: tool.title,
-        description: tool.description + (tool.price ? spends(tool.price) : ''),
-        inputSchema: describedOnly(z.object(shape)),
-        ...(output ? { outputSchema: output as unknown as StandardSchemaWithJSON } : {}),
-        // A priced read is not read-only: it debits the balance. That is how the annotations say "spends money".
-        annotations: {
-          title: tool.title,
-          readOnlyHint: tool.readOnly && !tool.price,
-          destructiveHint: false,
-          idempotentHint: tool.readOnly && !tool.price,
-          openWorldHint: false,
-        },
-        ...(tool.price ? { _meta: { [PRICE_META]: tool.price } } : {}),
-      },
-      async (args: unknown) => {
-        const given = (args ?? {}) as Record<string, unknown>;
-        return runOperation(app, caller, toolCaller, { name: tool.name, shape, operation, output, headerArgs: tool.headerArgs }, given);
-      },
-    );
+    server.registerTool(tool.name, config, async (args: unknown) => {
+      const given = (args ?? {}) as Record<string, unknown>;
+      return runOperation(app, caller, toolCaller, { name: tool.name, shape, operation, output, headerArgs: tool.headerArgs }, given);
+    });
   }
 
   if (caller.allowedApis === null || caller.allowedApis.length > 0) {
     // call_api is in every profile.
-    const input = callApiInput(caller.allowedApis);
+    const input = caller.allowedApis === null ? (openCallApiInput ??= callApiInput(null)) : callApiInput(caller.allowedApis);
     server.registerTool(
       'call_api',
       {
