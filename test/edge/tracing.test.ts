@@ -42,7 +42,7 @@ describe('tracing', () => {
   let apiId: string;
 
   beforeAll(async () => {
-    const started = Tracing.start({ service: 'platform-test', settings: { OTEL_TRACES_SAMPLER_ARG: 1 }, trustRemoteSampling: false, exporter });
+    const started = await Tracing.start({ service: 'platform-test', settings: { OTEL_TRACES_SAMPLER_ARG: 1 }, trustRemoteSampling: false, exporter });
     if (!started) throw new Error('tracing did not start with an exporter');
     tracing = started;
     upstream = await startUpstream((_req, res) => {

@@ -10,7 +10,7 @@ const PARENT = 'b7ad6b7169203331';
 
 /** Runs `check` with tracing started as given, and always leaves the process's OpenTelemetry globals as they were. */
 async function withTracing(options: { ratio: number; trustRemoteSampling: boolean }, check: (tracing: Tracing) => void): Promise<void> {
-  const tracing = Tracing.start({
+  const tracing = await Tracing.start({
     service: 'unit',
     settings: { OTEL_TRACES_SAMPLER_ARG: options.ratio },
     trustRemoteSampling: options.trustRemoteSampling,
@@ -25,13 +25,13 @@ async function withTracing(options: { ratio: number; trustRemoteSampling: boolea
 }
 
 describe('tracing settings', () => {
-  it('are off by default, and read an empty value (as docker-compose passes an unset one) as unset', () => {
+  it('are off by default, and read an empty value (as docker-compose passes an unset one) as unset', async () => {
     expect(parseSettings(tracingSettings, {})).toEqual({ OTEL_EXPORTER_OTLP_ENDPOINT: undefined, OTEL_TRACES_SAMPLER_ARG: 1 });
     expect(parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_TRACES_SAMPLER_ARG: '' })).toEqual({
       OTEL_EXPORTER_OTLP_ENDPOINT: undefined,
       OTEL_TRACES_SAMPLER_ARG: 1,
     });
-    expect(Tracing.start({ service: 'unit', settings: parseSettings(tracingSettings, {}), trustRemoteSampling: false })).toBeNull();
+    expect(await Tracing.start({ service: 'unit', settings: parseSettings(tracingSettings, {}), trustRemoteSampling: false })).toBeNull();
     // Off, nothing was registered: the API hands out its no-op tracer.
     expect(trace.getTracer('unit').startSpan('x').isRecording()).toBe(false);
   });
@@ -103,7 +103,7 @@ describe('export', () => {
     const collector = await startCollector();
     const { received, endpoint } = collector;
     try {
-      const tracing = Tracing.start({
+      const tracing = await Tracing.start({
         service: 'unit-export',
         settings: parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }),
         trustRemoteSampling: false,
@@ -135,7 +135,7 @@ describe('export', () => {
     };
     try {
       const settings = parseSettings(tracingSettings, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint });
-      const tracing = Tracing.start({ service: 'unit-refused', settings, trustRemoteSampling: false, log });
+      const tracing = await Tracing.start({ service: 'unit-refused', settings, trustRemoteSampling: false, log });
       tracing?.tracer.startSpan('refused-span').end();
       await tracing?.shutdown();
       expect(collector.received).toHaveLength(1);

@@ -20,7 +20,7 @@ const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' }
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'queue-workers' });
 const connection = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'queue-workers' }, log);
 
-const tracing = Tracing.start({ service: 'platform-queue-worker', settings, trustRemoteSampling: true, log });
+const tracing = await Tracing.start({ service: 'platform-queue-worker', settings, trustRemoteSampling: true, log });
 if (tracing) log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
 const processors = queueProcessors({ sql, redis: connection, settings, log, tracing });
 const queueWorkers: Array<{ queue: string; worker: Worker }> = [];

@@ -33,7 +33,7 @@ Runtime.install({
 
 // Tracing (off unless OTEL_EXPORTER_OTLP_ENDPOINT is set): workflows, their updates and activities,
 // continuing the traces the edge's Temporal client started.
-const tracing = Tracing.start({ service: 'platform-temporal-worker', settings, trustRemoteSampling: true, log });
+const tracing = await Tracing.start({ service: 'platform-temporal-worker', settings, trustRemoteSampling: true, log });
 if (tracing) log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
 
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'temporal-worker' });

@@ -13,19 +13,10 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
-import {
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  SimpleSpanProcessor,
-  TraceIdRatioBasedSampler,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { z } from 'zod';
 import type { Logger } from './logger.js';
 
@@ -38,8 +29,23 @@ import type { Logger } from './logger.js';
  * On: a NodeTracerProvider with W3C trace context, a parent-based ratio sampler
  * (OTEL_TRACES_SAMPLER_ARG) and spans batched to an OTLP/HTTP collector. It is registered as the
  * process's global provider because Temporal's OpenTelemetry interceptors find the context and the
- * propagator through the API's globals.
+ * propagator through the API's globals. The SDK, its exporter and Temporal's client interceptor are
+ * loaded only then (about 4.5 MB of heap a process without tracing does not carry).
  */
+
+/** The OpenTelemetry SDK, loaded when tracing starts. */
+async function loadSdk() {
+  const [base, node, resources, exporter, conventions, temporal] = await Promise.all([
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/semantic-conventions'),
+    import('@temporalio/interceptors-opentelemetry'),
+  ]);
+  return { ...base, ...node, ...resources, ...exporter, ATTR_SERVICE_NAME: conventions.ATTR_SERVICE_NAME, ...temporal };
+}
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
 const emptyIsUnset = (value: unknown) => (value === '' ? undefined : value);
 
@@ -93,14 +99,17 @@ export class Tracing {
   private readonly log: Logger | undefined;
   private stopped = false;
 
-  private constructor(options: TracingOptions & { exporter: SpanExporter; batched: boolean }) {
-    this.resource = new Resource({ [ATTR_SERVICE_NAME]: options.service, 'service.namespace': 'platform' });
-    const ratio = new TraceIdRatioBasedSampler(options.settings.OTEL_TRACES_SAMPLER_ARG);
+  private constructor(
+    private readonly sdk: Sdk,
+    options: TracingOptions & { exporter: SpanExporter; batched: boolean },
+  ) {
+    this.resource = new sdk.Resource({ [sdk.ATTR_SERVICE_NAME]: options.service, 'service.namespace': 'platform' });
+    const ratio = new sdk.TraceIdRatioBasedSampler(options.settings.OTEL_TRACES_SAMPLER_ARG);
     const sampler = options.trustRemoteSampling
-      ? new ParentBasedSampler({ root: ratio })
-      : new ParentBasedSampler({ root: ratio, remoteParentSampled: ratio, remoteParentNotSampled: ratio });
-    this.processor = options.batched ? new BatchSpanProcessor(options.exporter) : new SimpleSpanProcessor(options.exporter);
-    this.provider = new NodeTracerProvider({ resource: this.resource, sampler, spanProcessors: [this.processor] });
+      ? new sdk.ParentBasedSampler({ root: ratio })
+      : new sdk.ParentBasedSampler({ root: ratio, remoteParentSampled: ratio, remoteParentNotSampled: ratio });
+    this.processor = options.batched ? new sdk.BatchSpanProcessor(options.exporter) : new sdk.SimpleSpanProcessor(options.exporter);
+    this.provider = new sdk.NodeTracerProvider({ resource: this.resource, sampler, spanProcessors: [this.processor] });
     this.provider.register({ propagator: w3c });
     this.tracer = this.provider.getTracer('platform');
     const { log } = options;
@@ -121,13 +130,14 @@ export class Tracing {
     }
   }
 
-  /** Tracing as the settings (or a test's exporter) ask, or null when it is off. */
-  static start(options: TracingOptions): Tracing | null {
-    if (options.exporter) return new Tracing({ ...options, exporter: options.exporter, batched: false });
+  /** Tracing as the settings (or a test's exporter) ask, or null when it is off (the SDK is then never loaded). */
+  static async start(options: TracingOptions): Promise<Tracing | null> {
     const endpoint = options.settings.OTEL_EXPORTER_OTLP_ENDPOINT;
-    if (!endpoint) return null;
-    const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` });
-    return new Tracing({ ...options, exporter, batched: true });
+    if (!options.exporter && !endpoint) return null;
+    const sdk = await loadSdk();
+    if (options.exporter) return new Tracing(sdk, { ...options, exporter: options.exporter, batched: false });
+    const exporter = new sdk.OTLPTraceExporter({ url: `${endpoint!.replace(/\/+$/, '')}/v1/traces` });
+    return new Tracing(sdk, { ...options, exporter, batched: true });
   }
 
   /**
@@ -135,7 +145,7 @@ export class Tracing {
    * and carry the trace context to the workflow in the call's headers.
    */
   workflowClientInterceptor(): OpenTelemetryWorkflowClientInterceptor {
-    return new OpenTelemetryWorkflowClientInterceptor({ tracer: this.tracer });
+    return new this.sdk.OpenTelemetryWorkflowClientInterceptor({ tracer: this.tracer });
   }
 
   /** Exports what is left and unregisters the globals (a test file may start tracing again). */
