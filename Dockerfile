@@ -21,5 +21,6 @@ RUN npm run build:dashboard && npm run build:edge
 ENV NODE_ENV=production
 EXPOSE 3000
 # The edge, from its bundle (docs/decisions/edge-build.md), as node itself (no npx or tsx process beside
-# it); NODE_OPTIONS takes Node's options (docker-compose.yml passes EDGE_NODE_OPTIONS there; see .env.example).
-CMD ["node", "dist/edge/server.mjs"]
+# it), with an 8 MB young generation (.env.example, EDGE_NODE_OPTIONS; docker-compose.yml passes that as
+# NODE_OPTIONS with its own command).
+CMD ["node", "--max-semi-space-size=8", "dist/edge/server.mjs"]

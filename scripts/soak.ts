@@ -11,7 +11,7 @@
 // resident memory (VmRSS of /proc/<pid>/status: every thread, the ranking threads included) every
 // minute, and at the end its start / peak / last and the growth over the last half; the same, apart,
 // for the directory ranking process (which holds the index and the embedding model for every edge).
-// The edge runs with EDGE_NODE_OPTIONS as production would (unset: Node's defaults); SOAK_EDGE_NODE_FLAGS
+// The edge runs with EDGE_NODE_OPTIONS as production would (unset: DEFAULT_EDGE_NODE_OPTIONS); SOAK_EDGE_NODE_FLAGS
 // replaces them, e.g. "--max-old-space-size=192 --max-semi-space-size=8" (apps/edge/src/config.ts,
 // LOW_MEMORY_EDGE_NODE_OPTIONS) to measure the smaller edge.
 // SOAK_HEAP_SNAPSHOTS=1 also writes two heap snapshots of the edge's main thread (after the first

@@ -90,9 +90,9 @@ export DIRECTORY_RANK_PORT=${DIRECTORY_RANK_PORT:-3090}
 export DIRECTORY_RANK_URL=${DIRECTORY_RANK_URL:-http://127.0.0.1:$DIRECTORY_RANK_PORT}
 run_process directory-ranker node_modules/.bin/tsx workers/directory/main.ts
 # The edge runs from its bundle (built above) as node itself (no tsx loader or launcher process), with
-# EDGE_NODE_OPTIONS as its NODE_OPTIONS (see .env.example: V8 heap limits for a smaller edge, at a cost
-# in throughput).
-run_process edge env NODE_OPTIONS="${EDGE_NODE_OPTIONS:-}" node dist/edge/server.mjs
+# EDGE_NODE_OPTIONS as its NODE_OPTIONS, by default an 8 MB young generation (see .env.example; empty:
+# Node's defaults).
+run_process edge env NODE_OPTIONS="${EDGE_NODE_OPTIONS---max-semi-space-size=8}" node dist/edge/server.mjs
 run_process temporal-worker node_modules/.bin/tsx workers/temporal/main.ts
 run_process queue-workers node_modules/.bin/tsx workers/queues/main.ts
 

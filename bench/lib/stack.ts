@@ -9,14 +9,15 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { usageBatchJob } from '#core/billing';
 import { createRedis, TemporalGateway } from '#core/platform';
+import { DEFAULT_EDGE_NODE_OPTIONS } from '#edge/config';
 import { buildEdge } from '#scripts/build-edge';
 import { freePort, ROOT, startChild, type Child } from './procs.js';
 
 /**
  * The node flags every benchmark and the soak start an edge with: EDGE_NODE_OPTIONS, as `npm run up`
- * and docker-compose.yml pass it (unset or empty: Node's defaults, as production runs by default).
+ * and docker-compose.yml pass it (unset: DEFAULT_EDGE_NODE_OPTIONS, as they start it; empty: Node's defaults).
  */
-export const edgeNodeFlags: string[] = (process.env.EDGE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+export const edgeNodeFlags: string[] = (process.env.EDGE_NODE_OPTIONS ?? DEFAULT_EDGE_NODE_OPTIONS).split(' ').filter(Boolean);
 
 /** BENCH_EDGE=source: the benchmarks and the soak run the edge's TypeScript through tsx, not its bundle. */
 export const edgeFromSource = process.env.BENCH_EDGE === 'source';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { edgeSettings, LOW_MEMORY_EDGE_NODE_OPTIONS, loadEdgeSettings } from '#edge/config';
+import { DEFAULT_EDGE_NODE_OPTIONS, edgeSettings, LOW_MEMORY_EDGE_NODE_OPTIONS, loadEdgeSettings } from '#edge/config';
 import { loadWorkerSettings } from '#workers/settings';
 import { loadRankerSettings } from '#workers/directory/settings';
 
@@ -32,19 +32,19 @@ describe('.env.example', () => {
     }
   });
 
-  it("passes EDGE_NODE_OPTIONS to the edge alone wherever it is started (npm run up, docker-compose.yml), Node's defaults unless set", () => {
+  it('passes EDGE_NODE_OPTIONS to the edge alone wherever it is started (npm run up, docker-compose.yml, the image), the same default everywhere', () => {
     const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
-    // Empty: the heap limits that make a smaller edge cost peak throughput, so they are an operator's choice,
-    // named in the comment above the setting.
-    expect(readExample().EDGE_NODE_OPTIONS).toBe('');
+    // By default a small young generation; the heap limits that make a smaller edge still cost peak
+    // throughput, so they are an operator's choice, named in the comment above the setting.
+    expect(readExample().EDGE_NODE_OPTIONS).toBe(DEFAULT_EDGE_NODE_OPTIONS);
     expect(read('.env.example')).toContain(`"${LOW_MEMORY_EDGE_NODE_OPTIONS}"`);
     // The edge runs from its bundle (npm run build:edge), built fresh by npm run up and in the image.
     expect(read('scripts/up.sh')).toContain('npm run --silent build:edge');
-    expect(read('scripts/up.sh')).toContain('NODE_OPTIONS="${EDGE_NODE_OPTIONS:-}" node dist/edge/server.mjs');
+    expect(read('scripts/up.sh')).toContain(`NODE_OPTIONS="\${EDGE_NODE_OPTIONS-${DEFAULT_EDGE_NODE_OPTIONS}}" node dist/edge/server.mjs`);
     expect(read('Dockerfile')).toContain('npm run build:edge');
     expect(read('docker-compose.yml')).toContain(`command: ['node', 'dist/edge/server.mjs']`);
-    expect(read('docker-compose.yml')).toContain('NODE_OPTIONS: ${EDGE_NODE_OPTIONS:-}');
+    expect(read('docker-compose.yml')).toContain(`NODE_OPTIONS: \${EDGE_NODE_OPTIONS-${DEFAULT_EDGE_NODE_OPTIONS}}`);
     const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
-    expect(JSON.parse(cmd ?? '[]')).toEqual(['node', 'dist/edge/server.mjs']);
+    expect(JSON.parse(cmd ?? '[]')).toEqual(['node', ...DEFAULT_EDGE_NODE_OPTIONS.split(' '), 'dist/edge/server.mjs']);
   });
 });
