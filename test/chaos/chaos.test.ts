@@ -183,6 +183,12 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     const clients = Array.from({ length: CLIENTS }, () => client());
     const slice = (SECONDS * 1000) / 8;
     await sleep(slice);
+    // Redis dies once the session has recorded its start. A recording still in flight (a loaded machine
+    // can be seconds behind) waits for Redis, the completion is answered after it, and Redis would only
+    // come back once the completion landed: the test would wait on itself.
+    const sessionHandle = app.deps.temporal.client.workflow.getHandle(`cookbook-session-${session}`);
+    await expect.poll(async () => (await sessionHandle.describe()).raw.pendingActivities?.length ?? 0, { timeout: 60_000, interval: 100 }).toBe(0);
+    note('the session is idle');
     note('kill redis');
     await redisService.kill();
     await completeUntilDone('fetch-forecast', { location: { name: 'Oslo', lat: 1, lon: 2 }, severe: true, alerts: [] });

@@ -132,7 +132,9 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
     );
   }
   const tracing =
-    options.tracing !== undefined ? options.tracing : await Tracing.start({ service: 'platform-edge', settings, trustRemoteSampling: false, log: app.log });
+    options.tracing !== undefined
+      ? options.tracing
+      : await Tracing.start({ service: 'platform-edge', settings, trustRemoteSampling: false, log: app.log });
   app.decorate('tracing', tracing);
   const ownsDeps = options.deps === undefined;
   const deps = options.deps ?? createEdgeDeps(settings, app.log, tracing);
