@@ -82,9 +82,11 @@ describe('failed sign-ins', () => {
   }, 15_000);
 
   it('slows down one client that fails at many addresses, and only that client', async () => {
+    // The account exists first: registering it (a password hash) can take longer than the client's first wait on
+    // a loaded machine, and the wait must still be running when the client signs in.
+    const user = await registerUser(app);
     const client = newClient();
     for (let i = 0; i < 7; i++) expectError(await login({ email: `${uniqueId('spray')}@example.test` }, 'guess', client), 401, 'invalid_credentials');
-    const user = await registerUser(app);
     expectError(await login(user, user.password, client), 429, 'rate_limited');
     expectOk(await login(user, user.password, newClient()));
   });
