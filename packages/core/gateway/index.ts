@@ -13,14 +13,19 @@ export {
 } from './call-plan.js';
 export { MeteredCall, UpstreamSilent, bodyOf, readExcerpt, UPSTREAM_EXCERPT_BYTES } from './metered-call.js';
 export type {
+  Abortable,
   AnswerSink,
+  ChunkedBody,
+  ChunkWriter,
   CallObserver,
   CallOutcome,
   MeteredCallDeps,
   MeteredCallRequest,
   MeteredCallResult,
   MeteredCallSettings,
+  UpstreamBody,
   UpstreamClient,
+  UpstreamDeadline,
   UpstreamRequest,
   UpstreamResponse,
 } from './metered-call.js';

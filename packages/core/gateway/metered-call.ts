@@ -47,14 +47,60 @@ export interface UpstreamRequest {
   /** Flat name, value pairs. */
   headers: string[];
   body: Readable | null;
-  signal: AbortSignal;
+  /** The call's time limits: the client binds the request to it, and it stops the request when time runs out. */
+  deadline: UpstreamDeadline;
+}
+
+/** What the call's deadline stops: the request, in whatever phase it is. */
+export interface Abortable {
+  abort(reason: Error): void;
+}
+
+/** The call's deadline as the HTTP client sees it (see CallDeadline). */
+export interface UpstreamDeadline {
+  /** Stops `request` when the deadline passes (at once if it has). One request per deadline. */
+  bind(request: Abortable): void;
 }
 
 export interface UpstreamResponse {
   statusCode: number;
   /** By lower-case name, as undici (and node:http) give them. */
   headers: Record<string, string | string[] | undefined>;
-  body: Readable;
+  body: UpstreamBody;
+}
+
+/**
+ * Where an answer's chunks go when the body is sent straight to the caller (AnswerSink.deliverChunks).
+ * `write` returns false when the caller's side is full: the body then waits for `resume`.
+ */
+export interface ChunkWriter {
+  write(chunk: Buffer): boolean;
+  end(): void;
+  /** The upstream broke off mid-answer: the caller's answer is cut. */
+  fail(error: Error): void;
+}
+
+/** An answer's body sent chunk by chunk, with no stream in between. */
+export interface ChunkedBody {
+  /** Starts the flow into `writer` (once). */
+  sendTo(writer: ChunkWriter): void;
+  /** Continues after `write` returned false. */
+  resume(): void;
+  /** Stops reading (the caller went away) and releases the upstream's connection. */
+  destroy(): void;
+}
+
+/**
+ * The upstream's answer body, read one of two ways: sent straight to the caller chunk by chunk (the
+ * common case: an answer that needs no decoding or redaction, to a sink that can write it), or as a
+ * stream, made on first use (redaction, decoding, error excerpts, MCP's bounded read, dropping it).
+ */
+export interface UpstreamBody extends ChunkedBody {
+  stream(): Readable;
+  /** Bytes handed to `sendTo`'s writer. */
+  readonly bytesSent: number;
+  /** True when the upstream broke off on its own: not stopped by `destroy`, the stream's destruction or the deadline. */
+  readonly broken: boolean;
 }
 
 /** The HTTP client the call is forwarded with. Failures are classified by `classifyFailure`. */
@@ -82,6 +128,12 @@ export interface AnswerSink {
    * abort is not taken for the upstream breaking off; it then destroys `body`.
    */
   deliver(status: number, headers: Record<string, string | string[]>, body: Readable | null, stopping: () => void): Promise<boolean>;
+  /**
+   * Optional: sends the answer with its body written chunk by chunk (see ChunkedBody); null when this
+   * answer must go through `deliver` (the sink's own reasons). Resolves as `deliver` does. When the
+   * caller goes away first, the sink destroys `body` (no `stopping`: the body knows who stopped it).
+   */
+  deliverChunks?(status: number, headers: Record<string, string | string[]>, body: ChunkedBody): Promise<boolean> | null;
   /** Ends delivery at once (the call's deadline passed while the answer was still going out). */
   abort(): void;
 }
@@ -234,7 +286,7 @@ export class MeteredCall {
         method: request.method,
         headers,
         body,
-        signal: deadline.signal,
+        deadline,
       });
     } catch (error) {
       deadline.clear();
@@ -255,7 +307,7 @@ export class MeteredCall {
       if (renewed && !deadline.expired) {
         // The same call sent again with the renewed token: the 401 is dropped unread and the one
         // charge is settled by the retry's outcome. The caller's bytes are counted once.
-        upstream.body.on('error', () => {}).destroy();
+        upstream.body.destroy();
         deadline.clear();
         settlement.bytesIn = 0;
         return this.forward(request, renewed, settlement, true);
@@ -263,36 +315,29 @@ export class MeteredCall {
     }
 
     const redactor = this.redactorFor(plan);
-    let source: Readable = upstream.body;
-    let decoded = false;
-    if (redactor) {
-      const decoder = bodyDecoder(upstream.headers['content-encoding']);
-      if (decoder === 'unsupported') {
-        upstream.body.on('error', () => {}).destroy();
-        deadline.clear();
-        throw await settlement.refund(
-          new PlatformError(
-            'upstream_error',
-            `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`,
-            {
-              hint: 'The call was refunded. Answers to calls made with the platform key or an OAuth token must be readable so the key can be kept out of them.',
-              details: {},
-            },
-          ),
-          502,
-          'refunded',
-        );
-      }
-      if (decoder) {
-        upstream.body.on('error', (error) => decoder.destroy(error));
-        source = upstream.body.pipe(decoder);
-        decoded = true;
-      }
+    const decoder = redactor ? bodyDecoder(upstream.headers['content-encoding']) : null;
+    if (decoder === 'unsupported') {
+      upstream.body.destroy();
+      deadline.clear();
+      throw await settlement.refund(
+        new PlatformError(
+          'upstream_error',
+          `${api.id} answered in an encoding the proxy cannot read (${String(upstream.headers['content-encoding'])})`,
+          {
+            hint: 'The call was refunded. Answers to calls made with the platform key or an OAuth token must be readable so the key can be kept out of them.',
+            details: {},
+          },
+        ),
+        502,
+        'refunded',
+      );
     }
 
     if (upstream.statusCode >= 500) {
+      const stream = upstream.body.stream();
+      const source = decoder ? decoded(stream, decoder) : stream;
       const excerpt = await readExcerpt(source, redactor);
-      if (source !== upstream.body) upstream.body.destroy();
+      if (source !== stream) stream.destroy();
       deadline.clear();
       const failure = upstreamFailure(
         api.id,
@@ -309,27 +354,40 @@ export class MeteredCall {
     const location = answerHeaders.location;
     if (typeof location === 'string') answerHeaders.location = doorLocation(location, plan, request.doorBase);
     if (redactor) deleteHeader(answerHeaders, 'content-length');
-    if (decoded) deleteHeader(answerHeaders, 'content-encoding');
+    if (decoder) deleteHeader(answerHeaders, 'content-encoding');
 
     // A caller who hung up while the upstream was still answering keeps the charge: the upstream did its work.
     if (request.sink.closed) {
-      upstream.body.on('error', () => {}).destroy();
-      if (source !== upstream.body) source.destroy();
+      upstream.body.destroy();
       deadline.clear();
       settlement.served(upstream.statusCode);
       return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered: false, refunded: false };
     }
     if (upstream.statusCode === 204 || upstream.statusCode === 304) {
-      await drain(upstream.body);
+      await drain(upstream.body.stream());
       const delivered = await request.sink.deliver(upstream.statusCode, answerHeaders, null, () => {});
       deadline.clear();
       settlement.served(upstream.statusCode);
       return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered, refunded: false };
     }
 
-    // The caller gets the upstream body itself, else the end of the decoder and redaction chain. Its
-    // bytes are counted as they leave it, by a listener added while it is paused (so nothing flows
+    // The common answer (nothing to decode or redact) goes to a sink that writes chunks straight from
+    // the upstream's body: no stream between them, its bytes counted by the body.
+    streaming = true;
+    if (!redactor) {
+      const direct = request.sink.deliverChunks?.(upstream.statusCode, answerHeaders, upstream.body);
+      if (direct) {
+        const delivered = await direct;
+        settlement.bytesOut = upstream.body.bytesSent;
+        return this.delivered(plan, settlement, deadline, upstream.statusCode, delivered, upstream.body.broken);
+      }
+    }
+
+    // Else the caller gets the upstream body as a stream, or the end of the decoder and redaction chain.
+    // Its bytes are counted as they leave it, by a listener added while it is paused (so nothing flows
     // before the sink reads it), with no stream in between.
+    const stream = upstream.body.stream();
+    const source = decoder ? decoded(stream, decoder) : stream;
     const answer: Readable = redactor ? source.pipe(redactor.stream()) : source;
     let upstreamBroke = false;
     let callerGone = false;
@@ -339,23 +397,35 @@ export class MeteredCall {
       if (answer !== source) answer.destroy(error);
     });
     // A chain's head (the upstream body) and middle (a decoder) go with its end.
-    if (answer !== upstream.body) answer.once('close', () => tearDown(upstream.body, source, answer));
+    if (answer !== stream) answer.once('close', () => tearDown(stream, source, answer));
     answer.pause();
     answer.on('data', (chunk: Buffer) => {
       settlement.bytesOut += chunk.length;
     });
-    streaming = true;
     const delivered = await request.sink.deliver(upstream.statusCode, answerHeaders, answer, () => {
       callerGone = !upstreamBroke;
     });
+    // (A source error raised by the same teardown was seen already: the sinks resolve after it.)
+    return this.delivered(plan, settlement, deadline, upstream.statusCode, delivered, upstreamBroke);
+  }
+
+  /** The end of a call whose answer began: kept, or refunded when the upstream broke off mid-answer. */
+  private async delivered(
+    plan: MeteredCallPlan,
+    settlement: Settlement,
+    deadline: CallDeadline,
+    status: number,
+    delivered: boolean,
+    upstreamBroke: boolean,
+  ): Promise<MeteredCallResult> {
+    const { api } = plan;
     deadline.clear();
     if (!delivered && deadline.expired) {
       this.deps.log.warn(
-        { apiId: api.id, maxCallMs: settings.PROXY_MAX_CALL_MS, bytesOut: settlement.bytesOut },
+        { apiId: api.id, maxCallMs: this.deps.settings.PROXY_MAX_CALL_MS, bytesOut: settlement.bytesOut },
         'proxied answer cut at its deadline; the call keeps its charge',
       );
     }
-    // (A source error raised by the same teardown was seen already: the sinks resolve after it.)
     if (upstreamBroke) {
       // The upstream closed mid-answer: the caller got a cut-off answer, and the charge is returned.
       await settlement.refund(
@@ -365,8 +435,8 @@ export class MeteredCall {
       );
       return { api, receipt: settlement.receipt, status: 502, delivered: false, refunded: true };
     }
-    settlement.served(upstream.statusCode);
-    return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered, refunded: false };
+    settlement.served(status);
+    return { api, receipt: settlement.receipt, status, delivered, refunded: false };
   }
 
   /**
@@ -408,7 +478,7 @@ export class MeteredCall {
   }
 
   private failureOf(error: unknown): { failure: PlatformError; timedOut: boolean } {
-    if (error instanceof Error && error.name === 'AbortError') return this.deps.upstream.classifyFailure(new UpstreamSilent());
+    if (error instanceof DeadlinePassed) return this.deps.upstream.classifyFailure(new UpstreamSilent());
     if (error instanceof BodyTooLarge || (error as { cause?: unknown })?.cause instanceof BodyTooLarge)
       return { failure: bodyTooLarge(this.deps.settings.PROXY_BODY_LIMIT_BYTES), timedOut: false };
     return this.deps.upstream.classifyFailure(error);
@@ -531,9 +601,10 @@ type CallPhase = 'upload' | 'wait' | 'download';
  * - download: the caller has PROXY_MAX_CALL_MS from the answer's start to read it. Past it the
  *   answer is cut and the call keeps its charge: the upstream did its work.
  */
-class CallDeadline {
-  private readonly controller = new AbortController();
+class CallDeadline implements UpstreamDeadline {
   private timer: NodeJS.Timeout | null = null;
+  /** The upstream request, once the HTTP client bound it: stopped when time runs out. */
+  private request: Abortable | null = null;
   phase: CallPhase = 'upload';
   /** The phase in which time ran out, or null. */
   expiredIn: CallPhase | null = null;
@@ -545,12 +616,13 @@ class CallDeadline {
     this.arm(settings.PROXY_MAX_CALL_MS);
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
   get expired(): boolean {
     return this.expiredIn !== null;
+  }
+
+  bind(request: Abortable): void {
+    this.request = request;
+    if (this.expired) request.abort(new DeadlinePassed());
   }
 
   forwardedWhole(): void {
@@ -568,16 +640,22 @@ class CallDeadline {
   clear(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.request = null;
   }
 
   private arm(ms: number): void {
-    this.clear();
+    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.expiredIn = this.phase;
-      this.controller.abort();
+      this.request?.abort(new DeadlinePassed());
       this.onExpiry();
     }, ms);
   }
+}
+
+/** The reason a request is stopped when the call's deadline passes. */
+class DeadlinePassed extends Error {
+  override name = 'DeadlinePassed';
 }
 
 /** The wait phase's own limit passed (the HTTP client's headers timeout should have come first). */
@@ -627,6 +705,12 @@ async function drain(body: Readable): Promise<void> {
   } catch {
     // Nothing was promised to the caller from it.
   }
+}
+
+/** A body through its decoder; the decoder fails with it. */
+function decoded(body: Readable, decoder: Transform): Readable {
+  body.on('error', (error) => decoder.destroy(error));
+  return body.pipe(decoder);
 }
 
 /** Destroys what is left of an answer's chain once its end closed. */

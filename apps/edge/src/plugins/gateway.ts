@@ -4,6 +4,7 @@ import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { guardedLookup, MeteredCall, PrivateUpstreamError, UpstreamSilent, type UpstreamClient } from '#core/gateway';
 import { PlatformError } from '#core/platform';
 import type { EdgeSettings } from '../config.js';
+import { UpstreamCall } from '../http/upstream-call.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,15 +58,15 @@ function undiciUpstream(settings: EdgeSettings): UpstreamClient & { close(): Pro
   });
   const retryAfter = String(settings.PROXY_RETRY_AFTER_SECONDS);
   return {
-    request: (request) =>
-      agent.request({
-        origin: request.origin,
-        path: request.path,
-        method: request.method as Dispatcher.HttpMethod,
-        headers: request.headers,
-        body: request.body,
-        signal: request.signal,
-      }),
+    request(request) {
+      const call = new UpstreamCall(request.body);
+      request.deadline.bind(call);
+      agent.dispatch(
+        { origin: request.origin, path: request.path, method: request.method as Dispatcher.HttpMethod, headers: request.headers, body: request.body },
+        call,
+      );
+      return call.response;
+    },
     classifyFailure(error) {
       if (error instanceof PrivateUpstreamError || (error as { cause?: unknown })?.cause instanceof PrivateUpstreamError) {
         const failure = new PlatformError(

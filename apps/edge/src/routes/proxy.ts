@@ -132,18 +132,49 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
 
 /**
  * The HTTP reply as the metered call's answer sink. A streamed answer is written directly on the
- * response (see deliverDirect). One without a body, a HEAD request's, an x402-paid call's (whose
- * payment settles in an onSend hook before the answer may leave) and one whose headers Node refuses
- * go through Fastify's reply, which pipes the body, destroys the reply when the body fails and the
- * body when the caller hangs up. In both, the close listener, added first, tells the call first.
+ * response: chunk by chunk from the upstream's body when nothing stands between them (deliverChunks),
+ * else piped from the stream it comes as (deliverDirect). One without a body, a HEAD request's, an
+ * x402-paid call's (whose payment settles in an onSend hook before the answer may leave) and one whose
+ * headers Node refuses go through Fastify's reply, which pipes the body, destroys the reply when the
+ * body fails and the body when the caller hangs up. In each, the close listener, added first, tells
+ * the call first.
  */
 function replySink(reply: FastifyReply): AnswerSink {
   return {
     get closed() {
       return reply.raw.closed;
     },
+    deliverChunks(status, headers, body) {
+      if (!writesDirectly(reply) || !writeHead(reply, status, headers)) return null;
+      const raw = reply.raw;
+      return new Promise<boolean>((resolve) => {
+        raw.once('close', () => {
+          const finished = raw.writableFinished;
+          if (!finished) {
+            // The caller went away, or the upstream broke off (below): the body stops, and knows which.
+            body.destroy();
+            reply.log.info({ res: reply }, 'stream closed prematurely');
+          }
+          setImmediate(() => resolve(finished));
+        });
+        body.sendTo({
+          write(chunk) {
+            if (raw.write(chunk)) return true;
+            raw.once('drain', () => body.resume());
+            return false;
+          },
+          end() {
+            raw.end();
+          },
+          fail(error) {
+            reply.log.warn({ err: error }, 'response terminated with an error with headers already sent');
+            raw.destroy();
+          },
+        });
+      });
+    },
     deliver(status, headers, body, stopping) {
-      if (body !== null && reply.request.method !== 'HEAD' && !reply.request.x402Payment) {
+      if (body !== null && writesDirectly(reply)) {
         const direct = deliverDirect(reply, status, headers, body, stopping);
         if (direct) return direct;
       }
@@ -166,13 +197,36 @@ function replySink(reply: FastifyReply): AnswerSink {
   };
 }
 
+/** An answer with a body may be written on the raw response, except a HEAD request's and an x402-paid call's. */
+function writesDirectly(reply: FastifyReply): boolean {
+  return reply.request.method !== 'HEAD' && !reply.request.x402Payment;
+}
+
 /**
- * A streamed answer written on the raw response: one header block, then the body piped, without
- * Fastify's stream reply (a setHeader per header, two end-of-stream watchers) and its onSend chain,
- * whose work for a proxied answer is the headers set here. The reply is hijacked, so Fastify sends
- * nothing itself; its onResponse hooks (the log line, metrics, tracing) still run when the answer
- * has gone. Headers in the order Fastify's path sets them: the platform's so far (request id, rate
- * limits, X-Service-*), the upstream's over them, the proxy's own over both.
+ * Writes the answer's one header block on the raw response and hijacks the reply, so Fastify sends
+ * nothing itself; its onResponse hooks (the log line, metrics, tracing) still run when the answer has
+ * gone. Headers in the order Fastify's path sets them: the platform's so far (request id, rate
+ * limits, X-Service-*), the upstream's over them, the proxy's own over both. False when Node refuses
+ * a header (checked before anything is sent): Fastify's path then answers as it always did.
+ */
+function writeHead(reply: FastifyReply, status: number, headers: Record<string, string | string[]>): boolean {
+  const out = reply.getHeaders();
+  for (const name in headers) out[name.toLowerCase()] = headers[name];
+  for (const [name, value] of SANDBOX_HEADERS) out[name] = value;
+  if (reply.request.headers.origin !== undefined) for (const [name, value] of CORS_HEADERS) out[name] = value;
+  try {
+    reply.raw.writeHead(status, out as OutgoingHttpHeaders);
+  } catch {
+    return false;
+  }
+  reply.hijack();
+  return true;
+}
+
+/**
+ * A streamed answer (decoded or redacted on its way) piped to the raw response after one header
+ * block (writeHead), without Fastify's stream reply (a setHeader per header, two end-of-stream
+ * watchers) and its onSend chain, whose work for a proxied answer is the headers set there.
  */
 function deliverDirect(
   reply: FastifyReply,
@@ -181,18 +235,8 @@ function deliverDirect(
   body: Readable,
   stopping: () => void,
 ): Promise<boolean> | null {
+  if (!writeHead(reply, status, headers)) return null;
   const raw = reply.raw;
-  const out = reply.getHeaders();
-  for (const name in headers) out[name.toLowerCase()] = headers[name];
-  for (const [name, value] of SANDBOX_HEADERS) out[name] = value;
-  if (reply.request.headers.origin !== undefined) for (const [name, value] of CORS_HEADERS) out[name] = value;
-  try {
-    raw.writeHead(status, out as OutgoingHttpHeaders);
-  } catch {
-    // A header node refuses (checked before anything is sent): Fastify's path answers as it always did.
-    return null;
-  }
-  reply.hijack();
   return new Promise<boolean>((resolve) => {
     raw.once('close', () => {
       const finished = raw.writableFinished;
