@@ -375,6 +375,9 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
   }
   log(`importing ${total} API descriptions from ${root}`);
   let batch: Pending[] = [];
+  // One batch is written while the next is read and parsed (reading is this process's CPU, writing
+  // mostly Postgres's); never more than one, so memory and the connection pool stay as they were.
+  let writing: Promise<void> = Promise.resolve();
   for await (const file of specFiles(root)) {
     const path = relative(root, file);
     if (options.filter && !options.filter(path)) continue;
@@ -393,8 +396,12 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
     }
     progress.processed += 1;
     if (batch.length >= BATCH) {
-      await upsertBatch(db, batch, options.defaultPriceMicros, progress, options.force === true);
+      const full = batch;
       batch = [];
+      await writing;
+      writing = upsertBatch(db, full, options.defaultPriceMicros, progress, options.force === true);
+      // Its failure is thrown where it is awaited (the next batch, or the end), not as an unhandled rejection meanwhile.
+      writing.catch(() => {});
     }
     if (progress.processed % every === 0) {
       log(
@@ -403,6 +410,7 @@ export async function importDirectory(db: Db, options: ImportOptions): Promise<I
       await options.onProgress?.({ ...progress });
     }
   }
+  await writing;
   await upsertBatch(db, batch, options.defaultPriceMicros, progress, options.force === true);
   if (progress.inserted + progress.updated > 0) {
     await alignTokenOnlyProviders(db);
