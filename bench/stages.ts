@@ -24,6 +24,7 @@ import { credit } from '#db/ledger';
 import { buildApp, edgeLogger, loggedUrl } from '#edge/app';
 import { edgeSettings } from '#edge/config';
 import { RateCounters, type LimiterRedis } from '#edge/http/rate-limit-quotas';
+import { UpstreamCall } from '#edge/http/upstream-call';
 import { chargeCall } from '#core/billing';
 import { BlockLogWriter } from '#core/platform';
 import { droppedRequestHeaders, downstreamResponseHeaders, planMeteredCall, SecretRedactor, upstreamRequestHeaders } from '#core/gateway';
@@ -328,8 +329,9 @@ try {
     }),
   );
 
-  // 7. Upstream request: the gateway's undici Agent (plugins/gateway.ts' options, an abort signal per
-  //    call as its deadline) to the local upstream, answer read and dropped; beside it the bare proxy's Pool.
+  // 7. Upstream request: the gateway's undici Agent (plugins/gateway.ts' options) dispatching the edge's
+  //    UpstreamCall handler (apps/edge/src/http/upstream-call.ts) to the local upstream, answer read and
+  //    dropped; beside it the bare proxy's Pool.
   const agent = new Agent({
     keepAliveTimeout: 10_000,
     connections: 256,
@@ -340,19 +342,13 @@ try {
   const forwardedHeaders = upstreamRequestHeaders(rawHeaders, droppedRequestHeaders(plan, false));
   record(
     'upstream request',
-    'undici `Agent.request` with an abort signal, answer dropped',
+    'undici `Agent.dispatch` with the edge’s `UpstreamCall` handler, answer dropped',
     await timeStage(
       async () => {
-        const deadline = new AbortController();
-        const res = await agent.request({
-          origin: plan.origin,
-          path: plan.upstreamPath,
-          method: 'GET' as Dispatcher.HttpMethod,
-          headers: forwardedHeaders,
-          body: null,
-          signal: deadline.signal,
-        });
-        await res.body.dump();
+        const call = new UpstreamCall(null);
+        agent.dispatch({ origin: plan.origin, path: plan.upstreamPath, method: 'GET', headers: forwardedHeaders, body: null }, call);
+        await call.response;
+        await new Promise<void>((resolve, reject) => call.sendTo({ write: () => true, end: resolve, fail: reject }));
       },
       { lanes: CONNECTIONS },
     ),
@@ -370,9 +366,10 @@ try {
     ),
   );
 
-  // 8. Answer piping: an answer of the upstream's size flowing to a socket, with the metered call's
-  //    byte counting (a 'data' listener on the paused answer), and through a SecretRedactor as a
-  //    platform-key call's answer is; beside it the bare proxy's plain pipe.
+  // 8. Answer piping: an answer of the upstream's size written to a socket the way the edge writes a
+  //    plain answer (UpstreamCall hands each chunk, counted, to the reply's writer: no stream between
+  //    them); a platform-key call's answer streamed through a SecretRedactor and piped, as the edge
+  //    does; beside them the bare proxy's plain pipe.
   const sockets = await Promise.all(
     Array.from(
       { length: CONNECTIONS },
@@ -382,6 +379,21 @@ try {
         }),
     ),
   );
+  // What undici gives the handler besides the chunks: the socket's pause and resume, here no-ops.
+  const controller = { pause() {}, resume() {}, abort() {}, paused: false, aborted: false, reason: null } as unknown as Dispatcher.DispatchController;
+  const writeOnce = (socket: Socket) =>
+    new Promise<number>((resolve, reject) => {
+      const call = new UpstreamCall(null);
+      call.onRequestStart(controller);
+      call.onResponseStart(controller, 200, {});
+      call.sendTo({
+        write: (chunk) => socket.write(chunk),
+        end: () => resolve(call.bytesSent),
+        fail: reject,
+      });
+      call.onResponseData(controller, answerBody);
+      call.onResponseEnd();
+    });
   const pipeOnce = (socket: Socket, redactor: SecretRedactor | null, counted: boolean) =>
     new Promise<number>((resolve, reject) => {
       const source = new Readable({ read() {} });
@@ -401,8 +413,8 @@ try {
     });
   record(
     'answer piping',
-    'answer stream + byte counting, piped to a socket',
-    await timeStage((_, lane) => pipeOnce(sockets[lane]!, null, true), { lanes: CONNECTIONS }),
+    'the answer’s chunk handed by `UpstreamCall` to a writer on a socket, counted',
+    await timeStage((_, lane) => writeOnce(sockets[lane]!), { lanes: CONNECTIONS }),
   );
   const redactor = new SecretRedactor([`sk_live_${'x'.repeat(32)}`]);
   const redacted = await timeStage((_, lane) => pipeOnce(sockets[lane]!, redactor, true), { lanes: CONNECTIONS });
