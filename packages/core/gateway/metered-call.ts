@@ -359,11 +359,13 @@ export class MeteredCall {
     // A caller who hung up while the upstream was still answering keeps the charge: the upstream did its work.
     if (request.sink.closed) {
       upstream.body.destroy();
+      decoder?.destroy();
       deadline.clear();
       settlement.served(upstream.statusCode);
       return { api, receipt: settlement.receipt, status: upstream.statusCode, delivered: false, refunded: false };
     }
     if (upstream.statusCode === 204 || upstream.statusCode === 304) {
+      decoder?.destroy();
       await drain(upstream.body.stream());
       const delivered = await request.sink.deliver(upstream.statusCode, answerHeaders, null, () => {});
       deadline.clear();
