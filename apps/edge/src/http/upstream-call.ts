@@ -107,13 +107,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamBody, A
 
   /** Stops the request in any phase (the call's deadline): not the upstream's failure. */
   abort(reason: Error): void {
-    if (this.state !== 'open') return;
-    this.state = 'dropped';
-    this.held = null;
-    if (this.controller) this.controller.abort(reason);
-    else this.abortReason = reason;
     // A stream already handed out ends with the reason, as undici's own body does.
-    this.readable?.destroy(reason);
+    if (this.stop(reason)) this.readable?.destroy(reason);
   }
 
   sendTo(writer: ChunkWriter): void {
@@ -136,7 +131,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamBody, A
   }
 
   destroy(): void {
-    if (this.state === 'open') this.abort(new AnswerDropped('the answer is no longer wanted'));
+    this.abort(new AnswerDropped('the answer is no longer wanted'));
   }
 
   stream(): Readable {
@@ -145,10 +140,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamBody, A
       read: () => this.resume(),
       destroy: (error, callback) => {
         // Destroyed by its reader before its end: the upstream request is stopped, not broken.
-        if (this.state === 'open') {
-          this.state = 'dropped';
-          this.controller?.abort(error ?? new AnswerDropped('the answer is no longer wanted'));
-        }
+        this.stop(error ?? new AnswerDropped('the answer is no longer wanted'));
         callback(error);
       },
     });
@@ -159,5 +151,18 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamBody, A
     if (this.state === 'ended') readable.push(null);
     else if (this.state === 'failed' || this.state === 'dropped') readable.destroy(this.failure ?? new AnswerDropped('the answer was stopped'));
     return readable;
+  }
+
+  /**
+   * Stops undici's request from our side (the deadline, a caller gone, a reader done): the body is
+   * dropped, never broken. False when it had already ended, failed or been stopped.
+   */
+  private stop(reason: Error): boolean {
+    if (this.state !== 'open') return false;
+    this.state = 'dropped';
+    this.held = null;
+    if (this.controller) this.controller.abort(reason);
+    else this.abortReason = reason;
+    return true;
   }
 }
