@@ -19,6 +19,8 @@ export interface ActivityFilter {
   since?: Date | null;
   /** Exclusive upper bound on the call's time. */
   until?: Date | null;
+  /** The call's request id (its answer's X-Request-Id). */
+  requestId?: string | null;
 }
 
 /** Where a page of activity starts: strictly older than this (time as Postgres keeps it, microseconds). */
@@ -47,6 +49,7 @@ export interface ActivityRow {
   outcome: ActivityOutcome;
   error_code: string | null;
   paid_with: 'balance' | 'x402' | null;
+  request_id: string | null;
   key_id: string | null;
   key_kind: 'api' | 'agent' | null;
   key_name: string | null;
@@ -64,7 +67,7 @@ function activitySelect(db: Db) {
            u.bytes_in, u.bytes_out, u.cost_micros,
            coalesce(u.charged_micros, u.cost_micros + coalesce(r.amount_micros, 0)) as charged_micros,
            u.charge_id, r.id as refund_id, r.amount_micros as refund_micros,
-           coalesce(u.outcome, case when r.id is not null then 'refunded' when u.status >= 400 then 'failed' else 'served' end) as outcome, u.error_code, u.paid_with,
+           coalesce(u.outcome, case when r.id is not null then 'refunded' when u.status >= 400 then 'failed' else 'served' end) as outcome, u.error_code, u.paid_with, u.request_id,
            u.key_id, k.kind as key_kind, k.name as key_name, k.prefix as key_prefix,
            to_char(u.recorded_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as recorded_at
       from usage_events u
@@ -83,6 +86,7 @@ export async function listActivity(
   return db<ActivityRow[]>`
     ${activitySelect(db)}
      where u.account_id = ${accountId}
+       ${filter.requestId ? db`and u.request_id = ${filter.requestId}` : db``}
        and (${filter.apiId ?? null}::text is null or u.api_id = ${filter.apiId ?? null})
        and (${filter.keyId ?? null}::text is null or u.key_id = ${filter.keyId ?? null})
        and (${filter.statusMin ?? null}::int is null or u.status >= ${filter.statusMin ?? null})

@@ -35,6 +35,8 @@ export const usageEventSchema = z.object({
     .nullable()
     .optional(),
   paidWith: z.enum(['balance', 'x402']).nullable().optional(),
+  /** The call's request id (its answer's X-Request-Id, or the MCP request's id); absent from older edges. */
+  requestId: z.string().min(1).max(128).nullable().optional(),
   /**
    * The W3C trace context of the call's usage span, on events of traced calls only: the usage worker
    * continues the call's trace from it (docs/OPERATIONS.md, "Tracing"). Never stored.
@@ -57,7 +59,7 @@ export const usageBatchSchema = z.object({ events: z.array(usageEventSchema).min
  */
 export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise<number> {
   if (events.length === 0) return 0;
-  // One array per column, unnested by Postgres: the statement's text and its 19 parameters are the
+  // One array per column, unnested by Postgres: the statement's text and its 20 parameters are the
   // same for every batch, so it is prepared once per connection. (A VALUES list took 19 parameters per
   // event, up to 95,000 for a batch, and a new statement for every batch size: about 18 µs of the
   // worker's CPU per event against 12 µs this way, Postgres's own about 23 µs either way; 2026-11-29.)
@@ -66,7 +68,7 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
     const inserted = await tx<{ n: string }[]>`
       with fresh as (
         insert into usage_events (id, account_id, key_id, api_id, item, status, latency_ms, bytes_in, bytes_out, cost_micros,
-                                  charge_id, hold_id, at, method, path, outcome, error_code, charged_micros, paid_with)
+                                  charge_id, hold_id, at, method, path, outcome, error_code, charged_micros, paid_with, request_id)
         select * from unnest(
           ${column((e) => e.id)}::uuid[], ${column((e) => e.accountId)}::uuid[], ${column((e) => e.keyId)}::text[],
           ${column((e) => e.apiId)}::text[], ${column((e) => e.item)}::text[], ${column((e) => e.status)}::int[],
@@ -74,7 +76,8 @@ export async function recordUsageEvents(sql: Sql, events: UsageEvent[]): Promise
           ${column((e) => e.costMicros)}::bigint[], ${column((e) => e.chargeId)}::uuid[], ${column((e) => e.holdId ?? null)}::uuid[],
           ${column((e) => e.at)}::timestamptz[], ${column((e) => e.method ?? null)}::text[], ${column((e) => e.path ?? null)}::text[],
           ${column((e) => e.outcome ?? null)}::text[], ${column((e) => e.errorCode ?? null)}::text[],
-          ${column((e) => e.chargedMicros ?? null)}::bigint[], ${column((e) => e.paidWith ?? null)}::text[])
+          ${column((e) => e.chargedMicros ?? null)}::bigint[], ${column((e) => e.paidWith ?? null)}::text[],
+          ${column((e) => e.requestId ?? null)}::text[])
         on conflict (id) do nothing
         returning account_id, api_id, (at at time zone 'UTC')::date as day, status, latency_ms, bytes_in, bytes_out, cost_micros
       ),

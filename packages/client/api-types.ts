@@ -2773,6 +2773,8 @@ export interface paths {
                     limit?: number;
                     /** @description served: answered and kept its cost; failed: an error answer (kept its cost, or cost nothing); refunded: charged, then returned */
                     outcome?: "served" | "failed" | "refunded";
+                    /** @description Only the call (or calls) with this request id: the X-Request-Id header of the call's answer */
+                    requestId?: string;
                     /** @description Calls at or after this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
                     since?: string;
                     /** @description One status (404) or a class (2xx, 4xx, 5xx) */
@@ -2840,6 +2842,8 @@ export interface paths {
                                 refundMicros: string;
                                 /** @description A refund is owed and queued but not in the ledger yet */
                                 refundPending: boolean;
+                                /** @description The X-Request-Id of the call's answer (for an MCP tool call, the MCP request's id); null for calls recorded before request ids were kept */
+                                requestId: string | null;
                                 /** @description The status the caller got */
                                 status: number;
                             }[];
@@ -2979,6 +2983,8 @@ export interface paths {
                     key?: string;
                     /** @description served: answered and kept its cost; failed: an error answer (kept its cost, or cost nothing); refunded: charged, then returned */
                     outcome?: "served" | "failed" | "refunded";
+                    /** @description Only the call (or calls) with this request id: the X-Request-Id header of the call's answer */
+                    requestId?: string;
                     /** @description Calls at or after this time: an ISO 8601 time with its offset, or a date (midnight UTC) */
                     since?: string;
                     /** @description One status (404) or a class (2xx, 4xx, 5xx) */

@@ -207,6 +207,40 @@ describe('GET /api/v1/activity', () => {
     expect(await activityOf(account.fullKey, 6, '&since=2020-01-01&until=2999-01-01T00:00:00Z')).toHaveLength(6);
   });
 
+  it('finds a call by the request id its answer carried, the platform’s or the caller’s own', async () => {
+    // An account of its own: the other tests count this file's six calls.
+    const caller = await createTestAccount(app.deps.sql, { balanceMicros: 100_000n });
+    const ours = await proxy(caller.fullKey, '/ok');
+    const given = uniqueId('req');
+    const theirs = await rawRequest(edge, {
+      method: 'GET',
+      path: `/api/v1/proxy/${apiId}/boom`,
+      headers: { ...bearer(caller.fullKey), 'x-request-id': given },
+    });
+    expect(ours.status).toBe(200);
+    expect(theirs.status).toBe(502);
+    const ourId = String(ours.headers['x-request-id']);
+    expect(ourId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(theirs.headers['x-request-id']).toBe(given);
+    const both = await activityOf(caller.fullKey, 2);
+    expect(both.map((entry) => entry.requestId).sort()).toEqual([ourId, given].sort());
+
+    const [served] = await activityOf(caller.fullKey, 1, `&requestId=${ourId}`);
+    expect(served).toMatchObject({ requestId: ourId, path: '/ok', outcome: 'served' });
+    const [refunded] = await activityOf(caller.fullKey, 1, `&requestId=${given}`);
+    expect(refunded).toMatchObject({ requestId: given, path: '/boom', outcome: 'refunded' });
+    // Another account's request id finds nothing here, and this one's nothing there.
+    const [oneOfTheFirst] = await activityOf(account.fullKey, 6);
+    expect(oneOfTheFirst!.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    await activityOf(caller.fullKey, 0, `&requestId=${oneOfTheFirst!.requestId}`);
+    await activityOf(account.fullKey, 0, `&requestId=${given}`);
+    const stored = await app.deps.sql<{ request_id: string }[]>`select request_id from usage_events where account_id = ${caller.accountId}`;
+    expect(stored.map((row) => row.request_id).sort()).toEqual([ourId, given].sort());
+
+    const body = expectError(await get('/api/v1/activity?requestId=not%20an%20id', caller.fullKey), 400, 'validation_failed');
+    expect(JSON.stringify(body)).toContain('requestId');
+  });
+
   it("shows an agent key its own calls only, and another account none of this one's", async () => {
     const own = expectOk<Page>(await get('/api/v1/activity', agentKey.fullKey)).activity;
     expect(own.map((entry) => entry.key?.id)).toEqual([agentKey.id]);
@@ -285,6 +319,22 @@ describe('GET /api/v1/activity', () => {
       const bad = (await client.callTool({ name: 'get_activity', arguments: { outcome: 'charged' } })) as CallToolResult;
       expect(bad.isError).toBe(true);
       expect((bad.content[0] as { text: string }).text).toContain('validation_failed');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("keeps the MCP request's id with a call_api call, to find it by", async () => {
+    const caller = await createTestAccount(app.deps.sql, { balanceMicros: 100_000n });
+    const client = new Client({ name: 'activity-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${edge}/mcp`), { authProvider: { token: async () => caller.fullKey } }));
+    try {
+      const called = (await client.callTool({ name: 'call_api', arguments: { apiId, method: 'GET', path: '/ok' } })) as CallToolResult;
+      expect(called.isError ?? false, JSON.stringify(called.content)).toBe(false);
+      const [entry] = await activityOf(caller.fullKey, 1);
+      expect(entry!.requestId).toMatch(/^[0-9a-f-]{36}$/);
+      const found = await activityOf(caller.fullKey, 1, `&requestId=${entry!.requestId}`);
+      expect(found[0]!.id).toBe(entry!.id);
     } finally {
       await client.close();
     }

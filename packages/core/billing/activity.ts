@@ -158,6 +158,8 @@ export interface ActivityEntry {
   chargeId: string | null;
   refundId: string | null;
   paidWith: 'balance' | 'x402' | null;
+  /** The call's request id (its answer's X-Request-Id, or the MCP request's); null for calls recorded before it was kept. */
+  requestId: string | null;
   latencyMs: number;
   bytesIn: number;
   bytesOut: number;
@@ -188,6 +190,7 @@ export function presentActivity(row: ActivityRow): ActivityEntry {
     chargeId: row.charge_id,
     refundId: row.refund_id,
     paidWith: row.paid_with ?? (row.charged_micros > 0n ? 'balance' : null),
+    requestId: row.request_id,
     latencyMs: row.latency_ms,
     bytesIn: Number(row.bytes_in),
     bytesOut: Number(row.bytes_out),
@@ -223,6 +226,7 @@ function matches(entry: ActivityEntry, filter: ActivityFilter): boolean {
   if (filter.apiId && entry.apiId !== filter.apiId) return false;
   if (filter.keyId && entry.key?.id !== filter.keyId) return false;
   if (filter.outcome && entry.outcome !== filter.outcome) return false;
+  if (filter.requestId && entry.requestId !== filter.requestId) return false;
   if (filter.statusMin !== null && filter.statusMin !== undefined && entry.status < filter.statusMin) return false;
   if (filter.statusMax !== null && filter.statusMax !== undefined && entry.status > filter.statusMax) return false;
   return true;

@@ -71,6 +71,7 @@ export function recordPricedItem(
   chargeId: string | null,
   holdId: string | null = null,
   paidWith: 'balance' | 'x402' = 'balance',
+  requestId: string | null = null,
 ): void {
   if (call.item === 'proxy') return;
   usage.record({
@@ -89,6 +90,7 @@ export function recordPricedItem(
     outcome: 'served',
     chargedMicros: call.costMicros.toString(),
     paidWith: call.costMicros > 0n ? paidWith : null,
+    requestId,
   });
 }
 
@@ -130,6 +132,7 @@ export async function chargeCall(
   call: PricedCall,
   maxCostMicros?: bigint,
   usage?: UsageSink,
+  requestId: string | null = null,
 ): Promise<ChargeReceipt> {
   assertCallAllowed(caller, call, maxCostMicros);
   if (call.costMicros === 0n) return { chargeId: null, balanceMicros: null, costMicros: 0n, holdId: null };
@@ -161,6 +164,6 @@ export async function chargeCall(
     });
   }
   const holdId = 'holdId' in result && typeof result.holdId === 'string' ? result.holdId : null;
-  if (usage) recordPricedItem(usage, caller, call, result.chargeId, holdId);
+  if (usage) recordPricedItem(usage, caller, call, result.chargeId, holdId, 'balance', requestId);
   return { chargeId: result.chargeId, balanceMicros: result.balanceMicros, costMicros: result.costMicros, holdId };
 }

@@ -159,6 +159,8 @@ export interface MeteredCallRequest {
   sink: AnswerSink;
   /** Where the door's space starts, for the upstream's redirects (see doorLocation): `/api/v1/proxy/{api_id}`, or '' for MCP. */
   doorBase: string;
+  /** The request id the caller's answer carries (X-Request-Id), kept with the call's usage event. */
+  requestId?: string;
   /** What the usage event names as paid, asked when it is recorded (x402 pays on the way out). Default: the receipt, from the balance. */
   paid?(receipt: ChargeReceipt, costMicros: bigint): { costMicros: bigint; chargeId: string | null; paidWith?: 'balance' | 'x402' };
 }
@@ -582,6 +584,7 @@ class Settlement {
       chargeId: paid.chargeId,
       holdId: this.receipt.holdId,
       at: new Date().toISOString(),
+      requestId: this.request.requestId ?? null,
     };
     // A traced call's event carries its usage span's context to the usage worker.
     if (this.trace) event.traceparent = this.trace.usageRecorded(outcome, status);

@@ -19,8 +19,9 @@ interface Filters {
   status: string;
   since: string;
   until: string;
+  requestId: string;
 }
-const NO_FILTERS: Filters = { api: '', key: '', outcome: '', status: '', since: '', until: '' };
+const NO_FILTERS: Filters = { api: '', key: '', outcome: '', status: '', since: '', until: '', requestId: '' };
 
 /** The filters as the route's query: empty fields left out; dates are whole UTC days (until: the day after the one chosen). */
 function queryOf(filters: Filters) {
@@ -32,6 +33,7 @@ function queryOf(filters: Filters) {
     ...(filters.status ? { status: filters.status.trim() } : {}),
     ...(filters.since ? { since: filters.since } : {}),
     ...(filters.until ? { until: nextDay(filters.until) } : {}),
+    ...(filters.requestId.trim() ? { requestId: filters.requestId.trim() } : {}),
   };
 }
 
@@ -90,6 +92,14 @@ function CallRow({ entry }: { entry: ActivityEntry }) {
                   <code>{entry.id}</code>
                 </dd>
               </div>
+              {entry.requestId ? (
+                <div>
+                  <dt>Request id</dt>
+                  <dd>
+                    <code>{entry.requestId}</code>
+                  </dd>
+                </div>
+              ) : null}
               <div>
                 <dt>Charge</dt>
                 <dd>{entry.chargeId ? <code>{entry.chargeId}</code> : 'none'}</dd>
@@ -257,6 +267,21 @@ export function ActivityPage() {
               To (UTC day, included)
             </label>
             <input id="activity-until" type="date" value={draft.until} onChange={(e) => setDraft({ ...draft, until: e.target.value })} />
+          </div>
+          <div className="field">
+            <label className="field-label" htmlFor="activity-request">
+              Request id
+            </label>
+            <input
+              id="activity-request"
+              value={draft.requestId}
+              onChange={(e) => setDraft({ ...draft, requestId: e.target.value })}
+              placeholder="any"
+              aria-describedby="activity-request-help"
+            />
+            <span className="field-help" id="activity-request-help">
+              The X-Request-Id header of a call&apos;s answer.
+            </span>
           </div>
           <div className="form-actions">
             <button type="submit" className="button button-primary">

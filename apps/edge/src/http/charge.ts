@@ -15,7 +15,7 @@ export async function chargeRequest(request: FastifyRequest, reply: FastifyReply
   const maxCost = parseMaxCost(Array.isArray(header) ? '' : header);
   // Paid per call with x402 instead of the balance (see plugins/x402.ts): verified now, settled once the answer is ready.
   if (request.headers[PAYMENT_SIGNATURE] !== undefined && call.costMicros > 0n) return request.server.x402.authorize(request, reply, call, maxCost);
-  const receipt = await chargeCall(request.server.charges, requireAuth(request), call, maxCost, request.server.usage);
+  const receipt = await chargeCall(request.server.charges, requireAuth(request), call, maxCost, request.server.usage, request.id);
   reply.header('X-Service-Cost', formatDollars(receipt.costMicros));
   if (receipt.chargeId !== null && receipt.balanceMicros !== null) {
     reply.header('X-Service-Balance', formatDollars(receipt.balanceMicros));

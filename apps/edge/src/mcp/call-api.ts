@@ -221,7 +221,8 @@ export async function callApi(
       // Whole in memory: a call refused 401 for its OAuth token can be sent again with a renewed one.
       body: request.payload === undefined ? null : Buffer.from(request.payload),
       declaredLength: request.payload === undefined ? 0 : Buffer.byteLength(request.payload),
-      charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage),
+      charge: (call) => chargeCall(app.charges, caller, call, maxCost, app.usage, toolCaller.requestId),
+      requestId: toolCaller.requestId,
       sink,
       doorBase: '',
     });

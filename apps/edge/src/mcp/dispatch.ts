@@ -148,7 +148,7 @@ export async function runOperation(
       caller,
       callerIfAny: caller,
       via: 'mcp',
-      charge: async (call) => (receipt = await chargeCall(app.charges, caller, call, maxCost, app.usage)),
+      charge: async (call) => (receipt = await chargeCall(app.charges, caller, call, maxCost, app.usage, toolCaller.requestId)),
     };
     const answer = await tool.operation.run(app, door, input);
     const body = (tool.output ? tool.output.parse(answer) : answer) as Record<string, unknown>;

@@ -279,13 +279,13 @@ export default fp(
         // It was paid on chain: the call's usage shows its cost now (a proxied call's own usage event
         // reads `settled`); its ledger pair waits for the operator.
         payment.settled = true;
-        recordPricedItem(request.server.usage, payment.caller, payment.call, null, null, 'x402');
+        recordPricedItem(request.server.usage, payment.caller, payment.call, null, null, 'x402', request.id);
         reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
         return payload;
       }
       payment.settled = true;
       payment.chargeId = chargeId;
-      recordPricedItem(request.server.usage, payment.caller, payment.call, chargeId, null, 'x402');
+      recordPricedItem(request.server.usage, payment.caller, payment.call, chargeId, null, 'x402', request.id);
       reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
       reply.header('X-Service-Charge-Id', chargeId);
       return payload;

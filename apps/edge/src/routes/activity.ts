@@ -60,6 +60,11 @@ const activityFilters = {
   status: statusFilter,
   since: instant('since', 'Calls at or after this time'),
   until: instant('until', 'Calls before this time'),
+  requestId: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'requestId must be a request id such as the X-Request-Id header of an answer' })
+    .optional()
+    .describe("Only the call (or calls) with this request id: the X-Request-Id header of the call's answer"),
 };
 const activityQuery = z.object({ ...activityFilters, limit, cursor });
 
@@ -92,6 +97,12 @@ const activityEntry = z.object({
   chargeId: z.string().nullable().describe('The ledger charge (see GET /statement)'),
   refundId: z.string().nullable().describe('The ledger refund of that charge'),
   paidWith: z.enum(['balance', 'x402']).nullable(),
+  requestId: z
+    .string()
+    .nullable()
+    .describe(
+      "The X-Request-Id of the call's answer (for an MCP tool call, the MCP request's id); null for calls recorded before request ids were kept",
+    ),
   latencyMs: z.number(),
   bytesIn: z.number(),
   bytesOut: z.number(),
@@ -120,6 +131,7 @@ function activityFilterOf(caller: Caller, query: z.output<typeof activityQuery>)
     ...statusBounds(query.status),
     since: query.since ?? null,
     until: query.until ?? null,
+    requestId: query.requestId ?? null,
     cursor: query.cursor,
     limit: query.limit,
   };

@@ -126,6 +126,7 @@ async function proxyCall(request: FastifyRequest, reply: FastifyReply, apiId: st
     }),
     sink: replySink(reply),
     doorBase: `/api/v1/proxy/${apiId}`,
+    requestId: request.id,
   });
   return reply;
 }
