@@ -28,7 +28,7 @@ export {
 } from './payload-codec.js';
 export type { CodecKey, CodecServerBody } from './payload-codec.js';
 export { readBounded } from './bounded-read.js';
-export { BoundedLabel, createRegistry, metricsSettings, prom, serveMetrics } from './metrics.js';
+export { BoundedLabel, createRegistry, metricsSettings, prom, serveMetrics, TallyCounter, TallyHistogram } from './metrics.js';
 export type { Registry } from './metrics.js';
 export { Tracing, extractTraceContext, spanContextOf, traceparentOf, tracingSettings } from './tracing.js';
 export type { TracingOptions, TracingSettings } from './tracing.js';

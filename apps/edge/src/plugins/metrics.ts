@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { routeOf } from '../http/route-options.js';
 import fp from 'fastify-plugin';
 import type { CallObserver } from '#core/gateway';
-import { BoundedLabel, createRegistry, prom, serveMetrics, type Registry } from '#core/platform';
+import { BoundedLabel, createRegistry, prom, serveMetrics, TallyCounter, TallyHistogram, type Registry } from '#core/platform';
 
 /** Distinct API ids an edge labels its proxy series with; the rest are counted as "other". */
 const MAX_API_LABELS = 200;
@@ -41,27 +41,29 @@ export default fp(
     }
     const registry = createRegistry('edge');
     const apis = new BoundedLabel(MAX_API_LABELS);
-    const http = new prom.Histogram({
+    // The series updated on every request are tallies (core/platform's TallyHistogram and
+    // TallyCounter): plain fields per series, handed to prom-client when scraped.
+    const http = new TallyHistogram({
       name: 'platform_http_request_duration_seconds',
       help: 'HTTP requests by method, route (the route pattern, "unmatched" for none) and status',
       labelNames: ['method', 'route', 'status'] as const,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     });
-    const calls = new prom.Counter({
+    const calls = new TallyCounter({
       name: 'platform_proxy_calls_total',
       help: 'Metered calls by API (at most 200 ids per edge, then "other") and outcome: charged, upstream_4xx (charged), upstream_5xx, timeout, unreachable, refunded (refunded), payment_required (402), rate_limited (429), refused (before the charge)',
       labelNames: ['api', 'outcome'] as const,
       registers: [registry],
     });
-    const upstreamLatency = new prom.Histogram({
+    const upstreamLatency = new TallyHistogram({
       name: 'platform_upstream_latency_seconds',
       help: "Time from forwarding a metered call to the upstream's answer headers, by API",
       labelNames: ['api'] as const,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     });
-    const money = new prom.Counter({
+    const money = new TallyCounter({
       name: 'platform_money_micros_total',
       help: 'Money moved by this edge in micro-dollars: charged (every priced item), refunded (failed metered calls), credited (sandbox top-ups and Stripe payments)',
       labelNames: ['kind'] as const,
@@ -100,14 +102,17 @@ export default fp(
       registers: [registry],
     });
 
+    const countCall = (api: string, outcome: string) => calls.inc(`${outcome} ${api}`, () => ({ api, outcome }));
+
     app.addHook('onResponse', (request, reply, done) => {
-      const route = routeOf(request).url;
+      const route = routeOf(request).url ?? 'unmatched';
       const status = reply.statusCode;
-      http.observe({ method: request.method, route: route ?? 'unmatched', status: String(status) }, reply.elapsedTime / 1000);
+      const method = request.method;
+      http.observe(`${method} ${status} ${route}`, () => ({ method, route, status: String(status) }), reply.elapsedTime / 1000);
       // Refused by the rate limiter before the metered call began.
-      if (status === 429 && route !== undefined && route.startsWith('/api/v1/proxy/')) {
+      if (status === 429 && route.startsWith('/api/v1/proxy/')) {
         const apiId = (request.params as { apiId?: string } | undefined)?.apiId;
-        if (apiId) calls.inc({ api: apis.value(apiId), outcome: 'rate_limited' });
+        if (apiId) countCall(apis.value(apiId), 'rate_limited');
       }
       done();
     });
@@ -116,11 +121,11 @@ export default fp(
       registry,
       observeCall: ({ apiId, outcome, upstreamSeconds }) => {
         const api = apis.value(apiId);
-        calls.inc({ api, outcome });
-        if (upstreamSeconds !== null) upstreamLatency.observe({ api }, upstreamSeconds);
+        countCall(api, outcome);
+        if (upstreamSeconds !== null) upstreamLatency.observe(api, () => ({ api }), upstreamSeconds);
       },
       money: (kind, micros) => {
-        if (micros > 0n) money.inc({ kind }, Number(micros));
+        if (micros > 0n) money.inc(kind, () => ({ kind }), Number(micros));
       },
       port: null,
       mcpRequest: async (work) => {
