@@ -156,12 +156,26 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
     done();
   });
   const sample = settings.LOG_REQUEST_SAMPLE;
+  const firstPerSecond = settings.LOG_REQUEST_FIRST_PER_SECOND;
+  // Successful proxied calls logged in the current one-second window (from its first such call).
+  let windowStart = 0;
+  let windowCount = 0;
   app.addHook('onResponse', (request, reply, done) => {
     if ((request.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info')) {
       const status = reply.statusCode;
-      // A successful proxied call (recorded anyway as a usage event) is logged with probability
+      // A successful proxied call (a usage event anyway, found by its request id in the activity):
+      // the first LOG_REQUEST_FIRST_PER_SECOND of each second are logged, then each with probability
       // LOG_REQUEST_SAMPLE, its line saying so; every other line is written.
-      const sampled = sample < 1 && status >= 200 && status < 300 && routeOf(request).config.sampledRequestLog === true;
+      let sampled = sample < 1 && status >= 200 && status < 300 && routeOf(request).config.sampledRequestLog === true;
+      if (sampled && firstPerSecond > 0) {
+        const now = Date.now();
+        if (now - windowStart >= 1000) {
+          windowStart = now;
+          windowCount = 0;
+        }
+        windowCount += 1;
+        if (windowCount <= firstPerSecond) sampled = false;
+      }
       if (!sampled || Math.random() < sample) {
         request.log.info(
           {

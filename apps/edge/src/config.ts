@@ -210,12 +210,15 @@ export const edgeSettings = sharedSettings
      */
     EDGE_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1_000).default(50),
     /**
-     * Share (0 to 1) of successful (2xx) metered proxy calls whose `request completed` line is written at
-     * LOG_LEVEL=info; each such line carries `"sample"` with this value. Every other line (other routes,
-     * any other status, warnings and errors) is always written; each proxied call is recorded as a usage
-     * event regardless. 1 writes every line.
+     * Share (0 to 1) of successful (2xx) metered proxy calls past LOG_REQUEST_FIRST_PER_SECOND in a second
+     * whose `request completed` line is written at LOG_LEVEL=info; each such line carries `"sample"` with
+     * this value. Every other line (other routes, any other status, warnings and errors) is always
+     * written; each proxied call is recorded as a usage event with its request id regardless, and found
+     * by it in the activity (docs/decisions/request-id-on-usage.md). 1 writes every line.
      */
-    LOG_REQUEST_SAMPLE: z.coerce.number().min(0).max(1).default(1),
+    LOG_REQUEST_SAMPLE: z.coerce.number().min(0).max(1).default(0.01),
+    /** Successful metered proxy calls logged each second before LOG_REQUEST_SAMPLE applies: a quiet edge logs every call. */
+    LOG_REQUEST_FIRST_PER_SECOND: z.coerce.number().int().min(0).max(1_000_000).default(10),
     /** Operator credentials for the queue board (`user:password`); unset disables the board. */
     OPERATOR_BASIC_AUTH: optional(z.string().regex(/^[^:]+:.+$/, 'must be user:password')),
     /**
