@@ -28,21 +28,45 @@ export interface QueueProcessor {
  * Attaches a handler to a declared job. The payload is validated against the declaration's schema
  * before the handler sees it; a payload that does not match can never succeed, so it fails with
  * UnrecoverableError instead of being retried. Handlers are small and idempotent.
+ *
+ * `deadlineMs`: a job whose handler has not settled by then fails (and is retried as declared)
+ * instead of holding its place for ever: BullMQ keeps renewing the lock of a job its worker is still
+ * processing, so a handler stuck on a connection that will never answer would leave the job active
+ * while the worker lives. The handler is not stopped (it cannot be); being idempotent, a late finish
+ * changes nothing the retry did not.
  */
 export function processorFor<P extends z.ZodType>(
   declaration: JobDeclaration<P>,
   handle: (payload: z.output<P>, job: Job) => Promise<unknown>,
-  options: { concurrency?: number } = {},
+  options: { concurrency?: number; deadlineMs?: number } = {},
 ): QueueProcessor {
+  const { deadlineMs, ...rest } = options;
   return {
     job: declaration,
-    ...options,
+    ...rest,
     process: async (job) => {
       const parsed = declaration.payload.safeParse(job.data);
       if (!parsed.success) throw new UnrecoverableError(`invalid ${declaration.name} job: ${parsed.error.issues[0]?.message ?? 'bad payload'}`);
-      return handle(parsed.data, job);
+      const work = handle(parsed.data, job);
+      return deadlineMs === undefined ? work : withinDeadline(work, deadlineMs, `${declaration.name} job ${job.id ?? '?'}`);
     },
   };
+}
+
+/** `work`, or a rejection once `ms` have passed without it settling (its own later outcome is then dropped). */
+async function withinDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      work.catch(() => {});
+      reject(new Error(`${what} did not finish within ${ms} ms; it fails now and is retried (its handler is idempotent)`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -8,10 +8,15 @@ import { processorFor, type QueueDeps, type QueueProcessor } from './definitions
  * retried until they land; `refund()` is idempotent, so a retry never refunds twice.
  */
 export function refundProcessor({ sql }: Pick<QueueDeps, 'sql'>): QueueProcessor {
-  return processorFor(refundChargeJob, async ({ chargeId, reason }) => {
-    const done = await refund(sql, chargeId, reason);
-    return { chargeId, refundId: done.refundId };
-  });
+  return processorFor(
+    refundChargeJob,
+    async ({ chargeId, reason }) => {
+      const done = await refund(sql, chargeId, reason);
+      return { chargeId, refundId: done.refundId };
+    },
+    // One short transaction: past 45 s it waits on something that will not answer (see processorFor).
+    { deadlineMs: 45_000 },
+  );
 }
 
 /**
