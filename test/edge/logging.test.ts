@@ -75,9 +75,7 @@ describe('request logs', () => {
         const account = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
         const started = Date.now();
         for (let i = 0; i < 20; i += 1) {
-          expect((await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/ok/${i}`, headers: bearer(account.fullKey) })).statusCode).toBe(
-            200,
-          );
+          expect((await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/ok/${i}`, headers: bearer(account.fullKey) })).statusCode).toBe(200);
         }
         elapsedMs = Date.now() - started;
         expect((await app.inject({ method: 'GET', url: `/api/v1/proxy/${apiId}/missing`, headers: bearer(account.fullKey) })).statusCode).toBe(404);
