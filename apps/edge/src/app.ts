@@ -1,12 +1,11 @@
 import { findUnstorableText, limitJsonBodies, unstorableTextError } from './http/json-body.js';
 import { routeOf } from './http/route-options.js';
 import { mintsMoneyInProduction } from '#core/billing';
-import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyLoggerOptions, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { PlatformError, Tracing } from '#core/platform';
+import { PlatformError, timeOrderedUuid, Tracing } from '#core/platform';
 import type { EdgeSettings } from './config.js';
 import { closeEdgeDeps, createEdgeDeps, type EdgeDeps } from './deps.js';
 import { registerErrorHandling, sendError } from './errors.js';
@@ -109,7 +108,9 @@ export async function buildApp(settings: EdgeSettings, options: BuildOptions = {
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      // Time-ordered (UUID version 7): each call's usage event keeps it in an index, where ids in about
+      // the order of time land at its right edge (docs/decisions/time-ordered-ids.md).
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : timeOrderedUuid();
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Malformed percent-encoding or an over-long path parameter: the router answers before any
