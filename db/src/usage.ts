@@ -35,7 +35,7 @@ export const usageEventSchema = z.object({
     .nullable()
     .optional(),
   paidWith: z.enum(['balance', 'x402']).nullable().optional(),
-  /** The call's request id (its answer's X-Request-Id, or the MCP request's id); absent from older edges. */
+  /** The call's request id (its answer's X-Request-Id; for an MCP tool, the POST /mcp request's); absent from older edges. */
   requestId: z.string().min(1).max(128).nullable().optional(),
   /**
    * The W3C trace context of the call's usage span, on events of traced calls only: the usage worker

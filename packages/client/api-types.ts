@@ -2758,7 +2758,7 @@ export interface paths {
         };
         /**
          * Every metered call, newest first: served, failed and refunded, with its cost, refund, status and key
-         * @description Filter by api, key, outcome, status and time (since inclusive, until exclusive). Paged with cursor and nextCursor. Calls appear once their usage is recorded (a second or so). An agent key sees its own calls only. Calls refused before any charge (401, 402, 429) are not metered calls and do not appear.
+         * @description Filter by api, key, outcome, status, time (since inclusive, until exclusive) and requestId (the X-Request-Id header of the call's answer). Paged with cursor and nextCursor. Calls appear once their usage is recorded (a second or so). An agent key sees its own calls only. Calls refused before any charge (401, 402, 429) are not metered calls and do not appear.
          */
         get: {
             parameters: {
@@ -2842,7 +2842,7 @@ export interface paths {
                                 refundMicros: string;
                                 /** @description A refund is owed and queued but not in the ledger yet */
                                 refundPending: boolean;
-                                /** @description The X-Request-Id of the call's answer (for an MCP tool call, the MCP request's id); null for calls recorded before request ids were kept */
+                                /** @description The X-Request-Id of the call's answer (for an MCP tool call, that of the POST /mcp request, which call_api returns as requestId); null for calls recorded before request ids were kept */
                                 requestId: string | null;
                                 /** @description The status the caller got */
                                 status: number;

@@ -324,16 +324,19 @@ describe('GET /api/v1/activity', () => {
     }
   });
 
-  it("keeps the MCP request's id with a call_api call, to find it by", async () => {
+  it('keeps the id of the POST /mcp request with a call_api call, returns it, and finds the call by it', async () => {
     const caller = await createTestAccount(app.deps.sql, { balanceMicros: 100_000n });
     const client = new Client({ name: 'activity-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${edge}/mcp`), { authProvider: { token: async () => caller.fullKey } }));
     try {
       const called = (await client.callTool({ name: 'call_api', arguments: { apiId, method: 'GET', path: '/ok' } })) as CallToolResult;
       expect(called.isError ?? false, JSON.stringify(called.content)).toBe(false);
+      // call_api says which request carried it; the activity finds the call by it.
+      const requestId = (called.structuredContent as { requestId?: string }).requestId;
+      expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
       const [entry] = await activityOf(caller.fullKey, 1);
-      expect(entry!.requestId).toMatch(/^[0-9a-f-]{36}$/);
-      const found = await activityOf(caller.fullKey, 1, `&requestId=${entry!.requestId}`);
+      expect(entry!.requestId).toBe(requestId);
+      const found = await activityOf(caller.fullKey, 1, `&requestId=${requestId}`);
       expect(found[0]!.id).toBe(entry!.id);
     } finally {
       await client.close();

@@ -28,11 +28,14 @@ describe('the metered answer on the wire', () => {
     });
     app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true' });
     await app.listen({ host: '127.0.0.1', port: 0 });
-    app.server.on('connection', (socket: Socket & { _write: Function; _writev: Function }) => {
-      const write = socket._write.bind(socket);
-      const writev = socket._writev.bind(socket);
-      socket._write = (...args: unknown[]) => (writes.push(1), write(...args));
-      socket._writev = (chunks: unknown[], ...rest: unknown[]) => (writes.push(chunks.length), writev(chunks, ...rest));
+    // The stream's own hooks, wrapped: `_write` hands one chunk to the system, `_writev` several at once.
+    type Writes = { _write: (...args: unknown[]) => void; _writev: (chunks: unknown[], ...rest: unknown[]) => void };
+    app.server.on('connection', (socket: Socket) => {
+      const hooks = socket as unknown as Writes;
+      const write = hooks._write.bind(socket);
+      const writev = hooks._writev.bind(socket);
+      hooks._write = (...args) => (writes.push(1), write(...args));
+      hooks._writev = (chunks, ...rest) => (writes.push(chunks.length), writev(chunks, ...rest));
     });
     port = (app.server.address() as AddressInfo).port;
     apiId = await registerApi({ baseUrl: upstream.url, price: '0.001' });

@@ -33,7 +33,9 @@ export interface QueueProcessor {
  * instead of holding its place for ever: BullMQ keeps renewing the lock of a job its worker is still
  * processing, so a handler stuck on a connection that will never answer would leave the job active
  * while the worker lives. The handler is not stopped (it cannot be); being idempotent, a late finish
- * changes nothing the retry did not.
+ * changes nothing the retry did not. What it holds meanwhile (a database connection, or its place in
+ * the pool's queue) stays held, so every late attempt takes one more connection from the worker's pool
+ * until it ends: the deadline is for what never ends, set well above a slow attempt, not a timeout.
  */
 export function processorFor<P extends z.ZodType>(
   declaration: JobDeclaration<P>,

@@ -25,8 +25,9 @@ export function usageProcessor(deps: Pick<QueueDeps, 'sql'> & Partial<Pick<Queue
         : await storeUsageEvents(deps.sql, events);
       return { events: events.length, inserted };
     },
-    // Two statements bounded by the 30 s statement timeout: a batch still unwritten after 45 s waits on
-    // something that will not answer (see processorFor); it fails and its retry writes it.
+    // One statement in a transaction, bounded by the 30 s statement timeout: a batch still unwritten
+    // after 45 s waits on something that will not answer (see processorFor); it fails and its retry
+    // writes it.
     { concurrency: 4, deadlineMs: 45_000 },
   );
 }

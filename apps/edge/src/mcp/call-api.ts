@@ -67,6 +67,7 @@ export const callApiOutput = z.object({
   cost: z.number().describe('Dollars charged for the call'),
   balance: z.number().nullable().describe('Balance in dollars after the charge'),
   chargeId: z.string().nullable(),
+  requestId: z.string().describe("This call's request id: get_activity with requestId finds the call, with its outcome and any refund"),
 });
 
 type CallApiArgs = z.output<ReturnType<typeof callApiInput>>;
@@ -169,7 +170,7 @@ function upstreamRequest(args: CallApiArgs): { path: string; headers: string[]; 
 }
 
 /** The tool's result: the upstream's answer as the sink kept it, and what the call cost. */
-function toolOutput(sink: BoundedSink, receipt: ChargeReceipt, balanceMicros: bigint): CallToolResult {
+function toolOutput(sink: BoundedSink, receipt: ChargeReceipt, balanceMicros: bigint, requestId: string): CallToolResult {
   const upstreamHeaders: Record<string, string> = {};
   for (const [name, value] of Object.entries(sink.headers)) {
     if (TRANSFER_HEADERS.test(name)) continue;
@@ -187,6 +188,7 @@ function toolOutput(sink: BoundedSink, receipt: ChargeReceipt, balanceMicros: bi
     bodyBytes: sink.truncated && Number.isSafeInteger(declared) ? declared : sink.received,
     truncated: sink.truncated,
     ...charge,
+    requestId,
   };
   return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: output, _meta: { [CHARGE_META]: charge } };
 }
@@ -231,7 +233,7 @@ export async function callApi(
         hint: 'The call was refunded.',
         details: { chargeId: result.receipt.chargeId },
       });
-    return toolOutput(sink, result.receipt, result.receipt.balanceMicros ?? (await app.charges.balanceOf(caller.accountId)));
+    return toolOutput(sink, result.receipt, result.receipt.balanceMicros ?? (await app.charges.balanceOf(caller.accountId)), toolCaller.requestId);
   } catch (error) {
     if (error instanceof PlatformError) return platformErrorResult(error);
     app.log.error({ err: error, apiId: args.apiId }, 'call_api failed');

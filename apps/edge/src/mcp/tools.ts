@@ -157,7 +157,7 @@ export const ROUTE_TOOLS: RouteTool[] = [
     title: 'Activity of metered calls',
     description:
       'Your metered calls, newest first: what each cost, whether it was served, failed or refunded, its status, error code and a hint. ' +
-      'Filter by api, key, outcome (served, failed, refunded), status (404 or 4xx) and time (since, until); page with cursor. ' +
+      'Filter by api, key, outcome (served, failed, refunded), status (404 or 4xx), time (since, until) and requestId (call_api returns it); page with cursor. ' +
       'An agent key sees its own calls. Free; a call shows a second or so after it ended.',
     method: 'GET',
     url: '/api/v1/activity',

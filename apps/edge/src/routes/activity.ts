@@ -101,7 +101,7 @@ const activityEntry = z.object({
     .string()
     .nullable()
     .describe(
-      "The X-Request-Id of the call's answer (for an MCP tool call, the MCP request's id); null for calls recorded before request ids were kept",
+      "The X-Request-Id of the call's answer (for an MCP tool call, that of the POST /mcp request, which call_api returns as requestId); null for calls recorded before request ids were kept",
     ),
   latencyMs: z.number(),
   bytesIn: z.number(),
@@ -196,7 +196,7 @@ const activityRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['usage'],
         summary: 'Every metered call, newest first: served, failed and refunded, with its cost, refund, status and key',
         description:
-          'Filter by api, key, outcome, status and time (since inclusive, until exclusive). Paged with cursor and nextCursor. Calls appear once their usage is recorded (a second or so). An agent key sees its own calls only. Calls refused before any charge (401, 402, 429) are not metered calls and do not appear.',
+          "Filter by api, key, outcome, status, time (since inclusive, until exclusive) and requestId (the X-Request-Id header of the call's answer). Paged with cursor and nextCursor. Calls appear once their usage is recorded (a second or so). An agent key sees its own calls only. Calls refused before any charge (401, 402, 429) are not metered calls and do not appear.",
         querystring: activityQuery,
         response: {
           200: z.object({ ok: z.literal(true), activity: z.array(activityEntry), nextCursor: z.string().nullable() }),
