@@ -13,7 +13,7 @@ import { PlatformError } from '#core/platform';
 // The pure pricing rules only: the gateway's index would load the proxy into every ranking worker.
 import { operationPriceMicros } from '../gateway/pricing.js';
 import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
-import { relatedWords, type Relation } from './wordnet.js';
+import { isEnglishWord, relatedWords, type Relation } from './wordnet.js';
 import { ENGLISH_STOPWORDS } from './scoring.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
 import type { ApiSummaryRow, IndexedApi } from './index-types.js';
@@ -584,6 +584,13 @@ export const DENSE_WEIGHT = 5;
 const FUSION_DEPTH = 50;
 export const DENSE_MIN_SIMILARITY = 0.3;
 export const DENSE_ALONE_MIN_SIMILARITY = 0.4;
+/**
+ * When no word of the task matched but every one of them is an English word (WordNet knows it), the
+ * closest capability counts from this similarity instead of DENSE_ALONE_MIN_SIMILARITY: a plain task
+ * in words no API uses ("a dinner I can make with chicken and rice": recipes at 0.31) is answered by
+ * its kind of service, while made-up words (which reach 0.38 with some capability) still find nothing.
+ */
+export const CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY = 0.3;
 
 interface FusedRow {
   row: RankedRow;
@@ -651,7 +658,8 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
   for (let c = 0, row = 0; c < vectors.length; c++, row += d) {
     let dot = 0;
     for (let k = 0; k < d; k++) dot += matrix[row + k]! * task[k]!;
-    if (dot < CAPABILITY_MIN_SIMILARITY || (best.length === CAPABILITY_TOP && dot <= best[CAPABILITY_TOP - 1]!.similarity)) continue;
+    // The lowest floor any task has (capabilityBoosts applies each task's own).
+    if (dot < CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY || (best.length === CAPABILITY_TOP && dot <= best[CAPABILITY_TOP - 1]!.similarity)) continue;
     let place = best.length;
     while (place > 0 && dot > best[place - 1]!.similarity) place--;
     best.splice(place, 0, { c, similarity: dot });
@@ -701,6 +709,13 @@ function fuse(
   }));
 }
 
+/** The similarity from which the closest capability counts (see CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY). */
+function capabilityFloor(plan: QueryPlan, wordsMatched: boolean): number {
+  if (wordsMatched) return CAPABILITY_MIN_SIMILARITY;
+  const english = plan.words.length > 0 && plan.words.every((word) => /^[a-z]+$/.test(word) && isEnglishWord(word));
+  return english ? CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY;
+}
+
 /** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
 export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, only?: ReadonlySet<string>): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
@@ -713,7 +728,7 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
     index,
     lexical,
     dense?.similarities ?? null,
-    capabilityBoosts(index, dense?.vector ?? null, lexical.length > 0 ? CAPABILITY_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY),
+    capabilityBoosts(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0)),
     limit,
     only,
   );
