@@ -86,7 +86,8 @@ describe('activity and statement in a browser', () => {
     const apiId = await registerApi({ baseUrl: upstream.url, price: '0.004' });
     const proxy = (path: string) =>
       rawRequest(base, { method: 'GET', path: `/api/v1/proxy/${apiId}${path}`, headers: { authorization: `Bearer ${ownerKey}` } });
-    expect((await proxy('/ok')).status).toBe(200);
+    const served = await proxy('/ok');
+    expect(served.status).toBe(200);
     expect((await proxy('/missing')).status).toBe(404);
     expect((await proxy('/boom')).status).toBe(502);
 
@@ -107,6 +108,17 @@ describe('activity and statement in a browser', () => {
     await page.getByLabel('Outcome').selectOption('refunded');
     await page.getByRole('button', { name: 'Apply' }).click();
     await expect.poll(() => rows.count()).toBe(1);
+
+    // The served call from the X-Request-Id its answer carried, which its details show.
+    const requestId = String(served.headers['x-request-id']);
+    await page.getByLabel('Outcome').selectOption('');
+    await page.getByLabel('Request id').fill(requestId);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect.poll(() => page.locator('[data-testid="activity-row"][data-outcome="served"]').count()).toBe(1);
+    await expect.poll(() => rows.count()).toBe(1);
+    await rows.first().getByRole('button', { name: 'More' }).click();
+    await expect.poll(() => page.getByText(requestId, { exact: true }).count()).toBe(1);
+    await page.getByLabel('Request id').fill('');
 
     // The statement: the sign-up credit (if any), the top-up, three charges and a refund; its closing balance is the balance.
     await page.getByRole('navigation', { name: 'Activity and statement' }).getByRole('link', { name: 'Statement' }).click();
