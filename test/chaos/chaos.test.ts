@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { Queue, Worker } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Pool } from 'undici';
@@ -44,6 +44,8 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
   let account: TestAccount;
   let temporalWorker: RunningWorker;
   let queueWorkers: Worker[] = [];
+  /** Queue job handlers running now (queue, job, attempt) and since when. */
+  const handlersRunning = new Map<string, number>();
   const prefix = uniqueId('chaos');
   const taskQueue = uniqueId('chaos-sessions-');
   const log: string[] = [];
@@ -86,7 +88,18 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
     // The workers, on the same throwaway services: usage aggregation, refunds, the session workflow.
     const processors = [usageProcessor({ sql }), refundProcessor({ sql })];
     queueWorkers = processors.map((processor) => {
-      const worker = new Worker(processor.job.queue, processor.process, {
+      // Each job's handler, noted while it runs: a job left active at the end then says whether its
+      // handler never settled (and since when) or BullMQ's own bookkeeping after it did not.
+      const handleJob = async (job: Job) => {
+        const key = `${processor.job.queue} ${job.id ?? '?'} attempt ${job.attemptsMade + 1}`;
+        handlersRunning.set(key, Date.now());
+        try {
+          return await processor.process(job);
+        } finally {
+          handlersRunning.delete(key);
+        }
+      };
+      const worker = new Worker(processor.job.queue, handleJob, {
         connection: createRedis(redisService.url, 'queue'),
         prefix,
         concurrency: 4,
@@ -246,6 +259,9 @@ describe('chaos: Redis and Postgres die and come back under load', () => {
           );
         }
       }
+      const now = Date.now();
+      for (const [handler, since] of handlersRunning) note(`handler still running: ${handler}, for ${now - since} ms`);
+      if (handlersRunning.size === 0) note('no job handler is running: what is left is BullMQ bookkeeping after a handler, not a handler');
       throw error;
     }
     await Promise.all(queues.map((queue) => queue.close()));
