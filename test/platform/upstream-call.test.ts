@@ -75,6 +75,13 @@ function recordingWriter(capacity = Infinity) {
   return { writer, got, state, drain: () => (buffered = 0), bytes: () => got.reduce((n, c) => n + c.length, 0) };
 }
 
+/** A stream read to its end, as text. */
+async function textOf(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString();
+}
+
 async function until(check: () => boolean, what: string, ms = 5_000) {
   const started = Date.now();
   while (!check()) {
@@ -114,9 +121,7 @@ describe('a metered call’s request to its upstream', () => {
     const call = send('/small');
     await call.response;
     await new Promise((r) => setTimeout(r, 50));
-    const chunks: Buffer[] = [];
-    for await (const chunk of call.stream()) chunks.push(chunk as Buffer);
-    expect(Buffer.concat(chunks).toString()).toBe('{"ok":true}');
+    expect(await textOf(call.stream())).toBe('{"ok":true}');
   });
 
   it('waits for resume when the writer is full, and delivers 4 MB whole', async () => {
@@ -142,9 +147,7 @@ describe('a metered call’s request to its upstream', () => {
   it('forwards a request body as a stream', async () => {
     const call = send('/echo', { method: 'POST', body: Readable.from([Buffer.from('abc'), Buffer.from('def')]) });
     await call.response;
-    const chunks: Buffer[] = [];
-    for await (const chunk of call.stream()) chunks.push(chunk as Buffer);
-    expect(Buffer.concat(chunks).toString()).toBe('abcdef');
+    expect(await textOf(call.stream())).toBe('abcdef');
   });
 
   it('marks an upstream that breaks off mid-answer as broken and tells the writer', async () => {

@@ -1,4 +1,5 @@
 import { findUnstorableText, limitJsonBodies, unstorableTextError } from './http/json-body.js';
+import { REQUEST_ID } from './http/request-id.js';
 import { routeOf } from './http/route-options.js';
 import { mintsMoneyInProduction } from '#core/billing';
 import cookie from '@fastify/cookie';
@@ -34,7 +35,6 @@ declare module 'fastify' {
   }
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;

@@ -7,6 +7,7 @@ import { PlatformError } from '#core/platform';
 import { apiId as API_ID } from '#contracts/directory';
 import { errorResponses } from './error-responses.js';
 import { operation, restDoor } from '../http/operation.js';
+import { REQUEST_ID } from '../http/request-id.js';
 import { requireAuth } from '../plugins/auth.js';
 import type { StreamCloseReason } from '../plugins/event-streams.js';
 
@@ -62,7 +63,7 @@ const activityFilters = {
   until: instant('until', 'Calls before this time'),
   requestId: z
     .string()
-    .regex(/^[A-Za-z0-9._:-]{1,128}$/, { message: 'requestId must be a request id such as the X-Request-Id header of an answer' })
+    .regex(REQUEST_ID, { message: 'requestId must be a request id such as the X-Request-Id header of an answer' })
     .optional()
     .describe("Only the call (or calls) with this request id: the X-Request-Id header of the call's answer"),
 };
