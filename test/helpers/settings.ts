@@ -34,6 +34,9 @@ export function testEdgeSettings(overrides: Record<string, string> = {}): EdgeSe
     DIRECTORY_RANK_WORKERS: '0',
     // In process unless a test starts a ranking process (test/edge/directory-ranker.test.ts).
     DIRECTORY_RANK_URL: '',
+    // Discovery's order is the catalog's alone: other tests' calls in the shared database would move it
+    // (the feedback signal has its own test, test/edge/discovery-feedback.test.ts, which reads it).
+    DISCOVERY_FEEDBACK_REFRESH_SECONDS: '0',
     ...overrides,
   });
 }

@@ -82,9 +82,24 @@ export async function registerApi(options: {
   byokPrice?: string;
   rules?: string[];
   id?: string;
+  name?: string;
+  description?: string;
 }): Promise<string> {
   const id = options.id ?? uniqueId('api-');
-  const argv = ['add', '--id', id, '--name', `Test ${id}`, '--base-url', options.baseUrl, '--price', options.price, '--auth', options.auth ?? 'none'];
+  const argv = [
+    'add',
+    '--id',
+    id,
+    '--name',
+    options.name ?? `Test ${id}`,
+    '--base-url',
+    options.baseUrl,
+    '--price',
+    options.price,
+    '--auth',
+    options.auth ?? 'none',
+  ];
+  if (options.description !== undefined) argv.push('--description', options.description);
   if (options.platformKey !== undefined) argv.push('--platform-key', options.platformKey);
   if (options.byokPrice !== undefined) argv.push('--byok-price', options.byokPrice);
   for (const rule of options.rules ?? []) argv.push('--rule', rule);

@@ -14,13 +14,15 @@ const settings = loadSettingsOrExit(loadRankerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'directory-ranker' } });
 const modelDir = modelDirSetting(settings.DISCOVERY_MODEL_DIR);
 const rememberTasks = settings.DISCOVERY_TASK_VECTORS;
+const feedbackRefreshMs = settings.DISCOVERY_FEEDBACK_REFRESH_SECONDS * 1000;
 const threads = settings.DIRECTORY_RANK_WORKERS;
 
 // Ranking on this event loop needs the index here; with threads, each thread loads its own.
 const sql = createSql(settings.DATABASE_URL, { max: 4, appName: 'directory-ranker' });
-const index = threads === 0 ? new LiveDirectoryIndex(sql, log, { modelDir, rememberTasks }) : null;
+const index = threads === 0 ? new LiveDirectoryIndex(sql, log, { modelDir, rememberTasks, feedbackRefreshMs }) : null;
 const catalog = threads === 0 ? new CallabilityCatalog(sql, log) : null;
-const pool = threads > 0 ? new RankPool({ size: threads, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, log }) : null;
+const pool =
+  threads > 0 ? new RankPool({ size: threads, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, feedbackRefreshMs, log }) : null;
 const ranking = pool ?? inProcessRanking(index!, catalog!);
 
 // Loaded now, so the first edge's question does not wait for it; a failure is retried by the first question.

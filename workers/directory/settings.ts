@@ -18,6 +18,11 @@ export const rankerSettings = sharedSettings.extend({
   DISCOVERY_MODEL_DIR: z.string().default(''),
   /** Task vectors each ranking thread remembers (about 1.5 KB each); 0 embeds every discovery's task. */
   DISCOVERY_TASK_VECTORS: z.coerce.number().int().min(0).max(1_000_000).default(5000),
+  /**
+   * How often discovery's feedback signal (per API, the accounts that used it; docs/decisions/discovery-feedback.md)
+   * is read from Postgres, in seconds; 0 ranks without it.
+   */
+  DISCOVERY_FEEDBACK_REFRESH_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
   /** Seconds the process waits for answers in flight when asked to stop. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(1).max(600).default(20),
 });

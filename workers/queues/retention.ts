@@ -1,6 +1,8 @@
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { sessionEventsKey } from '#core/cookbooks';
+import { FEEDBACK_WINDOW_DAYS } from '#core/directory';
+import { pruneDiscoveryListings } from '#db/discovery-feedback';
 import type { JobDeclaration } from '#core/platform';
 import { pruneProviderModels } from '#db/oauth-provider';
 import { pruneDashboardSessions, pruneEndedSessions, pruneUsageEvents } from '#db/retention';
@@ -17,7 +19,8 @@ const MAX_BATCHES = 40;
  * USAGE_EVENTS_RETENTION_DAYS (usage_daily keeps their totals), the step results and event streams
  * of sessions ended more than SESSION_DATA_RETENTION_DAYS ago, and dashboard sessions a day past
  * their expiry or revocation, and the authorization server's expired rows (codes, tokens, grants,
- * sessions, interactions of MCP clients' OAuth). The ledger is never pruned.
+ * sessions, interactions of MCP clients' OAuth), and what discovery listed to accounts once older than
+ * its feedback window (FEEDBACK_WINDOW_DAYS, a day's margin added). The ledger is never pruned.
  */
 export const retentionJob: JobDeclaration<z.ZodObject<Record<string, never>>> = {
   queue: 'maintenance',
@@ -33,6 +36,8 @@ export interface RetentionReport {
   dashboardSessions: number;
   /** Expired codes, tokens, sessions and interactions of the platform's authorization server (MCP clients' OAuth). */
   oauthProviderModels: number;
+  /** Discovery listings past the feedback window. */
+  discoveryListings: number;
 }
 
 async function drain(step: () => Promise<number>): Promise<number> {
@@ -62,7 +67,9 @@ export async function runRetention(
   });
   const dashboardSessions = await drain(() => pruneDashboardSessions(sql, new Date(now.getTime() - DAY_MS), BATCH));
   const oauthProviderModels = await drain(() => pruneProviderModels(sql, now, BATCH));
-  return { usageEvents, sessions, eventStreams, dashboardSessions, oauthProviderModels };
+  const listingsBefore = new Date(now.getTime() - (FEEDBACK_WINDOW_DAYS + 1) * DAY_MS);
+  const discoveryListings = await drain(() => pruneDiscoveryListings(sql, listingsBefore, BATCH));
+  return { usageEvents, sessions, eventStreams, dashboardSessions, oauthProviderModels, discoveryListings };
 }
 
 export function retentionProcessor(deps: QueueDeps): QueueProcessor {

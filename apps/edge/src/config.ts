@@ -195,6 +195,11 @@ export const edgeSettings = sharedSettings
     /** Task vectors each ranking thread remembers (about 1.5 KB each), so a task asked again is not embedded again; 0 embeds every time. */
     DISCOVERY_TASK_VECTORS: z.coerce.number().int().min(0).max(1_000_000).default(5000),
     /**
+     * How often discovery's feedback signal (per API, the accounts that used it; docs/decisions/discovery-feedback.md)
+     * is read when this edge ranks in process (DIRECTORY_RANK_URL empty), in seconds; 0 ranks without it.
+     */
+    DISCOVERY_FEEDBACK_REFRESH_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
+    /**
      * The edge's log lines are written to stdout in blocks of about this many bytes (asynchronously; at the
      * latest a second later, and at shutdown): one write for many requests instead of one per request. 0 writes
      * every line at once (synchronously), which also keeps the last lines before a hard kill (SIGKILL, out of memory).

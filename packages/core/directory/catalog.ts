@@ -606,6 +606,15 @@ interface FusedRow {
  * to 3 are a plateau (docs/DISCOVERY.md).
  */
 export const CAPABILITY_WEIGHT = 2.5;
+
+/**
+ * Discovery's feedback (feedback.ts): a candidate gains FEEDBACK_WEIGHT x its signal in [0, 1], which
+ * grows with the logarithm of the accounts that used the API in the last 30 days (those that called it
+ * after discovery listed it count twice) and reaches 1 at 1,000. At full strength it is worth 0.06 of
+ * cosine similarity in the fusion (DENSE_WEIGHT 5): it orders close candidates and lifts no API that
+ * does not match the task into the results (docs/decisions/discovery-feedback.md).
+ */
+export const FEEDBACK_WEIGHT = 0.3;
 const CAPABILITY_MIN_SIMILARITY = 0.35;
 const CAPABILITY_TOP = 1;
 /** Per index, its capability vectors as one row-major matrix (a tight loop over one array, no allocation per task). */
@@ -681,12 +690,16 @@ function fuse(
   similarities: Float32Array | null,
   capabilities: ReadonlyMap<number, number>,
   limit: number,
-  only?: ReadonlySet<string>,
+  only: ReadonlySet<string> | undefined,
+  feedback: Float32Array | null,
 ): FusedRow[] {
   const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
   const add = (row: RankedRow, at: number | undefined, order: number) => {
     const similarity = at === undefined || !similarities ? 0 : similarities[at]!;
-    const score = row.score + DENSE_WEIGHT * Math.max(similarity, 0) + CAPABILITY_WEIGHT * (at === undefined ? 0 : (capabilities.get(at) ?? 0));
+    const score =
+      row.score +
+      DENSE_WEIGHT * Math.max(similarity, 0) +
+      (at === undefined ? 0 : CAPABILITY_WEIGHT * (capabilities.get(at) ?? 0) + (feedback ? FEEDBACK_WEIGHT * feedback[at]! : 0));
     fused.set(row.id, { row, score, lexical: order, similarity });
   };
   lexical.forEach((row, r) => add(row, index.position(row.id), r));
@@ -716,8 +729,18 @@ function capabilityFloor(plan: QueryPlan, wordsMatched: boolean): number {
   return english ? CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY : DENSE_ALONE_MIN_SIMILARITY;
 }
 
-/** Natural-language discovery: the APIs that can do the task, best first, each with a reason. */
-export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, only?: ReadonlySet<string>): Promise<Discovery> {
+/**
+ * Natural-language discovery: the APIs that can do the task, best first, each with a reason.
+ * `feedback: false` ranks without the accounts' use (the evaluation: the tuning sets measure relevance,
+ * not a database's own traffic).
+ */
+export async function discover(
+  live: LiveDirectoryIndex,
+  q: string,
+  limit = 10,
+  only?: ReadonlySet<string>,
+  options: { feedback?: boolean } = {},
+): Promise<Discovery> {
   const normalized = checkQueryText(q, 'q');
   const index = await live.get();
   const plan = planQuery(index, normalized, true);
@@ -731,6 +754,7 @@ export async function discover(live: LiveDirectoryIndex, q: string, limit = 10, 
     capabilityBoosts(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0)),
     limit,
     only,
+    options.feedback === false ? null : index.feedback,
   );
   if (rows.length === 0) return { results: [], plan };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).

@@ -34,7 +34,7 @@ export async function evaluateDiscovery(db: Db, index: LiveDirectoryIndex, tasks
   let rr = 0;
   const misses: EvalResult['misses'] = [];
   for (const task of tasks) {
-    const { results } = await discover(index, task.q, 10);
+    const { results } = await discover(index, task.q, 10, undefined, { feedback: false });
     const ids = results.map((r) => r.api.id);
     const rank = ids.findIndex((id) => task.expected.includes(id));
     if (rank === 0) at1 += 1;

@@ -11,6 +11,8 @@ import { isEnglishWord } from './wordnet.js';
 import { cutAtWord, SUMMARY_DESCRIPTION_LENGTH } from './text.js';
 import type { ApiSummaryRow, IndexedEndpoint, IndexedApi } from './index-types.js';
 import { loadDenseVectors, QueryEmbeddings } from './semantic.js';
+import { discoveryFeedback } from '#db/discovery-feedback';
+import { FEEDBACK_WINDOW_DAYS, feedbackSignal } from './feedback.js';
 
 /** A row of the index's load query: the summary columns (votes come apart) and the ranking data. */
 interface ApiLoadRow extends Omit<ApiSummaryRow, 'votes_up' | 'votes_down'> {
@@ -155,16 +157,23 @@ export class LiveDirectoryIndex {
   private closed = false;
   /** Task vectors for dense retrieval; null when DISCOVERY_MODEL_DIR is 'off'. */
   readonly embeddings: QueryEmbeddings | null;
+  /** The feedback signals last read (feedback.ts), applied to every index loaded after; null until read. */
+  private feedback: ReadonlyMap<string, number> | null = null;
+  private feedbackTimer: NodeJS.Timeout | null = null;
+  private readonly feedbackRefreshMs: number;
 
   /**
    * `modelDir`: the embedding model's directory (semantic.ts, modelDirSetting), null for word ranking
-   * only; `rememberTasks`: how many task vectors are kept (DISCOVERY_TASK_VECTORS).
+   * only; `rememberTasks`: how many task vectors are kept (DISCOVERY_TASK_VECTORS);
+   * `feedbackRefreshMs`: how often discovery's feedback signal is read from the accounts' use
+   * (DISCOVERY_FEEDBACK_REFRESH_SECONDS; feedback.ts), 0 or absent for none (every API's signal 0).
    */
   constructor(
     private readonly db: Db,
     private readonly log?: IndexLog,
-    options: { modelDir?: string | null; rememberTasks?: number } = {},
+    options: { modelDir?: string | null; rememberTasks?: number; feedbackRefreshMs?: number } = {},
   ) {
+    this.feedbackRefreshMs = options.feedbackRefreshMs ?? 0;
     this.embeddings = options.modelDir
       ? new QueryEmbeddings(options.modelDir, (message, error) => this.log?.warn({ err: error }, message), options.rememberTasks)
       : null;
@@ -207,6 +216,11 @@ export class LiveDirectoryIndex {
       }
     }
     this.ready = await this.load();
+    if (this.feedbackRefreshMs > 0 && !this.closed) {
+      await this.refreshFeedback();
+      this.feedbackTimer = setInterval(() => void this.refreshFeedback(), this.feedbackRefreshMs);
+      this.feedbackTimer.unref();
+    }
     // The first load's promise is not kept once it has answered: it would hold the first index
     // for the process's life after a reload replaced it (two indexes per thread, seen in a soak's
     // heap snapshots).
@@ -225,11 +239,29 @@ export class LiveDirectoryIndex {
     this.schedule();
   }
 
+  /**
+   * Reads discovery's feedback signal (per API, the accounts that used it; feedback.ts) and applies it
+   * to the index; a failed read keeps the signals as they were. Called every `feedbackRefreshMs`.
+   */
+  async refreshFeedback(): Promise<void> {
+    try {
+      const used = await discoveryFeedback(this.db, FEEDBACK_WINDOW_DAYS);
+      const signals = new Map<string, number>();
+      for (const [id, { used: accounts, followed }] of used) signals.set(id, feedbackSignal(accounts, followed));
+      this.feedback = signals;
+      this.ready?.setFeedback(signals);
+    } catch (error) {
+      this.log?.warn({ err: error }, 'directory index: reading discovery feedback failed; the previous signals stay');
+    }
+  }
+
   /** Stops following changes (the owner calls it when it shuts down). */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.feedbackTimer) clearInterval(this.feedbackTimer);
+    this.feedbackTimer = null;
     await this.unlisten?.().catch(() => {});
     this.unlisten = null;
     await this.embeddings?.close().catch(() => {});
@@ -260,7 +292,9 @@ export class LiveDirectoryIndex {
     this.loading = true;
     this.again = false;
     try {
-      this.ready = await this.load();
+      const index = await this.load();
+      if (this.feedback) index.setFeedback(this.feedback);
+      this.ready = index;
     } catch (error) {
       // Keep answering from the previous index; the next change retries.
       this.log?.warn({ err: error }, 'directory index: reload failed; answering from the previous index');

@@ -19,6 +19,7 @@ export {
 export type { BrowseSort } from './catalog.js';
 export type { RankedRow } from './catalog.js';
 export { evaluateDiscovery, loadDevset } from './eval.js';
+export { DiscoveryListings, FEEDBACK_SATURATION, FEEDBACK_WINDOW_DAYS, feedbackSignal, listedApiIds } from './feedback.js';
 export {
   alignTokenOnlyProviders,
   apiIdFor,

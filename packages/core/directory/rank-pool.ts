@@ -37,6 +37,8 @@ export interface RankWorkerData {
   modelDir: string | null;
   /** Task vectors each worker keeps (DISCOVERY_TASK_VECTORS). */
   rememberTasks: number | undefined;
+  /** How often each worker reads discovery's feedback signal (DISCOVERY_FEEDBACK_REFRESH_SECONDS, in ms); 0 for none. */
+  feedbackRefreshMs: number | undefined;
 }
 
 export type RankJob =
@@ -84,7 +86,16 @@ export class RankPool implements DirectoryRanking {
   private started = false;
   private closed = false;
 
-  constructor(private readonly options: { size: number; databaseUrl: string; modelDir?: string | null; rememberTasks?: number; log?: RankPoolLog }) {
+  constructor(
+    private readonly options: {
+      size: number;
+      databaseUrl: string;
+      modelDir?: string | null;
+      rememberTasks?: number;
+      feedbackRefreshMs?: number;
+      log?: RankPoolLog;
+    },
+  ) {
     this.slots = Array.from({ length: options.size }, () => null);
   }
 
@@ -155,6 +166,7 @@ export class RankPool implements DirectoryRanking {
         databaseUrl: this.options.databaseUrl,
         modelDir: this.options.modelDir ?? null,
         rememberTasks: this.options.rememberTasks,
+        feedbackRefreshMs: this.options.feedbackRefreshMs,
       } satisfies RankWorkerData,
       execArgv: [],
       name: `directory-rank-${at}`,

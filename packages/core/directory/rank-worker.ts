@@ -9,7 +9,7 @@ import { LiveDirectoryIndex } from './index-loader.js';
 import type { RankJob, RankReply, RankWorkerData } from './rank-pool.js';
 
 const port = parentPort!;
-const { databaseUrl, modelDir, rememberTasks } = workerData as RankWorkerData;
+const { databaseUrl, modelDir, rememberTasks, feedbackRefreshMs } = workerData as RankWorkerData;
 const send = (reply: RankReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
 
 // One connection loads the index (one transaction), one more LISTENs (postgres.js opens it apart).
@@ -19,7 +19,7 @@ const index = new LiveDirectoryIndex(
   {
     warn: (object, message) => send({ log: message, error: object.err instanceof Error ? object.err.message : String(object.err ?? '') }),
   },
-  { modelDir, rememberTasks },
+  { modelDir, rememberTasks, feedbackRefreshMs },
 );
 const catalog = new CallabilityCatalog(sql, {
   warn: (object, message) => send({ log: message, error: object.err instanceof Error ? object.err.message : String(object.err ?? '') }),

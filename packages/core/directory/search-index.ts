@@ -40,6 +40,11 @@ export class DirectoryIndex {
   readonly capabilityVectors: Float32Array[] | null;
   /** Per capability, its member APIs (positions), found once per load by its terms. */
   readonly capabilityMembers: number[][];
+  /**
+   * Per API (position), its feedback signal in [0, 1] (feedback.ts, `feedbackSignal`): 0 until the
+   * index's owner reads the accounts' use (LiveDirectoryIndex with `feedbackRefreshMs`).
+   */
+  readonly feedback: Float32Array;
   private readonly byId = new Map<string, number>();
   /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
   private readonly endpointNorm: Float64Array;
@@ -79,6 +84,7 @@ export class DirectoryIndex {
     this.dense = extra.dense ?? null;
     this.operations = new OperationIndex(apis);
     this.capabilityVectors = extra.capabilities ?? null;
+    this.feedback = new Float32Array(apis.length);
     this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
     apis.forEach((api, i) => {
       this.byId.set(api.id, i);
@@ -281,6 +287,13 @@ export class DirectoryIndex {
   }
 
   /** Replaces the vote tallies (after a vote changed). */
+  /** Sets every API's feedback signal (absent from `signals`: 0). */
+  setFeedback(signals: ReadonlyMap<string, number>): void {
+    this.apis.forEach((api, at) => {
+      this.feedback[at] = signals.get(api.id) ?? 0;
+    });
+  }
+
   setVotes(tallies: Map<string, { up: number; down: number }>): void {
     for (const api of this.apis) {
       const t = tallies.get(api.id);

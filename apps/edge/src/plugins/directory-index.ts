@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import {
   CallabilityCatalog,
+  DiscoveryListings,
   inProcessRanking,
   LiveDirectoryIndex,
   modelDirSetting,
@@ -22,6 +23,8 @@ declare module 'fastify' {
     remoteRanking: RemoteRanking | null;
     /** Every API's access facts, for "can I call this?" (see CallabilityCatalog). */
     callability: CallabilityCatalog;
+    /** What each discovery listed to an account, written in batches (discovery's feedback signal). */
+    discoveryListings: DiscoveryListings;
   }
 }
 
@@ -40,7 +43,8 @@ export default fp(
     const { sql, settings } = app.deps;
     const modelDir = modelDirSetting(settings.DISCOVERY_MODEL_DIR);
     const rememberTasks = settings.DISCOVERY_TASK_VECTORS;
-    const index = new LiveDirectoryIndex(sql, app.log, { modelDir, rememberTasks });
+    const feedbackRefreshMs = settings.DISCOVERY_FEEDBACK_REFRESH_SECONDS * 1000;
+    const index = new LiveDirectoryIndex(sql, app.log, { modelDir, rememberTasks, feedbackRefreshMs });
     app.decorate('directoryIndex', index);
     const callability = new CallabilityCatalog(sql, app.log);
     app.decorate('callability', callability);
@@ -48,12 +52,14 @@ export default fp(
     const workers = settings.DIRECTORY_RANK_WORKERS;
     const pool =
       remote === null && workers > 0
-        ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, log: app.log })
+        ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, feedbackRefreshMs, log: app.log })
         : null;
     app.decorate('remoteRanking', remote);
+    const listings = new DiscoveryListings(sql, { log: app.log });
+    app.decorate('discoveryListings', listings);
     app.decorate('directoryRanking', remote ?? pool ?? inProcessRanking(index, callability));
     app.addHook('onClose', async () => {
-      await Promise.all([index.close(), pool?.close(), remote?.close(), callability.close()]);
+      await Promise.all([index.close(), pool?.close(), remote?.close(), callability.close(), listings.close()]);
     });
   },
   { name: 'directory-index', dependencies: ['deps'] },

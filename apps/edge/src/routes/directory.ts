@@ -10,6 +10,7 @@ import {
   categoryName,
   getApi,
   listApis,
+  listedApiIds,
   listCategories,
   loadCallerAccess,
   mcpInstructions,
@@ -145,9 +146,13 @@ async function discoverBytes(app: FastifyInstance, door: Door, query: z.output<t
   noteFinding(app, door);
   const [caller, snapshot] = await Promise.all([callerAccess(app, door), app.callability.snapshot()]);
   const key = cacheKey(settings, 'discover', discoveryMode, text, query.limit, callable ? 1 : 0, snapshot.version, caller.fingerprint);
-  return cachedBytes(redis, key, settings.DIRECTORY_CACHE_SECONDS, () =>
+  const answer = await cachedBytes(redis, key, settings.DIRECTORY_CACHE_SECONDS, () =>
     app.directoryRanking.discover({ text, limit: query.limit, caller, callable }),
   );
+  // What was listed to whom, for discovery's feedback signal (a call that follows counts for the API).
+  const account = door.callerIfAny?.accountId;
+  if (account !== undefined) app.discoveryListings.note(account, listedApiIds(answer));
+  return answer;
 }
 
 /** The search_apis tool: GET /apis's answer. */
