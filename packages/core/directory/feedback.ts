@@ -50,6 +50,8 @@ export interface DiscoveryListingsOptions {
  */
 export class DiscoveryListings {
   private pending: DiscoveryListing[] = [];
+  /** The listings pending, by account and ids: an agent asking the same task again in a batch's time is noted once. */
+  private readonly seen = new Set<string>();
   private dropped = 0;
   private writing: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
@@ -66,10 +68,13 @@ export class DiscoveryListings {
 
   note(accountId: string, apiIds: readonly string[]): void {
     if (apiIds.length === 0) return;
+    const key = `${accountId} ${apiIds.join(' ')}`;
+    if (this.seen.has(key)) return;
     if (this.pending.length >= this.maxPending) {
       this.dropped += 1;
       return;
     }
+    this.seen.add(key);
     this.pending.push({ accountId, at: new Date(), apiIds: [...apiIds] });
   }
 
@@ -79,6 +84,7 @@ export class DiscoveryListings {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
+    this.seen.clear();
     const dropped = this.dropped;
     this.dropped = 0;
     this.writing = recordDiscoveryListings(this.db, batch).then(
