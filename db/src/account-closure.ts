@@ -12,8 +12,8 @@ export interface ClosedAccount {
 
 /**
  * Closes an account inside the caller's transaction: every key revoked, every dashboard session in it
- * ended, its approvers removed, stored third-party credentials, webhook endpoints and pending connect
- * requests deleted, auto top-up off and the saved card forgotten, what the balance still holds written
+ * ended, its approvers removed, stored third-party credentials, webhook endpoints, what discovery listed
+ * to it and pending connect requests deleted, auto top-up off and the saved card forgotten, what the balance still holds written
  * off, and the row's personal data replaced (the address becomes `placeholderEmail`, the owner is
  * unlinked). The row itself stays, so its ledger does. Null when the account is gone or closed already.
  */
@@ -33,6 +33,7 @@ export async function closeAccount(db: Db, accountId: string, placeholderEmail: 
   await db`delete from oauth_connections where account_id = ${accountId}`;
   await db`update connect_requests set status = 'cancelled' where account_id = ${accountId} and status = 'pending'`;
   await db`delete from webhook_endpoints where account_id = ${accountId}`;
+  await db`delete from discovery_listings where account_id = ${accountId}`;
   // Money that in-flight calls hold settles through their holds; the rest is written off now.
   const forfeitedMicros = account.balance_micros - account.held_micros > 0n ? account.balance_micros - account.held_micros : 0n;
   if (forfeitedMicros > 0n) {

@@ -279,6 +279,11 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
         }),
         201,
       );
+      // What discovery listed to the account (discovery's feedback) goes with it.
+      expectOk(await app.inject({ method: 'GET', url: '/api/v1/discover?q=weather+forecast', headers: bearer(user.fullKey) }));
+      await app.discoveryListings.flush();
+      const listingsOf = () => app.deps.sql`select 1 from discovery_listings where account_id = ${user.accountId}`;
+      expect(await listingsOf()).toHaveLength(1);
       const { balance } = await accountOf(bearer(user.fullKey));
       expect(balance).toBeGreaterThan(0);
 
@@ -321,6 +326,7 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
       expect(ledger[1]!.amount_micros).toBe(-BigInt(Math.round(balance * 1_000_000)));
       const people = await app.deps.sql`select id from people where lower(email) = lower(${user.email})`;
       expect(people).toHaveLength(0);
+      expect(await listingsOf()).toHaveLength(0);
       const approvers = await app.deps.sql<{ removed_at: Date | null }[]>`
         select removed_at from account_members where account_id = ${user.accountId}`;
       expect(approvers.every((m) => m.removed_at !== null)).toBe(true);

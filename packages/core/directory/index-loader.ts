@@ -217,7 +217,9 @@ export class LiveDirectoryIndex {
     }
     this.ready = await this.load();
     if (this.feedbackRefreshMs > 0 && !this.closed) {
-      await this.refreshFeedback();
+      // Not waited for: the first answers do not wait for the signal's read (a second or two on a large
+      // database); they rank without it until it lands.
+      void this.refreshFeedback();
       this.feedbackTimer = setInterval(() => void this.refreshFeedback(), this.feedbackRefreshMs);
       this.feedbackTimer.unref();
     }
@@ -251,7 +253,7 @@ export class LiveDirectoryIndex {
       this.feedback = signals;
       this.ready?.setFeedback(signals);
     } catch (error) {
-      this.log?.warn({ err: error }, 'directory index: reading discovery feedback failed; the previous signals stay');
+      if (!this.closed) this.log?.warn({ err: error }, 'directory index: reading discovery feedback failed; the previous signals stay');
     }
   }
 
