@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isEnglishWord, relatedWords, splitCompound } from '#core/directory';
+import { isEnglishWord, normalizeQuery, relatedWords, splitCompound } from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -25,5 +25,12 @@ describe('discovery word knowledge', () => {
     expect(splitCompound('documentation', catalog)).toEqual([]);
     expect(splitCompound('stripe', catalog)).toEqual([]);
     expect(splitCompound('xkcdqzv', catalog)).toEqual([]);
+  });
+
+  it("drops the tails of possessives and contractions rather than searching for 's' or 't'", () => {
+    expect(normalizeQuery("Cancel tonight's practice, I'd say: we don't play")).toBe('cancel tonight practice i say we don play');
+    expect(normalizeQuery('my customers’ photos, the shop’s site, we’ll see')).toBe('my customers photos the shop site we see');
+    // Not a contraction: the letters after the apostrophe go on.
+    expect(normalizeQuery("O'Reilly books, rock 'n' roll")).toBe('o reilly books rock n roll');
   });
 });

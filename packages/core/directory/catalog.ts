@@ -81,12 +81,17 @@ const VOTES_JOIN = (db: Db) => db`
 
 /** Lower-case, accents removed, words only. */
 export function normalizeQuery(q: string): string {
-  return q
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, ' ')
-    .trim();
+  return (
+    q
+      .normalize('NFKD')
+      .replace(/[\u0300-\u036f]/g, '')
+      .toLowerCase()
+      // A possessive or contraction's tail ("tonight's", "I'd", "don't", "we'll") is no word of its own:
+      // split off, "s" or "t" would match every API that has the letter as a token.
+      .replace(/([a-z])['\u2019](s|d|m|t|ll|re|ve)(?![a-z])/g, '$1')
+      .replace(/[^a-z0-9]+/g, ' ')
+      .trim()
+  );
 }
 
 export interface QueryPlan {

@@ -13,6 +13,7 @@ export {
   getApi,
   listApis,
   listCategories,
+  normalizeQuery,
   publishedBaseUrl,
   searchApis,
 } from './catalog.js';
