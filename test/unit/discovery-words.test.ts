@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isEnglishWord, normalizeQuery, relatedWords, splitCompound } from '#core/directory';
+import { isEnglishWord, needCapabilities, normalizeQuery, relatedWords, splitCompound } from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -25,6 +25,16 @@ describe('discovery word knowledge', () => {
     expect(splitCompound('documentation', catalog)).toEqual([]);
     expect(splitCompound('stripe', catalog)).toEqual([]);
     expect(splitCompound('xkcdqzv', catalog)).toEqual([]);
+  });
+
+  it('tells a need stated by its verb from the same word used otherwise', () => {
+    expect(needCapabilities(normalizeQuery('text the whole team that practice is off'))).toEqual(['sms']);
+    expect(needCapabilities(normalizeQuery('let my tenant sign the lease'))).toEqual(['e-signature']);
+    expect(needCapabilities(normalizeQuery('hear my posts read out loud'))).toEqual(['text-to-speech']);
+    expect(needCapabilities(normalizeQuery('draw a logo for my stand'))).toEqual(['image-generation']);
+    expect(needCapabilities(normalizeQuery('extract the text from a PDF'))).toEqual([]);
+    expect(needCapabilities(normalizeQuery('sign up new users with a password'))).toEqual([]);
+    expect(needCapabilities(normalizeQuery('read out the numbers on a receipt'))).toEqual([]);
   });
 
   it("drops the tails of possessives and contractions rather than searching for 's' or 't'", () => {

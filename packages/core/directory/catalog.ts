@@ -12,7 +12,8 @@
 import { PlatformError } from '#core/platform';
 // The pure pricing rules only: the gateway's index would load the proxy into every ranking worker.
 import { operationPriceMicros } from '../gateway/pricing.js';
-import { DISCOVERY_STOPWORDS, expandCapabilities } from './vocabulary.js';
+import { DISCOVERY_STOPWORDS, expandCapabilities, needCapabilities } from './vocabulary.js';
+import { CAPABILITIES } from './capabilities.js';
 import { isEnglishWord, relatedWords, type Relation } from './wordnet.js';
 import { ENGLISH_STOPWORDS } from './scoring.js';
 import type { LiveDirectoryIndex } from './index-loader.js';
@@ -637,11 +638,20 @@ function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[
 }
 
 /**
+ * A capability a task names by its need (vocabulary.ts, NEED_PHRASES: "text my ...", "sign the ...") counts
+ * as if the task were this close to its description, unless it is closer: its members join the candidates
+ * with CAPABILITY_WEIGHT x 0.5, outweighing words of the task's setting ("team", "practice", "rain").
+ * 0.4 to 0.55 measured alike on the tuning sets (docs/DISCOVERY.md, "a seventh session").
+ */
+const NEED_SIMILARITY = 0.5;
+
+/**
  * Per API (position), the task's similarity to the closest capability it belongs to. `min` is
  * CAPABILITY_MIN_SIMILARITY, or DENSE_ALONE_MIN_SIMILARITY when no word of the task matched: made-up
- * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description).
+ * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description). The
+ * capabilities the task names by its need (`needs`) count from NEED_SIMILARITY.
  */
-function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, min: number): Map<number, number> {
+function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, min: number, needs: readonly string[]): Map<number, number> {
   const boosts = new Map<number, number>();
   const vectors = index.capabilityVectors;
   if (!task || !vectors || vectors.length === 0) return boosts;
@@ -651,8 +661,16 @@ function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, min:
     if (similarity < min) continue;
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
   }
+  for (const id of needs) {
+    const c = CAPABILITY_AT.get(id);
+    if (c === undefined) continue;
+    for (const at of members[c]!) boosts.set(at, Math.max(boosts.get(at) ?? 0, NEED_SIMILARITY));
+  }
   return boosts;
 }
+
+/** Each capability's place in CAPABILITIES (and in the index's capabilityMembers), by id. */
+const CAPABILITY_AT = new Map(CAPABILITIES.map((c, i) => [c.id, i]));
 
 /**
  * Per index, the closest capabilities of each task vector: a remembered task's vector is the same
@@ -756,7 +774,7 @@ export async function discover(
     index,
     lexical,
     dense?.similarities ?? null,
-    capabilityBoosts(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0)),
+    capabilityBoosts(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0), needCapabilities(normalized)),
     limit,
     only,
     options.feedback === false ? null : index.feedback,

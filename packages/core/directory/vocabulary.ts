@@ -80,7 +80,6 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   // Hearing what is written: speech synthesis ("read aloud" is how its providers describe it too).
   ['read out loud', 'speech synthesis tts voice'],
   ['read aloud', 'speech synthesis tts voice'],
-  ['read out', 'speech synthesis tts voice'],
   ['listen instead', 'speech synthesis tts voice'],
   ['rather listen', 'speech synthesis tts voice'],
   ['transcribe', 'transcription speech recognition'],
@@ -234,6 +233,41 @@ export const DISCOVERY_STOPWORDS = new Set(
     'using use used via thing things something someone one two way able let lets make makes'
   ).split(' '),
 );
+
+/**
+ * Phrases that state a task's need outright (the verb with what follows it, so that the noun's senses do
+ * not fire: "text my landlord" but not "extract the text"), each naming the capability (capabilities.ts)
+ * that does it: its members are candidates whatever else the task's words say (catalog.ts,
+ * NEED_SIMILARITY). The verbs are those issue 35 names as ignored: text, sign, listen, draw. Each phrase
+ * is in CAPABILITY_SYNONYMS too, for the word ranking.
+ */
+export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
+  ['text my', 'sms'],
+  ['text the', 'sms'],
+  ['text our', 'sms'],
+  ['text everyone', 'sms'],
+  ['text them', 'sms'],
+  ['text me', 'sms'],
+  ['sign the', 'e-signature'],
+  ['sign my', 'e-signature'],
+  ['sign our', 'e-signature'],
+  ['sign this', 'e-signature'],
+  ['read out loud', 'text-to-speech'],
+  ['read aloud', 'text-to-speech'],
+  ['listen instead', 'text-to-speech'],
+  ['rather listen', 'text-to-speech'],
+  ['draw a', 'image-generation'],
+  ['draw an', 'image-generation'],
+  ['draw me', 'image-generation'],
+];
+
+/** The capabilities (ids) whose need phrases a normalized query contains. */
+export function needCapabilities(normalized: string): string[] {
+  const padded = ` ${normalized} `;
+  const ids = new Set<string>();
+  for (const [phrase, id] of NEED_PHRASES) if (padded.includes(` ${phrase} `)) ids.add(id);
+  return [...ids];
+}
 
 /** Longest-first phrase list, so "text message" wins over "message". */
 const PHRASES = [...CAPABILITY_SYNONYMS].sort((a, b) => b[0].length - a[0].length);
