@@ -35,6 +35,10 @@ describe('discovery word knowledge', () => {
     expect(needCapabilities(normalizeQuery('extract the text from a PDF'))).toEqual([]);
     expect(needCapabilities(normalizeQuery('sign up new users with a password'))).toEqual([]);
     expect(needCapabilities(normalizeQuery('read out the numbers on a receipt'))).toEqual([]);
+    // Named things: a team's name says which league's scores the task is about; a word's other sense does not.
+    expect(needCapabilities(normalizeQuery('did the Lakers win last night'))).toEqual(['basketball']);
+    expect(needCapabilities(normalizeQuery('how did Arsenal do at the weekend'))).toEqual(['soccer-scores']);
+    expect(needCapabilities(normalizeQuery('how much heat does magic thunder make'))).toEqual([]);
   });
 
   it("drops the tails of possessives and contractions rather than searching for 's' or 't'", () => {

@@ -5,7 +5,54 @@
  * that are searched alongside the agent's own words. Entries were written from the vocabulary of
  * the domains, then checked against the development set (docs/discovery-devset.json).
  */
+/**
+ * Named things whose name alone says what the task is about (issue 35: "a football club means soccer
+ * scores"): teams of the major North American leagues and Europe's largest football clubs and leagues, by the capability
+ * that answers about them (capabilities.ts) and the words their APIs use. Team names that are common words
+ * in other senses ("heat", "magic", "thunder", "jazz", "giants", "chargers", "rangers", "lions") are only
+ * listed with their city.
+ */
+const TEAMS: ReadonlyArray<{ capability: string | null; terms: string; names: string }> = [
+  {
+    capability: 'basketball',
+    terms: 'nba basketball',
+    names:
+      'lakers, celtics, knicks, mavericks, nuggets, clippers, raptors, sixers, 76ers, cavaliers, pistons, pacers, timberwolves, ' +
+      'pelicans, grizzlies, trail blazers, golden state warriors, miami heat, chicago bulls, brooklyn nets, milwaukee bucks, ' +
+      'phoenix suns, houston rockets, san antonio spurs, atlanta hawks, charlotte hornets, orlando magic, washington wizards, ' +
+      'oklahoma city thunder, sacramento kings, utah jazz',
+  },
+  {
+    capability: 'soccer-scores',
+    terms: 'soccer football',
+    names:
+      'manchester united, man united, man utd, manchester city, man city, arsenal, chelsea fc, liverpool fc, tottenham, hotspur, ' +
+      'everton, aston villa, west ham, newcastle united, real madrid, atletico madrid, fc barcelona, barca, bayern munich, ' +
+      'borussia dortmund, juventus, ac milan, inter milan, psg, paris saint germain, ajax amsterdam, celtic fc, rangers fc, ' +
+      'premier league, la liga, bundesliga, serie a, champions league',
+  },
+  {
+    capability: null,
+    terms: 'nfl football',
+    names:
+      'patriots, cowboys, packers, steelers, 49ers, niners, kansas city chiefs, broncos, seahawks, ravens, minnesota vikings, ' +
+      'buccaneers, new york giants, philadelphia eagles, new york jets, las vegas raiders, bengals, indianapolis colts',
+  },
+  {
+    capability: null,
+    terms: 'mlb baseball',
+    names: 'yankees, red sox, dodgers, new york mets, chicago cubs, white sox, astros, atlanta braves, phillies, seattle mariners, padres, blue jays',
+  },
+  {
+    capability: null,
+    terms: 'nhl hockey',
+    names: 'maple leafs, canadiens, bruins, blackhawks, red wings, oilers, canucks',
+  },
+];
+const teamsBy = (team: (typeof TEAMS)[number]) => team.names.split(', ');
+
 export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
+  ...TEAMS.flatMap((team) => teamsBy(team).map((name) => [name, team.terms] as const)),
   ['text message', 'sms messaging'],
   ['text messages', 'sms messaging'],
   ['texting', 'sms messaging'],
@@ -261,11 +308,17 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['draw me', 'image-generation'],
 ];
 
-/** The capabilities (ids) whose need phrases a normalized query contains. */
+/** NEED_PHRASES and the teams of the leagues with a capability of their own. */
+const NEEDS: ReadonlyArray<readonly [string, string]> = [
+  ...NEED_PHRASES,
+  ...TEAMS.flatMap((team) => (team.capability === null ? [] : teamsBy(team).map((name) => [name, team.capability!] as const))),
+];
+
+/** The capabilities (ids) whose need phrases (or teams) a normalized query contains. */
 export function needCapabilities(normalized: string): string[] {
   const padded = ` ${normalized} `;
   const ids = new Set<string>();
-  for (const [phrase, id] of NEED_PHRASES) if (padded.includes(` ${phrase} `)) ids.add(id);
+  for (const [phrase, id] of NEEDS) if (padded.includes(` ${phrase} `)) ids.add(id);
   return [...ids];
 }
 
