@@ -638,12 +638,13 @@ function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[
 }
 
 /**
- * A capability a task names by its need (vocabulary.ts, NEED_PHRASES: "text my ...", "sign the ...") counts
- * as if the task were this close to its description, unless it is closer: its members join the candidates
- * with CAPABILITY_WEIGHT x 0.5, outweighing words of the task's setting ("team", "practice", "rain").
- * 0.4 to 0.55 measured alike on the tuning sets (docs/DISCOVERY.md, "a seventh session").
+ * A capability a task names by its need (vocabulary.ts, NEED_PHRASES: "text my ...", "sign the ...", a
+ * team's name) counts as if the task were this close to its description, unless it is closer: its members
+ * join the candidates with CAPABILITY_WEIGHT x 0.6, outweighing words of the task's setting ("team",
+ * "practice", "rain"). 0.4 to 0.55 measured alike on the tuning sets with the first phrases, 0.6 to 0.8 gained
+ * three to four tasks more with the rest; 0.6 is the least of those (docs/DISCOVERY.md, "a seventh session").
  */
-const NEED_SIMILARITY = 0.5;
+const NEED_SIMILARITY = 0.6;
 
 /**
  * Per API (position), the task's similarity to the closest capability it belongs to. `min` is
