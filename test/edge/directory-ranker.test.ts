@@ -27,6 +27,8 @@ async function startRanker(port: number): Promise<Ranker> {
       DIRECTORY_RANK_PORT: String(port),
       // One thread: the threads' path (RankPool) inside the ranking process, at one index's cost.
       DIRECTORY_RANK_WORKERS: '1',
+      // As the test apps (test/helpers/settings.ts): other tests' calls must not move the order it is compared by.
+      DISCOVERY_FEEDBACK_REFRESH_SECONDS: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
