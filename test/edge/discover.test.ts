@@ -65,6 +65,16 @@ describe('GET /api/v1/discover', () => {
       summary: expect.stringMatching(/free\/busy/) as unknown,
     });
 
+    // A task in none of the operation's words: the capability that applies (free/busy, named by the need
+    // "nothing booked") names it.
+    const goal = expectOk<Discovery>(
+      await discover(`q=${encodeURIComponent('find an hour next week when the whole team has nothing booked')}&limit=5`),
+    );
+    expect(
+      goal.results.find((r) => r.api.id === calendar)?.operations[0],
+      JSON.stringify(goal.results.map((r) => [r.api.id, r.operations])),
+    ).toMatchObject({ method: 'POST', path: '/freeBusy' });
+
     // A pricing rule for that path prices that operation (and only it) once the index reloads.
     await updateApi(app.deps.sql, calendar, { pricingRules: [{ method: 'POST', path: '/freebusy', priceMicros: 2500n }] });
     const fresh = await createTestApp({ DIRECTORY_CACHE_SECONDS: '0' });

@@ -647,27 +647,36 @@ function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[
 const NEED_SIMILARITY = 0.6;
 
 /**
- * Per API (position), the task's similarity to the closest capability it belongs to. `min` is
+ * The capabilities that apply to a task (`used`, their places in CAPABILITIES) and, per API (position),
+ * the task's similarity to the closest of them it belongs to (`boosts`). `min` is
  * CAPABILITY_MIN_SIMILARITY, or DENSE_ALONE_MIN_SIMILARITY when no word of the task matched: made-up
  * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description). The
  * capabilities the task names by its need (`needs`) count from NEED_SIMILARITY.
  */
-function capabilityBoosts(index: DirectoryIndex, task: Float32Array | null, min: number, needs: readonly string[]): Map<number, number> {
+function taskCapabilities(
+  index: DirectoryIndex,
+  task: Float32Array | null,
+  min: number,
+  needs: readonly string[],
+): { boosts: Map<number, number>; used: number[] } {
   const boosts = new Map<number, number>();
+  const used: number[] = [];
   const vectors = index.capabilityVectors;
-  if (!task || !vectors || vectors.length === 0) return boosts;
+  if (!task || !vectors || vectors.length === 0) return { boosts, used };
   const best = closestCapabilities(index, vectors, task);
   const members = index.capabilityMembers;
   for (const { c, similarity } of best) {
     if (similarity < min) continue;
+    used.push(c);
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
   }
   for (const id of needs) {
     const c = CAPABILITY_AT.get(id);
     if (c === undefined) continue;
+    if (!used.includes(c)) used.push(c);
     for (const at of members[c]!) boosts.set(at, Math.max(boosts.get(at) ?? 0, NEED_SIMILARITY));
   }
-  return boosts;
+  return { boosts, used };
 }
 
 /** Each capability's place in CAPABILITIES (and in the index's capabilityMembers), by id. */
@@ -771,11 +780,12 @@ export async function discover(
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   // One embedding of the task serves both the APIs' similarities and the capabilities'.
   const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
+  const capabilities = taskCapabilities(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0), needCapabilities(normalized));
   const rows = fuse(
     index,
     lexical,
     dense?.similarities ?? null,
-    capabilityBoosts(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0), needCapabilities(normalized)),
+    capabilities.boosts,
     limit,
     only,
     options.feedback === false ? null : index.feedback,
@@ -786,10 +796,15 @@ export async function discover(
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
   const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
-  // Every operation is a retrieval unit of its own (operation-index.ts): each result names its best.
-  const operationQuery = index.operations.query(
-    plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! })),
-  );
+  // Every operation is a retrieval unit of its own (operation-index.ts): each result names its best. The
+  // terms of the capabilities that apply count too, each a group of its own: "find an hour when the team
+  // has nothing booked" names the calendar's free/busy operation, a word of none of the task's.
+  const firstGroup = plan.termGroups.length ? Math.max(...plan.termGroups) + 1 : 0;
+  const capabilityTerms = [...new Set(capabilities.used.flatMap((c) => CAPABILITIES[c]!.terms.split(' ')))].filter((t) => !plan.terms.includes(t));
+  const operationQuery = index.operations.query([
+    ...plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! })),
+    ...capabilityTerms.map((term, k) => ({ group: firstGroup + k, lexeme: index.lexeme(term), factor: 1 })),
+  ]);
   const results = rows.map(({ row, similarity }) => {
     const api = row.indexed ?? index.api(row.id);
     const at = index.position(row.id);
