@@ -195,7 +195,8 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
       docFreq.set(word, ndoc);
       continue;
     }
-    if (word.length < 4 || !words.includes(word)) continue;
+    // A word the vocabulary knows by itself ("lakers") is not corrected: its expansions say what it means.
+    if (word.length < 4 || !words.includes(word) || (discovery && wordExpansions(word).length > 0)) continue;
     const best = index.closestWord(word);
     if (best) {
       corrections[word] = best.word;
