@@ -10,25 +10,27 @@ export interface DiscoveryListing {
 }
 
 /**
- * Stores listings in one statement. A listing whose account was deleted meanwhile is skipped rather
- * than failing the others.
+ * Stores listings in one statement, each listing's ids in their order. A listing whose account was
+ * closed or deleted meanwhile is skipped (closing deletes an account's listings; one noted just before
+ * must not come back after) rather than failing the others.
  */
 export async function recordDiscoveryListings(db: Db, listings: readonly DiscoveryListing[]): Promise<number> {
   if (listings.length === 0) return 0;
   const rows = listings.map((l) => ({ account_id: l.accountId, at: l.at.toISOString(), api_ids: l.apiIds }));
   const inserted = await db`
     insert into discovery_listings (account_id, at, api_ids)
-    select x.account_id, x.at, array(select jsonb_array_elements_text(x.api_ids))
+    select x.account_id, x.at, array(select e.id from jsonb_array_elements_text(x.api_ids) with ordinality as e(id, n) order by e.n)
       from jsonb_to_recordset(${db.json(rows)}::jsonb) as x(account_id uuid, at timestamptz, api_ids jsonb)
-     where exists (select 1 from accounts a where a.id = x.account_id)`;
+     where exists (select 1 from accounts a where a.id = x.account_id and a.deleted_at is null)`;
   return inserted.count;
 }
 
 /**
- * Per API, the accounts that used it in the last `days` days: `used` counts the accounts that made a
- * successful call to it or hold a connection to it (counted only for an account that made a successful
- * call to anything in the window), `followed` the accounts whose successful call to it came the day a
- * discovery listed it to them or the day after. APIs nobody used are absent.
+ * Per API, the accounts that used it from `days` days ago (UTC) to today: `used` counts the accounts that
+ * made a successful call to it or hold a connection to it (counted only for an account that made a
+ * successful call to anything in the window), `followed` the accounts with a successful call to it on the
+ * (UTC) day a discovery listed it to them or the day after (calls are counted by day, so one earlier that
+ * same day counts too). APIs nobody used are absent.
  */
 export async function discoveryFeedback(db: Db, days: number): Promise<Map<string, { used: number; followed: number }>> {
   const rows = await db<{ api_id: string; used: number; followed: number }[]>`

@@ -47,7 +47,14 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
 
   beforeAll(async () => {
     mail = await startMailServer();
-    app = await createTestApp({ TEMPORAL_TASK_QUEUE: taskQueue, REDIS_PREFIX: redisPrefix, PUBLIC_URL: publicUrl, EMAIL_VERIFICATION: 'required' });
+    app = await createTestApp({
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      REDIS_PREFIX: redisPrefix,
+      PUBLIC_URL: publicUrl,
+      EMAIL_VERIFICATION: 'required',
+      // Discovery's feedback on (off in the other test apps): what discovery listed to the account is kept until it is deleted.
+      DISCOVERY_FEEDBACK_REFRESH_SECONDS: '600',
+    });
     await loadCookbooks(app.deps.sql);
     workerRedis = createRedis(app.deps.settings.REDIS_URL, 'queue');
     emailWorker = startEmailWorker({ sql: app.deps.sql, redis: workerRedis, redisPrefix, smtpUrl: mail.url, publicUrl });
@@ -281,7 +288,7 @@ describe('account lifecycle: verification, e-mail change, deletion', () => {
       );
       // What discovery listed to the account (discovery's feedback) goes with it.
       expectOk(await app.inject({ method: 'GET', url: '/api/v1/discover?q=weather+forecast', headers: bearer(user.fullKey) }));
-      await app.discoveryListings.flush();
+      await app.discoveryListings!.flush();
       const listingsOf = () => app.deps.sql`select 1 from discovery_listings where account_id = ${user.accountId}`;
       expect(await listingsOf()).toHaveLength(1);
       const { balance } = await accountOf(bearer(user.fullKey));

@@ -3,7 +3,7 @@ import { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { discover, FEEDBACK_SATURATION, feedbackSignal, listedApiIds } from '#core/directory';
+import { discover, DiscoveryListings, FEEDBACK_SATURATION, feedbackSignal, listedApiIds } from '#core/directory';
 import { createRedis } from '#core/platform';
 import { discoveryFeedback, pruneDiscoveryListings } from '#db/discovery-feedback';
 import { usageProcessor } from '#workers/queues/usage';
@@ -49,7 +49,14 @@ describe('discovery feedback', () => {
       res.writeHead(failing ? 500 : 200, { 'content-type': 'application/json' });
       res.end(failing ? '{"error":"down"}' : '{"found":true}');
     });
-    app = await createTestApp({ ALLOW_PRIVATE_UPSTREAMS: 'true', REDIS_PREFIX: prefix, USAGE_FLUSH_MS: '20', DIRECTORY_CACHE_SECONDS: '0' });
+    app = await createTestApp({
+      ALLOW_PRIVATE_UPSTREAMS: 'true',
+      REDIS_PREFIX: prefix,
+      USAGE_FLUSH_MS: '20',
+      DIRECTORY_CACHE_SECONDS: '0',
+      // On here (off in the other test apps): the edge keeps what discovery lists; the test reads the signal itself.
+      DISCOVERY_FEEDBACK_REFRESH_SECONDS: '600',
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     edge = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     workerRedis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'queue');
@@ -80,9 +87,7 @@ describe('discovery feedback', () => {
     expect(listed.slice(0, 2)).toEqual([first, second]);
     // The ids the edge notes are read off the answer's bytes: the same ids, in the same order.
     expect(listedApiIds(answer.rawPayload)).toEqual(listed);
-    // The same task again before the batch is written: noted once.
-    expectOk(await app.inject({ method: 'GET', url: `/api/v1/discover?q=${word}`, headers: bearer(caller.fullKey) }));
-    await app.discoveryListings.flush();
+    await app.discoveryListings!.flush();
     const noted = await app.deps.sql<{ api_ids: string[] }[]>`select api_ids from discovery_listings where account_id = ${caller.accountId}`;
     expect(noted.map((r) => r.api_ids)).toEqual([listed]);
 
@@ -93,7 +98,7 @@ describe('discovery feedback', () => {
     // Another account discovers too, and its only call to the first fails upstream (refunded): no use.
     const unlucky = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
     expectOk(await app.inject({ method: 'GET', url: `/api/v1/discover?q=${word}`, headers: bearer(unlucky.fullKey) }));
-    await app.discoveryListings.flush();
+    await app.discoveryListings!.flush();
     const failed = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${first}/boom`, headers: bearer(unlucky.fullKey) });
     expect(failed.status).toBe(502);
     await callsWritten(unlucky, first);
@@ -107,6 +112,29 @@ describe('discovery feedback', () => {
     expect((await order(true)).slice(0, 2)).toEqual([second, first]);
     // The evaluation ranks without it: the catalog's order is unchanged there.
     expect((await order(false)).slice(0, 2)).toEqual([first, second]);
+  });
+
+  it('notes the same listing to the same account once per batch, and nothing for a closed account', async () => {
+    // A recorder of its own, whose timer never fires during the test: the batch is the test's to write.
+    const listings = new DiscoveryListings(app.deps.sql, { flushMs: 3_600_000 });
+    try {
+      const account = await createTestAccount(app.deps.sql);
+      const closed = await createTestAccount(app.deps.sql);
+      await app.deps.sql`update accounts set deleted_at = now() where id = ${closed.accountId}`;
+      listings.note(account.accountId, [second, first]);
+      listings.note(account.accountId, [second, first]);
+      listings.note(account.accountId, [first]);
+      listings.note(closed.accountId, [first]);
+      await listings.flush();
+      const rows = await app.deps.sql<{ account_id: string; api_ids: string[] }[]>`
+        select account_id, api_ids from discovery_listings where account_id in (${account.accountId}, ${closed.accountId}) order by array_length(api_ids, 1) desc`;
+      expect(rows.map((r) => [r.account_id, r.api_ids])).toEqual([
+        [account.accountId, [second, first]],
+        [account.accountId, [first]],
+      ]);
+    } finally {
+      await listings.close();
+    }
   });
 
   it('grows with the logarithm of the accounts and saturates', () => {

@@ -196,7 +196,8 @@ export const edgeSettings = sharedSettings
     DISCOVERY_TASK_VECTORS: z.coerce.number().int().min(0).max(1_000_000).default(5000),
     /**
      * How often discovery's feedback signal (per API, the accounts that used it; docs/decisions/discovery-feedback.md)
-     * is read when this edge ranks in process (DIRECTORY_RANK_URL empty), in seconds; 0 ranks without it.
+     * is read when this edge ranks in process (DIRECTORY_RANK_URL empty), in seconds. 0 turns the signal off:
+     * the edge then keeps nothing of what discovery listed to whom (set it as the ranking process's).
      */
     DISCOVERY_FEEDBACK_REFRESH_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
     /**

@@ -84,12 +84,18 @@ const VOTES_JOIN = (db: Db) => db`
 export function normalizeQuery(q: string): string {
   return (
     q
+      // Apostrophes come typed (') or typeset (’, ‘, ʼ, ´; the last would decompose below).
+      .replace(/[\u2018\u2019\u02bc\u00b4]/g, "'")
       .normalize('NFKD')
       .replace(/[\u0300-\u036f]/g, '')
       .toLowerCase()
-      // A possessive or contraction's tail ("tonight's", "I'd", "don't", "we'll") is no word of its own:
-      // split off, "s" or "t" would match every API that has the letter as a token.
-      .replace(/([a-z])['\u2019](s|d|m|t|ll|re|ve)(?![a-z])/g, '$1')
+      // A possessive or contraction's tail ("tonight's", "the 90's", "I'd", "we'll") is no word of its own:
+      // split off, "s" or "d" would match every API that has the letter as a token; "n't" is "not" ("can't"
+      // and "won't" first).
+      .replace(/\bcan't(?![a-z])/g, 'can not')
+      .replace(/\bwon't(?![a-z])/g, 'will not')
+      .replace(/([a-z])n't(?![a-z])/g, '$1 not')
+      .replace(/([a-z0-9])'(s|d|m|t|ll|re|ve)(?![a-z])/g, '$1')
       .replace(/[^a-z0-9]+/g, ' ')
       .trim()
   );
@@ -798,13 +804,17 @@ export async function discover(
     .map((t) => (t.length > 5 ? t.slice(0, t.length - 2) : t));
   const matchedTerms = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])];
   // Every operation is a retrieval unit of its own (operation-index.ts): each result names its best. The
-  // terms of the capabilities that apply count too, each a group of its own: "find an hour when the team
-  // has nothing booked" names the calendar's free/busy operation, a word of none of the task's.
+  // terms of the capabilities that apply count too, each a group of its own at half a task word's factor (three
+  // of them outweigh one word of the task, one does not): "find an hour when the team has nothing booked" names
+  // the calendar's free/busy operation, a word of none of the task's.
+  const taskLexemes = new Set(plan.terms.map((t) => index.lexeme(t)));
+  const capabilityLexemes = [...new Set(capabilities.used.flatMap((c) => CAPABILITIES[c]!.terms.split(' ')).map((t) => index.lexeme(t)))].filter(
+    (l) => l !== null && !taskLexemes.has(l),
+  );
   const firstGroup = plan.termGroups.length ? Math.max(...plan.termGroups) + 1 : 0;
-  const capabilityTerms = [...new Set(capabilities.used.flatMap((c) => CAPABILITIES[c]!.terms.split(' ')))].filter((t) => !plan.terms.includes(t));
   const operationQuery = index.operations.query([
     ...plan.terms.map((term, i) => ({ group: plan.termGroups[i]!, lexeme: index.lexeme(term), factor: plan.factors[i]! })),
-    ...capabilityTerms.map((term, k) => ({ group: firstGroup + k, lexeme: index.lexeme(term), factor: 1 })),
+    ...capabilityLexemes.map((lexeme, k) => ({ group: firstGroup + k, lexeme, factor: 0.5 })),
   ]);
   const results = rows.map(({ row, similarity }) => {
     const api = row.indexed ?? index.api(row.id);

@@ -160,6 +160,7 @@ export class LiveDirectoryIndex {
   /** The feedback signals last read (feedback.ts), applied to every index loaded after; null until read. */
   private feedback: ReadonlyMap<string, number> | null = null;
   private feedbackTimer: NodeJS.Timeout | null = null;
+  private feedbackReading: Promise<void> | null = null;
   private readonly feedbackRefreshMs: number;
 
   /**
@@ -218,9 +219,15 @@ export class LiveDirectoryIndex {
     this.ready = await this.load();
     if (this.feedbackRefreshMs > 0 && !this.closed) {
       // Not waited for: the first answers do not wait for the signal's read (a second or two on a large
-      // database); they rank without it until it lands.
+      // database); they rank without it until it lands. The next reads come every feedbackRefreshMs, each
+      // index (a ranking thread has its own) at its own moment within the first interval.
       void this.refreshFeedback();
-      this.feedbackTimer = setInterval(() => void this.refreshFeedback(), this.feedbackRefreshMs);
+      const every = this.feedbackRefreshMs;
+      this.feedbackTimer = setTimeout(() => {
+        void this.refreshFeedback();
+        this.feedbackTimer = setInterval(() => void this.refreshFeedback(), every);
+        this.feedbackTimer.unref();
+      }, Math.round(every * (0.5 + Math.random())));
       this.feedbackTimer.unref();
     }
     // The first load's promise is not kept once it has answered: it would hold the first index
@@ -246,6 +253,15 @@ export class LiveDirectoryIndex {
    * to the index; a failed read keeps the signals as they were. Called every `feedbackRefreshMs`.
    */
   async refreshFeedback(): Promise<void> {
+    // One read at a time: a slow one is not stacked upon.
+    if (this.feedbackReading) return this.feedbackReading;
+    this.feedbackReading = this.readFeedback().finally(() => {
+      this.feedbackReading = null;
+    });
+    return this.feedbackReading;
+  }
+
+  private async readFeedback(): Promise<void> {
     try {
       const used = await discoveryFeedback(this.db, FEEDBACK_WINDOW_DAYS);
       const signals = new Map<string, number>();
@@ -262,7 +278,7 @@ export class LiveDirectoryIndex {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (this.feedbackTimer) clearInterval(this.feedbackTimer);
+    if (this.feedbackTimer) clearTimeout(this.feedbackTimer);
     this.feedbackTimer = null;
     await this.unlisten?.().catch(() => {});
     this.unlisten = null;

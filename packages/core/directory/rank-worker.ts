@@ -12,8 +12,10 @@ const port = parentPort!;
 const { databaseUrl, modelDir, rememberTasks, feedbackRefreshMs } = workerData as RankWorkerData;
 const send = (reply: RankReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
 
-// One connection loads the index (one transaction), one more LISTENs (postgres.js opens it apart).
-const sql = createSql(databaseUrl, { max: 1, appName: 'edge-directory-rank' });
+// One connection loads the index (one transaction) and reads the access facts, one reads discovery's
+// feedback signal (a second or more on a large database: the access facts must not wait behind it), one
+// more LISTENs (postgres.js opens it apart).
+const sql = createSql(databaseUrl, { max: feedbackRefreshMs ? 2 : 1, appName: 'edge-directory-rank' });
 const index = new LiveDirectoryIndex(
   sql,
   {

@@ -286,7 +286,6 @@ export class DirectoryIndex {
     return result;
   }
 
-  /** Replaces the vote tallies (after a vote changed). */
   /** Sets every API's feedback signal (absent from `signals`: 0). */
   setFeedback(signals: ReadonlyMap<string, number>): void {
     this.apis.forEach((api, at) => {
@@ -294,6 +293,7 @@ export class DirectoryIndex {
     });
   }
 
+  /** Replaces the vote tallies (after a vote changed). */
   setVotes(tallies: Map<string, { up: number; down: number }>): void {
     for (const api of this.apis) {
       const t = tallies.get(api.id);

@@ -17,52 +17,125 @@ const TEAMS: ReadonlyArray<{ capability: string | null; terms: string; names: st
     capability: 'basketball',
     terms: 'nba basketball',
     names:
-      'lakers, celtics, knicks, mavericks, nuggets, clippers, raptors, sixers, 76ers, cavaliers, pistons, pacers, timberwolves, ' +
-      'pelicans, grizzlies, trail blazers, golden state warriors, miami heat, chicago bulls, brooklyn nets, milwaukee bucks, ' +
-      'phoenix suns, houston rockets, san antonio spurs, atlanta hawks, charlotte hornets, orlando magic, washington wizards, ' +
+      'lakers, celtics, knicks, sixers, 76ers, trail blazers, dallas mavericks, denver nuggets, la clippers, los angeles clippers, ' +
+      'toronto raptors, cleveland cavaliers, detroit pistons, indiana pacers, minnesota timberwolves, new orleans pelicans, ' +
+      'memphis grizzlies, golden state warriors, miami heat, chicago bulls, brooklyn nets, milwaukee bucks, phoenix suns, ' +
+      'houston rockets, san antonio spurs, atlanta hawks, charlotte hornets, orlando magic, washington wizards, ' +
       'oklahoma city thunder, sacramento kings, utah jazz',
   },
   {
     capability: 'soccer-scores',
     terms: 'soccer football',
+    // "Arsenal" alone is the one exception to the rule above: as people write tasks, it is the club.
     names:
-      'manchester united, man united, man utd, manchester city, man city, arsenal, chelsea fc, liverpool fc, tottenham, hotspur, ' +
-      'everton, aston villa, west ham, newcastle united, real madrid, atletico madrid, fc barcelona, barca, bayern munich, ' +
-      'borussia dortmund, juventus, ac milan, inter milan, psg, paris saint germain, ajax amsterdam, celtic fc, rangers fc, ' +
-      'premier league, la liga, bundesliga, serie a, champions league',
+      'manchester united, man united, man utd, manchester city, man city, arsenal, chelsea fc, liverpool fc, tottenham, ' +
+      'tottenham hotspur, everton, aston villa, west ham, newcastle united, real madrid, atletico madrid, fc barcelona, barca, ' +
+      'bayern munich, borussia dortmund, juventus, ac milan, inter milan, psg, paris saint germain, ajax amsterdam, celtic fc, ' +
+      'rangers fc, premier league, la liga, bundesliga, serie a, champions league',
   },
   {
     capability: null,
     terms: 'nfl football',
     names:
-      'patriots, cowboys, packers, steelers, 49ers, niners, kansas city chiefs, broncos, seahawks, ravens, minnesota vikings, ' +
-      'buccaneers, new york giants, philadelphia eagles, new york jets, las vegas raiders, bengals, indianapolis colts',
+      'steelers, 49ers, niners, seahawks, new england patriots, dallas cowboys, green bay packers, kansas city chiefs, ' +
+      'denver broncos, baltimore ravens, minnesota vikings, tampa bay buccaneers, new york giants, philadelphia eagles, ' +
+      'new york jets, las vegas raiders, cincinnati bengals, indianapolis colts',
   },
   {
     capability: null,
     terms: 'mlb baseball',
-    names: 'yankees, red sox, dodgers, new york mets, chicago cubs, white sox, astros, atlanta braves, phillies, seattle mariners, padres, blue jays',
+    names:
+      'yankees, red sox, white sox, astros, phillies, los angeles dodgers, la dodgers, new york mets, chicago cubs, atlanta braves, ' +
+      'seattle mariners, san diego padres, toronto blue jays',
   },
   {
     capability: null,
     terms: 'nhl hockey',
-    names: 'maple leafs, canadiens, bruins, blackhawks, red wings, oilers, canucks',
+    names: 'maple leafs, canadiens, boston bruins, chicago blackhawks, detroit red wings, edmonton oilers, vancouver canucks',
   },
 ];
 const teamsBy = (team: (typeof TEAMS)[number]) => team.names.split(', ');
 
+/** Every `verb object` phrase of the lists, with "the", "my", "our" ... before each object noun. */
+function phrases(verbs: readonly string[], pronouns: readonly string[], nouns: readonly string[]): string[] {
+  const objects = [
+    ...pronouns,
+    ...['the', 'my', 'our', 'a', 'an', 'all', 'every', 'each', 'their', 'this'].flatMap((d) => nouns.map((n) => `${d} ${n}`)),
+  ];
+  return verbs.flatMap((v) => objects.map((o) => `${v} ${o}`));
+}
+const PEOPLE =
+  'team whole customer customers client clients group staff family friends parents players guests members patients tenants ' +
+  'landlord driver drivers employees students subscribers mom dad wife husband boss neighbours neighbors class coach';
+
+interface NeedVerb {
+  capability: string;
+  terms: string;
+  verbs: readonly string[];
+  pronouns: readonly string[];
+  nouns: readonly string[];
+  /** Phrases of their own ("send a text", "read aloud"). */
+  more: readonly string[];
+}
+
+/**
+ * The verbs issue 35 names as ignored, with what follows them, so that the noun's senses do not fire
+ * ("text the team" but not "translate the text the user typed"; "sign the lease" but not "sign the
+ * request"; "draw a logo" but not "draw a card"), by the capability that does them and its words. A
+ * verb names the need when one of its objects follows it within three words ("sign the rental agreement").
+ */
+const NEED_VERBS: readonly NeedVerb[] = [
+  {
+    capability: 'sms',
+    terms: 'sms messaging',
+    verbs: ['text'],
+    pronouns: ['me', 'them', 'him', 'her', 'us', 'everyone', 'everybody'],
+    nouns: PEOPLE.split(' '),
+    more: [
+      ...['know', 'them', 'me', 'us', 'customers', 'people', 'reminder', 'reminders', 'alert', 'alerts'].map((w) => `${w} by text`),
+      'send a text',
+    ],
+  },
+  {
+    capability: 'e-signature',
+    terms: 'esignature signature',
+    verbs: ['sign', 'signs', 'signing'],
+    pronouns: [],
+    nouns: 'lease contract contracts agreement agreements form forms document documents nda paperwork papers waiver consent offer'.split(' '),
+    more: [],
+  },
+  {
+    // Hearing what is written: speech synthesis ("read aloud" is how its providers describe it too).
+    capability: 'text-to-speech',
+    terms: 'speech synthesis tts voice',
+    verbs: [],
+    pronouns: [],
+    nouns: [],
+    more: ['read out loud', 'read aloud', 'listen instead', 'rather listen'],
+  },
+  {
+    // Drawing something new: image generation from a prompt.
+    capability: 'image-generation',
+    terms: 'image prompt',
+    verbs: ['draw'],
+    pronouns: ['me'],
+    nouns: 'picture pictures logo cartoon image illustration drawing portrait sketch poster'.split(' '),
+    more: [],
+  },
+];
+const needVerbPhrases = (need: NeedVerb) => [...phrases(need.verbs, need.pronouns, need.nouns), ...need.more];
+/** Per need verb, "the verb, up to three words, one of its objects" (on a normalized query). */
+const NEED_PATTERNS = NEED_VERBS.filter((need) => need.verbs.length > 0).map((need) => ({
+  capability: need.capability,
+  pattern: new RegExp(`(?:^| )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`),
+}));
+
 export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ...TEAMS.flatMap((team) => teamsBy(team).map((name) => [name, team.terms] as const)),
+  ...NEED_VERBS.flatMap((need) => needVerbPhrases(need).map((phrase) => [phrase, need.terms] as const)),
   ['text message', 'sms messaging'],
   ['text messages', 'sms messaging'],
   ['texting', 'sms messaging'],
-  // "text" as a verb with a person after it ("text my landlord", "text the team"): an SMS.
-  ['text my', 'sms messaging'],
-  ['text the', 'sms messaging'],
-  ['text our', 'sms messaging'],
-  ['text everyone', 'sms messaging'],
-  ['text them', 'sms messaging'],
-  ['text me', 'sms messaging'],
   ['sms', 'sms messaging'],
   ['phone call', 'voice call telephony'],
   ['call a phone', 'voice call telephony'],
@@ -111,10 +184,6 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['photos', 'image photo'],
   ['picture', 'image photo'],
   ['image', 'image'],
-  // Drawing something new: image generation from a prompt.
-  ['draw a', 'image prompt'],
-  ['draw an', 'image prompt'],
-  ['draw me', 'image prompt'],
   ['resize', 'image resize transform'],
   ['video', 'video'],
   ['movie', 'movie film'],
@@ -124,11 +193,6 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['podcast', 'podcast audio'],
   ['speech', 'speech voice audio'],
   ['text to speech', 'speech synthesis tts voice'],
-  // Hearing what is written: speech synthesis ("read aloud" is how its providers describe it too).
-  ['read out loud', 'speech synthesis tts voice'],
-  ['read aloud', 'speech synthesis tts voice'],
-  ['listen instead', 'speech synthesis tts voice'],
-  ['rather listen', 'speech synthesis tts voice'],
   ['transcribe', 'transcription speech recognition'],
   ['transcript', 'transcription speech'],
   ['sentiment', 'sentiment analysis nlp'],
@@ -251,11 +315,6 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['push notification', 'push notifications mobile'],
   ['fax', 'fax'],
   ['sign a document', 'esignature signature envelope'],
-  // "sign" with a document after it ("sign the lease", "sign my contract"): an e-signature.
-  ['sign the', 'esignature signature'],
-  ['sign my', 'esignature signature'],
-  ['sign our', 'esignature signature'],
-  ['sign this', 'esignature signature'],
   ['signature', 'esignature signature'],
   ['job', 'jobs'],
   ['jobs', 'jobs careers'],
@@ -292,50 +351,37 @@ export const DISCOVERY_STOPWORDS = new Set(
  * them they gained one task in 33.
  */
 export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
-  ['text my', 'sms'],
-  ['text the', 'sms'],
-  ['text our', 'sms'],
-  ['text everyone', 'sms'],
-  ['text them', 'sms'],
-  ['text me', 'sms'],
-  ['sign the', 'e-signature'],
-  ['sign my', 'e-signature'],
-  ['sign our', 'e-signature'],
-  ['sign this', 'e-signature'],
-  ['read out loud', 'text-to-speech'],
-  ['read aloud', 'text-to-speech'],
-  ['listen instead', 'text-to-speech'],
-  ['rather listen', 'text-to-speech'],
-  ['draw a', 'image-generation'],
-  ['draw an', 'image-generation'],
-  ['draw me', 'image-generation'],
+  ...NEED_VERBS.flatMap((need) => needVerbPhrases(need).map((phrase) => [phrase, need.capability] as const)),
   ['video call', 'video-meetings'],
   ['video calls', 'video-meetings'],
   ['video meeting', 'video-meetings'],
   ['video conference', 'video-meetings'],
   ['ring my', 'voice-calls'],
-  ['ring the', 'voice-calls'],
   ['ring them', 'voice-calls'],
   ['ring our', 'voice-calls'],
   ['phone my', 'voice-calls'],
   ['their share', 'payouts'],
   ['their cut', 'payouts'],
   ['pay out', 'payouts'],
+  ['split the money', 'payouts'],
+  ['split payments', 'payouts'],
   ['all of us are free', 'free-busy'],
   ['we are all free', 'free-busy'],
   ['everyone is free', 'free-busy'],
   ['nothing booked', 'free-busy'],
   ['free slot', 'free-busy'],
   ['free slots', 'free-busy'],
-  ['in english', 'translation'],
+  ['tell me in english', 'translation'],
+  ['in english what', 'translation'],
+  ['mean in english', 'translation'],
+  ['means in english', 'translation'],
   ['into english', 'translation'],
   ['code by text', 'one-time-codes'],
   ['login code', 'one-time-codes'],
   ['verification code', 'one-time-codes'],
-  ['by text', 'sms'],
-  ['via text', 'sms'],
-  ['send a text', 'sms'],
-  ['umbrella', 'weather-forecast'],
+  ['need an umbrella', 'weather-forecast'],
+  ['take an umbrella', 'weather-forecast'],
+  ['bring an umbrella', 'weather-forecast'],
   ['to dos', 'task-management'],
   ['to do list', 'task-management'],
   ['todo list', 'task-management'],
@@ -344,9 +390,11 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['made up names', 'fake-data'],
   ['fake names', 'fake-data'],
   ['who registered', 'whois'],
-  ['parcel', 'shipping'],
-  ['split the money', 'payouts'],
-  ['split payments', 'payouts'],
+  ['my parcel', 'shipping'],
+  ['our parcel', 'shipping'],
+  ['the parcel', 'shipping'],
+  ['my parcels', 'shipping'],
+  ['parcel tracking', 'shipping'],
 ];
 
 /** NEED_PHRASES and the teams of the leagues with a capability of their own. */
@@ -355,11 +403,21 @@ const NEEDS: ReadonlyArray<readonly [string, string]> = [
   ...TEAMS.flatMap((team) => (team.capability === null ? [] : teamsBy(team).map((name) => [name, team.capability!] as const))),
 ];
 
+/** NEEDS by their first word: only the phrases whose first word is a word of the query are tried. */
+const NEEDS_BY_FIRST_WORD = new Map<string, (readonly [string, string])[]>();
+for (const need of NEEDS) {
+  const first = need[0].split(' ')[0]!;
+  NEEDS_BY_FIRST_WORD.set(first, [...(NEEDS_BY_FIRST_WORD.get(first) ?? []), need]);
+}
+
 /** The capabilities (ids) whose need phrases (or teams) a normalized query contains. */
 export function needCapabilities(normalized: string): string[] {
   const padded = ` ${normalized} `;
   const ids = new Set<string>();
-  for (const [phrase, id] of NEEDS) if (padded.includes(` ${phrase} `)) ids.add(id);
+  for (const word of new Set(normalized.split(' '))) {
+    for (const [phrase, id] of NEEDS_BY_FIRST_WORD.get(word) ?? []) if (padded.includes(` ${phrase} `)) ids.add(id);
+  }
+  for (const { capability, pattern } of NEED_PATTERNS) if (!ids.has(capability) && pattern.test(normalized)) ids.add(capability);
   return [...ids];
 }
 

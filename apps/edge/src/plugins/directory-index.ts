@@ -23,8 +23,11 @@ declare module 'fastify' {
     remoteRanking: RemoteRanking | null;
     /** Every API's access facts, for "can I call this?" (see CallabilityCatalog). */
     callability: CallabilityCatalog;
-    /** What each discovery listed to an account, written in batches (discovery's feedback signal). */
-    discoveryListings: DiscoveryListings;
+    /**
+     * What each discovery listed to an account, written in batches (discovery's feedback signal); null when
+     * the signal is off (DISCOVERY_FEEDBACK_REFRESH_SECONDS 0): nothing is kept then.
+     */
+    discoveryListings: DiscoveryListings | null;
   }
 }
 
@@ -55,11 +58,11 @@ export default fp(
         ? new RankPool({ size: workers, databaseUrl: settings.DATABASE_URL, modelDir, rememberTasks, feedbackRefreshMs, log: app.log })
         : null;
     app.decorate('remoteRanking', remote);
-    const listings = new DiscoveryListings(sql, { log: app.log });
+    const listings = feedbackRefreshMs > 0 ? new DiscoveryListings(sql, { log: app.log }) : null;
     app.decorate('discoveryListings', listings);
     app.decorate('directoryRanking', remote ?? pool ?? inProcessRanking(index, callability));
     app.addHook('onClose', async () => {
-      await Promise.all([index.close(), pool?.close(), remote?.close(), callability.close(), listings.close()]);
+      await Promise.all([index.close(), pool?.close(), remote?.close(), callability.close(), listings?.close()]);
     });
   },
   { name: 'directory-index', dependencies: ['deps'] },

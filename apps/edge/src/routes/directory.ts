@@ -151,7 +151,7 @@ async function discoverBytes(app: FastifyInstance, door: Door, query: z.output<t
   );
   // What was listed to whom, for discovery's feedback signal (a call that follows counts for the API).
   const account = door.callerIfAny?.accountId;
-  if (account !== undefined) app.discoveryListings.note(account, listedApiIds(answer));
+  if (account !== undefined && app.discoveryListings) app.discoveryListings.note(account, listedApiIds(answer));
   return answer;
 }
 
