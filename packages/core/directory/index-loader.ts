@@ -223,11 +223,14 @@ export class LiveDirectoryIndex {
       // index (a ranking thread has its own) at its own moment within the first interval.
       void this.refreshFeedback();
       const every = this.feedbackRefreshMs;
-      this.feedbackTimer = setTimeout(() => {
-        void this.refreshFeedback();
-        this.feedbackTimer = setInterval(() => void this.refreshFeedback(), every);
-        this.feedbackTimer.unref();
-      }, Math.round(every * (0.5 + Math.random())));
+      this.feedbackTimer = setTimeout(
+        () => {
+          void this.refreshFeedback();
+          this.feedbackTimer = setInterval(() => void this.refreshFeedback(), every);
+          this.feedbackTimer.unref();
+        },
+        Math.round(every * (0.5 + Math.random())),
+      );
       this.feedbackTimer.unref();
     }
     // The first load's promise is not kept once it has answered: it would hold the first index
