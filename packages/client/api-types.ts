@@ -9424,6 +9424,8 @@ export interface paths {
                         "application/json": {
                             hint?: string;
                             interpreted: {
+                                /** @description The kinds of service the task was read as (e.g. "sms", "free-busy", "image-generation"): the one closest in meaning and those its wording names; empty when none applies or discovery ranks by words only. */
+                                capabilities: string[];
                                 corrections: {
                                     [key: string]: string;
                                 };

@@ -66,10 +66,11 @@ describe('GET /api/v1/discover', () => {
     });
 
     // A task in none of the operation's words: the capability that applies (free/busy, named by the need
-    // "nothing booked") names it.
-    const goal = expectOk<Discovery>(
+    // "nothing booked") names it, and the answer says how the task was read.
+    const goal = expectOk<Discovery & { interpreted: { capabilities: string[] } }>(
       await discover(`q=${encodeURIComponent('find an hour next week when the whole team has nothing booked')}&limit=5`),
     );
+    expect(goal.interpreted.capabilities).toContain('free-busy');
     expect(
       goal.results.find((r) => r.api.id === calendar)?.operations[0],
       JSON.stringify(goal.results.map((r) => [r.api.id, r.operations])),

@@ -224,7 +224,7 @@ export interface DiscoverRequest extends CallerView {
 /** GET /discover: natural-language discovery in the in-process index, as JSON bytes. */
 export async function discoverAnswer(index: LiveDirectoryIndex, catalog: CallabilityCatalog, request: DiscoverRequest): Promise<Buffer> {
   const { view: first, only } = await viewOf(catalog, request);
-  const { results, plan } = await discover(index, request.text, request.limit, only);
+  const { results, plan, capabilities } = await discover(index, request.text, request.limit, only);
   const view = await holding(
     catalog,
     first,
@@ -248,7 +248,7 @@ export async function discoverAnswer(index: LiveDirectoryIndex, catalog: Callabi
       .text(JSON.stringify(r.operations.map(({ priceMicros, ...operation }) => ({ ...operation, price: toDollars(priceMicros) }))))
       .ascii('}');
   }
-  out.ascii('],"interpreted":').text(JSON.stringify({ words: plan.words, corrections: plan.corrections, expansions: plan.expansions }));
+  out.ascii('],"interpreted":').text(JSON.stringify({ words: plan.words, corrections: plan.corrections, expansions: plan.expansions, capabilities }));
   if (results.length === 0 && request.callable) {
     out
       .ascii(',"hint":')

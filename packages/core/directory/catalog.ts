@@ -579,6 +579,8 @@ export function matchingSentence(description: string, stems: readonly string[]):
 export interface Discovery {
   results: DiscoveryResult[];
   plan: QueryPlan;
+  /** The kinds of service (capabilities.ts ids) the task was read as: the closest one and those its need names. */
+  capabilities: string[];
 }
 
 /** The lower-cased text a reason looks for the query's words in (once per API and index load). */
@@ -797,7 +799,8 @@ export async function discover(
     only,
     options.feedback === false ? null : index.feedback,
   );
-  if (rows.length === 0) return { results: [], plan };
+  const understood = capabilities.used.map((c) => CAPABILITIES[c]!.id);
+  if (rows.length === 0) return { results: [], plan, capabilities: understood };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).
   const stems = [...new Set([...plan.words, ...Object.values(plan.corrections), ...plan.expansions])]
     .filter((t) => t.length >= 3 && !DISCOVERY_STOPWORDS.has(t))
@@ -843,5 +846,5 @@ export async function discover(
     }));
     return { api: row, score: Math.round(row.score * 1000) / 1000, reason: parts.join('; '), matched, operations };
   });
-  return { results, plan };
+  return { results, plan, capabilities: understood };
 }

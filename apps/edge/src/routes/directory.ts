@@ -395,7 +395,16 @@ const directoryRoutes: FastifyPluginAsyncZod = async (app) => {
                   ),
               }),
             ),
-            interpreted: z.object({ words: z.array(z.string()), corrections: z.record(z.string(), z.string()), expansions: z.array(z.string()) }),
+            interpreted: z.object({
+              words: z.array(z.string()),
+              corrections: z.record(z.string(), z.string()),
+              expansions: z.array(z.string()),
+              capabilities: z
+                .array(z.string())
+                .describe(
+                  'The kinds of service the task was read as (e.g. "sms", "free-busy", "image-generation"): the one closest in meaning and those its wording names; empty when none applies or discovery ranks by words only.',
+                ),
+            }),
             hint: z.string().optional(),
           }),
         },
