@@ -115,7 +115,11 @@ describe("retention: a repeatable job prunes old usage events, ended sessions' r
     const tokenId = `retention-${sessionId}`;
     await sql`insert into oauth_provider_models (kind, id, payload, expires_at) values
       ('AccessToken', ${tokenId}, '{}'::jsonb, now() + interval '1 hour'), ('Client', ${tokenId}, '{}'::jsonb, null)`;
+    // What discovery listed to the account (discovery's feedback): gone once older than its window.
+    await sql`insert into discovery_listings (account_id, api_ids) values (${who.accountId}, ${['retention-api']})`;
     const report = await runRetention({ sql, redis, settings: settings() }, later);
+    expect(report.discoveryListings).toBeGreaterThanOrEqual(1);
+    expect(await sql`select 1 from discovery_listings where account_id = ${who.accountId}`).toHaveLength(0);
     expect(report.oauthProviderModels).toBeGreaterThanOrEqual(1);
     const providerRows = await sql<{ kind: string }[]>`select kind from oauth_provider_models where id = ${tokenId}`;
     expect(providerRows.map((row) => row.kind)).toEqual(['Client']);
