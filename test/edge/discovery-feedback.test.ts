@@ -112,6 +112,18 @@ describe('discovery feedback', () => {
     expect((await order(true)).slice(0, 2)).toEqual([second, first]);
     // The evaluation ranks without it: the catalog's order is unchanged there.
     expect((await order(false)).slice(0, 2)).toEqual([first, second]);
+    const reasonOf = async () => (await discover(app.directoryIndex, word, 10)).results.find((r) => r.api.id === second)!.reason;
+    // One account's use is not told in the reason; from three accounts on, the reason says how many.
+    expect(await reasonOf()).not.toMatch(/used by/);
+    for (const n of [1, 2]) {
+      const another = await createTestAccount(app.deps.sql, { balanceMicros: 1_000_000n });
+      const res = await rawRequest(edge, { method: 'GET', path: `/api/v1/proxy/${second}/records/${n}`, headers: bearer(another.fullKey) });
+      expect(res.status).toBe(200);
+      await callsWritten(another, second);
+    }
+    await app.directoryIndex.refreshFeedback();
+    expect((await discoveryFeedback(app.deps.sql, 30)).get(second)).toEqual({ used: 3, followed: 1 });
+    expect(await reasonOf()).toContain('used by 3 accounts in the last 30 days');
   });
 
   it('notes the same listing to the same account once per batch, and nothing for a closed account', async () => {

@@ -630,6 +630,8 @@ export const CAPABILITY_WEIGHT = 2.5;
  * does not match the task into the results (docs/decisions/discovery-feedback.md).
  */
 export const FEEDBACK_WEIGHT = 0.3;
+/** From how many accounts a result's reason says how many used it (fewer would tell of single accounts). */
+const FEEDBACK_REASON_MIN_ACCOUNTS = 3;
 const CAPABILITY_MIN_SIMILARITY = 0.35;
 const CAPABILITY_TOP = 1;
 /** Per index, its capability vectors as one row-major matrix (a tight loop over one array, no allocation per task). */
@@ -832,6 +834,8 @@ export async function discover(
     if (endpoints.length)
       parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
+    const users = options.feedback === false || at === undefined ? 0 : index.feedbackAccounts[at]!;
+    if (users >= FEEDBACK_REASON_MIN_ACCOUNTS) parts.push(`used by ${users} accounts in the last 30 days`);
     if (parts.length === 0) parts.push('name resembles the query');
     const matched: DiscoveryMatch = {
       endpoints: endpoints.map((e) => ({ method: e.method, path: e.path, summary: e.summary })),

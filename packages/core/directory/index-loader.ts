@@ -158,7 +158,7 @@ export class LiveDirectoryIndex {
   /** Task vectors for dense retrieval; null when DISCOVERY_MODEL_DIR is 'off'. */
   readonly embeddings: QueryEmbeddings | null;
   /** The feedback signals last read (feedback.ts), applied to every index loaded after; null until read. */
-  private feedback: ReadonlyMap<string, number> | null = null;
+  private feedback: ReadonlyMap<string, { signal: number; accounts: number }> | null = null;
   private feedbackTimer: NodeJS.Timeout | null = null;
   private feedbackReading: Promise<void> | null = null;
   private readonly feedbackRefreshMs: number;
@@ -267,8 +267,8 @@ export class LiveDirectoryIndex {
   private async readFeedback(): Promise<void> {
     try {
       const used = await discoveryFeedback(this.db, FEEDBACK_WINDOW_DAYS);
-      const signals = new Map<string, number>();
-      for (const [id, { used: accounts, followed }] of used) signals.set(id, feedbackSignal(accounts, followed));
+      const signals = new Map<string, { signal: number; accounts: number }>();
+      for (const [id, { used: accounts, followed }] of used) signals.set(id, { signal: feedbackSignal(accounts, followed), accounts });
       this.feedback = signals;
       this.ready?.setFeedback(signals);
     } catch (error) {

@@ -45,6 +45,8 @@ export class DirectoryIndex {
    * index's owner reads the accounts' use (LiveDirectoryIndex with `feedbackRefreshMs`).
    */
   readonly feedback: Float32Array;
+  /** Per API (position), the accounts that used it in the feedback window (the signal's `used`), for reasons. */
+  readonly feedbackAccounts: Uint32Array;
   private readonly byId = new Map<string, number>();
   /** Per API, float4(log2(endpoint lexemes + 1)): ts_rank's length normalization of the endpoint rank. */
   private readonly endpointNorm: Float64Array;
@@ -85,6 +87,7 @@ export class DirectoryIndex {
     this.operations = new OperationIndex(apis);
     this.capabilityVectors = extra.capabilities ?? null;
     this.feedback = new Float32Array(apis.length);
+    this.feedbackAccounts = new Uint32Array(apis.length);
     this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
     apis.forEach((api, i) => {
       this.byId.set(api.id, i);
@@ -286,10 +289,12 @@ export class DirectoryIndex {
     return result;
   }
 
-  /** Sets every API's feedback signal (absent from `signals`: 0). */
-  setFeedback(signals: ReadonlyMap<string, number>): void {
+  /** Sets every API's feedback signal and account count (absent from `signals`: 0). */
+  setFeedback(signals: ReadonlyMap<string, { signal: number; accounts: number }>): void {
     this.apis.forEach((api, at) => {
-      this.feedback[at] = signals.get(api.id) ?? 0;
+      const feedback = signals.get(api.id);
+      this.feedback[at] = feedback?.signal ?? 0;
+      this.feedbackAccounts[at] = feedback?.accounts ?? 0;
     });
   }
 
