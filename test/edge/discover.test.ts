@@ -186,6 +186,13 @@ describe('dense retrieval in discovery (sentence embeddings, fused with the word
       const plain = expectOk<Discovery>(await wordsOnly.inject({ method: 'GET', url: `/api/v1/discover?${q}` }));
       expect(plain.results.every((r) => !/close in meaning/.test(r.reason))).toBe(true);
       expect(plain.results.map((r) => r.api.id)).not.toEqual(body.results.map((r) => r.api.id));
+      // A need the wording names (a person to "text") still finds its kind of service by words alone.
+      const task = encodeURIComponent("text the whole team that tonight's practice is off because of the rain");
+      const texted = expectOk<Discovery & { interpreted: { capabilities: string[] } }>(
+        await wordsOnly.inject({ method: 'GET', url: `/api/v1/discover?q=${task}&limit=5` }),
+      );
+      expect(texted.interpreted.capabilities).toEqual(['sms']);
+      expect(texted.results.map((r) => r.api.id)).toContain('twilio.com-api');
     } finally {
       await wordsOnly.close();
     }

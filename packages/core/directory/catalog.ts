@@ -673,10 +673,9 @@ function taskCapabilities(
   const boosts = new Map<number, number>();
   const used: number[] = [];
   const vectors = index.capabilityVectors;
-  if (!task || !vectors || vectors.length === 0) return { boosts, used };
-  const best = closestCapabilities(index, vectors, task);
   const members = index.capabilityMembers;
-  for (const { c, similarity } of best) {
+  // The closest capability needs the model; the ones the task's wording names do not.
+  for (const { c, similarity } of task && vectors && vectors.length > 0 ? closestCapabilities(index, vectors, task) : []) {
     if (similarity < min) continue;
     used.push(c);
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);

@@ -131,7 +131,8 @@ export class DirectoryIndex {
       }
     }
     // Once the postings and the vocabulary are in place.
-    this.capabilityMembers = this.capabilityVectors ? CAPABILITIES.map((c) => this.membersOf(c.terms)) : [];
+    // Found with or without the model: a task's need phrases name capabilities by words (vocabulary.ts).
+    this.capabilityMembers = CAPABILITIES.map((c) => this.membersOf(c.terms));
   }
 
   /**
