@@ -403,49 +403,42 @@ const NEEDS: ReadonlyArray<readonly [string, string]> = [
   ...TEAMS.flatMap((team) => (team.capability === null ? [] : teamsBy(team).map((name) => [name, team.capability!] as const))),
 ];
 
-/** NEEDS by their first word: only the phrases whose first word is a word of the query are tried. */
-const NEEDS_BY_FIRST_WORD = new Map<string, (readonly [string, string])[]>();
-for (const need of NEEDS) {
-  const first = need[0].split(' ')[0]!;
-  NEEDS_BY_FIRST_WORD.set(first, [...(NEEDS_BY_FIRST_WORD.get(first) ?? []), need]);
+/**
+ * A matcher of phrases on a normalized (lower-case, space-separated) query: only the phrases whose first
+ * word is a word of the query are tried, and the values of those found come in the list's order.
+ */
+function phraseMatcher<T>(list: ReadonlyArray<readonly [string, T]>): (normalized: string) => T[] {
+  const byFirstWord = new Map<string, number[]>();
+  list.forEach(([phrase], at) => {
+    const first = phrase.split(' ')[0]!;
+    const places = byFirstWord.get(first);
+    if (places) places.push(at);
+    else byFirstWord.set(first, [at]);
+  });
+  return (normalized) => {
+    const padded = ` ${normalized} `;
+    const candidates: number[] = [];
+    for (const word of new Set(normalized.split(' '))) candidates.push(...(byFirstWord.get(word) ?? []));
+    candidates.sort((a, b) => a - b);
+    return candidates.filter((at) => padded.includes(` ${list[at]![0]} `)).map((at) => list[at]![1]);
+  };
 }
+
+const matchNeeds = phraseMatcher(NEEDS);
 
 /** The capabilities (ids) whose need phrases (or teams) a normalized query contains. */
 export function needCapabilities(normalized: string): string[] {
-  const padded = ` ${normalized} `;
-  const ids = new Set<string>();
-  for (const word of new Set(normalized.split(' '))) {
-    for (const [phrase, id] of NEEDS_BY_FIRST_WORD.get(word) ?? []) if (padded.includes(` ${phrase} `)) ids.add(id);
-  }
+  const ids = new Set(matchNeeds(normalized));
   for (const { capability, pattern } of NEED_PATTERNS) if (!ids.has(capability) && pattern.test(normalized)) ids.add(capability);
   return [...ids];
 }
 
-/** Longest-first phrase list, so "text message" wins over "message". */
-const PHRASES = [...CAPABILITY_SYNONYMS].sort((a, b) => b[0].length - a[0].length);
-/** Each phrase's expansion terms, and the phrases (their places in PHRASES) by their first word. */
-const EXPANSION_TERMS = PHRASES.map(([, expansion]) => expansion.split(' '));
-const PHRASES_BY_FIRST_WORD = new Map<string, number[]>();
-PHRASES.forEach(([phrase], at) => {
-  const first = phrase.split(' ')[0]!;
-  PHRASES_BY_FIRST_WORD.set(first, [...(PHRASES_BY_FIRST_WORD.get(first) ?? []), at]);
-});
+/** Longest-first phrase list, so "text message" wins over "message", each with its expansion terms. */
+const matchSynonyms = phraseMatcher(
+  [...CAPABILITY_SYNONYMS].sort((a, b) => b[0].length - a[0].length).map(([phrase, expansion]) => [phrase, expansion.split(' ')] as const),
+);
 
-/**
- * Capability terms implied by a normalized (lower-case, space-separated) query. Only the phrases
- * whose first word is a word of the query can match, and they are tried in the list's order.
- */
+/** Capability terms implied by a normalized (lower-case, space-separated) query, the longest phrases' first. */
 export function expandCapabilities(normalized: string): string[] {
-  const padded = ` ${normalized} `;
-  const candidates: number[] = [];
-  for (const word of new Set(padded.split(' '))) {
-    const phrases = PHRASES_BY_FIRST_WORD.get(word);
-    if (phrases) candidates.push(...phrases);
-  }
-  candidates.sort((a, b) => a - b);
-  const terms: string[] = [];
-  for (const at of candidates) {
-    if (padded.includes(` ${PHRASES[at]![0]} `)) terms.push(...EXPANSION_TERMS[at]!);
-  }
-  return [...new Set(terms)];
+  return [...new Set(matchSynonyms(normalized).flat())];
 }
