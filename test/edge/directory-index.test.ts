@@ -27,12 +27,13 @@ function indexShows(q: string, check: (ids: { id: string; votes: number }[]) => 
       seen = page.apis.map((a) => ({ id: a.id, votes: a.votes_up - a.votes_down }));
       return check(seen) ? seen : undefined;
     },
-    { timeoutMs: 10_000, context: () => `it answered ${JSON.stringify(seen)}` },
+    { timeoutMs: 30_000, context: () => `it answered ${JSON.stringify(seen)}` },
   );
 }
 
 describe('the in-process directory index', () => {
-  it('sees an API written after it loaded, a vote on it, and its removal (LISTEN on directory_changed)', async () => {
+  // The first request loads the index (the catalog, WordNet, the model): on a loaded two-core host that alone took 30 s.
+  it('sees an API written after it loaded, a vote on it, and its removal (LISTEN on directory_changed)', { timeout: 90_000 }, async () => {
     // Loaded before the write.
     expectOk(await app.inject({ method: 'GET', url: '/api/v1/apis?q=weather&limit=1' }));
     const word = uniqueId('frobnic').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]!);
@@ -130,7 +131,8 @@ describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
     answers.forEach((res, i) => expect(expectOk<{ query: string }>(res).query).toBe(queries[i % queries.length]));
   });
 
-  it('follows catalog changes in every worker (LISTEN on directory_changed)', async () => {
+  // Each change reloads the index in both threads; on a loaded two-core host the test took over 30 s.
+  it('follows catalog changes in every worker (LISTEN on directory_changed)', { timeout: 120_000 }, async () => {
     const word = uniqueId('quuxwid').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]!);
     const id = uniqueId('worker-api-');
     const ids = async () => {
@@ -146,7 +148,7 @@ describe('ranking in worker threads (DIRECTORY_RANK_WORKERS)', () => {
           seen = await ids();
           return check(seen) ? true : undefined;
         },
-        { timeoutMs: 15_000, context: () => `they answered ${JSON.stringify(seen)}` },
+        { timeoutMs: 30_000, context: () => `they answered ${JSON.stringify(seen)}` },
       );
     await until((seen) => seen.every((page) => page.length === 0));
     await pooled.deps.sql`insert into apis (id, name, provider, base_url, source, description)

@@ -54,13 +54,20 @@ const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIME
  * attempt, repeating what the connection's own rate-limited log line (reportRedisErrors) already
  * says. Here connection failures are left to that line, and any other error goes to `log` (or, with
  * none, to stderr as before).
+ *
+ * The queue skips BullMQ's Redis version check: it sends INFO once, when the queue is made, and
+ * BullMQ keeps that command's failure for the queue's life (its connection's `initializing` promise),
+ * so a request-path client's 2 s command timeout hit at that moment (Redis slow to answer, or the
+ * event loop held for longer) made every later add of the queue fail until the process restarted.
+ * Seen in the suite on a loaded two-core host: an app's webhook and e-mail adds all failing after
+ * one such stall. The platform runs on Redis 7 (README), above the 5.0 that BullMQ's check asks for.
  */
 export function createQueue(
   name: string,
   options: { connection: Redis; prefix: string },
   log?: { warn(object: Record<string, unknown>, message: string): void },
 ): Queue {
-  const queue = new Queue(name, options);
+  const queue = new Queue(name, { ...options, skipVersionCheck: true });
   queue.on('error', (error: Error & { code?: string }) => {
     if ((error.code !== undefined && CONNECTION_ERRORS.has(error.code)) || error.message === 'Connection is closed.') return;
     if (log) log.warn({ err: error, queue: name }, 'queue error');
