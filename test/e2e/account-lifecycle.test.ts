@@ -7,7 +7,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
 import { bearer, expectOk } from '../helpers/app.js';
-import { expectNoScriptErrors, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser } from '../helpers/browser.js';
+import {
+  expectNoScriptErrors,
+  freePort,
+  launchBrowser,
+  screenshotOnFailure,
+  signUpInBrowser,
+  type RunningBrowser,
+  BROWSER_TEST_TIMEOUT_MS,
+} from '../helpers/browser.js';
 import { inviteLinkIn, recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
@@ -24,7 +32,7 @@ function linkIn(mail: ParsedMail, path: '/verify-email' | '/confirm-email'): str
  * login and switch between the two accounts in the header, and finally delete their account with
  * their password, giving up the balance left. E-mail goes over real SMTP from the e-mail queue.
  */
-describe('account lifecycle in a browser', () => {
+describe('account lifecycle in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const redisPrefix = uniqueId('acctlife');
   const firstEmail = `${uniqueId('person')}@example.test`;
   const secondEmail = `${uniqueId('moved')}@example.test`;

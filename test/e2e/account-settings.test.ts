@@ -5,7 +5,15 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { createRedis } from '#core/platform';
-import { expectNoScriptErrors, freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser } from '../helpers/browser.js';
+import {
+  expectNoScriptErrors,
+  freePort,
+  launchBrowser,
+  screenshotOnFailure,
+  signUpInBrowser,
+  type RunningBrowser,
+  BROWSER_TEST_TIMEOUT_MS,
+} from '../helpers/browser.js';
 import { recipientOf, startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
@@ -16,7 +24,7 @@ import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
  * their sessions, sign out everywhere, and choose their e-mail notifications. Steps run in order on
  * one page.
  */
-describe('account self-service in a browser', () => {
+describe('account self-service in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const redisPrefix = uniqueId('acct');
   const email = `${uniqueId('person')}@example.test`;
   const firstPassword = 'correct horse battery staple';

@@ -16,6 +16,7 @@ import {
   refreshUntil,
   screenshotOnFailure,
   signUpInBrowser,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -28,7 +29,7 @@ import { rawRequest, registerApi, startUpstream, type TestUpstream } from '../he
  * shows each with its outcome, the failed ones with their code and hint; the Statement page's closing
  * balance is the balance, and its CSV download is the statement.
  */
-describe('activity and statement in a browser', () => {
+describe('activity and statement in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const prefix = uniqueId('activitye2e');
   let app: FastifyInstance;
   let base: string;

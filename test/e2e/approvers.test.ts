@@ -15,6 +15,7 @@ import {
   signUpInBrowser,
   expectNoScriptErrors,
   asNewOwner,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { startWorker, terminateRunningSessions, type RunningWorker } from '../helpers/cookbooks.js';
@@ -29,7 +30,7 @@ import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
  * sees only the inbox and sessions; the owner assigns an agent's human step to them, they approve
  * it; the owner removes them and they are signed out. Steps run in order and share both pages.
  */
-describe('approvers in a browser', () => {
+describe('approvers in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const taskQueue = uniqueId('approvers-e2e-');
   const redisPrefix = uniqueId('apre2e');
   const ownerEmail = `${uniqueId('owner')}@example.test`;

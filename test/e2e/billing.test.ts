@@ -21,6 +21,7 @@ import {
   signUpInBrowser,
   expectNoScriptErrors,
   asNewOwner,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -57,7 +58,7 @@ const escapeHtml = (value: string) => value.replaceAll('&', '&amp;').replaceAll(
  * generateTestHeaderString, as Stripe would sign them. An auto top-up attempt runs on a BullMQ
  * worker of this file's own, with the real processor. Steps share one page and run in order.
  */
-describe('billing in a browser (live mode with Stripe)', () => {
+describe('billing in a browser (live mode with Stripe)', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const redisPrefix = uniqueId('bille2e');
   const email = `${uniqueId('payer')}@example.test`;
   const password = 'correct horse battery staple';
@@ -487,7 +488,7 @@ describe('billing in a browser (live mode with Stripe)', () => {
  * live_billing, GET /balance/auto-topup says `available: false`, and the overview says so in a
  * person's words (no setting named) instead of offering what cannot work.
  */
-describe('billing in a browser (live mode without Stripe)', () => {
+describe('billing in a browser (live mode without Stripe)', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   let app: FastifyInstance;
   let base: string;
   let browser: RunningBrowser;

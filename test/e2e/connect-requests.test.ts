@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runApiCli } from '#cli/api-cli';
 import { buildApp } from '#edge/app';
-import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser } from '../helpers/browser.js';
+import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser, BROWSER_TEST_TIMEOUT_MS } from '../helpers/browser.js';
 import { startTestOAuthProvider, TEST_USER, type TestOAuthProvider, registerOperatorOAuthApp } from '../helpers/oidc-provider.js';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
 import { registerApi } from '../helpers/upstream.js';
@@ -15,7 +15,7 @@ import { registerApi } from '../helpers/upstream.js';
  * (`oidc-provider` on loopback) and lands back in the inbox while the agent's call carries the token;
  * an OAuth API whose provider has no OAuth app says so in the inbox instead of leaving it.
  */
-describe('connect requests in the inbox', () => {
+describe('connect requests in the inbox', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   let app: FastifyInstance;
   let base: string;
   let browser: RunningBrowser;

@@ -14,6 +14,7 @@ import {
   type RunningBrowser,
   expectNoScriptErrors,
   signedOutPages,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval as weatherSessionAtApprovalOf } from '../helpers/edge-client.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
@@ -27,7 +28,7 @@ import { usageProcessor } from '#workers/queues/usage';
  * tops up, completes a cookbook step an agent's session waits on (it arrives in the inbox live),
  * and signs out. Steps share one browser page and run in order.
  */
-describe('dashboard in a browser', () => {
+describe('dashboard in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const taskQueue = uniqueId('dashboard-e2e-');
   const redisPrefix = uniqueId('dash');
   const email = `${uniqueId('person')}@example.test`;

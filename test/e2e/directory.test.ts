@@ -10,6 +10,7 @@ import {
   launchBrowser,
   screenshotOnFailure,
   signUpInBrowser,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
@@ -19,7 +20,7 @@ import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
  * select orders them by name as the API does, a phone-width page shows a result before any
  * category, and discovery shows what matched, never a similarity score.
  */
-describe('directory browsing in a browser', () => {
+describe('directory browsing in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   let app: FastifyInstance;
   let base: string;
   let browser: RunningBrowser;

@@ -16,6 +16,7 @@ import {
   asNewOwner,
   docScreenshot,
   type RunningBrowser,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus, weatherSessionAtApproval } from '../helpers/edge-client.js';
 import { createTestApi, startWorker, type RunningWorker } from '../helpers/cookbooks.js';
@@ -30,7 +31,7 @@ import { registerApi, startUpstream, type TestUpstream } from '../helpers/upstre
  * dashboard's dead ends (Top APIs' platform rows, the Connections example, the webhook form) lead
  * somewhere. Steps share one signed-in page and run in order.
  */
-describe('first use and daily use in a browser', () => {
+describe('first use and daily use in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const taskQueue = uniqueId('first-use-e2e-');
   const redisPrefix = uniqueId('firstuse');
   const email = `${uniqueId('newcomer')}@example.test`;

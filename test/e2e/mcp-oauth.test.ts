@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
-import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser } from '../helpers/browser.js';
+import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser, BROWSER_TEST_TIMEOUT_MS } from '../helpers/browser.js';
 import { MemoryOAuthClient } from '../helpers/mcp-oauth.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
 
@@ -17,7 +17,7 @@ import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
  * the client the platform's code (`key_revoked`) in the error it receives. A denial reaches the
  * client as `access_denied`.
  */
-describe('an MCP client that speaks only OAuth, with consent in the dashboard', () => {
+describe('an MCP client that speaks only OAuth, with consent in the dashboard', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const password = 'correct horse battery staple';
   const email = `${uniqueId('mcp-person')}@example.test`;
   let app: FastifyInstance;

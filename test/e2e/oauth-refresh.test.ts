@@ -12,7 +12,7 @@ import { oauthRefreshTokenContext, oauthRenewalJob, type RenewalTally } from '#c
 import { createQueue, createRedis, openSecret } from '#core/platform';
 import { oauthRenewalProcessor } from '#workers/queues/oauth-renewal';
 import { loadWorkerSettings } from '#workers/settings';
-import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser } from '../helpers/browser.js';
+import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser, BROWSER_TEST_TIMEOUT_MS } from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { startEmailWorker, startMailServer, type MailServer } from '../helpers/mail.js';
 import { startTestOAuthProvider, TEST_USER, type TestOAuthProvider, registerOperatorOAuthApp } from '../helpers/oidc-provider.js';
@@ -29,7 +29,7 @@ import { startWebhookWorker } from '../helpers/webhooks.js';
  * as needing a reconnect and the account's webhook (signature verified) and e-mail arrive; the
  * e-mail's link reconnects it in the browser, and connection.recovered follows. Steps share one page.
  */
-describe('OAuth renewal and reconnect in a browser', () => {
+describe('OAuth renewal and reconnect in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const redisPrefix = uniqueId('oauth-refresh-e2e');
   let app: FastifyInstance;
   let provider: TestOAuthProvider;

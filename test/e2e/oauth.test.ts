@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '#edge/app';
 import { runApiCli } from '#cli/api-cli';
-import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser } from '../helpers/browser.js';
+import { freePort, launchBrowser, screenshotOnFailure, signUpInBrowser, type RunningBrowser, BROWSER_TEST_TIMEOUT_MS } from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { startTestOAuthProvider, TEST_USER, type TestOAuthProvider, registerOperatorOAuthApp } from '../helpers/oidc-provider.js';
 import { testDatabaseUrl, testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -16,7 +16,7 @@ import { registerApi } from '../helpers/upstream.js';
  * renewed and the call still works; a connection the provider stopped honouring shows as needing a
  * reconnect, and reconnecting in the browser fixes it. Steps share one page and run in order.
  */
-describe('OAuth connections in a browser', () => {
+describe('OAuth connections in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   let app: FastifyInstance;
   let provider: TestOAuthProvider;
   let browser: RunningBrowser;

@@ -18,6 +18,7 @@ import {
   signUpInBrowser,
   expectNoScriptErrors,
   asNewOwner,
+  BROWSER_TEST_TIMEOUT_MS,
 } from '../helpers/browser.js';
 import { edgeClient, expectStatus } from '../helpers/edge-client.js';
 import { testEdgeSettings, uniqueId } from '../helpers/settings.js';
@@ -39,7 +40,7 @@ interface Received {
  * from it; the secret is rotated; the endpoint is disabled and deleted. Steps run in order and
  * share one page.
  */
-describe('webhooks in a browser', () => {
+describe('webhooks in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
   const redisPrefix = uniqueId('whke2e');
   const email = `${uniqueId('owner')}@example.test`;
   const password = 'correct horse battery staple';

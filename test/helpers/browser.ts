@@ -28,8 +28,15 @@ export interface RunningBrowser {
   close(): Promise<void>;
 }
 
-/** How long a browser test waits for an element or a navigation before failing. */
-const ACTION_TIMEOUT_MS = 15_000;
+/**
+ * How long a browser test waits for an element or a navigation before failing. The page may wait on
+ * the edge's first discovery, which loads the directory index and the model: on a slower two-core
+ * host with the suite beside it that took more than 15 s (2026-11-29).
+ */
+const ACTION_TIMEOUT_MS = 30_000;
+
+/** A browser test's own time limit (the suite's default is 30 s): a test walks through several pages. */
+export const BROWSER_TEST_TIMEOUT_MS = 120_000;
 
 /**
  * Debian's Chromium (the `chromium` package; scripts/test.sh installs it when missing) driven by

@@ -5,6 +5,9 @@ export interface TcpProxy {
   /** Drops every open connection and refuses new ones at once (as a failed database host would). */
   cut(): void;
   restore(): void;
+  /** Holds back what the service sends until `release` (as a client sees a service, or its own event loop, that stalls). */
+  hold(): void;
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -12,6 +15,8 @@ export interface TcpProxy {
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const open = new Set<Socket>();
   let refusing = false;
+  let holding = false;
+  const held: Array<() => void> = [];
   const server = createServer((client) => {
     if (refusing) {
       client.destroy();
@@ -29,7 +34,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     upstream.on('error', drop).on('close', drop);
     upstream.connect(targetPort, targetHost, () => {
       client.pipe(upstream);
-      upstream.pipe(client);
+      upstream.on('data', (chunk: Buffer) => (holding ? held.push(() => client.write(chunk)) : client.write(chunk)));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -42,6 +47,13 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     },
     restore() {
       refusing = false;
+    },
+    hold() {
+      holding = true;
+    },
+    release() {
+      holding = false;
+      for (const send of held.splice(0)) send();
     },
     close: () =>
       new Promise<void>((resolve) => {

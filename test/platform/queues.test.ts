@@ -1,49 +1,8 @@
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { addJob, createQueue, createRedis } from '#core/platform';
 import { uniqueId } from '../helpers/settings.js';
-
-/**
- * A TCP relay to the real Redis whose answers can be held back: while `hold` is on, what Redis
- * sends is kept and delivered once it is off, as a client sees a Redis (or its own event loop) that
- * stalls for a while.
- */
-async function stallingRelay(redisUrl: string) {
-  const target = new URL(redisUrl);
-  const held: Array<() => void> = [];
-  let hold = false;
-  const sockets: Socket[] = [];
-  const server: Server = createServer((client) => {
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port || 6379) });
-    sockets.push(client, upstream);
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => (hold ? held.push(() => client.write(chunk)) : client.write(chunk)));
-    for (const [a, b] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      a.on('error', () => b.destroy());
-      a.on('close', () => b.destroy());
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}${target.pathname}`,
-    hold() {
-      hold = true;
-    },
-    release() {
-      hold = false;
-      for (const send of held.splice(0)) send();
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 describe('createQueue', () => {
   afterEach(() => vi.restoreAllMocks());
@@ -86,8 +45,9 @@ describe('createQueue', () => {
   });
 
   it('adds jobs once Redis answers again when Redis stalled past the command timeout just as the queue was made', async () => {
-    const relay = await stallingRelay(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-    const redis = createRedis(relay.url, 'request-path', { connectionName: 'queue-stall-test' });
+    const target = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const relay = await startTcpProxy(target.hostname, Number(target.port || 6379));
+    const redis = createRedis(`redis://127.0.0.1:${relay.port}${target.pathname}`, 'request-path', { connectionName: 'queue-stall-test' });
     await new Promise((resolve) => redis.once('ready', resolve));
     const name = uniqueId('queue-stall');
     const declaration = {
