@@ -44,6 +44,14 @@ const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
 /** The whole stack's log level (edge and workers): production's default unless told otherwise. */
 const LOG_LEVEL = process.env.BENCH_EDGE_LOG_LEVEL ?? 'info';
 const METRICS_SCRAPE_MS = Number(process.env.BENCH_METRICS_SCRAPE_MS ?? 5_000);
+/**
+ * For an A/B of node flags in one run: BENCH_CONTROL_EDGE_NODE_OPTIONS, when set, replaces the control
+ * edge's node flags (EDGE_NODE_OPTIONS or its default for the others), e.g. "--max-semi-space-size=16";
+ * the control's rows and the per-round difference to the plain edge then measure the flags.
+ */
+const CONTROL_NODE_OPTIONS = process.env.BENCH_CONTROL_EDGE_NODE_OPTIONS;
+const controlNodeFlags = CONTROL_NODE_OPTIONS === undefined ? edgeNodeFlags : CONTROL_NODE_OPTIONS.split(' ').filter(Boolean);
+const controlNote = CONTROL_NODE_OPTIONS === undefined ? '' : `, node flags \`${CONTROL_NODE_OPTIONS || '(none)'}\``;
 /** How long a ledger check waits for the settlements of calls charged from credit holds. */
 // Long enough for a settlement backlog under the profiler on a slow host (a run on 2026-11-29 found
 // 0.3 % of its charges still unsettled after 10 s; they all landed). The longest wait is reported.
@@ -175,12 +183,12 @@ http {
 
   // --- the platform edge: the real entry point, as `npm run up` runs it (the bundle, see edgeEntry) ----
   const edgeLog = join(tmp, 'edge.log');
-  const startEdge = async (nodeFlags: string[] = [], extraEnv: Record<string, string> = {}, logFile = edgeLog) => {
+  const startEdge = async (nodeFlags: string[] = [], extraEnv: Record<string, string> = {}, logFile = edgeLog, baseFlags = edgeNodeFlags) => {
     const port = await freePort();
     const child = startChild('edge', await edgeEntry(), [], {
       cpu: CPU_EDGE,
       stdout: logFile,
-      nodeFlags: [...edgeNodeFlags, ...nodeFlags],
+      nodeFlags: [...baseFlags, ...nodeFlags],
       env: {
         ...stackEnv,
         ...extraEnv,
@@ -205,7 +213,7 @@ http {
   let edge = await startEdge();
   let metricsPort = await freePort();
   const metricsEdge = await startEdge([], { METRICS_PORT: String(metricsPort) }, join(tmp, 'edge-metrics.log'));
-  const controlEdge = await startEdge([], {}, join(tmp, 'edge-control.log'));
+  const controlEdge = await startEdge([], {}, join(tmp, 'edge-control.log'), controlNodeFlags);
   let scrapes = 0;
   const scrape = async () => {
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
@@ -221,7 +229,7 @@ http {
     bare: { label: 'bare Fastify proxy (undici)', origin: `http://127.0.0.1:${barePort}`, path: '/items?x=1', headers: [] },
     platform: { label: 'platform metered proxy', origin: edge.origin, path: `/api/v1/proxy/${apiId}/items?x=1`, headers: keyHeaders('platform') },
     control: {
-      label: 'platform metered proxy, a second plain edge (control)',
+      label: `platform metered proxy, a second plain edge (control${controlNote})`,
       origin: controlEdge.origin,
       path: `/api/v1/proxy/${apiId}/items?x=1`,
       headers: keyHeaders('control'),
@@ -740,7 +748,7 @@ ${rows}
 | ratio (per run, median (min–max)) | measured | target |
 |---|---|---|
 | platform / bare Fastify proxy, peak throughput | ${fmtSummary(throughputRatio)} | ≥ 0.75: ${verdict(throughputRatio.median >= 0.75)} |
-| the same, a second plain edge (control) | ${fmtSummary(controlRatio)} | – |
+| the same, a second plain edge (control${controlNote}) | ${fmtSummary(controlRatio)} | – |
 | the same with metrics on (an edge with \`METRICS_PORT\`, scraped every ${METRICS_SCRAPE_MS / 1000} s while loaded: ${scrapes} scrapes) | ${fmtSummary(metricsRatio)} | – |
 | two plain edges apart: per round, the control's ratio minus the plain edge's | ${fmtSummary(plainSpread, 3)} | – |
 | metrics' cost: per round, the metrics edge's ratio minus the mean of the two plain edges' | ${fmtSummary(metricsCost, 3)} | within 0.02: ${verdict(Math.abs(metricsCost.median) <= 0.02)} |
