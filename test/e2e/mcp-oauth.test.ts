@@ -46,7 +46,7 @@ describe('an MCP client that speaks only OAuth, with consent in the dashboard', 
     page = browser.page;
     // The person's account exists; the consent happens in another browser, not yet signed in.
     await signUpInBrowser(page, base, email, password);
-  }, 90_000);
+  }, BROWSER_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
     await browser?.close();

@@ -87,7 +87,7 @@ describe('OAuth renewal and reconnect in a browser', { timeout: BROWSER_TEST_TIM
     await renewalEvents.waitUntilReady();
     browser = await launchBrowser();
     page = browser.page;
-  }, 90_000);
+  }, BROWSER_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
     await browser?.close();

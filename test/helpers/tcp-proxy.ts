@@ -11,7 +11,7 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-/** A TCP forwarder on 127.0.0.1 in front of a real service, that a test can cut and restore. */
+/** A TCP forwarder on 127.0.0.1 in front of a real service, that a test can cut and restore, or hold its answers back. */
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const open = new Set<Socket>();
   let refusing = false;
@@ -34,7 +34,13 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     upstream.on('error', drop).on('close', drop);
     upstream.connect(targetPort, targetHost, () => {
       client.pipe(upstream);
-      upstream.on('data', (chunk: Buffer) => (holding ? held.push(() => client.write(chunk)) : client.write(chunk)));
+      // Not piped, so that answers can be held back (hold); backpressure and the end are passed on by hand.
+      const send = (chunk: Buffer) => {
+        if (!client.write(chunk)) upstream.pause();
+      };
+      client.on('drain', () => upstream.resume());
+      upstream.on('data', (chunk: Buffer) => (holding ? held.push(() => send(chunk)) : send(chunk)));
+      upstream.on('end', () => (holding ? held.push(() => client.end()) : client.end()));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
