@@ -55,7 +55,7 @@ describe('account lifecycle in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS },
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
   afterAll(async () => {
     await browser?.close();
     await app?.close();

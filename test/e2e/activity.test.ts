@@ -69,7 +69,7 @@ describe('activity and statement in a browser', { timeout: BROWSER_TEST_TIMEOUT_
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
   afterAll(async () => {
     await browser?.close();
     await app?.close();
@@ -81,84 +81,73 @@ describe('activity and statement in a browser', { timeout: BROWSER_TEST_TIMEOUT_
     onTestFailed(() => screenshotOnFailure(page, `activity-${task.name}`));
   });
 
-  it(
-    'shows every call with its outcome, failed ones with their code and hint, and the statement adds up to the balance',
-    async () => {
-      ownerKey = await signUpInBrowser(page, base, `${uniqueId('activity')}@example.test`, 'correct horse battery staple');
-      expectStatus(await call('/api/v1/balance', { method: 'POST', body: { amount: 1 } }), 200);
-      const apiId = await registerApi({ baseUrl: upstream.url, price: '0.004' });
-      const proxy = (path: string) =>
-        rawRequest(base, { method: 'GET', path: `/api/v1/proxy/${apiId}${path}`, headers: { authorization: `Bearer ${ownerKey}` } });
-      const served = await proxy('/ok');
-      expect(served.status).toBe(200);
-      expect((await proxy('/missing')).status).toBe(404);
-      expect((await proxy('/boom')).status).toBe(502);
+  it('shows every call with its outcome, failed ones with their code and hint, and the statement adds up to the balance', async () => {
+    ownerKey = await signUpInBrowser(page, base, `${uniqueId('activity')}@example.test`, 'correct horse battery staple');
+    expectStatus(await call('/api/v1/balance', { method: 'POST', body: { amount: 1 } }), 200);
+    const apiId = await registerApi({ baseUrl: upstream.url, price: '0.004' });
+    const proxy = (path: string) =>
+      rawRequest(base, { method: 'GET', path: `/api/v1/proxy/${apiId}${path}`, headers: { authorization: `Bearer ${ownerKey}` } });
+    const served = await proxy('/ok');
+    expect(served.status).toBe(200);
+    expect((await proxy('/missing')).status).toBe(404);
+    expect((await proxy('/boom')).status).toBe(502);
 
-      await fromOverview(page, 'Activity');
-      const rows = page.getByTestId('activity-row');
-      await refreshUntil(() => page.getByRole('button', { name: 'Refresh' }), rows.nth(2));
-      await expect(rows.count()).resolves.toBe(3);
-      const refunded = page.locator('[data-testid="activity-row"][data-outcome="refunded"]');
-      await expect(refunded.textContent()).resolves.toContain('upstream_error');
-      await expect(refunded.textContent()).resolves.toContain('$0.004 refunded');
-      const hints = page.getByTestId('activity-hint');
-      await expect(hints.count()).resolves.toBe(2);
-      await expect(hints.allTextContents()).resolves.toEqual(
-        expect.arrayContaining([expect.stringContaining('The call was refunded'), expect.stringContaining('answered 404')]),
-      );
+    await fromOverview(page, 'Activity');
+    const rows = page.getByTestId('activity-row');
+    await refreshUntil(() => page.getByRole('button', { name: 'Refresh' }), rows.nth(2));
+    await expect(rows.count()).resolves.toBe(3);
+    const refunded = page.locator('[data-testid="activity-row"][data-outcome="refunded"]');
+    await expect(refunded.textContent()).resolves.toContain('upstream_error');
+    await expect(refunded.textContent()).resolves.toContain('$0.004 refunded');
+    const hints = page.getByTestId('activity-hint');
+    await expect(hints.count()).resolves.toBe(2);
+    await expect(hints.allTextContents()).resolves.toEqual(
+      expect.arrayContaining([expect.stringContaining('The call was refunded'), expect.stringContaining('answered 404')]),
+    );
 
-      // Only the refunded call, by the filter.
-      await page.getByLabel('Outcome').selectOption('refunded');
-      await page.getByRole('button', { name: 'Apply' }).click();
-      await expect.poll(() => rows.count()).toBe(1);
+    // Only the refunded call, by the filter.
+    await page.getByLabel('Outcome').selectOption('refunded');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect.poll(() => rows.count()).toBe(1);
 
-      // The served call from the X-Request-Id its answer carried, which its details show.
-      const requestId = String(served.headers['x-request-id']);
-      await page.getByLabel('Outcome').selectOption('');
-      await page.getByLabel('Request id').fill(requestId);
-      await page.getByRole('button', { name: 'Apply' }).click();
-      await expect.poll(() => page.locator('[data-testid="activity-row"][data-outcome="served"]').count()).toBe(1);
-      await expect.poll(() => rows.count()).toBe(1);
-      await rows.first().getByRole('button', { name: 'More' }).click();
-      await expect.poll(() => page.getByText(requestId, { exact: true }).count()).toBe(1);
-      await page.getByLabel('Request id').fill('');
+    // The served call from the X-Request-Id its answer carried, which its details show.
+    const requestId = String(served.headers['x-request-id']);
+    await page.getByLabel('Outcome').selectOption('');
+    await page.getByLabel('Request id').fill(requestId);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect.poll(() => page.locator('[data-testid="activity-row"][data-outcome="served"]').count()).toBe(1);
+    await expect.poll(() => rows.count()).toBe(1);
+    await rows.first().getByRole('button', { name: 'More' }).click();
+    await expect.poll(() => page.getByText(requestId, { exact: true }).count()).toBe(1);
+    await page.getByLabel('Request id').fill('');
 
-      // The statement: the sign-up credit (if any), the top-up, three charges and a refund; its closing balance is the balance.
-      await page.getByRole('navigation', { name: 'Activity and statement' }).getByRole('link', { name: 'Statement' }).click();
-      await page.getByRole('heading', { level: 1, name: 'Statement', exact: true }).waitFor();
-      const balance = (await call('/api/v1/balance')).body.balance as number;
-      const dollars = new Intl.NumberFormat('en-US', {
-        style: 'currency',
-        currency: 'USD',
-        minimumFractionDigits: 2,
-        maximumFractionDigits: 6,
-      }).format(balance);
-      await expect.poll(() => page.getByTestId('statement-closing').textContent()).toBe(dollars);
-      await expect(page.locator('[data-testid="statement-row"][data-kind="charge"]').count()).resolves.toBe(3);
-      await expect(page.locator('[data-testid="statement-row"][data-kind="refund"]').count()).resolves.toBe(1);
+    // The statement: the sign-up credit (if any), the top-up, three charges and a refund; its closing balance is the balance.
+    await page.getByRole('navigation', { name: 'Activity and statement' }).getByRole('link', { name: 'Statement' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Statement', exact: true }).waitFor();
+    const balance = (await call('/api/v1/balance')).body.balance as number;
+    const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 }).format(
+      balance,
+    );
+    await expect.poll(() => page.getByTestId('statement-closing').textContent()).toBe(dollars);
+    await expect(page.locator('[data-testid="statement-row"][data-kind="charge"]').count()).resolves.toBe(3);
+    await expect(page.locator('[data-testid="statement-row"][data-kind="refund"]').count()).resolves.toBe(1);
 
-      const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('statement-csv').click()]);
-      expect(download.suggestedFilename()).toBe('statement.csv');
-      const csv = await readFile((await download.path())!, 'utf8');
-      const lines = csv.trim().split('\r\n');
-      const amount = lines[0]!.split(',').indexOf('amount_micros');
-      const total = lines.slice(1).reduce((sum, line) => sum + BigInt(line.split(',')[amount]!), 0n);
-      expect(Number(total) / 1_000_000).toBe(balance);
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('statement-csv').click()]);
+    expect(download.suggestedFilename()).toBe('statement.csv');
+    const csv = await readFile((await download.path())!, 'utf8');
+    const lines = csv.trim().split('\r\n');
+    const amount = lines[0]!.split(',').indexOf('amount_micros');
+    const total = lines.slice(1).reduce((sum, line) => sum + BigInt(line.split(',')[amount]!), 0n);
+    expect(Number(total) / 1_000_000).toBe(balance);
+  });
 
-  it(
-    'loads the Activity and Statement pages with no script error',
-    async () => {
-      await expectNoScriptErrors(browser, async (fresh) => {
-        await asNewOwner(base, [])(fresh);
-        for (const name of ['Activity', 'Statement'] as const) {
-          await fromOverview(fresh, name);
-          await expect.poll(() => fresh.locator('.loading').count(), { message: `the ${name} page is still loading` }).toBe(0);
-        }
-      });
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+  it('loads the Activity and Statement pages with no script error', async () => {
+    await expectNoScriptErrors(browser, async (fresh) => {
+      await asNewOwner(base, [])(fresh);
+      for (const name of ['Activity', 'Statement'] as const) {
+        await fromOverview(fresh, name);
+        await expect.poll(() => fresh.locator('.loading').count(), { message: `the ${name} page is still loading` }).toBe(0);
+      }
+    });
+  });
 });

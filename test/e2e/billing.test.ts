@@ -226,7 +226,7 @@ describe('billing in a browser (live mode with Stripe)', { timeout: BROWSER_TEST
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -240,280 +240,247 @@ describe('billing in a browser (live mode with Stripe)', { timeout: BROWSER_TEST
     onTestFailed(() => screenshotOnFailure(page, `billing-${task.name}`));
   });
 
-  it(
-    "adds $20: the browser goes to Stripe's page and back, and the balance updates when the webhook arrives, without a reload",
-    async () => {
-      ownerKey = await signUpInBrowser(page, base, email, password);
-      expect(ownerKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
-      await page.getByTestId('balance').filter({ hasText: '$0.00' }).waitFor();
-      const [account] = await app.deps.sql<{ id: string }[]>`select id from accounts where email = ${email}`;
-      accountId = account!.id;
+  it("adds $20: the browser goes to Stripe's page and back, and the balance updates when the webhook arrives, without a reload", async () => {
+    ownerKey = await signUpInBrowser(page, base, email, password);
+    expect(ownerKey).toMatch(/^service_sk_[0-9a-f]{48}$/);
+    await page.getByTestId('balance').filter({ hasText: '$0.00' }).waitFor();
+    const [account] = await app.deps.sql<{ id: string }[]>`select id from accounts where email = ${email}`;
+    accountId = account!.id;
 
-      await page.getByLabel('Amount in dollars').fill('20');
-      await page.getByRole('button', { name: 'Add funds' }).click();
-      await page.waitForURL(onCheckoutPage);
-      await page.getByRole('heading', { name: 'Fake Stripe Checkout' }).waitFor();
-      await page.getByText('Pay $20.00').waitFor();
+    await page.getByLabel('Amount in dollars').fill('20');
+    await page.getByRole('button', { name: 'Add funds' }).click();
+    await page.waitForURL(onCheckoutPage);
+    await page.getByRole('heading', { name: 'Fake Stripe Checkout' }).waitFor();
+    await page.getByText('Pay $20.00').waitFor();
 
-      // The edge asked Stripe for a Checkout Session in payment mode for 2000 cents, with the
-      // dashboard's per-click Idempotency-Key, coming back to the dashboard.
-      const [request] = sessionRequests('payment');
-      expect(sessionRequests('payment')).toHaveLength(1);
-      expect(request!.headers.authorization).toBe(`Bearer ${STRIPE_KEY}`);
-      expect(Object.fromEntries(request!.form)).toMatchObject({
-        mode: 'payment',
-        client_reference_id: accountId,
-        'line_items[0][price_data][unit_amount]': '2000',
-        'line_items[0][price_data][currency]': 'usd',
-        'line_items[0][quantity]': '1',
-        'metadata[accountId]': accountId,
-      });
-      const topUpId = request!.form.get('metadata[topUpId]')!;
-      expect(topUpId).toMatch(/^top_/);
-      expect(request!.form.get('success_url')).toBe(`${base}/?topup=succeeded&topUpId=${topUpId}`);
-      expect(String(request!.headers['idempotency-key'])).toMatch(new RegExp(`^topup:${accountId}:[0-9a-f-]{36}$`));
-      const sessionId = new URL(page.url()).pathname.slice('/pay/'.length);
-      expect(sessions.get(sessionId)?.mode).toBe('payment');
-      paid = { sessionId, topUpId };
-      // Nothing is credited by starting a payment.
-      expect((await call('/api/v1/balance')).body.balance).toBe(0);
+    // The edge asked Stripe for a Checkout Session in payment mode for 2000 cents, with the
+    // dashboard's per-click Idempotency-Key, coming back to the dashboard.
+    const [request] = sessionRequests('payment');
+    expect(sessionRequests('payment')).toHaveLength(1);
+    expect(request!.headers.authorization).toBe(`Bearer ${STRIPE_KEY}`);
+    expect(Object.fromEntries(request!.form)).toMatchObject({
+      mode: 'payment',
+      client_reference_id: accountId,
+      'line_items[0][price_data][unit_amount]': '2000',
+      'line_items[0][price_data][currency]': 'usd',
+      'line_items[0][quantity]': '1',
+      'metadata[accountId]': accountId,
+    });
+    const topUpId = request!.form.get('metadata[topUpId]')!;
+    expect(topUpId).toMatch(/^top_/);
+    expect(request!.form.get('success_url')).toBe(`${base}/?topup=succeeded&topUpId=${topUpId}`);
+    expect(String(request!.headers['idempotency-key'])).toMatch(new RegExp(`^topup:${accountId}:[0-9a-f-]{36}$`));
+    const sessionId = new URL(page.url()).pathname.slice('/pay/'.length);
+    expect(sessions.get(sessionId)?.mode).toBe('payment');
+    paid = { sessionId, topUpId };
+    // Nothing is credited by starting a payment.
+    expect((await call('/api/v1/balance')).body.balance).toBe(0);
 
-      await page.getByRole('button', { name: 'Pay' }).click();
-      await page.waitForURL(backOnDashboard);
-      const waiting = page.getByRole('status').filter({ hasText: 'Payment received by Stripe; your balance updates when Stripe confirms it' });
-      await waiting.waitFor();
-      expect(checkoutClicks).toEqual([`${sessionId} pay`]);
-      // Stripe's query is taken off the address once read.
-      await expect.poll(() => new URL(page.url()).search).toBe('');
-      await expect(page.getByTestId('balance').textContent()).resolves.toBe('$0.00');
+    await page.getByRole('button', { name: 'Pay' }).click();
+    await page.waitForURL(backOnDashboard);
+    const waiting = page.getByRole('status').filter({ hasText: 'Payment received by Stripe; your balance updates when Stripe confirms it' });
+    await waiting.waitFor();
+    expect(checkoutClicks).toEqual([`${sessionId} pay`]);
+    // Stripe's query is taken off the address once read.
+    await expect.poll(() => new URL(page.url()).search).toBe('');
+    await expect(page.getByTestId('balance').textContent()).resolves.toBe('$0.00');
 
-      // A marker on the window: it survives only if the page is never reloaded.
-      await page.evaluate(() => Object.assign(globalThis, { e2eMarker: 'not reloaded' }));
-      const outcome = await deliver('checkout.session.completed', {
-        id: sessionId,
-        object: 'checkout.session',
-        mode: 'payment',
-        payment_status: 'paid',
-        status: 'complete',
-        amount_total: 2000,
-        currency: 'usd',
-        client_reference_id: accountId,
-        payment_intent: `pi_for_${topUpId}`,
-        metadata: { topUpId, accountId },
-      });
-      expect(outcome).toBe('credited');
-      await page.getByTestId('balance').filter({ hasText: '$20.00' }).waitFor();
-      await page.getByRole('status').filter({ hasText: 'Stripe confirmed the payment of $20.00: your balance is now $20.00.' }).waitFor();
-      await expect(page.evaluate(() => (globalThis as { e2eMarker?: string }).e2eMarker)).resolves.toBe('not reloaded');
-      expect((await call('/api/v1/balance')).body.balance).toBe(20);
-      await expect(page.getByText("You pay by card on Stripe's page").isVisible()).resolves.toBe(true);
+    // A marker on the window: it survives only if the page is never reloaded.
+    await page.evaluate(() => Object.assign(globalThis, { e2eMarker: 'not reloaded' }));
+    const outcome = await deliver('checkout.session.completed', {
+      id: sessionId,
+      object: 'checkout.session',
+      mode: 'payment',
+      payment_status: 'paid',
+      status: 'complete',
+      amount_total: 2000,
+      currency: 'usd',
+      client_reference_id: accountId,
+      payment_intent: `pi_for_${topUpId}`,
+      metadata: { topUpId, accountId },
+    });
+    expect(outcome).toBe('credited');
+    await page.getByTestId('balance').filter({ hasText: '$20.00' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Stripe confirmed the payment of $20.00: your balance is now $20.00.' }).waitFor();
+    await expect(page.evaluate(() => (globalThis as { e2eMarker?: string }).e2eMarker)).resolves.toBe('not reloaded');
+    expect((await call('/api/v1/balance')).body.balance).toBe(20);
+    await expect(page.getByText("You pay by card on Stripe's page").isVisible()).resolves.toBe(true);
 
-      await page.getByRole('button', { name: 'Dismiss' }).click();
-      await expect(page.getByText('Stripe confirmed the payment').count()).resolves.toBe(0);
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+    await expect(page.getByText('Stripe confirmed the payment').count()).resolves.toBe(0);
+  });
 
-  it(
-    "cancelling on Stripe's page comes back saying nothing was charged",
-    async () => {
-      await page.getByLabel('Amount in dollars').fill('7.50');
-      await page.getByRole('button', { name: 'Add funds' }).click();
-      await page.waitForURL(onCheckoutPage);
-      const [, request] = sessionRequests('payment');
-      expect(request!.form.get('line_items[0][price_data][unit_amount]')).toBe('750');
-      const topUpId = request!.form.get('metadata[topUpId]')!;
-      expect(request!.form.get('cancel_url')).toBe(`${base}/?topup=cancelled&topUpId=${topUpId}`);
-      await page.getByRole('button', { name: 'Cancel' }).click();
-      await page.waitForURL(backOnDashboard);
-      await page.getByRole('status').filter({ hasText: 'Payment cancelled' }).filter({ hasText: 'nothing was charged' }).waitFor();
-      await expect.poll(() => new URL(page.url()).search).toBe('');
-      await page.getByTestId('balance').filter({ hasText: '$20.00' }).waitFor();
-      expect((await call('/api/v1/balance')).body.balance).toBe(20);
-      expect(checkoutClicks.at(-1)).toMatch(/ cancel$/);
+  it("cancelling on Stripe's page comes back saying nothing was charged", async () => {
+    await page.getByLabel('Amount in dollars').fill('7.50');
+    await page.getByRole('button', { name: 'Add funds' }).click();
+    await page.waitForURL(onCheckoutPage);
+    const [, request] = sessionRequests('payment');
+    expect(request!.form.get('line_items[0][price_data][unit_amount]')).toBe('750');
+    const topUpId = request!.form.get('metadata[topUpId]')!;
+    expect(request!.form.get('cancel_url')).toBe(`${base}/?topup=cancelled&topUpId=${topUpId}`);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForURL(backOnDashboard);
+    await page.getByRole('status').filter({ hasText: 'Payment cancelled' }).filter({ hasText: 'nothing was charged' }).waitFor();
+    await expect.poll(() => new URL(page.url()).search).toBe('');
+    await page.getByTestId('balance').filter({ hasText: '$20.00' }).waitFor();
+    expect((await call('/api/v1/balance')).body.balance).toBe(20);
+    expect(checkoutClicks.at(-1)).toMatch(/ cancel$/);
 
-      // The edge's rules for card amounts come back in words: below the minimum is refused before Stripe is asked.
-      const asked = sessionRequests('payment').length;
-      await page.getByLabel('Amount in dollars').fill('2');
-      await page.getByRole('button', { name: 'Add funds' }).click();
-      await page.getByRole('alert').filter({ hasText: 'amount must be between' }).waitFor();
-      expect(new URL(page.url()).origin).toBe(base);
-      expect(sessionRequests('payment')).toHaveLength(asked);
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    // The edge's rules for card amounts come back in words: below the minimum is refused before Stripe is asked.
+    const asked = sessionRequests('payment').length;
+    await page.getByLabel('Amount in dollars').fill('2');
+    await page.getByRole('button', { name: 'Add funds' }).click();
+    await page.getByRole('alert').filter({ hasText: 'amount must be between' }).waitFor();
+    expect(new URL(page.url()).origin).toBe(base);
+    expect(sessionRequests('payment')).toHaveLength(asked);
+  });
 
-  it(
-    'sets the low-balance alert threshold, explains balance.low, and turns it off',
-    async () => {
-      const alertCard = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Low-balance alert' }) });
-      await expect(alertCard.getByText('balance.low', { exact: true }).isVisible()).resolves.toBe(true);
-      await expect(alertCard.getByRole('link', { name: 'Webhooks page' }).getAttribute('href')).resolves.toBe('/webhooks');
-      const threshold = page.getByLabel('Low-balance threshold in dollars');
-      await expect(threshold.inputValue()).resolves.toBe('');
+  it('sets the low-balance alert threshold, explains balance.low, and turns it off', async () => {
+    const alertCard = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Low-balance alert' }) });
+    await expect(alertCard.getByText('balance.low', { exact: true }).isVisible()).resolves.toBe(true);
+    await expect(alertCard.getByRole('link', { name: 'Webhooks page' }).getAttribute('href')).resolves.toBe('/webhooks');
+    const threshold = page.getByLabel('Low-balance threshold in dollars');
+    await expect(threshold.inputValue()).resolves.toBe('');
 
-      await threshold.fill('0');
-      await page.getByRole('button', { name: 'Save alert' }).click();
-      await alertCard.getByRole('alert').filter({ hasText: 'lowBalanceThreshold must be a positive dollar amount' }).waitFor();
+    await threshold.fill('0');
+    await page.getByRole('button', { name: 'Save alert' }).click();
+    await alertCard.getByRole('alert').filter({ hasText: 'lowBalanceThreshold must be a positive dollar amount' }).waitFor();
 
-      await threshold.fill('2.50');
-      await page.getByRole('button', { name: 'Save alert' }).click();
-      await alertCard.getByText('Saved: you are alerted when your balance falls below $2.50.').waitFor();
-      let saved = await call('/api/v1/balance/alerts');
-      expectStatus(saved, 200);
-      expect(saved.body.lowBalanceThreshold).toBe(2.5);
+    await threshold.fill('2.50');
+    await page.getByRole('button', { name: 'Save alert' }).click();
+    await alertCard.getByText('Saved: you are alerted when your balance falls below $2.50.').waitFor();
+    let saved = await call('/api/v1/balance/alerts');
+    expectStatus(saved, 200);
+    expect(saved.body.lowBalanceThreshold).toBe(2.5);
 
-      await threshold.fill('');
-      await page.getByRole('button', { name: 'Save alert' }).click();
-      await alertCard.getByText('Low-balance alert turned off.').waitFor();
-      expect((await call('/api/v1/balance/alerts')).body.lowBalanceThreshold).toBeNull();
+    await threshold.fill('');
+    await page.getByRole('button', { name: 'Save alert' }).click();
+    await alertCard.getByText('Low-balance alert turned off.').waitFor();
+    expect((await call('/api/v1/balance/alerts')).body.lowBalanceThreshold).toBeNull();
 
-      await threshold.fill('3');
-      await page.getByRole('button', { name: 'Save alert' }).click();
-      await alertCard.getByText('below $3.00').waitFor();
-      saved = await call('/api/v1/balance/alerts');
-      expect(saved.body.lowBalanceThreshold).toBe(3);
-      // A reload shows the saved threshold.
-      await page.reload();
-      await expect.poll(() => page.getByLabel('Low-balance threshold in dollars').inputValue()).toBe('3');
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    await threshold.fill('3');
+    await page.getByRole('button', { name: 'Save alert' }).click();
+    await alertCard.getByText('below $3.00').waitFor();
+    saved = await call('/api/v1/balance/alerts');
+    expect(saved.body.lowBalanceThreshold).toBe(3);
+    // A reload shows the saved threshold.
+    await page.reload();
+    await expect.poll(() => page.getByLabel('Low-balance threshold in dollars').inputValue()).toBe('3');
+  });
 
-  it(
-    'saves a card through Stripe in setup mode and sets automatic top-up',
-    async () => {
-      const card = autoTopupCard();
-      const state = card.getByTestId('auto-topup-state');
-      await state.getByText('No card saved').waitFor();
-      await expect(state.getByText('Off', { exact: true }).isVisible()).resolves.toBe(true);
+  it('saves a card through Stripe in setup mode and sets automatic top-up', async () => {
+    const card = autoTopupCard();
+    const state = card.getByTestId('auto-topup-state');
+    await state.getByText('No card saved').waitFor();
+    await expect(state.getByText('Off', { exact: true }).isVisible()).resolves.toBe(true);
 
-      await card.getByRole('button', { name: 'Save a card' }).click();
-      await page.waitForURL(onCheckoutPage);
-      await page.getByText('Save a card for later payments').waitFor();
-      const [setup] = sessionRequests('setup');
-      expect(sessionRequests('setup')).toHaveLength(1);
-      const customer = setup!.form.get('customer')!;
-      expect(customer).toMatch(/^cus_e2e_/);
-      expect(requests.filter((r) => r.path === '/v1/customers')[0]!.form.get('metadata[accountId]')).toBe(accountId);
-      expect(Object.fromEntries(setup!.form)).toMatchObject({
-        mode: 'setup',
-        currency: 'usd',
-        'metadata[accountId]': accountId,
-        'metadata[purpose]': 'auto-topup-setup',
-        success_url: `${base}/?autotopup=saved`,
-        cancel_url: `${base}/?autotopup=cancelled`,
-      });
-      const setupSession = sessions.get(new URL(page.url()).pathname.slice('/pay/'.length))!;
-      expect(setupSession.mode).toBe('setup');
+    await card.getByRole('button', { name: 'Save a card' }).click();
+    await page.waitForURL(onCheckoutPage);
+    await page.getByText('Save a card for later payments').waitFor();
+    const [setup] = sessionRequests('setup');
+    expect(sessionRequests('setup')).toHaveLength(1);
+    const customer = setup!.form.get('customer')!;
+    expect(customer).toMatch(/^cus_e2e_/);
+    expect(requests.filter((r) => r.path === '/v1/customers')[0]!.form.get('metadata[accountId]')).toBe(accountId);
+    expect(Object.fromEntries(setup!.form)).toMatchObject({
+      mode: 'setup',
+      currency: 'usd',
+      'metadata[accountId]': accountId,
+      'metadata[purpose]': 'auto-topup-setup',
+      success_url: `${base}/?autotopup=saved`,
+      cancel_url: `${base}/?autotopup=cancelled`,
+    });
+    const setupSession = sessions.get(new URL(page.url()).pathname.slice('/pay/'.length))!;
+    expect(setupSession.mode).toBe('setup');
 
-      await page.getByRole('button', { name: 'Save card' }).click();
-      await page.waitForURL(backOnDashboard);
-      await page.getByRole('status').filter({ hasText: 'Card details received by Stripe' }).waitFor();
-      await expect.poll(() => new URL(page.url()).search).toBe('');
-      // Back from Stripe, the card is not saved until Stripe's webhook says so.
-      await state.getByText('No card saved').waitFor();
+    await page.getByRole('button', { name: 'Save card' }).click();
+    await page.waitForURL(backOnDashboard);
+    await page.getByRole('status').filter({ hasText: 'Card details received by Stripe' }).waitFor();
+    await expect.poll(() => new URL(page.url()).search).toBe('');
+    // Back from Stripe, the card is not saved until Stripe's webhook says so.
+    await state.getByText('No card saved').waitFor();
 
-      const outcome = await deliver('checkout.session.completed', {
-        id: setupSession.id,
-        object: 'checkout.session',
-        mode: 'setup',
-        status: 'complete',
-        customer,
-        setup_intent: setupSession.setupIntent,
-        metadata: { accountId, purpose: 'auto-topup-setup' },
-      });
-      expect(outcome).toBe('card saved');
-      // The page notices by itself (it asks again every two seconds while waiting).
-      await state.getByText('Card saved', { exact: true }).waitFor();
-      await page.getByRole('status').filter({ hasText: 'Stripe confirmed your card' }).waitFor();
-      expect(requests.some((r) => r.method === 'GET' && r.path === `/v1/setup_intents/${setupSession.setupIntent}`)).toBe(true);
-      await expect(card.getByRole('button', { name: 'Replace the saved card' }).isVisible()).resolves.toBe(true);
+    const outcome = await deliver('checkout.session.completed', {
+      id: setupSession.id,
+      object: 'checkout.session',
+      mode: 'setup',
+      status: 'complete',
+      customer,
+      setup_intent: setupSession.setupIntent,
+      metadata: { accountId, purpose: 'auto-topup-setup' },
+    });
+    expect(outcome).toBe('card saved');
+    // The page notices by itself (it asks again every two seconds while waiting).
+    await state.getByText('Card saved', { exact: true }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Stripe confirmed your card' }).waitFor();
+    expect(requests.some((r) => r.method === 'GET' && r.path === `/v1/setup_intents/${setupSession.setupIntent}`)).toBe(true);
+    await expect(card.getByRole('button', { name: 'Replace the saved card' }).isVisible()).resolves.toBe(true);
 
-      await card.getByLabel('Top up automatically').check();
-      await card.getByLabel('When the balance falls below (dollars)').fill('5');
-      // An amount under the minimum card payment is refused in words.
-      await card.getByLabel('Add this amount (dollars)').fill('2');
-      await card.getByRole('button', { name: 'Save automatic top-up' }).click();
-      await card.getByRole('alert').filter({ hasText: 'amount must be between' }).waitFor();
-      expect((await call('/api/v1/balance/auto-topup')).body.enabled).toBe(false);
+    await card.getByLabel('Top up automatically').check();
+    await card.getByLabel('When the balance falls below (dollars)').fill('5');
+    // An amount under the minimum card payment is refused in words.
+    await card.getByLabel('Add this amount (dollars)').fill('2');
+    await card.getByRole('button', { name: 'Save automatic top-up' }).click();
+    await card.getByRole('alert').filter({ hasText: 'amount must be between' }).waitFor();
+    expect((await call('/api/v1/balance/auto-topup')).body.enabled).toBe(false);
 
-      await card.getByLabel('Add this amount (dollars)').fill('20');
-      await card.getByRole('button', { name: 'Save automatic top-up' }).click();
-      await card.getByText('Automatic top-up is on: below $5.00, $20.00 is charged to your card.').waitFor();
-      await state.getByText('On', { exact: true }).waitFor();
-      await state.getByText('Below $5.00, add $20.00').waitFor();
-      const saved = await call('/api/v1/balance/auto-topup');
-      expectStatus(saved, 200);
-      expect(saved.body).toMatchObject({ ok: true, enabled: true, threshold: 5, amount: 20, cardSaved: true, inFlight: false, failures: 0 });
+    await card.getByLabel('Add this amount (dollars)').fill('20');
+    await card.getByRole('button', { name: 'Save automatic top-up' }).click();
+    await card.getByText('Automatic top-up is on: below $5.00, $20.00 is charged to your card.').waitFor();
+    await state.getByText('On', { exact: true }).waitFor();
+    await state.getByText('Below $5.00, add $20.00').waitFor();
+    const saved = await call('/api/v1/balance/auto-topup');
+    expectStatus(saved, 200);
+    expect(saved.body).toMatchObject({ ok: true, enabled: true, threshold: 5, amount: 20, cardSaved: true, inFlight: false, failures: 0 });
 
-      await page.getByRole('button', { name: 'Dismiss' }).click();
-      await page.evaluate('window.scrollTo(0, 0)');
-      await docScreenshot(page, 'billing');
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+    await page.evaluate('window.scrollTo(0, 0)');
+    await docScreenshot(page, 'billing');
+  });
 
-  it(
-    'shows a declined automatic top-up: the error and when the next attempt may happen',
-    async () => {
-      const card = autoTopupCard();
-      // Above the balance, so the next charge leaves the balance below it.
-      await card.getByLabel('When the balance falls below (dollars)').fill('25');
-      await card.getByRole('button', { name: 'Save automatic top-up' }).click();
-      await card.getByText('Automatic top-up is on: below $25.00').waitFor();
+  it('shows a declined automatic top-up: the error and when the next attempt may happen', async () => {
+    const card = autoTopupCard();
+    // Above the balance, so the next charge leaves the balance below it.
+    await card.getByLabel('When the balance falls below (dollars)').fill('25');
+    await card.getByRole('button', { name: 'Save automatic top-up' }).click();
+    await card.getByText('Automatic top-up is on: below $25.00').waitFor();
 
-      // An agent buys an API's instructions ($0.01): 20.00 -> 19.99, below $25; the worker charges the card, which declines.
-      const bought = await call('/api/v1/apis/twilio.com-api/instructions');
-      expectStatus(bought, 200);
-      const failure = card.getByTestId('auto-topup-failure');
-      await refreshUntil(() => autoTopupCard().getByRole('button', { name: 'Refresh', exact: true }), failure);
-      await expect(failure.textContent()).resolves.toContain('The last automatic top-up failed: card_declined: Your card was declined. ');
-      await expect(failure.textContent()).resolves.toMatch(/The next attempt may happen in (1 hour|60 minutes)/);
-      const state = await call('/api/v1/balance/auto-topup');
-      expect(state.body).toMatchObject({ failures: 1, inFlight: false, lastError: expect.stringContaining('card_declined') });
-      const intent = requests.find((r) => r.path === '/v1/payment_intents')!;
-      expect(Object.fromEntries(intent.form)).toMatchObject({
-        amount: '2000',
-        currency: 'usd',
-        off_session: 'true',
-        'metadata[accountId]': accountId,
-      });
-      expect((await call('/api/v1/balance')).body.balance).toBe(19.99);
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    // An agent buys an API's instructions ($0.01): 20.00 -> 19.99, below $25; the worker charges the card, which declines.
+    const bought = await call('/api/v1/apis/twilio.com-api/instructions');
+    expectStatus(bought, 200);
+    const failure = card.getByTestId('auto-topup-failure');
+    await refreshUntil(() => autoTopupCard().getByRole('button', { name: 'Refresh', exact: true }), failure);
+    await expect(failure.textContent()).resolves.toContain('The last automatic top-up failed: card_declined: Your card was declined. ');
+    await expect(failure.textContent()).resolves.toMatch(/The next attempt may happen in (1 hour|60 minutes)/);
+    const state = await call('/api/v1/balance/auto-topup');
+    expect(state.body).toMatchObject({ failures: 1, inFlight: false, lastError: expect.stringContaining('card_declined') });
+    const intent = requests.find((r) => r.path === '/v1/payment_intents')!;
+    expect(Object.fromEntries(intent.form)).toMatchObject({ amount: '2000', currency: 'usd', off_session: 'true', 'metadata[accountId]': accountId });
+    expect((await call('/api/v1/balance')).body.balance).toBe(19.99);
+  });
 
-  it(
-    'a refund taken back below zero shows the negative balance and what to do',
-    async () => {
-      const outcome = await deliver('charge.refunded', {
-        id: `ch_${paid.topUpId}`,
-        object: 'charge',
-        payment_intent: `pi_for_${paid.topUpId}`,
-        amount: 2000,
-        amount_refunded: 2000,
-      });
-      expect(outcome).toBe('refund applied');
-      expect((await call('/api/v1/balance')).body.balance).toBe(-0.01);
-      await page.reload();
-      const balance = page.getByTestId('balance');
-      await balance.filter({ hasText: '-$0.01' }).waitFor();
-      await expect(balance.getAttribute('class')).resolves.toContain('stat-negative');
-      await expect(page.getByTestId('negative-balance').textContent()).resolves.toContain(
-        '-$0.01 — a refunded or disputed payment was taken back. Add funds to keep calling APIs',
-      );
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+  it('a refund taken back below zero shows the negative balance and what to do', async () => {
+    const outcome = await deliver('charge.refunded', {
+      id: `ch_${paid.topUpId}`,
+      object: 'charge',
+      payment_intent: `pi_for_${paid.topUpId}`,
+      amount: 2000,
+      amount_refunded: 2000,
+    });
+    expect(outcome).toBe('refund applied');
+    expect((await call('/api/v1/balance')).body.balance).toBe(-0.01);
+    await page.reload();
+    const balance = page.getByTestId('balance');
+    await balance.filter({ hasText: '-$0.01' }).waitFor();
+    await expect(balance.getAttribute('class')).resolves.toContain('stat-negative');
+    await expect(page.getByTestId('negative-balance').textContent()).resolves.toContain(
+      '-$0.01 — a refunded or disputed payment was taken back. Add funds to keep calling APIs',
+    );
+  });
 
-  it(
-    'ran without a script error in any page',
-    async () => {
-      await expectNoScriptErrors(browser, asNewOwner(base, ['Overview']));
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+  it('ran without a script error in any page', async () => {
+    await expectNoScriptErrors(browser, asNewOwner(base, ['Overview']));
+  });
 });
 
 /**
@@ -536,7 +503,7 @@ describe('billing in a browser (live mode without Stripe)', { timeout: BROWSER_T
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -547,34 +514,30 @@ describe('billing in a browser (live mode without Stripe)', { timeout: BROWSER_T
     onTestFailed(() => screenshotOnFailure(page, `billing-no-stripe-${task.name}`));
   });
 
-  it(
-    'says plainly that cards are not taken: auto top-up has no controls, Add funds explains its refusal, and no setting is named',
-    async () => {
-      await signUpInBrowser(page, base, `${uniqueId('nostripe')}@example.test`, 'correct horse battery staple');
+  it('says plainly that cards are not taken: auto top-up has no controls, Add funds explains its refusal, and no setting is named', async () => {
+    await signUpInBrowser(page, base, `${uniqueId('nostripe')}@example.test`, 'correct horse battery staple');
 
-      const card = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Automatic top-up' }) });
-      // The server says cards cannot be charged here: the card says so before anyone tries, and offers nothing that would refuse.
-      await card
-        .getByTestId('auto-topup-unavailable')
-        .getByText('Automatic top-up is not available here: this service does not take card payments')
-        .waitFor();
-      await expect(card.getByRole('button', { name: 'Save a card' }).count()).resolves.toBe(0);
-      await expect(card.getByRole('button', { name: 'Save automatic top-up' }).count()).resolves.toBe(0);
-      expect(new URL(page.url()).origin).toBe(base);
+    const card = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Automatic top-up' }) });
+    // The server says cards cannot be charged here: the card says so before anyone tries, and offers nothing that would refuse.
+    await card
+      .getByTestId('auto-topup-unavailable')
+      .getByText('Automatic top-up is not available here: this service does not take card payments')
+      .waitFor();
+    await expect(card.getByRole('button', { name: 'Save a card' }).count()).resolves.toBe(0);
+    await expect(card.getByRole('button', { name: 'Save automatic top-up' }).count()).resolves.toBe(0);
+    expect(new URL(page.url()).origin).toBe(base);
 
-      await page.getByLabel('Amount in dollars').fill('5');
-      await page.getByRole('button', { name: 'Add funds' }).click();
-      const warning = page.getByRole('alert').filter({ hasText: 'Card payments are not switched on for this service' });
-      await warning.waitFor();
-      await expect(page.getByTestId('balance').textContent()).resolves.toBe('$1.00');
-      const words = (await page.locator('main').textContent()) ?? '';
-      expect(words).not.toMatch(/BILLING_MODE|STRIPE_SECRET_KEY|live billing mode/);
+    await page.getByLabel('Amount in dollars').fill('5');
+    await page.getByRole('button', { name: 'Add funds' }).click();
+    const warning = page.getByRole('alert').filter({ hasText: 'Card payments are not switched on for this service' });
+    await warning.waitFor();
+    await expect(page.getByTestId('balance').textContent()).resolves.toBe('$1.00');
+    const words = (await page.locator('main').textContent()) ?? '';
+    expect(words).not.toMatch(/BILLING_MODE|STRIPE_SECRET_KEY|live billing mode/);
 
-      await page.reload();
-      await card.getByTestId('auto-topup-unavailable').waitFor();
-      await expect(card.getByRole('button', { name: 'Save a card' }).count()).resolves.toBe(0);
-      expect(browser.pageErrors).toEqual([]);
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    await page.reload();
+    await card.getByTestId('auto-topup-unavailable').waitFor();
+    await expect(card.getByRole('button', { name: 'Save a card' }).count()).resolves.toBe(0);
+    expect(browser.pageErrors).toEqual([]);
+  });
 });

@@ -97,7 +97,7 @@ describe('connect requests in the inbox', { timeout: BROWSER_TEST_TIMEOUT_MS }, 
     accountKey = await signUpInBrowser(page, base, `${uniqueId('person')}@example.test`, 'correct horse battery staple');
     const made = await rest('POST', '/api/v1/agent-keys', accountKey, { name: 'inbox agent' });
     agentKey = made.body.fullKey;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
   afterAll(async () => {
     await browser?.close();
     await app?.close();

@@ -82,7 +82,7 @@ describe('dashboard in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -518,51 +518,47 @@ describe('dashboard in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     expect(events.filter((name) => name === 'human_step.pending')).toHaveLength(2);
   });
 
-  it(
-    "asks the server for each page's data once when the page opens",
-    async () => {
-      // A full load of each page, then a quiet moment (shorter than the pages' 5 s polling): every GET
-      // the page makes is counted by address. A development build's StrictMode, or an effect that
-      // runs twice, would ask twice. The pages that follow event streams may re-read what the events
-      // change once after a stream replays its history (it may hold events newer than the first
-      // read), never once per replayed event.
-      const rereadAfterReplay: Record<string, string[]> = {
-        '/inbox': ['/api/v1/me/human-steps'],
-        [`/sessions/${sessionId}`]: [`/api/v1/cookbooks/sessions/${sessionId}`, `/api/v1/cookbooks/sessions/${sessionId}/human-steps`],
-      };
-      const pages = ['/', '/keys', '/connections', '/inbox', '/sessions', '/directory', '/approvers', '/webhooks', `/sessions/${sessionId}`];
-      // Three tabs of the same signed-in context at a time share one quiet moment (a browser opens six
-      // connections to a host, and the pages that follow event streams hold one each).
-      const openCounting = async (path: string) => {
-        const tab = await page.context().newPage();
-        const asked: string[] = [];
-        tab.on('request', (request) => {
-          const url = new URL(request.url());
-          if (request.method() === 'GET' && url.pathname.startsWith('/api/') && !url.pathname.endsWith('/events'))
-            asked.push(url.pathname + url.search);
-        });
-        await tab.goto(`${base}${path}`);
-        await tab.locator('h1').first().waitFor();
-        return { path, tab, asked };
-      };
-      for (let at = 0; at < pages.length; at += 3) {
-        const opened = await Promise.all(pages.slice(at, at + 3).map(openCounting));
-        await page.waitForTimeout(2_500);
-        for (const { path, tab, asked } of opened) {
-          await tab.close();
-          const counts = [...asked.reduce((tally, url) => tally.set(url, (tally.get(url) ?? 0) + 1), new Map<string, number>())];
-          expect(asked.length, `${path} asked nothing`).toBeGreaterThan(0);
-          const allowed = (url: string) => (rereadAfterReplay[path]?.includes(url) ? 2 : 1);
-          expect(
-            counts.filter(([url, hits]) => hits > allowed(url)),
-            `${path}: ${JSON.stringify(counts)}`,
-          ).toEqual([]);
-        }
+  it("asks the server for each page's data once when the page opens", async () => {
+    // A full load of each page, then a quiet moment (shorter than the pages' 5 s polling): every GET
+    // the page makes is counted by address. A development build's StrictMode, or an effect that
+    // runs twice, would ask twice. The pages that follow event streams may re-read what the events
+    // change once after a stream replays its history (it may hold events newer than the first
+    // read), never once per replayed event.
+    const rereadAfterReplay: Record<string, string[]> = {
+      '/inbox': ['/api/v1/me/human-steps'],
+      [`/sessions/${sessionId}`]: [`/api/v1/cookbooks/sessions/${sessionId}`, `/api/v1/cookbooks/sessions/${sessionId}/human-steps`],
+    };
+    const pages = ['/', '/keys', '/connections', '/inbox', '/sessions', '/directory', '/approvers', '/webhooks', `/sessions/${sessionId}`];
+    // Three tabs of the same signed-in context at a time share one quiet moment (a browser opens six
+    // connections to a host, and the pages that follow event streams hold one each).
+    const openCounting = async (path: string) => {
+      const tab = await page.context().newPage();
+      const asked: string[] = [];
+      tab.on('request', (request) => {
+        const url = new URL(request.url());
+        if (request.method() === 'GET' && url.pathname.startsWith('/api/') && !url.pathname.endsWith('/events'))
+          asked.push(url.pathname + url.search);
+      });
+      await tab.goto(`${base}${path}`);
+      await tab.locator('h1').first().waitFor();
+      return { path, tab, asked };
+    };
+    for (let at = 0; at < pages.length; at += 3) {
+      const opened = await Promise.all(pages.slice(at, at + 3).map(openCounting));
+      await page.waitForTimeout(2_500);
+      for (const { path, tab, asked } of opened) {
+        await tab.close();
+        const counts = [...asked.reduce((tally, url) => tally.set(url, (tally.get(url) ?? 0) + 1), new Map<string, number>())];
+        expect(asked.length, `${path} asked nothing`).toBeGreaterThan(0);
+        const allowed = (url: string) => (rereadAfterReplay[path]?.includes(url) ? 2 : 1);
+        expect(
+          counts.filter(([url, hits]) => hits > allowed(url)),
+          `${path}: ${JSON.stringify(counts)}`,
+        ).toEqual([]);
       }
-      // Three rounds with a 2.5 s quiet moment each.
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+    }
+    // Three rounds with a 2.5 s quiet moment each.
+  });
 
   it('signs out, after which the old session cookie no longer works', async () => {
     const cookies = await browser.context.cookies(base);
@@ -596,13 +592,9 @@ describe('dashboard in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
     await expect(alert.textContent()).resolves.toMatch(/^Too many attempts\. Wait \d+ seconds, then try again\.$/);
   });
 
-  it(
-    'ran without a script error in any page',
-    async () => {
-      // The test before spent this address's sign-in budget (sign-up signs in too): the signed-out pages,
-      // and in a full run every page the earlier tests opened.
-      await expectNoScriptErrors(browser, signedOutPages(base));
-    },
-    BROWSER_TEST_TIMEOUT_MS,
-  );
+  it('ran without a script error in any page', async () => {
+    // The test before spent this address's sign-in budget (sign-up signs in too): the signed-out pages,
+    // and in a full run every page the earlier tests opened.
+    await expectNoScriptErrors(browser, signedOutPages(base));
+  });
 });

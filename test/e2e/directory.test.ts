@@ -43,7 +43,7 @@ describe('directory browsing in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }
     browser = await launchBrowser();
     page = browser.page;
     await signUpInBrowser(page, base, `${uniqueId('browse')}@example.test`, 'correct horse battery staple');
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
   afterAll(async () => {
     await browser?.close();
     await app?.close();

@@ -46,7 +46,7 @@ describe('an MCP client that speaks only OAuth, with consent in the dashboard', 
     page = browser.page;
     // The person's account exists; the consent happens in another browser, not yet signed in.
     await signUpInBrowser(page, base, email, password);
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
 
   afterAll(async () => {
     await browser?.close();

@@ -87,7 +87,7 @@ describe('OAuth renewal and reconnect in a browser', { timeout: BROWSER_TEST_TIM
     await renewalEvents.waitUntilReady();
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
 
   afterAll(async () => {
     await browser?.close();

@@ -45,7 +45,7 @@ describe('OAuth connections in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS },
     await app.listen({ host: '127.0.0.1', port });
     browser = await launchBrowser();
     page = browser.page;
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 90_000);
 
   afterAll(async () => {
     await browser?.close();
