@@ -14,7 +14,8 @@
 // watched until every charge has its usage event; then the edge with metrics on runs the same way, and
 // where its extra CPU per call went is written beside the plain profile.
 // `npm run bench -- proxy`
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createAccount } from '#db/accounts';
@@ -50,6 +51,12 @@ const METRICS_SCRAPE_MS = Number(process.env.BENCH_METRICS_SCRAPE_MS ?? 5_000);
  * the control's rows and the per-round difference to the plain edge then measure the flags.
  */
 const CONTROL_NODE_OPTIONS = process.env.BENCH_CONTROL_EDGE_NODE_OPTIONS;
+/**
+ * BENCH_SYSCALLS=1 counts the system calls of the bare proxy and the platform edge during their
+ * peak runs with `perf stat` (every `syscalls:sys_enter_*` tracepoint of the process), reported per
+ * answered call. Off by default: on some hosts perf cannot attach, and tracing has a cost of its own.
+ */
+const COUNT_SYSCALLS = process.env.BENCH_SYSCALLS === '1';
 const controlNodeFlags = CONTROL_NODE_OPTIONS === undefined ? edgeNodeFlags : CONTROL_NODE_OPTIONS.split(' ').filter(Boolean);
 const controlNote = CONTROL_NODE_OPTIONS === undefined ? '' : `, node flags \`${CONTROL_NODE_OPTIONS || '(none)'}\``;
 /** How long a ledger check waits for the settlements of calls charged from credit holds. */
@@ -440,6 +447,77 @@ http {
     return (ticks * 1e6) / CLOCK_TICKS;
   };
   const services = () => ({ core: coreBusyMicros(CPU_EDGE), postgres: serviceCpuMicros('postgres'), redis: serviceCpuMicros('redis-server') });
+  // Postgres's CPU by what each of its processes does: a client backend by its connection's
+  // application_name (the edge's, the queue workers', ...), a background process by its type
+  // (autovacuum, WAL writer, checkpointer, ...), each process named from pg_stat_activity read
+  // after the run (the edge's pool opens connections as the load comes) or before it. The processes
+  // that ended during a run (an autovacuum worker, a connection closed) are counted in the
+  // postmaster's reaped time.
+  const postgresRoles = async () => {
+    const rows = await sql<{ pid: number; role: string }[]>`
+      select pid, case when backend_type = 'client backend' then coalesce(nullif(application_name, ''), 'unnamed client')
+                       else backend_type end as role
+        from pg_stat_activity`;
+    return new Map(rows.map((r) => [r.pid, r.role]));
+  };
+  const ENDED = 'processes that ended during the run';
+  /** Each Postgres process's CPU so far (µs), by pid; the reaped children's under ENDED. */
+  const postgresCpu = () => {
+    const micros = new Map<number | typeof ENDED, number>();
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const close = stat.lastIndexOf(')');
+        if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+        const fields = stat.slice(close + 2).split(' ');
+        micros.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
+        // The postmaster is the one whose parent is not a postgres process.
+        if (!readFileSync(`/proc/${fields[1]}/stat`, 'utf8').includes('(postgres)'))
+          micros.set(ENDED, ((Number(fields[13]) + Number(fields[14])) * 1e6) / CLOCK_TICKS);
+      } catch {
+        // The process ended between the listing and the read.
+      }
+    }
+    return micros;
+  };
+  const byRole = (before: Map<number | typeof ENDED, number>, after: Map<number | typeof ENDED, number>, roles: Map<number, string>) => {
+    const micros = new Map<string, number>();
+    for (const [pid, end] of after) {
+      const role = pid === ENDED ? ENDED : (roles.get(pid) ?? 'the postmaster and unnamed processes');
+      const name = role.startsWith('autovacuum worker') ? 'autovacuum worker' : role;
+      micros.set(name, (micros.get(name) ?? 0) + end - (before.get(pid) ?? 0));
+    }
+    return micros;
+  };
+  /**
+   * Starts counting a process's system calls by kind (perf stat); the returned function stops it and
+   * reads the counts. Null when BENCH_SYSCALLS is off or perf cannot attach.
+   */
+  const countSyscalls = (pid: number): (() => Promise<Map<string, number>>) | null => {
+    if (!COUNT_SYSCALLS) return null;
+    const out = join(tmp, `syscalls-${pid}-${Date.now()}.csv`);
+    const perf = spawn('perf', ['stat', '-x', ',', '-e', 'syscalls:sys_enter_*', '-p', String(pid), '-o', out], { stdio: 'ignore' });
+    return async () => {
+      const exited = new Promise((resolve) => perf.once('exit', resolve));
+      perf.kill('SIGINT');
+      await exited;
+      const counts = new Map<string, number>();
+      if (!existsSync(out)) return counts;
+      for (const line of readFileSync(out, 'utf8').split('\n')) {
+        const [value, , event] = line.split(',');
+        const n = Number(value);
+        if (event?.startsWith('syscalls:sys_enter_') && Number.isFinite(n) && n > 0) counts.set(event.slice('syscalls:sys_enter_'.length), n);
+      }
+      return counts;
+    };
+  };
+  if (COUNT_SYSCALLS && spawnSync('perf', ['--version']).status !== 0)
+    log(scenario, 'BENCH_SYSCALLS: perf is not on this machine; no system calls counted');
+  /** System calls per answered call by kind, one map per peak run of the bare proxy and of the platform. */
+  const syscallsPerCall: Record<'bare' | 'platform', Map<string, number>[]> = { bare: [], platform: [] };
+  /** Postgres's CPU per answered call by role (µs), one map per platform peak run. */
+  const postgresRolesPerCall: Map<string, number>[] = [];
   /** Per answered call during peak runs (µs): others' CPU on the proxy's core, and Postgres's and Redis's CPU. */
   const shares: Record<'bare' | 'platform', { othersOnCore: number[]; postgres: number[]; redis: number[] }> = {
     bare: { othersOnCore: [], postgres: [], redis: [] },
@@ -456,11 +534,25 @@ http {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
+      const rolesBefore = target === 'platform' ? await postgresRoles() : null;
+      const postgresBefore = rolesBefore ? postgresCpu() : null;
       const servicesBefore = services();
       // Read as the load ends, before the ledger check (whose queries are the bench's, not the calls').
-      let atEnd: { services: ReturnType<typeof services>; proc: number } | null = null;
-      const r = await load(target, 'peak', seconds, undefined, () => (atEnd = { services: services(), proc: proc ? cpuMicros(proc) : 0 }));
-      const end = atEnd ?? { services: services(), proc: proc ? cpuMicros(proc) : 0 };
+      let atEnd: { services: ReturnType<typeof services>; proc: number; postgres: ReturnType<typeof postgresCpu> | null } | null = null;
+      const readEnd = () => ({ services: services(), proc: proc ? cpuMicros(proc) : 0, postgres: postgresBefore ? postgresCpu() : null });
+      const syscalls = proc && (target === 'bare' || target === 'platform') ? countSyscalls(proc.process.pid!) : null;
+      const r = await load(target, 'peak', seconds, undefined, () => (atEnd = readEnd()));
+      const end = atEnd ?? readEnd();
+      if (syscalls) {
+        const counts = await syscalls();
+        syscallsPerCall[target as 'bare' | 'platform'].push(new Map([...counts].map(([name, n]) => [name, n / Math.max(1, r.ok)])));
+      }
+      if (rolesBefore && postgresBefore && end.postgres) {
+        const roles = new Map([...rolesBefore, ...(await postgresRoles())]);
+        const perCall = new Map<string, number>();
+        for (const [role, micros] of byRole(postgresBefore, end.postgres, roles)) perCall.set(role, micros / Math.max(1, r.ok));
+        postgresRolesPerCall.push(perCall);
+      }
       const servicesAfter = end.services;
       if (proc && (target === 'bare' || metered(target)))
         cpuPerAnswer[target as 'bare' | EdgeTarget].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
@@ -475,6 +567,27 @@ http {
       log(scenario, `peak run ${run} ${target}: ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50)} ms, p99 ${fmt(r.p99)} ms, errors ${r.errors}`);
     }
   }
+  /** The roles that took at least 1 µs per call at the median, largest first; the rest together. */
+  const postgresRolesRow = () => {
+    const names = new Set(postgresRolesPerCall.flatMap((m) => [...m.keys()]));
+    const medians = [...names].map((name) => ({ name, summary: summarize(postgresRolesPerCall.map((m) => m.get(name) ?? 0)) }));
+    medians.sort((a, b) => b.summary.median - a.summary.median);
+    const shown = medians.filter((m) => m.summary.median >= 1);
+    const rest = medians.filter((m) => m.summary.median < 1).reduce((sum, m) => sum + m.summary.median, 0);
+    return [...shown.map((m) => `${m.name} ${fmtSummary(m.summary, 0)}`), `the rest ${fmt(rest, 1)}`].join('; ');
+  };
+  /** The system calls of at least 0.05 per answered call in either, by their platform median, largest first. */
+  const syscallsRow = () => {
+    const median = (target: 'bare' | 'platform', name: string) => summarize(syscallsPerCall[target].map((m) => m.get(name) ?? 0)).median;
+    const total = (target: 'bare' | 'platform') => summarize(syscallsPerCall[target].map((m) => [...m.values()].reduce((a, b) => a + b, 0))).median;
+    const names = [...new Set([...syscallsPerCall.bare, ...syscallsPerCall.platform].flatMap((m) => [...m.keys()]))]
+      .filter((name) => median('bare', name) >= 0.05 || median('platform', name) >= 0.05)
+      .sort((a, b) => median('platform', b) - median('platform', a));
+    return [
+      `all ${fmt(total('bare'), 1)} / ${fmt(total('platform'), 1)}`,
+      ...names.map((n) => `${n} ${fmt(median('bare', n), 2)} / ${fmt(median('platform', n), 2)}`),
+    ].join('; ');
+  };
   const bareRps = summarize(peak.bare.map((r) => r.rps)).median;
   const rate = Math.max(1, Math.round(bareRps / 2));
   const fixed: Record<Target, LoadResult[]> = { direct: [], nginx: [], bare: [], platform: [], control: [], metrics: [] };
@@ -763,6 +876,7 @@ ${rows}
 | CPU of other processes on the proxy's core per answered call at peak (µs; the core's busy time less the proxy's), bare proxy / platform | ${fmtSummary(summarize(shares.bare.othersOnCore), 0)} / ${fmtSummary(summarize(shares.platform.othersOnCore), 0)} | – |
 | CPU of Postgres / of Redis per answered call at peak (µs, every process of each, either core), bare proxy runs | ${fmtSummary(summarize(shares.bare.postgres), 0)} / ${fmtSummary(summarize(shares.bare.redis), 0)} | – |
 | the same, platform runs | ${fmtSummary(summarize(shares.platform.postgres), 0)} / ${fmtSummary(summarize(shares.platform.redis), 0)} | – |
+${syscallsPerCall.platform.length > 0 ? `| system calls per answered call at peak (\`perf stat\`, BENCH_SYSCALLS=1), bare proxy / platform: all, then by call | ${syscallsRow()} | – |\n` : ''}| Postgres's CPU per answered call by process, platform runs (µs; a connection by its application's name) | ${postgresRolesRow()} | – |
 | platform / nginx, peak throughput | ${fmtSummary(ratio(peak.platform, peak.nginx))} | – |
 | bare proxy / upstream directly, peak throughput | ${fmtSummary(ratio(peak.bare, peak.direct))} | – |
 | added p50 / p99 at ${rate}/s vs the upstream directly (ms) | ${fmtSummary(added(fixed.platform, fixed.direct, 'p50'))} / ${fmtSummary(added(fixed.platform, fixed.direct, 'p99'))} | – |
