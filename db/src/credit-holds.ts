@@ -11,6 +11,17 @@ import type { Db, Sql } from './sql.js';
  * charge and every grant checks it, so holds can never spend money twice.
  */
 
+/**
+ * A live edge's hold has its expiry pushed forward (to now + the TTL) only once less than this share
+ * of the TTL is left, not by every settlement and grant: `expires_at` is indexed, so every change of
+ * it writes a new row version and index entry (no HOT update); at one per hold five times a second
+ * the holds' dead versions piled up between vacuums (10,960 for 640 holds after one bench run), and
+ * each held call's ledger row checks its hold through that index (a foreign key)
+ * (docs/decisions/credit-hold-expiry-refresh.md). A live edge's hold still always has at least this
+ * share of the TTL left.
+ */
+const EXPIRY_REFRESH_AT = 0.75;
+
 /** A call charged from a hold, waiting for its ledger row. `id` is the charge id the caller was given. */
 export interface HeldCharge {
   id: string;
@@ -45,7 +56,9 @@ export async function reserveCredit(
     let holdId: string | null = null;
     if (req.holdId !== null) {
       const [hold] = await tx<{ id: string }[]>`
-        update credit_holds set reserved_micros = reserved_micros + ${granted}, expires_at = now() + make_interval(secs => ${req.ttlSeconds})
+        update credit_holds set reserved_micros = reserved_micros + ${granted},
+               expires_at = case when expires_at < now() + make_interval(secs => ${req.ttlSeconds * EXPIRY_REFRESH_AT})
+                                 then now() + make_interval(secs => ${req.ttlSeconds}) else expires_at end
          where id = ${req.holdId} and edge_id = ${req.edgeId} and closed_at is null
         returning id`;
       holdId = hold?.id ?? null;
@@ -94,11 +107,14 @@ export async function settleHolds(sql: Sql, edgeId: string, items: HoldSettlemen
   const settled = items.length === 0 ? [] : await settleInTransaction(sql, edgeId, items);
   // On its own, after the commit: a statement that locked holds before their accounts could deadlock
   // with a grant (which locks the account, then the hold).
-  await sql`update credit_holds set expires_at = now() + make_interval(secs => ${ttlSeconds}) where edge_id = ${edgeId} and closed_at is null`;
+  await sql`
+    update credit_holds set expires_at = now() + make_interval(secs => ${ttlSeconds})
+     where edge_id = ${edgeId} and closed_at is null and expires_at < now() + make_interval(secs => ${ttlSeconds * EXPIRY_REFRESH_AT})`;
   return settled;
 }
 
 async function settleInTransaction(sql: Sql, edgeId: string, items: HoldSettlement[]): Promise<HoldSettled[]> {
+  if (new Set(items.map((i) => i.holdId)).size !== items.length) throw new Error('a settlement names each hold once');
   return sql.begin(async (tx) => {
     const accountIds = [...new Set(items.map((i) => i.accountId))].sort();
     // Accounts first, in id order (as every charge statement locks them), then the holds.
@@ -110,75 +126,116 @@ async function settleInTransaction(sql: Sql, edgeId: string, items: HoldSettleme
        order by id for no key update`;
     const balances = new Map(accounts.map((a) => [a.id, { balance: a.balance_micros, held: a.held_micros }]));
     const open = new Map(holds.map((h) => [h.id, h]));
-    const results: HoldSettled[] = [];
-    for (const item of items) {
+    const results = new Array<HoldSettled>(items.length);
+    // First the calls of holds closed under the edge (taken for dead after a long stall): those the
+    // recovery did not charge are charged now as ordinary charges, as far as the balance allows.
+    for (const [i, item] of items.entries()) {
       const account = balances.get(item.accountId);
       if (!account) {
         // The account is gone (its holds with it, by cascade): nothing to write, and one missing
         // account must not hold back the settlement of every other.
-        results.push({ holdId: item.holdId, open: false, availableMicros: 0n, balanceMicros: 0n, unpaid: item.charges });
-        continue;
-      }
-      const hold = open.get(item.holdId);
-      if (!hold) {
-        // The hold was closed under the edge (taken for dead after a long stall): its calls the
-        // recovery did not charge are charged now as ordinary charges, as far as the balance allows.
+        results[i] = { holdId: item.holdId, open: false, availableMicros: 0n, balanceMicros: 0n, unpaid: item.charges };
+      } else if (!open.has(item.holdId)) {
         const unpaid = await chargeOutsideHold(tx, item.accountId, account, item.charges);
-        results.push({ holdId: item.holdId, open: false, availableMicros: account.balance - account.held, balanceMicros: account.balance, unpaid });
-        continue;
+        results[i] = { holdId: item.holdId, open: false, availableMicros: account.balance - account.held, balanceMicros: account.balance, unpaid };
       }
-      const charged = await insertHeldCharges(tx, item.accountId, item.holdId, account.balance, item.charges);
-      const chargedTotal = hold.charged_micros + charged;
+    }
+    // Then every open hold's calls, in one statement each for the ledger rows, the holds and the
+    // accounts, whatever the number of holds (one statement per hold was most of a settlement's cost).
+    const settling = items.flatMap((item, i) => (results[i] === undefined ? [{ item, i, hold: open.get(item.holdId)! }] : []));
+    if (settling.length === 0) return results;
+    const charged = await insertHeldCharges(
+      tx,
+      settling.map(({ item }) => ({ accountId: item.accountId, holdId: item.holdId, charges: item.charges })),
+      new Map([...balances].map(([id, a]) => [id, a.balance])),
+    );
+    const holdRows = settling.map(({ item, hold }, n) => {
+      const account = balances.get(item.accountId)!;
+      const chargedTotal = hold.charged_micros + charged[n]!;
       const released = item.close
         ? hold.reserved_micros - chargedTotal
         : maxOf(
             hold.released_micros,
             item.releasedMicros < hold.reserved_micros - chargedTotal ? item.releasedMicros : hold.reserved_micros - chargedTotal,
           );
-      const releasedNow = released - hold.released_micros;
-      await tx`
-        update credit_holds set charged_micros = ${chargedTotal}, released_micros = ${released},
-               closed_at = case when ${item.close} then now() else null end
-         where id = ${item.holdId}`;
-      account.balance -= charged;
-      account.held -= charged + releasedNow;
-      // A clawback that landed while the hold was open can leave less than it holds: the calls were
-      // paid for when the hold was taken, so they still settle, and the account is in debt as after
-      // any clawback.
-      await tx`
-        update accounts set balance_micros = ${account.balance}, held_micros = ${account.held},
-               clawback_debt = clawback_debt or ${account.balance} < 0
-         where id = ${item.accountId}`;
-      results.push({ holdId: item.holdId, open: true, availableMicros: account.balance - account.held, balanceMicros: account.balance, unpaid: [] });
+      account.balance -= charged[n]!;
+      account.held -= charged[n]! + (released - hold.released_micros);
+      return { id: item.holdId, charged: chargedTotal, released, close: item.close };
+    });
+    await tx`
+      update credit_holds h set charged_micros = v.charged, released_micros = v.released,
+             closed_at = case when v.close then now() else null end
+        from unnest(${holdRows.map((h) => h.id)}::uuid[], ${holdRows.map((h) => h.charged.toString())}::bigint[],
+                    ${holdRows.map((h) => h.released.toString())}::bigint[], ${holdRows.map((h) => String(h.close))}::text[]::boolean[]) as v(id, charged, released, close)
+       where h.id = v.id`;
+    // A clawback that landed while a hold was open can leave less than it holds: the calls were paid
+    // for when the hold was taken, so they still settle, and the account is in debt as after any
+    // clawback.
+    const settled = [...new Set(settling.map(({ item }) => item.accountId))].sort();
+    await tx`
+      update accounts a set balance_micros = v.balance, held_micros = v.held, clawback_debt = a.clawback_debt or v.balance < 0
+        from unnest(${settled}::uuid[], ${settled.map((id) => balances.get(id)!.balance.toString())}::bigint[],
+                    ${settled.map((id) => balances.get(id)!.held.toString())}::bigint[]) as v(id, balance, held)
+       where a.id = v.id`;
+    for (const { item, i } of settling) {
+      const account = balances.get(item.accountId)!;
+      results[i] = { holdId: item.holdId, open: true, availableMicros: account.balance - account.held, balanceMicros: account.balance, unpaid: [] };
     }
     return results;
   });
 }
 
-/** Inserts a hold's charges (skipping ids already written) and returns the sum of those written. */
-async function insertHeldCharges(db: Db, accountId: string, holdId: string, balanceBefore: bigint, charges: HeldCharge[]): Promise<bigint> {
-  if (charges.length === 0) return 0n;
-  const written = await db<{ id: string; amount_micros: bigint }[]>`
-    select id, amount_micros from ledger_entries where id = any(${charges.map((c) => c.id)}::uuid[])`;
-  const skip = new Set(written.map((w) => w.id));
-  const fresh = charges.filter((c) => !skip.has(c.id));
-  if (fresh.length === 0) return 0n;
-  let balance = balanceBefore;
-  const after: string[] = [];
-  for (const c of fresh) {
-    balance -= c.costMicros;
-    after.push(balance.toString());
-  }
-  await db`
+/**
+ * Inserts the charges of one or more holds, each group's in order, and returns the sum written for
+ * each group. Each row's balance after it runs on from `balances` (the accounts' ledger balances, read
+ * under their lock), account by account. A row whose id is already in the ledger (a settlement retried
+ * after an unknown commit, with the calls taken since) is skipped and moves nothing: the insert skips
+ * conflicting ids, and only in that case are the written rows' balances corrected by a second
+ * statement. (It used to look the ids up first, one statement per hold, and a plan chosen while the
+ * ledger was small scanned the whole table for them.)
+ */
+async function insertHeldCharges(
+  db: Db,
+  groups: { accountId: string; holdId: string; charges: HeldCharge[] }[],
+  balances: Map<string, bigint>,
+): Promise<bigint[]> {
+  const rows = groups.flatMap((g) => g.charges.map((c) => ({ ...c, accountId: g.accountId, holdId: g.holdId })));
+  if (rows.length === 0) return groups.map(() => 0n);
+  /** Each row's balance after it, running on account by account over the rows `counted` keeps. */
+  const runningBalances = (counted: (row: (typeof rows)[number]) => boolean) => {
+    const running = new Map(balances);
+    return rows.map((row) => {
+      if (!counted(row)) return null;
+      const after = running.get(row.accountId)! - row.costMicros;
+      running.set(row.accountId, after);
+      return after;
+    });
+  };
+  const after = runningBalances(() => true);
+  const inserted = await db<{ id: string }[]>`
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, key_id, api_id, item, description, hold_id, created_at)
-    select r.id, ${accountId}, 'charge', -r.cost, r.after, r.key_id, r.api_id, r.item, r.description, ${holdId}, r.at
+    select r.id, r.account_id, 'charge', -r.cost, r.after, r.key_id, r.api_id, r.item, r.description, r.hold_id, r.at
       from unnest(
-        ${fresh.map((c) => c.id)}::uuid[], ${fresh.map((c) => c.costMicros.toString())}::bigint[], ${after}::bigint[],
-        ${fresh.map((c) => c.keyId)}::text[], ${fresh.map((c) => c.apiId)}::text[], ${fresh.map((c) => c.item)}::text[],
-        ${fresh.map((c) => c.description)}::text[], ${fresh.map((c) => c.at.toISOString())}::timestamptz[]
-      ) with ordinality as r(id, cost, after, key_id, api_id, item, description, at, ord)
-     order by r.ord`;
-  return fresh.reduce((sum, c) => sum + c.costMicros, 0n);
+        ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.accountId)}::uuid[], ${rows.map((r) => r.holdId)}::uuid[],
+        ${rows.map((r) => r.costMicros.toString())}::bigint[], ${after.map((a) => a!.toString())}::bigint[],
+        ${rows.map((r) => r.keyId)}::text[], ${rows.map((r) => r.apiId)}::text[], ${rows.map((r) => r.item)}::text[],
+        ${rows.map((r) => r.description)}::text[], ${rows.map((r) => r.at.toISOString())}::timestamptz[]
+      ) with ordinality as r(id, account_id, hold_id, cost, after, key_id, api_id, item, description, at, ord)
+     order by r.ord
+    on conflict (id) do nothing
+    returning id`;
+  const written = new Set(inserted.map((r) => r.id));
+  if (written.size < rows.length) {
+    // Some were written before: the balances after the new rows leave the old ones out.
+    const corrected = runningBalances((row) => written.has(row.id));
+    const fix = rows.flatMap((row, n) => (written.has(row.id) && corrected[n] !== after[n] ? [{ id: row.id, after: corrected[n]! }] : []));
+    if (fix.length > 0)
+      await db`
+        update ledger_entries l set balance_after_micros = v.after
+          from unnest(${fix.map((f) => f.id)}::uuid[], ${fix.map((f) => f.after.toString())}::bigint[]) as v(id, after)
+         where l.id = v.id`;
+  }
+  return groups.map((g) => g.charges.reduce((sum, c) => (written.has(c.id) ? sum + c.costMicros : sum), 0n));
 }
 
 /** Charges of a closed hold, each as an ordinary charge (no hold) while the spendable balance covers it. */
@@ -265,7 +322,13 @@ export async function settleExpiredHolds(
             at: p.at,
           });
         }
-        const charged = await insertHeldCharges(tx, candidate.account_id, candidate.id, account.balance_micros, fitting);
+        const charged = (
+          await insertHeldCharges(
+            tx,
+            [{ accountId: candidate.account_id, holdId: candidate.id, charges: fitting }],
+            new Map([[candidate.account_id, account.balance_micros]]),
+          )
+        )[0]!;
         const chargedTotal = hold.charged_micros + charged;
         const releasedNow = hold.reserved_micros - chargedTotal - hold.released_micros;
         await tx`

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ChargeBatcher, CreditReservations, type CreditReservationOptions } from '#core/billing';
-import { settleExpiredHolds } from '#db/credit-holds';
+import { reserveCredit, settleExpiredHolds, settleHolds, type HeldCharge } from '#db/credit-holds';
 import { clawback, getBalance, getSpendable, type ChargeResult } from '#db/ledger';
 import { recordUsageEvents } from '#db/usage';
 import { createSql } from '#db/sql';
@@ -357,6 +357,117 @@ describe('credit reservation', () => {
     expect(await ledger(other.accountId)).toMatchObject({ sum: 60_000n, charges: 4, balance: 60_000n });
     // The broken hold would fail every later recovery in this database (each reports it): removed.
     await sql`delete from credit_holds where id = ${broken!.id}`;
+  });
+});
+
+/** A held call's charge as the edge hands it to a settlement. */
+const heldCharge = (account: TestAccount, costMicros: bigint): HeldCharge => ({
+  id: crypto.randomUUID(),
+  costMicros,
+  keyId: account.keyId,
+  apiId: 'hold-test',
+  item: 'proxy',
+  description: 'GET /',
+  at: new Date(),
+});
+
+/** Whether every ledger row's balance after it is the running sum of the account's rows, in the order written. */
+async function runningBalancesHold(accountId: string): Promise<boolean> {
+  const rows = await sql<{ amount: bigint; after: bigint }[]>`
+    select amount_micros as amount, balance_after_micros as after from ledger_entries where account_id = ${accountId} order by seq`;
+  let running = 0n;
+  return rows.every((row) => (running += row.amount) === row.after);
+}
+
+describe('settling credit holds (db/src/credit-holds.ts)', () => {
+  const edgeId = () => uniqueId('edge');
+  const hold = async (account: TestAccount, edge: string, holdId: string | null = null) => {
+    const grant = await reserveCredit(sql, {
+      accountId: account.accountId,
+      edgeId: edge,
+      holdId,
+      wantMicros: 100_000n,
+      needMicros: 1n,
+      ttlSeconds: 30,
+    });
+    if (!grant.ok) throw new Error('no grant');
+    return grant.holdId;
+  };
+
+  it('a settlement retried with calls taken since writes only the new rows, and every balance after a row runs on from the rows before it', async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
+    const edge = edgeId();
+    const holdId = await hold(account, edge);
+    const first = [heldCharge(account, 1_000n), heldCharge(account, 1_000n), heldCharge(account, 1_000n)];
+    const item = (charges: HeldCharge[]) => ({ holdId, accountId: account.accountId, charges, releasedMicros: 0n, close: false });
+    await settleHolds(sql, edge, [item(first)], 30);
+    // The edge did not hear that the first settlement committed: it sends those calls again, with two taken since.
+    const later = [heldCharge(account, 2_000n), heldCharge(account, 2_000n)];
+    const [settled] = await settleHolds(sql, edge, [item([...first, ...later])], 30);
+    expect(settled).toMatchObject({ open: true, balanceMicros: 993_000n, availableMicros: 900_000n, unpaid: [] });
+    expect(await ledger(account.accountId)).toMatchObject({ sum: 993_000n, charges: 5, balance: 993_000n, held: 93_000n, open: 1 });
+    const [row] = await sql<{ charged: bigint }[]>`select charged_micros as charged from credit_holds where id = ${holdId}`;
+    expect(row!.charged).toBe(7_000n);
+    expect(await runningBalancesHold(account.accountId)).toBe(true);
+    // Once more, unchanged: nothing moves.
+    await settleHolds(sql, edge, [item([...first, ...later])], 30);
+    expect(await ledger(account.accountId)).toMatchObject({ sum: 993_000n, charges: 5, balance: 993_000n, held: 93_000n });
+  });
+
+  it('settles many holds of several accounts in one go, a hold closed under the edge among them, each account to the micro-dollar', async () => {
+    const edge = edgeId();
+    const accounts = await Promise.all([0, 1, 2].map(() => createTestAccount(sql, { balanceMicros: 1_000_000n })));
+    const holds = await Promise.all(accounts.map((a) => hold(a, edge)));
+    // The first account's hold was closed under the edge (its calls go outside any hold) and the edge took a new one.
+    const [first] = accounts;
+    await sql`update credit_holds set closed_at = now(), released_micros = reserved_micros where id = ${holds[0]!}`;
+    await sql`update accounts set held_micros = held_micros - 100000 where id = ${first!.accountId}`;
+    const renewed = await hold(first!, edge);
+    const items = [
+      { holdId: holds[0]!, accountId: first!.accountId, charges: [heldCharge(first!, 500n)], releasedMicros: 0n, close: false },
+      {
+        holdId: renewed,
+        accountId: first!.accountId,
+        charges: [heldCharge(first!, 1_000n), heldCharge(first!, 1_000n)],
+        releasedMicros: 0n,
+        close: false,
+      },
+      { holdId: holds[1]!, accountId: accounts[1]!.accountId, charges: [heldCharge(accounts[1]!, 3_000n)], releasedMicros: 40_000n, close: false },
+      { holdId: holds[2]!, accountId: accounts[2]!.accountId, charges: [heldCharge(accounts[2]!, 4_000n)], releasedMicros: 0n, close: true },
+    ];
+    const results = await settleHolds(sql, edge, items, 30);
+    expect(results.map((r) => [r.holdId, r.open, r.balanceMicros, r.availableMicros])).toEqual([
+      [holds[0], false, 999_500n, 899_500n],
+      [renewed, true, 997_500n, 899_500n],
+      [holds[1], true, 997_000n, 940_000n],
+      [holds[2], true, 996_000n, 996_000n],
+    ]);
+    expect(await ledger(first!.accountId)).toMatchObject({ sum: 997_500n, charges: 3, balance: 997_500n, held: 98_000n, open: 1 });
+    expect(await ledger(accounts[1]!.accountId)).toMatchObject({ sum: 997_000n, charges: 1, balance: 997_000n, held: 57_000n, open: 1 });
+    expect(await ledger(accounts[2]!.accountId)).toMatchObject({ sum: 996_000n, charges: 1, balance: 996_000n, held: 0n, open: 0 });
+    for (const account of accounts) expect(await runningBalancesHold(account.accountId)).toBe(true);
+  });
+
+  it("pushes a live edge's holds' expiry forward only once a quarter of their lifetime is gone, so a settlement rarely rewrites a hold's indexed expiry", async () => {
+    const account = await createTestAccount(sql, { balanceMicros: 1_000_000n });
+    const edge = edgeId();
+    const holdId = await hold(account, edge);
+    const expiry = async () =>
+      (await sql<{ left: number }[]>`select extract(epoch from expires_at - now())::float8 as left from credit_holds where id = ${holdId}`)[0]!.left;
+    const item = { holdId, accountId: account.accountId, charges: [heldCharge(account, 1_000n)], releasedMicros: 0n, close: false };
+    // Fresh (30 s left): neither a settlement nor a further grant rewrites it.
+    await sql`update credit_holds set expires_at = now() + interval '25 seconds' where id = ${holdId}`;
+    await settleHolds(sql, edge, [item], 30);
+    await hold(account, edge, holdId);
+    expect(await expiry()).toBeLessThan(25.5);
+    // Under three quarters of the 30 s left: the next settlement pushes it to 30 s again.
+    await sql`update credit_holds set expires_at = now() + interval '20 seconds' where id = ${holdId}`;
+    await settleHolds(sql, edge, [], 30);
+    expect(await expiry()).toBeGreaterThan(29);
+    // And so does a grant.
+    await sql`update credit_holds set expires_at = now() + interval '20 seconds' where id = ${holdId}`;
+    await hold(account, edge, holdId);
+    expect(await expiry()).toBeGreaterThan(29);
   });
 });
 
