@@ -405,6 +405,9 @@ http {
     const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
   };
+  /** Minor page faults of the process so far (every thread): each costs a trap into the kernel, dear on some hosts. */
+  const pageFaults = (child: Child) => Number(readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[7]);
+  const faultsPerAnswer: Record<'bare' | EdgeTarget, number[]> = { bare: [], platform: [], control: [], metrics: [] };
   const measured: Partial<Record<Target, () => Child>> = {
     bare: () => bare,
     platform: () => edge.child,
@@ -533,6 +536,7 @@ http {
     for (const target of round) {
       const proc = measured[target]?.();
       const before = proc ? cpuMicros(proc) : 0;
+      const faultsBefore = proc ? pageFaults(proc) : 0;
       const workersBefore = target === 'platform' ? workersCpu() : 0;
       const rolesBefore = target === 'platform' ? await postgresRoles() : null;
       const postgresBefore = rolesBefore ? postgresCpu() : null;
@@ -554,8 +558,10 @@ http {
         postgresRolesPerCall.push(perCall);
       }
       const servicesAfter = end.services;
-      if (proc && (target === 'bare' || metered(target)))
+      if (proc && (target === 'bare' || metered(target))) {
         cpuPerAnswer[target as 'bare' | EdgeTarget].push((cpuMicros(proc) - before) / Math.max(1, r.ok));
+        faultsPerAnswer[target as 'bare' | EdgeTarget].push((pageFaults(proc) - faultsBefore) / Math.max(1, r.ok));
+      }
       if (proc && (target === 'bare' || target === 'platform')) {
         const per = (micros: number) => micros / Math.max(1, r.ok);
         shares[target].othersOnCore.push(per(servicesAfter.core - servicesBefore.core - (end.proc - before)));
@@ -872,6 +878,7 @@ ${rows}
 | added p50 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP50)} | ≤ +1.5: ${verdict(addedP50.median <= 1.5)} |
 | added p99 at ${rate}/s vs the bare proxy (ms) | ${fmtSummary(addedP99)} | ≤ +5: ${verdict(addedP99.median <= 5)} |
 | CPU per answered call at peak (µs), bare proxy / platform / control / platform with metrics on | ${fmtSummary(summarize(cpuPerAnswer.bare), 0)} / ${fmtSummary(summarize(cpuPerAnswer.platform), 0)} / ${fmtSummary(summarize(cpuPerAnswer.control), 0)} / ${fmtSummary(summarize(cpuPerAnswer.metrics), 0)} | – |
+| minor page faults per answered call at peak, bare proxy / platform / control / platform with metrics on | ${fmtSummary(summarize(faultsPerAnswer.bare), 2)} / ${fmtSummary(summarize(faultsPerAnswer.platform), 2)} / ${fmtSummary(summarize(faultsPerAnswer.control), 2)} / ${fmtSummary(summarize(faultsPerAnswer.metrics), 2)} | – |
 | CPU of the queue and Temporal workers per answered call during the platform's peak runs (µs) | ${fmtSummary(summarize(workersCpuPerAnswer), 0)} | – |
 | CPU of other processes on the proxy's core per answered call at peak (µs; the core's busy time less the proxy's), bare proxy / platform | ${fmtSummary(summarize(shares.bare.othersOnCore), 0)} / ${fmtSummary(summarize(shares.platform.othersOnCore), 0)} | – |
 | CPU of Postgres / of Redis per answered call at peak (µs, every process of each, either core), bare proxy runs | ${fmtSummary(summarize(shares.bare.postgres), 0)} / ${fmtSummary(summarize(shares.bare.redis), 0)} | – |
