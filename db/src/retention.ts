@@ -42,3 +42,25 @@ export async function pruneDashboardSessions(db: Db, before: Date, batch: number
       select id from dashboard_sessions where expires_at < ${before} or revoked_at < ${before} limit ${batch})`;
   return deleted.count;
 }
+
+/**
+ * The tables every metered call writes or updates, which need vacuum and fresh planner statistics:
+ * their dead row versions (accounts, credit holds and daily totals are updated many times a second)
+ * and their growth (the ledger, usage events).
+ */
+export const HOT_TABLES = ['accounts', 'credit_holds', 'ledger_entries', 'usage_daily', 'usage_events'] as const;
+
+/**
+ * The hot tables autovacuum does not look after: all of them when the server runs with autovacuum
+ * off, else those that turned it off themselves (`autovacuum_enabled = false`). The queue workers warn
+ * about them at start: without vacuum, dead row versions pile up under the money path's look-ups,
+ * and without analysis prepared statements keep plans made while a table was small.
+ */
+export async function tablesWithoutAutovacuum(db: Db): Promise<string[]> {
+  const rows = await db<{ relname: string }[]>`
+    select c.relname from pg_class c
+     where c.relname = any(${[...HOT_TABLES]}::text[]) and c.relnamespace = to_regnamespace(current_schema())
+       and (current_setting('autovacuum') = 'off' or coalesce(c.reloptions, '{}') @> array['autovacuum_enabled=false'])
+     order by c.relname`;
+  return rows.map((r) => r.relname);
+}

@@ -11,6 +11,7 @@ import { loadCookbooks } from '#db/cookbooks';
 import { createDashboardSession } from '#db/dashboard-sessions';
 import { charge } from '#db/ledger';
 import { recordUsageEvents } from '#db/usage';
+import { HOT_TABLES, tablesWithoutAutovacuum } from '#db/retention';
 import { createSql, type Sql } from '#db/sql';
 import { createTestAccount } from '#fixtures/accounts';
 import { retentionJob, retentionProcessor, runRetention, scheduleRetention } from '#workers/queues/retention';
@@ -158,6 +159,23 @@ describe("retention: a repeatable job prunes old usage events, ended sessions' r
     } finally {
       await queue.obliterate({ force: true });
       await queue.close();
+    }
+  });
+});
+
+describe('the tables autovacuum does not look after (warned about by the queue workers at start)', () => {
+  it('names every table the metered path writes when the server runs without autovacuum, else those that turned it off themselves', async () => {
+    const sql = createSql(testDatabaseUrl(), { max: 1 });
+    try {
+      const [row] = await sql<{ server: string }[]>`select current_setting('autovacuum') as server`;
+      const everyTable = [...HOT_TABLES].sort();
+      await sql`alter table usage_daily set (autovacuum_enabled = false)`;
+      expect(await tablesWithoutAutovacuum(sql)).toEqual(row!.server === 'off' ? everyTable : ['usage_daily']);
+      await sql`alter table usage_daily reset (autovacuum_enabled)`;
+      expect(await tablesWithoutAutovacuum(sql)).toEqual(row!.server === 'off' ? everyTable : []);
+    } finally {
+      await sql`alter table usage_daily reset (autovacuum_enabled)`;
+      await sql.end({ timeout: 5 });
     }
   });
 });

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { reconcileAutoTopupsJob, reconcileRefundsJob } from '#core/billing';
 import { oauthRenewalJob } from '#core/oauth';
 import { createRedis, loadSettingsOrExit, createQueue, Tracing } from '#core/platform';
+import { tablesWithoutAutovacuum } from '#db/retention';
 import { createSql } from '#db/sql';
 import { onShutdown } from '../lifecycle.js';
 import { loadWorkerSettings } from '../settings.js';
@@ -19,6 +20,15 @@ const settings = loadSettingsOrExit(loadWorkerSettings);
 const log = pino({ level: settings.LOG_LEVEL, base: { process: 'queue-workers' } });
 const sql = createSql(settings.DATABASE_URL, { max: 10, appName: 'queue-workers' });
 const connection = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'queue-workers' }, log);
+
+// Said once at start (docs/OPERATIONS.md, "Production checklist"): without vacuum the tables every call
+// writes slow down as they grow. A Postgres not up yet is the rest of the start's to report.
+const unvacuumed = await tablesWithoutAutovacuum(sql).catch(() => []);
+if (unvacuumed.length > 0)
+  log.warn(
+    { tables: unvacuumed },
+    'Postgres autovacuum is off for the tables every metered call writes: dead row versions and stale planner statistics will slow charges and usage as they grow; turn autovacuum on, or run VACUUM ANALYZE on them regularly',
+  );
 
 const tracing = await Tracing.start({ service: 'platform-queue-worker', settings, trustRemoteSampling: true, log });
 if (tracing) log.info({ endpoint: settings.OTEL_EXPORTER_OTLP_ENDPOINT, ratio: settings.OTEL_TRACES_SAMPLER_ARG }, 'tracing on');
