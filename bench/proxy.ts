@@ -458,8 +458,9 @@ http {
   // postmaster's reaped time.
   const postgresRoles = async () => {
     const rows = await sql<{ pid: number; role: string }[]>`
-      select pid, case when backend_type = 'client backend' then coalesce(nullif(application_name, ''), 'unnamed client')
-                       else backend_type end as role
+      select pid, case when backend_type <> 'client backend' then backend_type
+                       when datname is distinct from current_database() then 'other databases'' connections'
+                       else coalesce(nullif(application_name, ''), 'unnamed client') end as role
         from pg_stat_activity`;
     return new Map(rows.map((r) => [r.pid, r.role]));
   };
@@ -477,7 +478,7 @@ http {
         micros.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
         // The postmaster is the one whose parent is not a postgres process.
         if (!readFileSync(`/proc/${fields[1]}/stat`, 'utf8').includes('(postgres)'))
-          micros.set(ENDED, ((Number(fields[13]) + Number(fields[14])) * 1e6) / CLOCK_TICKS);
+          micros.set(ENDED, (micros.get(ENDED) ?? 0) + ((Number(fields[13]) + Number(fields[14])) * 1e6) / CLOCK_TICKS);
       } catch {
         // The process ended between the listing and the read.
       }
@@ -493,17 +494,27 @@ http {
     }
     return micros;
   };
+  const perfUsable = COUNT_SYSCALLS && spawnSync('perf', ['--version']).status === 0;
+  if (COUNT_SYSCALLS && !perfUsable) log(scenario, 'BENCH_SYSCALLS: perf does not run on this machine; no system calls counted');
   /**
    * Starts counting a process's system calls by kind (perf stat); the returned function stops it and
-   * reads the counts. Null when BENCH_SYSCALLS is off or perf cannot attach.
+   * reads the counts (none when perf could not attach: it exits at once, and the run's row stays empty).
+   * Null when BENCH_SYSCALLS is off or perf does not run here.
    */
   const countSyscalls = (pid: number): (() => Promise<Map<string, number>>) | null => {
-    if (!COUNT_SYSCALLS) return null;
+    if (!perfUsable) return null;
     const out = join(tmp, `syscalls-${pid}-${Date.now()}.csv`);
     const perf = spawn('perf', ['stat', '-x', ',', '-e', 'syscalls:sys_enter_*', '-p', String(pid), '-o', out], { stdio: 'ignore' });
+    // Listened for from the start: perf that cannot attach exits (or fails to spawn) during the run.
+    const exited = new Promise<void>((resolve) => {
+      perf.once('exit', () => resolve());
+      perf.once('error', (error) => {
+        log(scenario, `BENCH_SYSCALLS: perf failed: ${error.message}`);
+        resolve();
+      });
+    });
     return async () => {
-      const exited = new Promise((resolve) => perf.once('exit', resolve));
-      perf.kill('SIGINT');
+      if (perf.exitCode === null && perf.signalCode === null) perf.kill('SIGINT');
       await exited;
       const counts = new Map<string, number>();
       if (!existsSync(out)) return counts;
@@ -512,11 +523,10 @@ http {
         const n = Number(value);
         if (event?.startsWith('syscalls:sys_enter_') && Number.isFinite(n) && n > 0) counts.set(event.slice('syscalls:sys_enter_'.length), n);
       }
+      if (counts.size === 0) log(scenario, `BENCH_SYSCALLS: perf counted nothing for process ${pid} (could it attach?)`);
       return counts;
     };
   };
-  if (COUNT_SYSCALLS && spawnSync('perf', ['--version']).status !== 0)
-    log(scenario, 'BENCH_SYSCALLS: perf is not on this machine; no system calls counted');
   /** System calls per answered call by kind, one map per peak run of the bare proxy and of the platform. */
   const syscallsPerCall: Record<'bare' | 'platform', Map<string, number>[]> = { bare: [], platform: [] };
   /** Postgres's CPU per answered call by role (µs), one map per platform peak run. */
@@ -549,7 +559,8 @@ http {
       const end = atEnd ?? readEnd();
       if (syscalls) {
         const counts = await syscalls();
-        syscallsPerCall[target as 'bare' | 'platform'].push(new Map([...counts].map(([name, n]) => [name, n / Math.max(1, r.ok)])));
+        if (counts.size > 0)
+          syscallsPerCall[target as 'bare' | 'platform'].push(new Map([...counts].map(([name, n]) => [name, n / Math.max(1, r.ok)])));
       }
       if (rolesBefore && postgresBefore && end.postgres) {
         const roles = new Map([...rolesBefore, ...(await postgresRoles())]);

@@ -14,11 +14,12 @@ import type { Db, Sql } from './sql.js';
 /**
  * A live edge's hold has its expiry pushed forward (to now + the TTL) only once less than this share
  * of the TTL is left, not by every settlement and grant: `expires_at` is indexed, so every change of
- * it writes a new row version and index entry (no HOT update); at one per hold five times a second
- * the holds' dead versions piled up between vacuums (10,960 for 640 holds after one bench run), and
- * each held call's ledger row checks its hold through that index (a foreign key)
- * (docs/decisions/credit-hold-expiry-refresh.md). A live edge's hold still always has at least this
- * share of the TTL left.
+ * it writes a new row version and new entries in every index (no HOT update); at one per hold five
+ * times a second the holds' dead versions piled up between vacuums (10,960 for 640 holds after one
+ * bench run), and each held call's ledger row checks its hold (a foreign key) through the primary key
+ * index that carries them (docs/decisions/credit-hold-expiry-refresh.md). Right after a settlement a
+ * live edge's hold has at least this share of the TTL left (it had all of it), so an edge that stops
+ * settling is taken for dead a quarter of the TTL sooner than before.
  */
 const EXPIRY_REFRESH_AT = 0.75;
 
@@ -100,8 +101,11 @@ export interface HoldSettled {
  * Writes the ledger rows of calls charged from holds and returns what the edge released, for several
  * holds in one transaction. The rows carry the ids the callers were given; a row already written
  * (a retry) is skipped, and only what was actually written moves the balance. Releases are running
- * totals (the larger one wins), so a retry returns nothing twice. Every open hold of the edge gets
- * its expiry pushed forward: the edge is alive.
+ * totals (the larger one wins), so a retry returns nothing twice. The calls of holds closed under
+ * the edge are charged first (as ordinary charges), then every open hold's, each account's running
+ * balance in that order; the results follow `items`, each open hold's with its account's balances
+ * after the whole settlement. Every open hold of the edge whose expiry is a quarter spent gets it
+ * pushed forward: the edge is alive.
  */
 export async function settleHolds(sql: Sql, edgeId: string, items: HoldSettlement[], ttlSeconds: number): Promise<HoldSettled[]> {
   const settled = items.length === 0 ? [] : await settleInTransaction(sql, edgeId, items);
@@ -199,8 +203,11 @@ async function insertHeldCharges(
   groups: { accountId: string; holdId: string; charges: HeldCharge[] }[],
   balances: Map<string, bigint>,
 ): Promise<bigint[]> {
-  const rows = groups.flatMap((g) => g.charges.map((c) => ({ ...c, accountId: g.accountId, holdId: g.holdId })));
+  // Ids in Postgres's own spelling (lower case), each once: the written rows are told by the ids the
+  // insert returns, so an id spelled otherwise, or twice, would be written and not counted.
+  const rows = groups.flatMap((g) => g.charges.map((c) => ({ ...c, id: c.id.toLowerCase(), accountId: g.accountId, holdId: g.holdId })));
   if (rows.length === 0) return groups.map(() => 0n);
+  if (new Set(rows.map((r) => r.id)).size !== rows.length) throw new Error('a settlement names each charge once');
   /** Each row's balance after it, running on account by account over the rows `counted` keeps. */
   const runningBalances = (counted: (row: (typeof rows)[number]) => boolean) => {
     const running = new Map(balances);
@@ -235,7 +242,7 @@ async function insertHeldCharges(
           from unnest(${fix.map((f) => f.id)}::uuid[], ${fix.map((f) => f.after.toString())}::bigint[]) as v(id, after)
          where l.id = v.id`;
   }
-  return groups.map((g) => g.charges.reduce((sum, c) => (written.has(c.id) ? sum + c.costMicros : sum), 0n));
+  return groups.map((g) => g.charges.reduce((sum, c) => (written.has(c.id.toLowerCase()) ? sum + c.costMicros : sum), 0n));
 }
 
 /** Charges of a closed hold, each as an ordinary charge (no hold) while the spendable balance covers it. */

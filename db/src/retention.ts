@@ -48,7 +48,7 @@ export async function pruneDashboardSessions(db: Db, before: Date, batch: number
  * their dead row versions (accounts, credit holds and daily totals are updated many times a second)
  * and their growth (the ledger, usage events).
  */
-export const HOT_TABLES = ['accounts', 'credit_holds', 'ledger_entries', 'usage_daily', 'usage_events'] as const;
+export const METERED_TABLES = ['accounts', 'credit_holds', 'ledger_entries', 'usage_daily', 'usage_events'] as const;
 
 /**
  * The hot tables autovacuum does not look after: all of them when the server runs with autovacuum
@@ -59,8 +59,11 @@ export const HOT_TABLES = ['accounts', 'credit_holds', 'ledger_entries', 'usage_
 export async function tablesWithoutAutovacuum(db: Db): Promise<string[]> {
   const rows = await db<{ relname: string }[]>`
     select c.relname from pg_class c
-     where c.relname = any(${[...HOT_TABLES]}::text[]) and c.relnamespace = to_regnamespace(current_schema())
-       and (current_setting('autovacuum') = 'off' or coalesce(c.reloptions, '{}') @> array['autovacuum_enabled=false'])
+     where c.relname = any(${[...METERED_TABLES]}::text[]) and c.relnamespace = to_regnamespace(current_schema())
+       and (current_setting('autovacuum') = 'off'
+            -- Kept as written ("false", "off", "0", "no" ...): read as a boolean.
+            or exists (select 1 from unnest(c.reloptions) o
+                        where split_part(o, '=', 1) = 'autovacuum_enabled' and not split_part(o, '=', 2)::boolean))
      order by c.relname`;
   return rows.map((r) => r.relname);
 }

@@ -11,7 +11,7 @@ import { loadCookbooks } from '#db/cookbooks';
 import { createDashboardSession } from '#db/dashboard-sessions';
 import { charge } from '#db/ledger';
 import { recordUsageEvents } from '#db/usage';
-import { HOT_TABLES, tablesWithoutAutovacuum } from '#db/retention';
+import { METERED_TABLES, tablesWithoutAutovacuum } from '#db/retention';
 import { createSql, type Sql } from '#db/sql';
 import { createTestAccount } from '#fixtures/accounts';
 import { retentionJob, retentionProcessor, runRetention, scheduleRetention } from '#workers/queues/retention';
@@ -168,8 +168,8 @@ describe('the tables autovacuum does not look after (warned about by the queue w
     const sql = createSql(testDatabaseUrl(), { max: 1 });
     try {
       const [row] = await sql<{ server: string }[]>`select current_setting('autovacuum') as server`;
-      const everyTable = [...HOT_TABLES].sort();
-      await sql`alter table usage_daily set (autovacuum_enabled = false)`;
+      const everyTable = [...METERED_TABLES].sort();
+      await sql`alter table usage_daily set (autovacuum_enabled = off)`;
       expect(await tablesWithoutAutovacuum(sql)).toEqual(row!.server === 'off' ? everyTable : ['usage_daily']);
       await sql`alter table usage_daily reset (autovacuum_enabled)`;
       expect(await tablesWithoutAutovacuum(sql)).toEqual(row!.server === 'off' ? everyTable : []);

@@ -23,7 +23,10 @@ const connection = createRedis(settings.REDIS_URL, 'queue', { connectionName: 'q
 
 // Said once at start (docs/OPERATIONS.md, "Production checklist"): without vacuum the tables every call
 // writes slow down as they grow. A Postgres not up yet is the rest of the start's to report.
-const unvacuumed = await tablesWithoutAutovacuum(sql).catch(() => []);
+const unvacuumed = await tablesWithoutAutovacuum(sql).catch((error: unknown) => {
+  log.debug({ err: error }, 'could not check whether autovacuum runs');
+  return [];
+});
 if (unvacuumed.length > 0)
   log.warn(
     { tables: unvacuumed },

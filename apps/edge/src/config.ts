@@ -301,7 +301,11 @@ export const edgeSettings = sharedSettings
     CREDIT_HOLD_CEILING_DOLLARS: dollars('5'),
     /** How often calls charged from holds are written to the ledger (ms). */
     CREDIT_HOLD_SETTLE_MS: z.coerce.number().int().min(10).max(10_000).default(200),
-    /** A hold its edge stopped settling for this long expires; the queue workers then settle it from its usage events. */
+    /**
+     * A hold's lifetime: its edge's settlements push its expiry to now + this once a quarter of it is
+     * spent, so a hold whose edge stopped settling expires between three quarters of this and all of
+     * it later; the queue workers then settle it from its usage events.
+     */
     CREDIT_HOLD_TTL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(30),
     /** A hold with no call for this long is settled and closed (ms). */
     CREDIT_HOLD_IDLE_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
