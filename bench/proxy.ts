@@ -492,6 +492,9 @@ http {
       const name = role.startsWith('autovacuum worker') ? 'autovacuum worker' : role;
       micros.set(name, (micros.get(name) ?? 0) + end - (before.get(pid) ?? 0));
     }
+    // A process alive before the run that ended during it brings its whole life's CPU into the reaped
+    // time; what it had spent by the first reading was not the run's.
+    for (const [pid, start] of before) if (pid !== ENDED && !after.has(pid)) micros.set(ENDED, (micros.get(ENDED) ?? 0) - start);
     return micros;
   };
   const perfUsable = COUNT_SYSCALLS && spawnSync('perf', ['--version']).status === 0;
