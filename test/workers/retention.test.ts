@@ -17,6 +17,7 @@ import { createTestAccount } from '#fixtures/accounts';
 import { retentionJob, retentionProcessor, runRetention, scheduleRetention } from '#workers/queues/retention';
 import { loadWorkerSettings } from '#workers/settings';
 import { workflowIdFor } from '#workflows/messages';
+import { startChaosPostgres } from '../chaos/services.js';
 import { testDatabaseUrl, uniqueId } from '../helpers/settings.js';
 
 const DAY = 86_400_000;
@@ -178,4 +179,21 @@ describe('the tables autovacuum does not look after (warned about by the queue w
       await sql.end({ timeout: 5 });
     }
   });
+
+  it('names a table that turned autovacuum off itself, on a server that runs it (a throwaway cluster: the shared one may not)', async () => {
+    const cluster = await startChaosPostgres();
+    const sql = createSql(cluster.url, { max: 1 });
+    try {
+      expect((await sql<{ server: string }[]>`select current_setting('autovacuum') as server`)[0]!.server).toBe('on');
+      for (const table of METERED_TABLES) await sql.unsafe(`create table ${table} (id int)`);
+      expect(await tablesWithoutAutovacuum(sql)).toEqual([]);
+      await sql`alter table usage_daily set (autovacuum_enabled = off)`;
+      await sql`alter table credit_holds set (autovacuum_enabled = false, fillfactor = 90)`;
+      await sql`alter table accounts set (autovacuum_enabled = on)`;
+      expect(await tablesWithoutAutovacuum(sql)).toEqual(['credit_holds', 'usage_daily']);
+    } finally {
+      await sql.end({ timeout: 5 });
+      await cluster.destroy();
+    }
+  }, 120_000);
 });
