@@ -25,6 +25,7 @@ import pino from 'pino';
 import { edgeSettings } from '#edge/config';
 import { ChargeBatcher } from '#core/billing';
 import { credit } from '#db/ledger';
+import { METERED_TABLES } from '#db/retention';
 import { createSql } from '#db/sql';
 import { allocationDiffMarkdown, sampleAllocations } from './lib/allocation-profile.js';
 import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
@@ -88,6 +89,19 @@ interface LoadResult {
 
 await prepareDatabase();
 const sql = createSql(settings.DATABASE_URL, { max: 4, appName: 'bench-proxy' });
+// The tables every call writes keep the earlier runs' rows (the bench database is never emptied), and
+// their size moves Postgres's cost per call; each run says what it started from, and starts from them
+// vacuumed and analysed, as autovacuum keeps them in production (this workplace's Postgres runs without it).
+const tablesAtStart = await sql<{ relname: string; rows: string; bytes: string }[]>`
+  select relname, n_live_tup::text as rows, pg_total_relation_size(relid)::text as bytes
+    from pg_stat_user_tables where relname = any(${[...METERED_TABLES]}::text[]) order by relname`;
+const vacuumStarted = performance.now();
+for (const table of METERED_TABLES) await sql.unsafe(`vacuum (analyze) ${table}`);
+const vacuumSeconds = (performance.now() - vacuumStarted) / 1000;
+const tablesNote = tablesAtStart
+  .filter((t) => t.relname === 'ledger_entries' || t.relname === 'usage_events')
+  .map((t) => `${t.relname} ${Number(t.rows).toLocaleString('en-US')} rows (${Math.round(Number(t.bytes) / 1048576)} MB)`)
+  .join(', ');
 const tmp = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'));
 const children: Child[] = [];
 const stopAll = async () => {
@@ -918,6 +932,9 @@ Redis and the workers are not pinned, and what of theirs the scheduler runs ther
 processes on the proxy's core" is that core's busy time (\`/proc/stat\`) over the run less the proxy's own CPU; Postgres's and
 Redis's rows are the CPU of all their processes (Postgres's backends that ended counted through the postmaster) over the run, on
 either core, divided by the calls answered.
+
+The tables every call writes, as the run found them (earlier runs' rows stay): ${tablesNote}; each vacuumed and analysed
+before the run (${fmt(vacuumSeconds, 1)} s).
 
 Ledger: checked after every platform run: the check waits (up to ${LEDGER_WAIT_MS / 1000} s) for the settlements of calls charged from holds
 until there is a charge row for every answered call, then checks no more charges than calls sent, each account's balance equal to its
