@@ -30,7 +30,21 @@ import { createSql } from '#db/sql';
 import { allocationDiffMarkdown, sampleAllocations } from './lib/allocation-profile.js';
 import { profileDiffMarkdown, profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
-import { CPU_EDGE, CPU_LOAD, freePort, loadAverage, placement, ROOT, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
+import {
+  CLOCK_TICKS,
+  CPU_EDGE,
+  CPU_LOAD,
+  freePort,
+  loadAverage,
+  placement,
+  procStat,
+  procStatsOf,
+  ROOT,
+  runJson,
+  startChild,
+  waitForHttp,
+  type Child,
+} from './lib/procs.js';
 import { writeSpeedscope } from './lib/speedscope.js';
 import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeFromSource, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
@@ -41,8 +55,6 @@ const OPENING_MICROS = 1_000_000_000_000n;
 const seconds = settings.BENCH_DURATION_SECONDS;
 const repeats = settings.BENCH_REPEATS;
 const startLoad = loadAverage();
-/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
-const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
 /** The whole stack's log level (edge and workers): production's default unless told otherwise. */
 const LOG_LEVEL = process.env.BENCH_EDGE_LOG_LEVEL ?? 'info';
 const METRICS_SCRAPE_MS = Number(process.env.BENCH_METRICS_SCRAPE_MS ?? 5_000);
@@ -415,12 +427,9 @@ http {
   // everything the edge does for its calls within the run: auth, rate limit, charge (credit holds and
   // their settlements, or the group commit), forwarding, usage batching and logging; not the work of
   // Postgres, Redis or the workers, counted apart for the workers.
-  const cpuMicros = (child: Child) => {
-    const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-  };
+  const cpuMicros = (child: Child) => procStat(child.process.pid!).cpuMicros;
   /** Minor page faults of the process so far (every thread): each costs a trap into the kernel, dear on some hosts. */
-  const pageFaults = (child: Child) => Number(readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[7]);
+  const pageFaults = (child: Child) => procStat(child.process.pid!).minorFaults;
   const faultsPerAnswer: Record<'bare' | EdgeTarget, number[]> = { bare: [], platform: [], control: [], metrics: [] };
   const measured: Partial<Record<Target, () => Child>> = {
     bare: () => bare,
@@ -444,25 +453,9 @@ http {
     const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
     return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1e6) / CLOCK_TICKS;
   };
-  const serviceCpuMicros = (comm: string) => {
-    let ticks = 0;
-    for (const pid of readdirSync('/proc')) {
-      if (!/^\d+$/.test(pid)) continue;
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const open = stat.indexOf('(');
-        const close = stat.lastIndexOf(')');
-        if (stat.slice(open + 1, close) !== comm) continue;
-        const fields = stat.slice(close + 2).split(' ');
-        // Its own time and that of its children already reaped (a Postgres backend that ended is
-        // counted in the postmaster's), so connections closed between two readings are not lost.
-        ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-      } catch {
-        // The process ended between the listing and the read.
-      }
-    }
-    return (ticks * 1e6) / CLOCK_TICKS;
-  };
+  // Each process's own time and that of its children already reaped (a Postgres backend that ended is
+  // counted in the postmaster's), so connections closed between two readings are not lost.
+  const serviceCpuMicros = (comm: string) => procStatsOf(comm).reduce((sum, p) => sum + p.cpuMicros + p.reapedChildrenMicros, 0);
   const services = () => ({ core: coreBusyMicros(CPU_EDGE), postgres: serviceCpuMicros('postgres'), redis: serviceCpuMicros('redis-server') });
   // Postgres's CPU by what each of its processes does: a client backend by its connection's
   // application_name (the edge's, the queue workers', ...), a background process by its type
@@ -481,23 +474,12 @@ http {
   const ENDED = 'processes that ended during the run';
   /** Each Postgres process's CPU so far (µs), by pid; the reaped children's under ENDED. */
   const postgresCpu = () => {
-    const micros = new Map<number | typeof ENDED, number>();
-    for (const pid of readdirSync('/proc')) {
-      if (!/^\d+$/.test(pid)) continue;
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const close = stat.lastIndexOf(')');
-        if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-        const fields = stat.slice(close + 2).split(' ');
-        micros.set(Number(pid), ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
-        // The postmaster is the one whose parent is not a postgres process.
-        if (!readFileSync(`/proc/${fields[1]}/stat`, 'utf8').includes('(postgres)'))
-          micros.set(ENDED, (micros.get(ENDED) ?? 0) + ((Number(fields[13]) + Number(fields[14])) * 1e6) / CLOCK_TICKS);
-      } catch {
-        // The process ended between the listing and the read.
-      }
-    }
-    return micros;
+    const processes = procStatsOf('postgres');
+    const micros = new Map<number | typeof ENDED, number>(processes.map((p) => [p.pid, p.cpuMicros]));
+    // The postmaster is the one whose parent is not a postgres process (one per cluster).
+    const pids = new Set(processes.map((p) => p.pid));
+    const reaped = processes.filter((p) => !pids.has(p.ppid)).reduce((sum, p) => sum + p.reapedChildrenMicros, 0);
+    return micros.set(ENDED, reaped);
   };
   const byRole = (before: Map<number | typeof ENDED, number>, after: Map<number | typeof ENDED, number>, roles: Map<number, string>) => {
     const micros = new Map<string, number>();

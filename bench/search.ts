@@ -18,6 +18,7 @@ import { discover, listApis, LiveDirectoryIndex } from '#core/directory';
 import { createSql } from '#db/sql';
 import { profileMarkdown, summarizeProfile } from './lib/cpu-profile.js';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
+import { procStat } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, percentile, summarize, writeSection } from './lib/report.js';
 import { edgeNodeFlags } from './lib/stack.js';
 
@@ -116,11 +117,7 @@ interface Edge {
 }
 
 /** Process CPU time (user + system, every thread) in ms, from /proc/<pid>/stat. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime are fields 14 and 15 of stat, 12 and 13 after "pid (comm) ", in clock ticks (100 a second).
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+const cpuMs = (pid: number): number => procStat(pid).cpuMicros / 1000;
 
 /** The ranking process for one edge, with the edge's cache setting for task vectors. */
 async function startRanker(cacheSeconds: number): Promise<{ child: ChildProcess; url: string }> {

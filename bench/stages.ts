@@ -10,7 +10,7 @@
 // the stages do not explain (Fastify's hooks, the HTTP server, the rest) shows as a remainder.
 // `npm run bench -- stages`
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { mkdtempSync, openSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ import { BlockLogWriter } from '#core/platform';
 import { droppedRequestHeaders, downstreamResponseHeaders, planMeteredCall, SecretRedactor, upstreamRequestHeaders } from '#core/gateway';
 import { callerFromKey } from '#core/identity';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
-import { CPU_EDGE, CPU_LOAD, freePort, placement, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
+import { CPU_EDGE, CPU_LOAD, freePort, placement, procStat, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
 import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
 
@@ -45,7 +45,6 @@ const CONNECTIONS = Number(process.env.BENCH_PROXY_CONNECTIONS ?? 32);
 /** Off (BENCH_STAGES_EDGE=0): skip the full edge's CPU per call (and so the remainder row). */
 const MEASURE_EDGE = process.env.BENCH_STAGES_EDGE !== '0';
 const TARGET_RATIO = 0.75;
-const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
 const RUN_ID = `bench-stages-${process.pid}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -58,10 +57,7 @@ const stopAll = async () => {
 process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
 
 /** CPU (µs, user + system, every thread) of a child process so far, from /proc/<pid>/stat. */
-const childCpuMicros = (child: Child) => {
-  const fields = readFileSync(`/proc/${child.process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-};
+const childCpuMicros = (child: Child) => procStat(child.process.pid!).cpuMicros;
 
 /**
  * Times `one` (awaited when it answers a promise) over N iterations, RUNS times after a warm-up of

@@ -2,7 +2,7 @@
 // in their own process, pinned to a CPU with `taskset` when it is available, so that on a 2-core
 // machine the process being measured gets a core of its own as far as possible.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { openSync, closeSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -108,4 +108,56 @@ export function loadAverage(): string {
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(' / ');
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
+export const CLOCK_TICKS = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
+
+/** What the benchmarks read of /proc/<pid>/stat; CPU times in µs (every thread of the process). */
+export interface ProcStat {
+  pid: number;
+  /** The executable's name (`comm`, as `ps` shows it). */
+  comm: string;
+  ppid: number;
+  /** Minor page faults so far. */
+  minorFaults: number;
+  /** User + system CPU so far. */
+  cpuMicros: number;
+  /** User + system CPU of its children that ended and were reaped. */
+  reapedChildrenMicros: number;
+}
+
+/** A process's /proc/<pid>/stat; throws when it is gone. */
+export function procStat(pid: number): ProcStat {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const close = stat.lastIndexOf(')');
+  // The fields after "pid (comm) ", from the state (field 3 of stat(5)) on.
+  const f = stat
+    .slice(close + 2)
+    .split(' ')
+    .map(Number);
+  const micros = (ticks: number) => (ticks * 1e6) / CLOCK_TICKS;
+  return {
+    pid,
+    comm: stat.slice(stat.indexOf('(') + 1, close),
+    ppid: f[1]!,
+    minorFaults: f[7]!,
+    cpuMicros: micros(f[11]! + f[12]!),
+    reapedChildrenMicros: micros(f[13]! + f[14]!),
+  };
+}
+
+/** Every process named `comm`, skipping those that end while they are read. */
+export function procStatsOf(comm: string): ProcStat[] {
+  const found: ProcStat[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = procStat(Number(entry));
+      if (stat.comm === comm) found.push(stat);
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return found;
 }
