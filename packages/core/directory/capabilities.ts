@@ -404,3 +404,33 @@ export function capabilityVectors(embedder: SentenceEmbedder): Promise<Float32Ar
   }
   return vectors;
 }
+
+/**
+ * How close an API's embedding must be to a capability's description to count as of its kind (capabilityKin).
+ * Measured on the tuning sets with 0.45 and 0.5 (docs/DISCOVERY.md, "a tenth session"): the APIs the sets
+ * expect among a capability's members are 0.49 from its description on average, the others 0.23.
+ */
+export const CAPABILITY_KIN_MIN_SIMILARITY = 0.45;
+
+/**
+ * Per capability, the APIs whose own embedding is at least `min` from its description (positions and
+ * similarities, closest first): the APIs that are of that kind in meaning, whatever words they use.
+ * A capability's members are found by its words, which an API of another kind may hold too (AWS
+ * Signer's code signing holds "sign"); this says how much an API is what the capability describes.
+ * `similarities(vector)` is each API's similarity to a unit vector (DenseVectors.similarities).
+ */
+export async function capabilityKin(
+  vectors: readonly Float32Array[],
+  similarities: (vector: Float32Array) => Promise<Float32Array>,
+  min: number,
+): Promise<{ at: Int32Array; similarity: Float32Array }[]> {
+  const kin: { at: Int32Array; similarity: Float32Array }[] = [];
+  for (const vector of vectors) {
+    const scores = await similarities(vector);
+    const close: number[] = [];
+    for (let at = 0; at < scores.length; at++) if (scores[at]! >= min) close.push(at);
+    close.sort((a, b) => scores[b]! - scores[a]! || a - b);
+    kin.push({ at: Int32Array.from(close), similarity: Float32Array.from(close, (at) => scores[at]!) });
+  }
+  return kin;
+}

@@ -623,6 +623,18 @@ interface FusedRow {
 export const CAPABILITY_WEIGHT = 2.5;
 
 /**
+ * The capability's kin (capabilities.ts, `capabilityKin`): an API whose own embedding is at least
+ * CAPABILITY_KIN_MIN_SIMILARITY from the description of a capability the task asks for joins the
+ * candidates and gains CAPABILITY_KIN_WEIGHT x the task's closeness to the capability x the API's, member
+ * or not. Members are found by words, which APIs of another kind hold too; this favours those that are
+ * of the kind in meaning (Google Safe Browsing for a scam link, TomTom's routing for a drive with
+ * traffic). Only when no API holds every word of the task: when one does, the task's own words have said
+ * what it needs ("validate a phone number", "real estate listings"), and the kind is left to them.
+ * Chosen on the tuning sets (docs/DISCOVERY.md, "a tenth session").
+ */
+export const CAPABILITY_KIN_WEIGHT = 3;
+
+/**
  * Discovery's feedback (feedback.ts): a candidate gains FEEDBACK_WEIGHT x its signal in [0, 1], which
  * grows with the logarithm of the accounts that used the API in the last 30 days (those that called it
  * after discovery listed it count twice) and reaches 1 at 1,000. At full strength it is worth 0.06 of
@@ -662,31 +674,45 @@ const NEED_SIMILARITY = 0.6;
  * the task's similarity to the closest of them it belongs to (`boosts`). `min` is
  * CAPABILITY_MIN_SIMILARITY, or DENSE_ALONE_MIN_SIMILARITY when no word of the task matched: made-up
  * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description). The
- * capabilities the task names by its need (`needs`) count from NEED_SIMILARITY.
+ * capabilities the task names by its need (`needs`) count from NEED_SIMILARITY. With `withKin`, per API
+ * of the kind of one of them in meaning (`kin`), the task's closeness to it times the API's (the best).
  */
 function taskCapabilities(
   index: DirectoryIndex,
   task: Float32Array | null,
   min: number,
   needs: readonly string[],
-): { boosts: Map<number, number>; used: number[] } {
+  withKin: boolean,
+): { boosts: Map<number, number>; kin: Map<number, number>; used: number[] } {
   const boosts = new Map<number, number>();
   const used: number[] = [];
+  // Per capability used, how close the task is to it (a need the wording names counts as NEED_SIMILARITY).
+  const closeness = new Map<number, number>();
   const vectors = index.capabilityVectors;
   const members = index.capabilityMembers;
   // The closest capability needs the model; the ones the task's wording names do not.
   for (const { c, similarity } of task && vectors && vectors.length > 0 ? closestCapabilities(index, vectors, task) : []) {
     if (similarity < min) continue;
     used.push(c);
+    closeness.set(c, similarity);
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
   }
   for (const id of needs) {
     const c = CAPABILITY_AT.get(id);
     if (c === undefined) continue;
     if (!used.includes(c)) used.push(c);
+    closeness.set(c, Math.max(closeness.get(c) ?? 0, NEED_SIMILARITY));
     for (const at of members[c]!) boosts.set(at, Math.max(boosts.get(at) ?? 0, NEED_SIMILARITY));
   }
-  return { boosts, used };
+  // The APIs of each such kind in meaning (with the model): the task's closeness to the kind times theirs.
+  const kin = new Map<number, number>();
+  const kinLists = index.capabilityKin;
+  if (kinLists && withKin)
+    for (const [c, taskSimilarity] of closeness) {
+      const { at, similarity } = kinLists[c]!;
+      for (let k = 0; k < at.length; k++) kin.set(at[k]!, Math.max(kin.get(at[k]!) ?? 0, taskSimilarity * similarity[k]!));
+    }
+  return { boosts, kin, used };
 }
 
 /** Each capability's place in CAPABILITIES (and in the index's capabilityMembers), by id. */
@@ -723,15 +749,15 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
 
 /**
  * The lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0) +
- * CAPABILITY_WEIGHT x the task's similarity to a capability the API belongs to, divided by the best
- * such score so that the first result is 1. Ties go to the word ranking's order. Without the model
+ * CAPABILITY_WEIGHT x the task's similarity to a capability the API belongs to + CAPABILITY_KIN_WEIGHT x
+ * its kin score (taskCapabilities), divided by the best such score so that the first result is 1. Ties go to the word ranking's order. Without the model
  * (`similarities` null) only the word score counts.
  */
 function fuse(
   index: DirectoryIndex,
   lexical: RankedRow[],
   similarities: Float32Array | null,
-  capabilities: ReadonlyMap<number, number>,
+  capabilities: { boosts: ReadonlyMap<number, number>; kin: ReadonlyMap<number, number> },
   limit: number,
   only: ReadonlySet<string> | undefined,
   feedback: Float32Array | null,
@@ -742,7 +768,11 @@ function fuse(
     const score =
       row.score +
       DENSE_WEIGHT * Math.max(similarity, 0) +
-      (at === undefined ? 0 : CAPABILITY_WEIGHT * (capabilities.get(at) ?? 0) + (feedback ? FEEDBACK_WEIGHT * feedback[at]! : 0));
+      (at === undefined
+        ? 0
+        : CAPABILITY_WEIGHT * (capabilities.boosts.get(at) ?? 0) +
+          CAPABILITY_KIN_WEIGHT * (capabilities.kin.get(at) ?? 0) +
+          (feedback ? FEEDBACK_WEIGHT * feedback[at]! : 0));
     fused.set(row.id, { row, score, lexical: order, similarity });
   };
   lexical.forEach((row, r) => add(row, index.position(row.id), r));
@@ -753,7 +783,7 @@ function fuse(
       if (!fused.has(api.id)) add(rankedRow(api, 0, 0), at, Number.POSITIVE_INFINITY);
     }
   }
-  for (const at of capabilities.keys()) {
+  for (const at of [...capabilities.boosts.keys(), ...capabilities.kin.keys()]) {
     const api = index.apis[at]!;
     if ((only === undefined || only.has(api.id)) && !fused.has(api.id)) add(rankedRow(api, 0, 0), at, Number.POSITIVE_INFINITY);
   }
@@ -790,16 +820,16 @@ export async function discover(
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   // One embedding of the task serves both the APIs' similarities and the capabilities'.
   const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
-  const capabilities = taskCapabilities(index, dense?.vector ?? null, capabilityFloor(plan, lexical.length > 0), needCapabilities(normalized));
-  const rows = fuse(
+  // Whether an API holds every word of the task (the word ranking's coverage; CAPABILITY_KIN_WEIGHT).
+  const wordsSaidIt = lexical.some((row) => row.coverage >= 1 - 1e-9);
+  const capabilities = taskCapabilities(
     index,
-    lexical,
-    dense?.similarities ?? null,
-    capabilities.boosts,
-    limit,
-    only,
-    options.feedback === false ? null : index.feedback,
+    dense?.vector ?? null,
+    capabilityFloor(plan, lexical.length > 0),
+    needCapabilities(normalized),
+    !wordsSaidIt,
   );
+  const rows = fuse(index, lexical, dense?.similarities ?? null, capabilities, limit, only, options.feedback === false ? null : index.feedback);
   const understood = capabilities.used.map((c) => CAPABILITIES[c]!.id);
   if (rows.length === 0) return { results: [], plan, capabilities: understood };
   // Endpoints that name the most query terms (word-prefix match, which covers word forms cheaply).

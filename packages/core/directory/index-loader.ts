@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db, Sql } from '#db/sql';
 import { pricingRuleSchema, type PricingRule } from '#db/metered-apis';
 import { CAPABILITY_SYNONYMS } from './vocabulary.js';
-import { capabilityVectors } from './capabilities.js';
+import { CAPABILITY_KIN_MIN_SIMILARITY, capabilityKin, capabilityVectors } from './capabilities.js';
 import { DirectoryIndex } from './search-index.js';
 import { parseTsvector, RANK_WEIGHTS, trigrams } from './scoring.js';
 import { stem } from 'porter2';
@@ -111,7 +111,9 @@ export async function loadDirectoryIndex(
     : null;
   // The capability layer's descriptions, embedded once per process and model (capabilities.ts).
   const capabilities = embedder && dense ? await capabilityVectors(embedder) : null;
-  return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense, capabilities });
+  // Which APIs are of each kind in meaning: one product of each description with the catalog per load.
+  const kin = capabilities && dense ? await capabilityKin(capabilities, (v) => dense.similarities(v), CAPABILITY_KIN_MIN_SIMILARITY) : null;
+  return new DirectoryIndex(indexed, vectors, known, { extraLexemes, dense, capabilities, kin });
 }
 
 /** An API's price rules; none when the column holds something else (the proxy reads it the same way). */

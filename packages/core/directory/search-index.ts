@@ -41,6 +41,11 @@ export class DirectoryIndex {
   /** Per capability, its member APIs (positions), found once per load by its terms. */
   readonly capabilityMembers: number[][];
   /**
+   * Per capability, the APIs close in meaning to its description (capabilities.ts, `capabilityKin`:
+   * positions and similarities, closest first); null without the model.
+   */
+  readonly capabilityKin: { at: Int32Array; similarity: Float32Array }[] | null;
+  /**
    * Per API (position), its feedback signal in [0, 1] (feedback.ts, `feedbackSignal`): 0 until the
    * index's owner reads the accounts' use (LiveDirectoryIndex with `feedbackRefreshMs`).
    */
@@ -79,13 +84,19 @@ export class DirectoryIndex {
     apis: IndexedApi[],
     vectors: { head: Map<string, number[]>; endpoint: string[] }[],
     words: { word: string; ndoc: number; lexeme: string | null }[],
-    extra: { extraLexemes?: ReadonlyMap<string, string | null>; dense?: DenseVectors | null; capabilities?: Float32Array[] | null } = {},
+    extra: {
+      extraLexemes?: ReadonlyMap<string, string | null>;
+      dense?: DenseVectors | null;
+      capabilities?: Float32Array[] | null;
+      kin?: { at: Int32Array; similarity: Float32Array }[] | null;
+    } = {},
   ) {
     this.apis = apis;
     this.extraLexemes = extra.extraLexemes ?? new Map();
     this.dense = extra.dense ?? null;
     this.operations = new OperationIndex(apis);
     this.capabilityVectors = extra.capabilities ?? null;
+    this.capabilityKin = extra.kin ?? null;
     this.feedback = new Float32Array(apis.length);
     this.feedbackAccounts = new Uint32Array(apis.length);
     this.endpointNorm = Float64Array.from(apis, (api) => F(Math.log2(api.endpointLexemes + 1)));
