@@ -128,6 +128,10 @@ describe('GET /api/v1/discover', () => {
     const speech = await first('turn my podcast script into audio');
     expect(speech.capabilities).toContain('text-to-speech');
     expect(['googleapis.com-texttospeech', 'amazonaws.com-polly', 'elevenlabs.io']).toContain(speech.id);
+    // Too far from routing (under 0.35: the place names pull it away) for the capability's members, close enough
+    // for its kin: a timetable API came first without it.
+    const route = await first('driving directions from Porto to Seville');
+    expect(['tomtom.com-routing', 'graphhopper.com', 'gov.bc.ca-router']).toContain(route.id);
     // Vonage's Number Insight holds every word of this one: the words rank it, and the verification
     // services, closer to the one-time-codes capability it is read as, stay under it.
     expect((await first('validate a phone number')).id).toBe('nexmo.com-number-insight');
@@ -146,9 +150,9 @@ describe('GET /api/v1/discover', () => {
     { set: 'devset', measured: '1.000 / 0.947', recallAt5: 0.95, mrr: 0.89 },
     { set: 'everyday', measured: '0.786 / 0.749, 0.738 / 0.724 on VNNI', recallAt5: 0.69, mrr: 0.67 },
     { set: 'everyday-2', measured: '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin on 2026-11-30', recallAt5: 0.86, mrr: 0.7 },
-    { set: 'everyday-3', measured: '0.800 / 0.669 on 2026-11-29, 0.822 / 0.696 with the kin on 2026-11-30', recallAt5: 0.77, mrr: 0.64 },
+    { set: 'everyday-3', measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin on 2026-11-30', recallAt5: 0.82, mrr: 0.68 },
     { set: 'everyday-4', measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin on 2026-11-30', recallAt5: 0.78, mrr: 0.68 },
-    { set: 'everyday-5', measured: '0.698 / 0.531 as written, 0.698 / 0.557 with the kin, 2026-11-30', recallAt5: 0.65, mrr: 0.5 },
+    { set: 'everyday-5', measured: '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 2026-11-30', recallAt5: 0.72, mrr: 0.53 },
     { set: 'heldout', measured: '1.000 / 0.854', recallAt5: 0.83, mrr: 0.79 },
     { set: 'fresh', measured: '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29', recallAt5: 0.87, mrr: 0.68 },
   ];

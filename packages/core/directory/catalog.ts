@@ -633,6 +633,14 @@ export const CAPABILITY_WEIGHT = 2.5;
  * Chosen on the tuning sets (docs/DISCOVERY.md, "a tenth session").
  */
 export const CAPABILITY_KIN_WEIGHT = 3;
+/**
+ * The closest capability's kin counts from this similarity of the task to it, where its members (by words)
+ * need CAPABILITY_MIN_SIMILARITY: "how long is the drive from Lyon to Geneva and which way should I go" is
+ * 0.2-0.35 from routing, its names pulling it away, and the kin's boost is scaled by that closeness anyway.
+ * Only when some word of the task matched (made-up words keep their floors). 0.3, 0.25 and 0.2 measured on
+ * the tuning sets: 0.25 and 0.2 alike, 0.3 between them and 0.35 (docs/DISCOVERY.md, "a tenth session").
+ */
+const CAPABILITY_KIN_FLOOR = 0.25;
 
 /**
  * Discovery's feedback (feedback.ts): a candidate gains FEEDBACK_WEIGHT x its signal in [0, 1], which
@@ -692,7 +700,11 @@ function taskCapabilities(
   const members = index.capabilityMembers;
   // The closest capability needs the model; the ones the task's wording names do not.
   for (const { c, similarity } of task && vectors && vectors.length > 0 ? closestCapabilities(index, vectors, task) : []) {
-    if (similarity < min) continue;
+    if (similarity < min) {
+      // Too far for its members by words, close enough for its kin in meaning (CAPABILITY_KIN_FLOOR).
+      if (similarity >= CAPABILITY_KIN_FLOOR && min === CAPABILITY_MIN_SIMILARITY) closeness.set(c, similarity);
+      continue;
+    }
     used.push(c);
     closeness.set(c, similarity);
     for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
@@ -736,8 +748,8 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
   for (let c = 0, row = 0; c < vectors.length; c++, row += d) {
     let dot = 0;
     for (let k = 0; k < d; k++) dot += matrix[row + k]! * task[k]!;
-    // The lowest floor any task has (capabilityBoosts applies each task's own).
-    if (dot < CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY || (best.length === CAPABILITY_TOP && dot <= best[CAPABILITY_TOP - 1]!.similarity)) continue;
+    // The lowest floor any task has, the kin's (taskCapabilities applies each task's own).
+    if (dot < CAPABILITY_KIN_FLOOR || (best.length === CAPABILITY_TOP && dot <= best[CAPABILITY_TOP - 1]!.similarity)) continue;
     let place = best.length;
     while (place > 0 && dot > best[place - 1]!.similarity) place--;
     best.splice(place, 0, { c, similarity: dot });
