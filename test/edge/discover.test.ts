@@ -121,22 +121,27 @@ describe('GET /api/v1/discover', () => {
   it('ranks first the APIs that are of the kind the task asks for in meaning, unless an API holds every word of the task', async () => {
     const first = async (task: string) => {
       const body = expectOk<Discovery & { interpreted: { capabilities: string[] } }>(await discover(`q=${encodeURIComponent(task)}`));
-      return { id: body.results[0]?.api.id, capabilities: body.interpreted.capabilities };
+      return { id: body.results[0]?.api.id, reason: body.results[0]?.reason, capabilities: body.interpreted.capabilities };
     };
     // Read as text to speech; without the kin a podcast directory came first (its words: "podcast", "audio"),
     // and Google's Text-to-Speech, a member of the capability by its words, third.
     const speech = await first('turn my podcast script into audio');
     expect(speech.capabilities).toContain('text-to-speech');
     expect(['googleapis.com-texttospeech', 'amazonaws.com-polly', 'elevenlabs.io']).toContain(speech.id);
+    expect(speech.reason).toMatch(/ranked for the kind of service the task reads as: text to speech/);
     // Too far from routing (under 0.35: the place names pull it away) for the capability's members, close enough
     // for its kin: a timetable API came first without it.
     const route = await first('driving directions from Porto to Seville');
     expect(['tomtom.com-routing', 'graphhopper.com', 'gov.bc.ca-router']).toContain(route.id);
+    // A kind used for its kin alone is still a kind the task was read as.
+    expect(route.capabilities).toContain('routing');
     // Vonage's Number Insight holds every word of this one: the words rank it, and the verification
     // services, closer to the one-time-codes capability it is read as, stay under it.
     expect((await first('validate a phone number')).id).toBe('nexmo.com-number-insight');
   });
 
+  // The floors of the everyday sets moved on 2026-11-30 (the capability's kin) were measured on an AMD EPYC host
+  // with AVX-512; the tuning sets measured the same there as on the Xeon host with AVX-512 VNNI the day before.
   // Floors a little under the figures measured in docs/DISCOVERY.md, so a change that makes
   // discovery worse on any set fails the suite. The held-out sets are measured, never tuned on:
   // a floor there catches a regression, it is not a target. The int8 embedding gives slightly other
@@ -147,14 +152,14 @@ describe('GET /api/v1/discover', () => {
   // other set within one task): that set's floor is two tasks under the lower host's figure. Floors
   // move up with the ranking, and down only when a host the suite runs on measures the same code lower.
   const floors = [
-    { set: 'devset', measured: '1.000 / 0.947', recallAt5: 0.95, mrr: 0.89 },
-    { set: 'everyday', measured: '0.786 / 0.749, 0.738 / 0.724 on VNNI', recallAt5: 0.69, mrr: 0.67 },
+    { set: 'devset', measured: '1.000 / 0.947, 1.000 / 0.954 with the kin on 2026-11-30', recallAt5: 0.95, mrr: 0.89 },
+    { set: 'everyday', measured: '0.786 / 0.749, 0.738 / 0.724 on VNNI, 0.762 / 0.720 with the kin on 2026-11-30', recallAt5: 0.69, mrr: 0.67 },
     { set: 'everyday-2', measured: '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin on 2026-11-30', recallAt5: 0.86, mrr: 0.7 },
     { set: 'everyday-3', measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin on 2026-11-30', recallAt5: 0.82, mrr: 0.68 },
     { set: 'everyday-4', measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin on 2026-11-30', recallAt5: 0.78, mrr: 0.68 },
     { set: 'everyday-5', measured: '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 2026-11-30', recallAt5: 0.72, mrr: 0.53 },
-    { set: 'heldout', measured: '1.000 / 0.854', recallAt5: 0.83, mrr: 0.79 },
-    { set: 'fresh', measured: '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29', recallAt5: 0.87, mrr: 0.68 },
+    { set: 'heldout', measured: '1.000 / 0.854, 1.000 / 0.861 with the kin on 2026-11-30', recallAt5: 0.83, mrr: 0.79 },
+    { set: 'fresh', measured: '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin on 2026-11-30', recallAt5: 0.87, mrr: 0.68 },
   ];
   for (const floor of floors) {
     it(

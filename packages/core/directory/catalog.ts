@@ -628,8 +628,9 @@ export const CAPABILITY_WEIGHT = 2.5;
  * candidates and gains CAPABILITY_KIN_WEIGHT x the task's closeness to the capability x the API's, member
  * or not. Members are found by words, which APIs of another kind hold too; this favours those that are
  * of the kind in meaning (Google Safe Browsing for a scam link, TomTom's routing for a drive with
- * traffic). Only when no API holds every word of the task: when one does, the task's own words have said
- * what it needs ("validate a phone number", "real estate listings"), and the kind is left to them.
+ * traffic). Only when no API's words cover the task (every word of it the catalog knows): when one does,
+ * the task's own words have said what it needs ("validate a phone number", "real estate listings"), and the
+ * kind is left to them.
  * Chosen on the tuning sets (docs/DISCOVERY.md, "a tenth session").
  */
 export const CAPABILITY_KIN_WEIGHT = 3;
@@ -680,51 +681,67 @@ const NEED_SIMILARITY = 0.6;
 /**
  * The capabilities that apply to a task (`used`, their places in CAPABILITIES) and, per API (position),
  * the task's similarity to the closest of them it belongs to (`boosts`). `min` is
- * CAPABILITY_MIN_SIMILARITY, or DENSE_ALONE_MIN_SIMILARITY when no word of the task matched: made-up
- * words come close to a capability too ("qzxqvjw" reaches 0.38 with QR codes' description). The
- * capabilities the task names by its need (`needs`) count from NEED_SIMILARITY. With `withKin`, per API
- * of the kind of one of them in meaning (`kin`), the task's closeness to it times the API's (the best).
+ * CAPABILITY_MIN_SIMILARITY, or CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY / DENSE_ALONE_MIN_SIMILARITY when no
+ * word of the task matched (capabilityFloor): made-up words come close to a capability too ("qzxqvjw"
+ * reaches 0.38 with QR codes' description). The capabilities the task names by its need (`needs`) count
+ * from NEED_SIMILARITY. With `kin` (null when an API's words cover the task), per API of the kind of one of
+ * them in meaning (`kin`), the task's closeness to it times the API's (the best); the closest capability's
+ * kin counts from `kin.floor` (CAPABILITY_KIN_FLOOR when a word matched), which may be under `min`: such a
+ * capability is used for its kin alone.
  */
 function taskCapabilities(
   index: DirectoryIndex,
   task: Float32Array | null,
   min: number,
   needs: readonly string[],
-  withKin: boolean,
-): { boosts: Map<number, number>; kin: Map<number, number>; used: number[] } {
+  kinOptions: { floor: number } | null,
+): { boosts: Map<number, number>; kin: Map<number, number>; used: number[]; kinds: Map<number, number[]> } {
   const boosts = new Map<number, number>();
   const used: number[] = [];
-  // Per capability used, how close the task is to it (a need the wording names counts as NEED_SIMILARITY).
+  // Per API boosted (position), the capabilities it was boosted for, as a member or as kin (for its reason).
+  const kinds = new Map<number, number[]>();
+  const of = (at: number, c: number) => {
+    const list = kinds.get(at);
+    if (!list) kinds.set(at, [c]);
+    else if (!list.includes(c)) list.push(c);
+  };
+  // Per capability whose kin counts, how close the task is to it (a need the wording names counts as NEED_SIMILARITY).
   const closeness = new Map<number, number>();
   const vectors = index.capabilityVectors;
   const members = index.capabilityMembers;
   // The closest capability needs the model; the ones the task's wording names do not.
   for (const { c, similarity } of task && vectors && vectors.length > 0 ? closestCapabilities(index, vectors, task) : []) {
-    if (similarity < min) {
-      // Too far for its members by words, close enough for its kin in meaning (CAPABILITY_KIN_FLOOR).
-      if (similarity >= CAPABILITY_KIN_FLOOR && min === CAPABILITY_MIN_SIMILARITY) closeness.set(c, similarity);
-      continue;
-    }
+    if (similarity >= min) {
+      for (const at of members[c]!) {
+        if (!boosts.has(at)) boosts.set(at, similarity);
+        of(at, c);
+      }
+    } else if (!kinOptions || similarity < kinOptions.floor) continue;
     used.push(c);
     closeness.set(c, similarity);
-    for (const at of members[c]!) if (!boosts.has(at)) boosts.set(at, similarity);
   }
   for (const id of needs) {
     const c = CAPABILITY_AT.get(id);
     if (c === undefined) continue;
     if (!used.includes(c)) used.push(c);
     closeness.set(c, Math.max(closeness.get(c) ?? 0, NEED_SIMILARITY));
-    for (const at of members[c]!) boosts.set(at, Math.max(boosts.get(at) ?? 0, NEED_SIMILARITY));
+    for (const at of members[c]!) {
+      boosts.set(at, Math.max(boosts.get(at) ?? 0, NEED_SIMILARITY));
+      of(at, c);
+    }
   }
   // The APIs of each such kind in meaning (with the model): the task's closeness to the kind times theirs.
   const kin = new Map<number, number>();
   const kinLists = index.capabilityKin;
-  if (kinLists && withKin)
+  if (kinLists && kinOptions)
     for (const [c, taskSimilarity] of closeness) {
       const { at, similarity } = kinLists[c]!;
-      for (let k = 0; k < at.length; k++) kin.set(at[k]!, Math.max(kin.get(at[k]!) ?? 0, taskSimilarity * similarity[k]!));
+      for (let k = 0; k < at.length; k++) {
+        kin.set(at[k]!, Math.max(kin.get(at[k]!) ?? 0, taskSimilarity * similarity[k]!));
+        of(at[k]!, c);
+      }
     }
-  return { boosts, kin, used };
+  return { boosts, kin, used, kinds };
 }
 
 /** Each capability's place in CAPABILITIES (and in the index's capabilityMembers), by id. */
@@ -832,14 +849,16 @@ export async function discover(
   const lexical = rank(index, plan, { limit: FUSION_DEPTH, offset: 0, only });
   // One embedding of the task serves both the APIs' similarities and the capabilities'.
   const dense = index.dense && live.embeddings ? await live.embeddings.match(index.dense, normalized) : null;
-  // Whether an API holds every word of the task (the word ranking's coverage; CAPABILITY_KIN_WEIGHT).
-  const wordsSaidIt = lexical.some((row) => row.coverage >= 1 - 1e-9);
+  // Whether one API's words cover the task (every word the catalog knows: the word ranking's coverage is 1;
+  // CAPABILITY_KIN_WEIGHT): then the kin is left out.
+  const wordsCoverTask = lexical.some((row) => row.coverage >= 1 - 1e-9);
+  const floor = capabilityFloor(plan, lexical.length > 0);
   const capabilities = taskCapabilities(
     index,
     dense?.vector ?? null,
-    capabilityFloor(plan, lexical.length > 0),
+    floor,
     needCapabilities(normalized),
-    !wordsSaidIt,
+    wordsCoverTask ? null : { floor: lexical.length > 0 ? CAPABILITY_KIN_FLOOR : floor },
   );
   const rows = fuse(index, lexical, dense?.similarities ?? null, capabilities, limit, only, options.feedback === false ? null : index.feedback);
   const understood = capabilities.used.map((c) => CAPABILITIES[c]!.id);
@@ -872,6 +891,9 @@ export async function discover(
     const hay = api ? (api.reasonText ??= reasonText(api)) : reasonText(row);
     const inDescription = matchedTerms.filter((t) => hay.includes(t)).slice(0, 6);
     if (inDescription.length) parts.push(`matches ${inDescription.map((t) => `"${t}"`).join(', ')} in its name, categories or description`);
+    const kinds = at === undefined ? undefined : capabilities.kinds.get(at);
+    // Why it was ranked, not what it is: a member by words or an API close in meaning to the kind may do something else.
+    if (kinds) parts.push(`ranked for the kind of service the task reads as: ${kinds.map((c) => CAPABILITIES[c]!.id.replace(/-/g, ' ')).join(', ')}`);
     if (endpoints.length)
       parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
