@@ -779,8 +779,8 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
 /**
  * The lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0) +
  * CAPABILITY_WEIGHT x the task's similarity to a capability the API belongs to + CAPABILITY_KIN_WEIGHT x
- * its kin score (taskCapabilities), divided by the best such score so that the first result is 1. Ties go to the word ranking's order. Without the model
- * (`similarities` null) only the word score counts.
+ * its kin score (taskCapabilities), divided by the best such score so that the first result is 1. Ties go
+ * to the word ranking's order. Without the model (`similarities` null) only the word score counts.
  */
 function fuse(
   index: DirectoryIndex,
