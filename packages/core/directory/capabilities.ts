@@ -12,6 +12,8 @@
  *   (an AI platform's image generation lives in one operation).
  */
 
+import { nearestOf } from './semantic.js';
+
 export interface Capability {
   id: string;
   text: string;
@@ -426,11 +428,8 @@ export async function capabilityKin(
 ): Promise<{ at: Int32Array; similarity: Float32Array }[]> {
   const kin: { at: Int32Array; similarity: Float32Array }[] = [];
   for (const vector of vectors) {
-    const scores = await similarities(vector);
-    const close: number[] = [];
-    for (let at = 0; at < scores.length; at++) if (scores[at]! >= min) close.push(at);
-    close.sort((a, b) => scores[b]! - scores[a]! || a - b);
-    kin.push({ at: Int32Array.from(close), similarity: Float32Array.from(close, (at) => scores[at]!) });
+    const close = nearestOf(await similarities(vector), Number.POSITIVE_INFINITY, min);
+    kin.push({ at: Int32Array.from(close, (c) => c.at), similarity: Float32Array.from(close, (c) => c.similarity) });
   }
   return kin;
 }
