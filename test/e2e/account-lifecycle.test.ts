@@ -167,8 +167,30 @@ describe('account lifecycle in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS },
     // The switch survives a reload: it is the session's account, not the page's.
     await page.reload();
     await page.getByRole('heading', { name: 'Inbox', exact: true }).waitFor();
+    const approverCookies = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
     await page.getByLabel('Account', { exact: true }).selectOption({ label: `Your account (${secondEmail})` });
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
+
+    // A call still carrying the session the switch ended (sent just before it) answers a real 401:
+    // here the page's call is made with the old cookie (from the test: a browser's route cannot
+    // change a request's cookie). That alone does not sign out: the session is asked first, and it
+    // still answers.
+    await page.route(
+      (url) => url.pathname === '/api/v1/keys',
+      async (route) => {
+        const stale = await fetch(route.request().url(), { headers: { cookie: approverCookies } });
+        await route.fulfill({ status: stale.status, contentType: 'application/json', body: await stale.text() });
+      },
+      { times: 1 },
+    );
+    const staleAnswer = page.waitForResponse((response) => new URL(response.url()).pathname === '/api/v1/keys');
+    const sessionCheck = page.waitForResponse((response) => new URL(response.url()).pathname === '/api/auth/session');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Keys' }).click();
+    expect((await staleAnswer).status()).toBe(401);
+    expect((await sessionCheck).status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+    await expect(page.getByRole('link', { name: /^Settings, signed in as / }).count()).resolves.toBe(1);
+    await expect(page.getByRole('heading', { name: 'Sign in' }).count()).resolves.toBe(0);
   });
 
   it('deletes the account with the password, giving up the balance left', async () => {

@@ -321,7 +321,7 @@ describe('approvers in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS }, () => {
 
     expectStatus(await call('/api/auth/session', { cookie }), 401);
     expectStatus(await call('/api/v1/me/human-steps', { cookie }), 401);
-    await approverPage.reload();
+    // Without a reload: the Inbox's next refresh (every 5 s) answers 401, the session check agrees, and the page signs out.
     await approverPage.getByRole('heading', { name: 'Sign in' }).waitFor();
     await approverPage.getByLabel('Email', { exact: true }).fill(approverEmail);
     await approverPage.getByLabel('Password', { exact: true }).fill(approverPassword);

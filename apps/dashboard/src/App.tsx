@@ -194,7 +194,20 @@ export function App() {
   }, [account, path]);
 
   const waiting = useWaitingSteps(path, Boolean(account));
-  const expired = useCallback(() => setAccount(null), []);
+  // A data call's 401 may be stale rather than the end of the session: a call sent with the cookie
+  // of a session that switching accounts has just replaced (the switch ends the old one) answers 401
+  // after the new cookie is set. So a 401 signs out only once the session itself says so; while it
+  // still answers, the account stays (replaced only if it is another one).
+  const expired = useCallback(() => {
+    call(client.GET('/api/auth/session'))
+      .then((body) => {
+        const current = accountFrom(body);
+        setAccount((shown) => (shown && shown.id === current.id && shown.role === current.role ? shown : current));
+      })
+      .catch((error: unknown) => {
+        if (isUnauthenticated(error)) setAccount(null);
+      });
+  }, []);
   const signOut = useCallback(async () => {
     setSignOutError(null);
     try {

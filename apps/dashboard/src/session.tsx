@@ -37,7 +37,7 @@ export const signedInEmail = (account: Account) => account.member?.email ?? acco
 
 export interface SessionContextValue {
   account: Account;
-  /** Called when the server says the cookie no longer works. */
+  /** Called when a call answers 401: signs out once the session check agrees (the 401 may be a stale call's). */
   expired: () => void;
   signOut: () => Promise<void>;
 }

@@ -101,7 +101,7 @@ export interface Loaded<T> {
 }
 
 /**
- * Loads with a typed client call and keeps the latest answer; a 401 signs the person out. `key`
+ * Loads with a typed client call and keeps the latest answer; a 401 signs the person out (once the session check agrees). `key`
  * names what `load` fetches (its path and parameters): the call is made once per key (and again on
  * `reload`), and not at all while the key is null.
  *
