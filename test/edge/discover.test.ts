@@ -118,6 +118,17 @@ describe('GET /api/v1/discover', () => {
     expect(expectOk<Discovery>(await discover('q=blorft%20wumble%20zink')).results).toEqual([]);
   });
 
+  it('corrects misspelt words of a task, not the English words the catalog lacks', async () => {
+    const corrections = async (task: string) =>
+      expectOk<{ interpreted: { corrections: Record<string, string> } }>(await discover(`q=${encodeURIComponent(task)}`)).interpreted.corrections;
+    // No API says "bottle" or "scam": they were read as "bottlenecks" and "sca". Their WordNet relatives say what they mean.
+    await expect(corrections('how good is this bottle of wine')).resolves.toEqual({});
+    await expect(corrections('is this link in a text message a scam')).resolves.toEqual({});
+    // Another form of the same word is still taken ("kids": the catalog says "kid"), and so is a misspelling.
+    await expect(corrections('keep the kids indoors')).resolves.toEqual({ kids: 'kid' });
+    await expect(corrections('send an sms with twillio')).resolves.toEqual({ twillio: 'twilio' });
+  });
+
   it('ranks first the APIs that are of the kind the task asks for in meaning, unless an API holds every word of the task', async () => {
     const first = async (task: string) => {
       const body = expectOk<Discovery & { interpreted: { capabilities: string[] } }>(await discover(`q=${encodeURIComponent(task)}`));
@@ -153,7 +164,12 @@ describe('GET /api/v1/discover', () => {
   // move up with the ranking, and down only when a host the suite runs on measures the same code lower.
   const floors = [
     { set: 'devset', measured: '1.000 / 0.947, 1.000 / 0.954 with the kin on 2026-11-30', recallAt5: 0.95, mrr: 0.89 },
-    { set: 'everyday', measured: '0.786 / 0.749, 0.738 / 0.724 on VNNI, 0.762 / 0.720 with the kin on 2026-11-30', recallAt5: 0.69, mrr: 0.67 },
+    {
+      set: 'everyday',
+      measured: '0.786 / 0.749, 0.738 / 0.724 on VNNI, 0.762 / 0.720 with the kin, 0.762 / 0.704 with English words uncorrected, 2026-11-30',
+      recallAt5: 0.69,
+      mrr: 0.67,
+    },
     { set: 'everyday-2', measured: '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin on 2026-11-30', recallAt5: 0.86, mrr: 0.7 },
     { set: 'everyday-3', measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin on 2026-11-30', recallAt5: 0.82, mrr: 0.68 },
     { set: 'everyday-4', measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin on 2026-11-30', recallAt5: 0.78, mrr: 0.68 },

@@ -204,6 +204,10 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
     // A word the vocabulary knows by itself ("lakers") is not corrected: its expansions say what it means.
     if (word.length < 4 || !words.includes(word) || (discovery && wordExpansions(word).length > 0)) continue;
     const best = index.closestWord(word);
+    // In a task, an English word the catalog lacks is no typo: its WordNet relatives say what it means. A
+    // correction to another word would change it ("bottle" -> "bottlenecks", "baking" -> "banking", "scam" ->
+    // "sca"); one to another form of it stays ("kids" -> "kid").
+    if (best && discovery && index.lexeme(best.word) !== index.lexeme(word) && isEnglishWord(word)) continue;
     if (best) {
       corrections[word] = best.word;
       docFreq.set(best.word, best.ndoc);
