@@ -191,6 +191,9 @@ describe('account lifecycle in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS },
     await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     await expect(page.getByRole('link', { name: /^Settings, signed in as / }).count()).resolves.toBe(1);
     await expect(page.getByRole('heading', { name: 'Sign in' }).count()).resolves.toBe(0);
+    // And the page's call is made again, with the current session: the keys show, not "Your session has ended".
+    await page.getByRole('list', { name: 'API keys' }).waitFor();
+    await expect(page.getByText('Your session has ended').count()).resolves.toBe(0);
   });
 
   it('deletes the account with the password, giving up the balance left', async () => {

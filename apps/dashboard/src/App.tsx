@@ -198,16 +198,22 @@ export function App() {
   // of a session that switching accounts has just replaced (the switch ends the old one) answers 401
   // after the new cookie is set. So a 401 signs out only once the session itself says so; while it
   // still answers, the account stays (replaced only if it is another one).
-  const expired = useCallback(() => {
-    call(client.GET('/api/auth/session'))
-      .then((body) => {
-        const current = accountFrom(body);
-        setAccount((shown) => (shown && shown.id === current.id && shown.role === current.role ? shown : current));
-      })
-      .catch((error: unknown) => {
-        if (isUnauthenticated(error)) setAccount(null);
-      });
-  }, []);
+  const expired = useCallback(
+    () =>
+      call(client.GET('/api/auth/session')).then(
+        (body) => {
+          const current = accountFrom(body);
+          setAccount((shown) => (shown && shown.id === current.id && shown.role === current.role ? shown : current));
+          return true;
+        },
+        (error: unknown) => {
+          if (isUnauthenticated(error)) setAccount(null);
+          return false;
+        },
+      ),
+    [],
+  );
+  const signedOut = useCallback(() => setAccount(null), []);
   const signOut = useCallback(async () => {
     setSignOutError(null);
     try {
@@ -262,7 +268,7 @@ export function App() {
   const approver = account.role === 'approver';
 
   return (
-    <SessionContext.Provider value={{ account, expired, signOut }}>
+    <SessionContext.Provider value={{ account, expired, signedOut, signOut }}>
       <a className="skip-link" href="#main">
         Skip to content
       </a>

@@ -101,29 +101,45 @@ export interface Loaded<T> {
 }
 
 /**
- * Loads with a typed client call and keeps the latest answer; a 401 signs the person out (once the session check agrees). `key`
- * names what `load` fetches (its path and parameters): the call is made once per key (and again on
- * `reload`), and not at all while the key is null.
+ * Loads with a typed client call and keeps the latest answer. `key` names what `load` fetches (its path
+ * and parameters): the call is made once per key (and again on `reload`), and not at all while the key is
+ * null. A 401 goes to `onUnauthenticated` (the session's `expired`), which signs out once the session check
+ * agrees; when the person is still signed in (the 401 was a stale call's), the call is made once more.
  *
  *     const balance = useApi('balance', (signal) => client.GET('/api/v1/balance', { signal }), expired);
  */
-export function useApi<T>(key: string | null, load: (signal: AbortSignal) => Promise<CallResult<T>>, onUnauthenticated?: () => void): Loaded<T> {
+export function useApi<T>(
+  key: string | null,
+  load: (signal: AbortSignal) => Promise<CallResult<T>>,
+  onUnauthenticated?: () => Promise<boolean> | void,
+): Loaded<T> {
   const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: key !== null });
   const [version, setVersion] = useState(0);
   const signOut = useRef(onUnauthenticated);
   signOut.current = onUnauthenticated;
   const loader = useRef(load);
   loader.current = load;
+  // Set when a 401 was overruled by the session check, for the load it starts: a second 401 is shown, not retried.
+  const retrying = useRef(false);
   useEffect(() => {
     if (key === null) return;
+    const retry = retrying.current;
+    retrying.current = false;
     const controller = new AbortController();
     setState((previous) => ({ ...previous, loading: true, error: null }));
+    const failed = (error: unknown) => setState((previous) => ({ data: previous.data, error, loading: false }));
     call(loader.current(controller.signal))
       .then((data) => setState({ data, error: null, loading: false }))
       .catch((error: unknown) => {
         if ((error as Error).name === 'AbortError') return;
-        if (isUnauthenticated(error)) signOut.current?.();
-        setState((previous) => ({ data: previous.data, error, loading: false }));
+        const check = isUnauthenticated(error) ? signOut.current?.() : undefined;
+        if (!check || retry) return failed(error);
+        void check.then((stillSignedIn) => {
+          if (controller.signal.aborted) return;
+          if (!stillSignedIn) return failed(error);
+          retrying.current = true;
+          setVersion((v) => v + 1);
+        });
       });
     return () => controller.abort();
   }, [key, version]);

@@ -161,7 +161,7 @@ export function ConnectRequestsSection({
   targetId: string | null;
   /** The inbox's query: `?oauth=...` is how a consent started from a request came back. */
   search: URLSearchParams;
-  expired: () => void;
+  expired: () => Promise<boolean>;
   /** Told how many requests wait, once known (the inbox is empty only when nothing waits at all). */
   onCount: (count: number) => void;
 }) {

@@ -120,7 +120,7 @@ function ChangePasswordCard() {
 }
 
 function SessionsCard() {
-  const { expired } = useSession();
+  const { expired, signedOut } = useSession();
   const sessions = useApi('auth/sessions', (signal) => client.GET('/api/auth/sessions', { signal }), expired);
   const [message, setMessage] = useState<string | null>(null);
   const { busy, error, run } = useAction();
@@ -135,7 +135,7 @@ function SessionsCard() {
   const signOutEverywhere = () =>
     run(async () => {
       await call(client.POST('/api/auth/sessions/revoke-all', { body: { includeCurrent: true } }));
-      expired();
+      signedOut();
       navigate('/signin');
     });
 
@@ -375,7 +375,7 @@ function EmailAddressCard() {
  * balance, which is given up (not paid back) and must be confirmed.
  */
 function DeleteAccountCard() {
-  const { expired } = useSession();
+  const { expired, signedOut } = useSession();
   const info = useApi('account', (signal) => client.GET('/api/v1/account', { signal }), expired);
   const [password, setPassword] = useState('');
   const [forfeit, setForfeit] = useState(false);
@@ -392,7 +392,7 @@ function DeleteAccountCard() {
     await run(async () => {
       await call(client.DELETE('/api/v1/account', { body: { password, forfeitBalance: forfeit } }));
       navigate('/account-deleted', { replace: true });
-      expired();
+      signedOut();
     });
   };
 
