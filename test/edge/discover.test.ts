@@ -174,6 +174,7 @@ describe('GET /api/v1/discover', () => {
     { set: 'everyday-3', measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin on 2026-11-30', recallAt5: 0.82, mrr: 0.68 },
     { set: 'everyday-4', measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin on 2026-11-30', recallAt5: 0.78, mrr: 0.68 },
     { set: 'everyday-5', measured: '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 2026-11-30', recallAt5: 0.72, mrr: 0.53 },
+    { set: 'everyday-6', measured: '0.700 / 0.625 as written (blind), 2026-11-30', recallAt5: 0.65, mrr: 0.57 },
     { set: 'heldout', measured: '1.000 / 0.854, 1.000 / 0.861 with the kin on 2026-11-30', recallAt5: 0.83, mrr: 0.79 },
     { set: 'fresh', measured: '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin on 2026-11-30', recallAt5: 0.87, mrr: 0.68 },
   ];
