@@ -129,6 +129,14 @@ describe('GET /api/v1/discover', () => {
     await expect(corrections('send an sms with twillio')).resolves.toEqual({ twillio: 'twilio' });
   });
 
+  it('says a result matched the task further in its description when the words it matched are not in the part it shows', async () => {
+    // Docker Engine's description says "means" past its first few hundred characters; its name resembles nothing here.
+    const body = expectOk<Discovery>(await discover(`q=${encodeURIComponent('what does petrichor mean?')}`));
+    expect(body.results.length).toBeGreaterThan(0);
+    for (const result of body.results) expect(result.reason).not.toBe('name resembles the query');
+    expect(body.results.map((r) => r.reason)).toContain('matches words of the task further in its description or operations');
+  });
+
   it('ranks first the APIs that are of the kind the task asks for in meaning, unless an API holds every word of the task', async () => {
     const first = async (task: string) => {
       const body = expectOk<Discovery & { interpreted: { capabilities: string[] } }>(await discover(`q=${encodeURIComponent(task)}`));

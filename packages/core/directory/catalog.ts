@@ -903,7 +903,10 @@ export async function discover(
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
     const users = options.feedback === false || at === undefined ? 0 : index.feedbackAccounts[at]!;
     if (users >= FEEDBACK_REASON_MIN_ACCOUNTS) parts.push(`used by ${users} accounts in the last 30 days`);
-    if (parts.length === 0) parts.push('name resembles the query');
+    // Words matched that the reason cannot show: the index keeps only the description's start (the word
+    // ranking read all of it) and finds operations by their words' forms. With no word matched, it was the name.
+    if (parts.length === 0)
+      parts.push(row.coverage > 0 ? 'matches words of the task further in its description or operations' : 'name resembles the query');
     const matched: DiscoveryMatch = {
       endpoints: endpoints.map((e) => ({ method: e.method, path: e.path, summary: e.summary })),
       sentence: matchingSentence(row.description, stems),
