@@ -194,6 +194,26 @@ describe('account lifecycle in a browser', { timeout: BROWSER_TEST_TIMEOUT_MS },
     // And the page's call is made again, with the current session: the keys show, not "Your session has ended".
     await page.getByRole('list', { name: 'API keys' }).waitFor();
     await expect(page.getByText('Your session has ended').count()).resolves.toBe(0);
+
+    // Made once more only: when the call made again answers 401 too, the page says so and does not call a third time.
+    let keyCalls = 0;
+    await page.route(
+      (url) => url.pathname === '/api/v1/keys',
+      async (route) => {
+        keyCalls += 1;
+        const stale = await fetch(route.request().url(), { headers: { cookie: approverCookies } });
+        await route.fulfill({ status: stale.status, contentType: 'application/json', body: await stale.text() });
+      },
+      { times: 2 },
+    );
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Keys' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+    await page.getByText('Your session has ended').first().waitFor();
+    await page.waitForTimeout(500);
+    expect(keyCalls).toBe(2);
+    await expect(page.getByRole('link', { name: /^Settings, signed in as / }).count()).resolves.toBe(1);
   });
 
   it('deletes the account with the password, giving up the balance left', async () => {

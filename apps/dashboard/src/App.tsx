@@ -197,20 +197,28 @@ export function App() {
   // A data call's 401 may be stale rather than the end of the session: a call sent with the cookie
   // of a session that switching accounts has just replaced (the switch ends the old one) answers 401
   // after the new cookie is set. So a 401 signs out only once the session itself says so; while it
-  // still answers, the account stays (replaced only if it is another one).
+  // still answers, the account stays (replaced only if it is another one) and the caller may call again.
+  // The 401s of one moment (a page's several loads) share one check; a check that fails otherwise (429,
+  // the network) cannot tell, and lets the caller try once more. A person signed out meanwhile stays out.
+  const sessionCheck = useRef<Promise<boolean> | null>(null);
   const expired = useCallback(
     () =>
-      call(client.GET('/api/auth/session')).then(
-        (body) => {
-          const current = accountFrom(body);
-          setAccount((shown) => (shown && shown.id === current.id && shown.role === current.role ? shown : current));
-          return true;
-        },
-        (error: unknown) => {
-          if (isUnauthenticated(error)) setAccount(null);
-          return false;
-        },
-      ),
+      (sessionCheck.current ??= call(client.GET('/api/auth/session'))
+        .then(
+          (body) => {
+            const current = accountFrom(body);
+            setAccount((shown) => (shown == null ? shown : shown.id === current.id && shown.role === current.role ? shown : current));
+            return true;
+          },
+          (error: unknown) => {
+            if (!isUnauthenticated(error)) return true;
+            setAccount(null);
+            return false;
+          },
+        )
+        .finally(() => {
+          sessionCheck.current = null;
+        })),
     [],
   );
   const signedOut = useCallback(() => setAccount(null), []);

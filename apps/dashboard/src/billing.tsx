@@ -2,6 +2,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { ApiError, call, client, describeError, type Answer } from './api';
 import { formatDateTime, formatDollars, formatRelative } from './format';
 import { Link } from './router';
+import type { SessionContextValue } from './session';
 import { Badge, Card, ErrorMessage, Notice, Spinner, useAction, useApi, type Loaded } from './ui';
 
 /**
@@ -318,7 +319,7 @@ export function BalanceFigure({ balance }: { balance: number | null | undefined 
 }
 
 /** The low-balance alert: a balance.low webhook event (and by default an e-mail) when a charge takes the balance below it. */
-export function LowBalanceAlertCard({ onUnauthenticated }: { onUnauthenticated: () => void }) {
+export function LowBalanceAlertCard({ onUnauthenticated }: { onUnauthenticated: SessionContextValue['expired'] }) {
   const alerts = useApi('balance/alerts', (signal) => client.GET('/api/v1/balance/alerts', { signal }), onUnauthenticated);
   const email = useApi('notifications/email', (signal) => client.GET('/api/v1/notifications/email', { signal }), onUnauthenticated);
   const emailed = email.data ? email.data.eventTypes.includes('balance.low') : null;

@@ -2,6 +2,7 @@ import { useCallback, useState } from 'react';
 import { call, client, type Answer } from './api';
 import { useInterval } from './live';
 import { Link } from './router';
+import type { SessionContextValue } from './session';
 import { Card, CopyButton, ErrorMessage, useAction, useApi } from './ui';
 
 type Checklist = Answer<'/api/v1/me/checklist'>;
@@ -71,7 +72,7 @@ function Step({ id, done, children }: { id: ItemId; done: boolean; children: Rea
  * shows, so a call made from a terminal ticks it); it is gone once every item is done or the owner
  * closes it. The commands carry the person's own key while this tab knows it.
  */
-export function FirstRunChecklist({ onUnauthenticated }: { onUnauthenticated: () => void }) {
+export function FirstRunChecklist({ onUnauthenticated }: { onUnauthenticated: SessionContextValue['expired'] }) {
   const checklist = useApi('me/checklist', (signal) => client.GET('/api/v1/me/checklist', { signal }), onUnauthenticated);
   const [state, setState] = useState<Checklist | null>(null);
   const current = state ?? checklist.data;

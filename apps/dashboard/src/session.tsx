@@ -40,7 +40,7 @@ export interface SessionContextValue {
   /**
    * Called when a call answers 401: signs out once the session check agrees (the 401 may be a stale call's,
    * sent with the cookie of a session that switching accounts replaced). Resolves true while the person is
-   * still signed in (the call may be made again), false once signed out or when the check could not tell.
+   * still signed in, or when the check could not tell (the call may be made once more), false once signed out.
    */
   expired: () => Promise<boolean>;
   /** Called after this page ended the session itself (signed out everywhere, deleted the account): signs out at once. */

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { call, describeError, isUnauthenticated, type CallResult } from './api';
 import { Link } from './router';
+import type { SessionContextValue } from './session';
 
 export function Spinner({ label = 'Loading' }: { label?: string }) {
   return (
@@ -111,7 +112,7 @@ export interface Loaded<T> {
 export function useApi<T>(
   key: string | null,
   load: (signal: AbortSignal) => Promise<CallResult<T>>,
-  onUnauthenticated?: () => Promise<boolean> | void,
+  onUnauthenticated?: SessionContextValue['expired'],
 ): Loaded<T> {
   const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: key !== null });
   const [version, setVersion] = useState(0);
@@ -119,12 +120,11 @@ export function useApi<T>(
   signOut.current = onUnauthenticated;
   const loader = useRef(load);
   loader.current = load;
-  // Set when a 401 was overruled by the session check, for the load it starts: a second 401 is shown, not retried.
-  const retrying = useRef(false);
+  // The version of the load a 401 the session check overruled starts: that load's own 401 is shown, not retried.
+  const retryOf = useRef(-1);
   useEffect(() => {
     if (key === null) return;
-    const retry = retrying.current;
-    retrying.current = false;
+    const retry = retryOf.current === version;
     const controller = new AbortController();
     setState((previous) => ({ ...previous, loading: true, error: null }));
     const failed = (error: unknown) => setState((previous) => ({ data: previous.data, error, loading: false }));
@@ -134,12 +134,15 @@ export function useApi<T>(
         if ((error as Error).name === 'AbortError') return;
         const check = isUnauthenticated(error) ? signOut.current?.() : undefined;
         if (!check || retry) return failed(error);
-        void check.then((stillSignedIn) => {
-          if (controller.signal.aborted) return;
-          if (!stillSignedIn) return failed(error);
-          retrying.current = true;
-          setVersion((v) => v + 1);
-        });
+        check.then(
+          (stillSignedIn) => {
+            if (controller.signal.aborted) return;
+            if (!stillSignedIn) return failed(error);
+            retryOf.current = version + 1;
+            setVersion(version + 1);
+          },
+          () => failed(error),
+        );
       });
     return () => controller.abort();
   }, [key, version]);

@@ -207,7 +207,8 @@ export function planQuery(index: DirectoryIndex, normalized: string, discovery: 
     // In a task, an English word the catalog lacks is no typo: its WordNet relatives say what it means. A
     // correction to another word would change it ("bottle" -> "bottlenecks", "baking" -> "banking", "scam" ->
     // "sca"); one to another form of it stays ("kids" -> "kid").
-    if (best && discovery && index.lexeme(best.word) !== index.lexeme(word) && isEnglishWord(word)) continue;
+    const own = index.lexeme(word);
+    if (best && discovery && (own === null || own !== index.lexeme(best.word)) && isEnglishWord(word)) continue;
     if (best) {
       corrections[word] = best.word;
       docFreq.set(best.word, best.ndoc);
@@ -903,10 +904,10 @@ export async function discover(
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
     const users = options.feedback === false || at === undefined ? 0 : index.feedbackAccounts[at]!;
     if (users >= FEEDBACK_REASON_MIN_ACCOUNTS) parts.push(`used by ${users} accounts in the last 30 days`);
-    // Words matched that the reason cannot show: the index keeps only the description's start (the word
-    // ranking read all of it) and finds operations by their words' forms. With no word matched, it was the name.
+    // Words matched that the parts above cannot show: another form of a word ("studies" for "study"), or one
+    // past the description's start the index keeps (the word ranking read all of it). With no word matched, it was the name.
     if (parts.length === 0)
-      parts.push(row.coverage > 0 ? 'matches words of the task further in its description or operations' : 'name resembles the query');
+      parts.push(row.coverage > 0 ? "matches forms of the task's words in its description or operations" : 'name resembles the query');
     const matched: DiscoveryMatch = {
       endpoints: endpoints.map((e) => ({ method: e.method, path: e.path, summary: e.summary })),
       sentence: matchingSentence(row.description, stems),

@@ -3,6 +3,7 @@ import { call, client, type Answer } from '../api';
 import { formatDateTime, formatRelative } from '../format';
 import { useInterval } from '../live';
 import { Link } from '../router';
+import type { SessionContextValue } from '../session';
 import { Badge, ErrorMessage, Notice, useAction, useApi } from '../ui';
 import { consentOutcome } from './Connections';
 
@@ -161,7 +162,7 @@ export function ConnectRequestsSection({
   targetId: string | null;
   /** The inbox's query: `?oauth=...` is how a consent started from a request came back. */
   search: URLSearchParams;
-  expired: () => Promise<boolean>;
+  expired: SessionContextValue['expired'];
   /** Told how many requests wait, once known (the inbox is empty only when nothing waits at all). */
   onCount: (count: number) => void;
 }) {

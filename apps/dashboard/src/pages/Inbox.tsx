@@ -281,7 +281,7 @@ export function InboxPage() {
       .then((body) => setActive(body.sessions))
       .catch((error: unknown) => {
         // A removed approver (or an ended session) finds out within one refresh.
-        if (isUnauthenticated(error)) expired();
+        if (isUnauthenticated(error)) void expired();
       });
   }, [expired]);
   useEffect(refreshSessions, [refreshSessions]);
