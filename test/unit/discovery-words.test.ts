@@ -39,6 +39,12 @@ describe('discovery word knowledge', () => {
     expect(needCapabilities(normalizeQuery('did the Lakers win last night'))).toEqual(['basketball']);
     expect(needCapabilities(normalizeQuery('how did Arsenal do at the weekend'))).toEqual(['soccer-scores']);
     expect(needCapabilities(normalizeQuery('how much heat does magic thunder make'))).toEqual([]);
+    // An artist's name says the task is about them: concerts, tours, set lists (accents and the "the" of a band's name as written).
+    expect(needCapabilities(normalizeQuery('is Radiohead playing anywhere near Berlin'))).toEqual(['live-events']);
+    expect(needCapabilities(normalizeQuery('when is Beyoncé touring Europe'))).toEqual(['live-events']);
+    expect(needCapabilities(normalizeQuery('tickets for The Killers in Dublin'))).toEqual(['live-events']);
+    // A name that is also an everyday word is not on the list.
+    expect(needCapabilities(normalizeQuery('a queen bed for the guest room'))).toEqual([]);
     // The verbs' and names' other senses, as developers and cooks write them.
     for (const other of [
       'search images by text',
