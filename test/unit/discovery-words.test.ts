@@ -46,6 +46,7 @@ describe('discovery word knowledge', () => {
     // A name that is also an everyday word, or that many other people have, is not on the list.
     expect(needCapabilities(normalizeQuery('a queen bed for the guest room'))).toEqual([]);
     expect(needCapabilities(normalizeQuery('send Adele the invoice for March'))).toEqual([]);
+    expect(needCapabilities(normalizeQuery('convert AC/DC voltage for a one direction motor'))).toEqual([]);
     // The verbs' and names' other senses, as developers and cooks write them.
     for (const other of [
       'search images by text',
