@@ -47,6 +47,10 @@ describe('discovery word knowledge', () => {
     expect(needCapabilities(normalizeQuery('a queen bed for the guest room'))).toEqual([]);
     expect(needCapabilities(normalizeQuery('send Adele the invoice for March'))).toEqual([]);
     expect(needCapabilities(normalizeQuery('convert AC/DC voltage for a one direction motor'))).toEqual([]);
+    // Asking about a word is a dictionary's; written words made audio are speech synthesis, not its reverse.
+    expect(needCapabilities(normalizeQuery('what does petrichor mean?'))).toEqual(['dictionary']);
+    expect(needCapabilities(normalizeQuery('another word for "big" in my cover letter'))).toEqual(['dictionary']);
+    expect(needCapabilities(normalizeQuery('turn my newsletter into audio for subscribers'))).toEqual(['text-to-speech']);
     // The verbs' and names' other senses, as developers and cooks write them.
     for (const other of [
       'search images by text',
@@ -57,6 +61,8 @@ describe('discovery word knowledge', () => {
       'zoning data for a parcel of land',
       'a recipe for chicken nuggets',
       'ring the doorbell camera',
+      'what does this error mean for my deploy',
+      'turn the meeting audio into text',
     ]) {
       expect(needCapabilities(normalizeQuery(other)), other).toEqual([]);
     }

@@ -152,10 +152,14 @@ const NEED_VERBS: readonly NeedVerb[] = [
 ];
 const needVerbPhrases = (need: NeedVerb) => [...phrases(need.verbs, need.pronouns, need.nouns), ...need.more];
 /** Per need verb, "the verb, up to three words, one of its objects" (on a normalized query). */
-const NEED_PATTERNS = NEED_VERBS.filter((need) => need.verbs.length > 0).map((need) => ({
-  capability: need.capability,
-  pattern: new RegExp(`(?:^| )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`),
-}));
+const NEED_PATTERNS = [
+  ...NEED_VERBS.filter((need) => need.verbs.length > 0).map((need) => ({
+    capability: need.capability,
+    pattern: new RegExp(`(?:^| )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`),
+  })),
+  // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
+  { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?[a-z]+ mean$/ },
+];
 
 export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ...TEAMS.flatMap((team) => teamsBy(team).map((name) => [name, team.terms] as const)),
@@ -190,6 +194,35 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['german', 'language translation'],
   ['chinese', 'language translation'],
   ['japanese', 'language translation'],
+  ['portuguese', 'language translation'],
+  ['italian', 'language translation'],
+  ['dutch', 'language translation'],
+  ['russian', 'language translation'],
+  ['arabic', 'language translation'],
+  ['korean', 'language translation'],
+  ['hindi', 'language translation'],
+  ['polish', 'language translation'],
+  ['swedish', 'language translation'],
+  ['turkish', 'language translation'],
+  ['greek', 'language translation'],
+  ['hebrew', 'language translation'],
+  ['vietnamese', 'language translation'],
+  ['thai', 'language translation'],
+  ['indonesian', 'language translation'],
+  ['ukrainian', 'language translation'],
+  ['czech', 'language translation'],
+  ['danish', 'language translation'],
+  ['norwegian', 'language translation'],
+  ['finnish', 'language translation'],
+  ['hungarian', 'language translation'],
+  ['romanian', 'language translation'],
+  ['persian', 'language translation'],
+  ['urdu', 'language translation'],
+  ['bengali', 'language translation'],
+  ['swahili', 'language translation'],
+  ['tagalog', 'language translation'],
+  ['malay', 'language translation'],
+  ['catalan', 'language translation'],
   ['email', 'email mail'],
   ['e-mail', 'email mail'],
   ['newsletter', 'email marketing campaign'],
@@ -423,6 +456,22 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['the parcel', 'shipping'],
   ['my parcels', 'shipping'],
   ['parcel tracking', 'shipping'],
+  // Asking about a word: a dictionary or thesaurus.
+  ['another word for', 'dictionary'],
+  ['another way to say', 'dictionary'],
+  ['synonym for', 'dictionary'],
+  ['synonyms for', 'dictionary'],
+  ['synonyms of', 'dictionary'],
+  ['opposite of', 'dictionary'],
+  ['definition of', 'dictionary'],
+  ['meaning of the word', 'dictionary'],
+  ['rhymes with', 'dictionary'],
+  ['rhyme with', 'dictionary'],
+  // Written words made audio (the other way is speech to text: "audio into text").
+  ['into audio', 'text-to-speech'],
+  ['into an audio', 'text-to-speech'],
+  ['audio version', 'text-to-speech'],
+  ['audio versions', 'text-to-speech'],
 ];
 
 /** NEED_PHRASES and the teams of the leagues with a capability of their own. */
