@@ -162,6 +162,11 @@ describe('GET /api/v1/discover', () => {
     const similar = await first('songs similar to Radiohead');
     expect(similar.capabilities[0]).toBe('music-recommendations');
     expect(['ticketmaster.com-discovery', 'bandsintown.com']).not.toContain(similar.id);
+    // A need the wording states ("ring my ...") is the task's need: the kind closest in meaning (appointment
+    // booking, from "appointment") is left out, and the call API comes first.
+    const ring = await first("ring my patients to remind them of tomorrow's appointment");
+    expect(ring.capabilities).toEqual(['voice-calls']);
+    expect(ring.id).toBe('nexmo.com-voice');
     // Vonage's Number Insight holds every word of this one: the words rank it, and the verification
     // services, closer to the one-time-codes capability it is read as, stay under it.
     expect((await first('validate a phone number')).id).toBe('nexmo.com-number-insight');
@@ -186,18 +191,45 @@ describe('GET /api/v1/discover', () => {
       recallAt5: 0.69,
       mrr: 0.67,
     },
-    { set: 'everyday-2', measured: '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin on 2026-11-30', recallAt5: 0.86, mrr: 0.7 },
-    { set: 'everyday-3', measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin on 2026-11-30', recallAt5: 0.82, mrr: 0.68 },
-    { set: 'everyday-4', measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin on 2026-11-30', recallAt5: 0.78, mrr: 0.68 },
+    {
+      set: 'everyday-2',
+      measured: '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin, 0.909 / 0.770 with stated needs first, 2026-11-30',
+      recallAt5: 0.86,
+      mrr: 0.7,
+    },
+    {
+      set: 'everyday-3',
+      measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin, 0.911 / 0.774 with stated needs first, 2026-11-30',
+      recallAt5: 0.82,
+      mrr: 0.68,
+    },
+    {
+      set: 'everyday-4',
+      measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin, 0.909 / 0.765 with stated needs first, 2026-11-30',
+      recallAt5: 0.78,
+      mrr: 0.68,
+    },
     {
       set: 'everyday-5',
-      measured: '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 0.791 / 0.608 with artists named, 2026-11-30',
+      measured:
+        '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 0.791 / 0.608 with artists named, 0.814 / 0.644 with stated needs first, 2026-11-30',
       recallAt5: 0.72,
       mrr: 0.53,
     },
-    { set: 'everyday-6', measured: '0.700 / 0.625 as written (blind), 2026-11-30', recallAt5: 0.65, mrr: 0.57 },
+    {
+      set: 'everyday-6',
+      measured: '0.700 / 0.625 as written (blind), 0.775 / 0.679 with stated needs first, 2026-11-30',
+      recallAt5: 0.65,
+      mrr: 0.57,
+    },
+    { set: 'everyday-7', measured: '0.775 / 0.652 as written (blind), 2026-11-30', recallAt5: 0.72, mrr: 0.6 },
     { set: 'heldout', measured: '1.000 / 0.854, 1.000 / 0.861 with the kin on 2026-11-30', recallAt5: 0.83, mrr: 0.79 },
-    { set: 'fresh', measured: '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin on 2026-11-30', recallAt5: 0.87, mrr: 0.68 },
+    {
+      set: 'fresh',
+      measured: '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin, 0.922 / 0.735 with stated needs first, 2026-11-30',
+      recallAt5: 0.87,
+      mrr: 0.68,
+    },
   ];
   for (const floor of floors) {
     it(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isEnglishWord, needCapabilities, normalizeQuery, relatedWords, splitCompound } from '#core/directory';
+import { isEnglishWord, needCapabilities, normalizeQuery, relatedWords, splitCompound, taskNeeds } from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -51,6 +51,12 @@ describe('discovery word knowledge', () => {
     expect(needCapabilities(normalizeQuery('what does petrichor mean?'))).toEqual(['dictionary']);
     expect(needCapabilities(normalizeQuery('another word for "big" in my cover letter'))).toEqual(['dictionary']);
     expect(needCapabilities(normalizeQuery('turn my newsletter into audio for subscribers'))).toEqual(['text-to-speech']);
+    // A need stated by the wording is told from a named thing that only implies a kind.
+    expect(taskNeeds(normalizeQuery('a taxi from the Coldplay concert at Wembley to my hotel'))).toEqual({
+      stated: ['ride-hailing'],
+      named: ['live-events'],
+      all: ['ride-hailing', 'live-events'],
+    });
     // The verbs' and names' other senses, as developers and cooks write them.
     for (const other of [
       'search images by text',
@@ -63,6 +69,7 @@ describe('discovery word knowledge', () => {
       'ring the doorbell camera',
       'what does this error mean for my deploy',
       'turn the meeting audio into text',
+      'got a text saying her parcel is held',
     ]) {
       expect(needCapabilities(normalizeQuery(other)), other).toEqual([]);
     }

@@ -187,6 +187,13 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'sms', text: 'SMS: send text messages to mobile phones.', terms: 'sms' },
   // Currency APIs ("exchange rates").
   { id: 'exchange-rates', text: 'Exchange rates: convert amounts between currencies at current foreign exchange rates.', terms: 'exchange rates' },
+  // Bing Local Search ("local businesses such as restaurants, hotels, retail stores ... restaurants near me"), Google Places
+  // ("search for places near locations", "text query based place search"), TomTom Search ("points of interest search", "nearby search").
+  {
+    id: 'places-search',
+    text: 'Local places search: find local businesses such as restaurants, cafes and retail stores, and points of interest near a location.',
+    terms: 'points interest',
+  },
   // Geocoders ("convert addresses into geographic coordinates").
   { id: 'geocoding', text: 'Geocoding: turn an address into latitude and longitude coordinates and back.', terms: 'geocoding' },
   // Broader layer (2026-11-28): more kinds of service the catalog holds, each from its providers' documents.

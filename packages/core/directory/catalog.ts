@@ -12,7 +12,7 @@
 import { PlatformError } from '#core/platform';
 // The pure pricing rules only: the gateway's index would load the proxy into every ranking worker.
 import { operationPriceMicros } from '../gateway/pricing.js';
-import { DISCOVERY_STOPWORDS, expandCapabilities, needCapabilities } from './vocabulary.js';
+import { DISCOVERY_STOPWORDS, expandCapabilities, taskNeeds } from './vocabulary.js';
 import { CAPABILITIES } from './capabilities.js';
 import { isEnglishWord, relatedWords, type Relation } from './wordnet.js';
 import { ENGLISH_STOPWORDS } from './scoring.js';
@@ -698,7 +698,7 @@ function taskCapabilities(
   index: DirectoryIndex,
   task: Float32Array | null,
   min: number,
-  needs: readonly string[],
+  needs: { stated: readonly string[]; all: readonly string[] },
   kinOptions: { floor: number } | null,
 ): { boosts: Map<number, number>; kin: Map<number, number>; used: number[]; kinds: Map<number, number[]> } {
   const boosts = new Map<number, number>();
@@ -715,7 +715,11 @@ function taskCapabilities(
   const vectors = index.capabilityVectors;
   const members = index.capabilityMembers;
   // The closest capability needs the model; the ones the task's wording names do not.
+  // A need the wording states outright is the task's need: the closest capability in meaning, when another,
+  // is left out (it was the setting's: "who registered this website's domain" is closest to domain availability).
+  const stated = new Set(needs.stated.map((id) => CAPABILITY_AT.get(id)));
   for (const { c, similarity } of task && vectors && vectors.length > 0 ? closestCapabilities(index, vectors, task) : []) {
+    if (stated.size > 0 && !stated.has(c)) continue;
     if (similarity >= min) {
       for (const at of members[c]!) {
         if (!boosts.has(at)) boosts.set(at, similarity);
@@ -725,7 +729,7 @@ function taskCapabilities(
     used.push(c);
     closeness.set(c, similarity);
   }
-  for (const id of needs) {
+  for (const id of needs.all) {
     const c = CAPABILITY_AT.get(id);
     if (c === undefined) continue;
     if (!used.includes(c)) used.push(c);
@@ -862,7 +866,7 @@ export async function discover(
     index,
     dense?.vector ?? null,
     floor,
-    needCapabilities(normalized),
+    taskNeeds(normalized),
     wordsCoverTask ? null : { floor: lexical.length > 0 ? CAPABILITY_KIN_FLOOR : floor },
   );
   const rows = fuse(index, lexical, dense?.similarities ?? null, capabilities, limit, only, options.feedback === false ? null : index.feedback);

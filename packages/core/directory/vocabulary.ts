@@ -155,7 +155,10 @@ const needVerbPhrases = (need: NeedVerb) => [...phrases(need.verbs, need.pronoun
 const NEED_PATTERNS = [
   ...NEED_VERBS.filter((need) => need.verbs.length > 0).map((need) => ({
     capability: need.capability,
-    pattern: new RegExp(`(?:^| )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`),
+    // Not after a determiner, where the word is a noun ("got a text saying her parcel is held").
+    pattern: new RegExp(
+      `(?:^| )(?<!(?:^| )(?:a|an|the|this|that|my|your|his|her|our|their) )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`,
+    ),
   })),
   // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
   { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?[a-z]+ mean$/ },
@@ -456,6 +459,22 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['the parcel', 'shipping'],
   ['my parcels', 'shipping'],
   ['parcel tracking', 'shipping'],
+  // Somewhere to go near a place: local places search.
+  ['place near', 'places-search'],
+  ['places near', 'places-search'],
+  ['restaurant near', 'places-search'],
+  ['restaurants near', 'places-search'],
+  ['cafe near', 'places-search'],
+  ['cafes near', 'places-search'],
+  ['coffee shop near', 'places-search'],
+  ['somewhere to eat', 'places-search'],
+  // Being driven somewhere: ride hailing.
+  ['a ride to', 'ride-hailing'],
+  ['a ride from', 'ride-hailing'],
+  ['a ride home', 'ride-hailing'],
+  ['a taxi', 'ride-hailing'],
+  ['a cab', 'ride-hailing'],
+  ['get me a car', 'ride-hailing'],
   // Asking about a word: a dictionary or thesaurus.
   ['another word for', 'dictionary'],
   ['another way to say', 'dictionary'],
@@ -474,9 +493,8 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['audio versions', 'text-to-speech'],
 ];
 
-/** NEED_PHRASES and the teams of the leagues with a capability of their own. */
-const NEEDS: ReadonlyArray<readonly [string, string]> = [
-  ...NEED_PHRASES,
+/** The teams of the leagues with a capability of their own, and the artists: named things that imply a kind. */
+const NAMED: ReadonlyArray<readonly [string, string]> = [
   ...TEAMS.flatMap((team) => (team.capability === null ? [] : teamsBy(team).map((name) => [name, team.capability!] as const))),
   ...ARTISTS.map((name) => [name, 'live-events'] as const),
 ];
@@ -502,13 +520,24 @@ function phraseMatcher<T>(list: ReadonlyArray<readonly [string, T]>): (normalize
   };
 }
 
-const matchNeeds = phraseMatcher(NEEDS);
+const matchStated = phraseMatcher(NEED_PHRASES);
+const matchNamed = phraseMatcher(NAMED);
 
-/** The capabilities (ids) whose need phrases (or teams) a normalized query contains. */
+/**
+ * The capabilities (ids) a normalized query names: `stated`, by the wording of its need (NEED_PHRASES and
+ * the need verbs' patterns: "text my team", "another word for"), and `named`, by a named thing (a team, an
+ * artist) that only implies a kind ("songs similar to Radiohead" is not about concerts). `all` is both.
+ */
+export function taskNeeds(normalized: string): { stated: string[]; named: string[]; all: string[] } {
+  const stated = new Set(matchStated(normalized));
+  for (const { capability, pattern } of NEED_PATTERNS) if (pattern.test(normalized)) stated.add(capability);
+  const named = new Set(matchNamed(normalized));
+  return { stated: [...stated], named: [...named], all: [...new Set([...stated, ...named])] };
+}
+
+/** The capabilities (ids) whose need phrases (or teams, or artists) a normalized query contains. */
 export function needCapabilities(normalized: string): string[] {
-  const ids = new Set(matchNeeds(normalized));
-  for (const { capability, pattern } of NEED_PATTERNS) if (!ids.has(capability) && pattern.test(normalized)) ids.add(capability);
-  return [...ids];
+  return taskNeeds(normalized).all;
 }
 
 /** Longest-first phrase list, so "text message" wins over "message", each with its expansion terms. */
