@@ -399,7 +399,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 123 costs about 1.7 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 124 costs about 1.7 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.
