@@ -179,6 +179,14 @@ export const CAPABILITIES: readonly Capability[] = [
   },
   // CalorieNinjas ("nutrition data from any text").
   { id: 'nutrition', text: 'Nutrition facts: calories, protein and fat of foods and meals.', terms: 'nutrition' },
+  // Google Cloud Natural Language ("sentiment analysis"), Semantria ("Text and Sentiment Analysis to tweets, ... reviews"), text2data, Datumbox.
+  {
+    id: 'sentiment-analysis',
+    text: 'Sentiment analysis: tell whether the opinion in a text such as a review or a post is positive, negative or neutral.',
+    terms: 'sentiment',
+  },
+  // ISBNdb, Google Books ("access the Google Books repository"), NYT Books ("book reviews and ... bestsellers lists").
+  { id: 'books', text: 'Books: look up a book, its title, authors and edition, by its ISBN, and search books.', terms: 'isbn' },
   // OMDb ("movie information"), Trakt.
   { id: 'movies', text: 'Movies: information, ratings and reviews of films and TV shows.', terms: 'movie' },
   // Google Cloud Vision, Amazon Rekognition ("detect objects ... in images").
@@ -399,7 +407,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 124 costs about 1.7 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 126 costs about 1.7 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.

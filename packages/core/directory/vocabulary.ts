@@ -459,6 +459,9 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['the parcel', 'shipping'],
   ['my parcels', 'shipping'],
   ['parcel tracking', 'shipping'],
+  // Who made a film: film information.
+  ['who directed', 'movies'],
+  ['directed by', 'movies'],
   // Somewhere to go near a place: local places search.
   ['place near', 'places-search'],
   ['places near', 'places-search'],
