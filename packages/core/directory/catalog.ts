@@ -677,11 +677,20 @@ function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[
 /**
  * A capability a task names by its need (vocabulary.ts, NEED_PHRASES: "text my ...", "sign the ...", a
  * team's name) counts as if the task were this close to its description, unless it is closer: its members
- * join the candidates with CAPABILITY_WEIGHT x 0.6, outweighing words of the task's setting ("team",
+ * join the candidates with CAPABILITY_WEIGHT x 0.8, outweighing words of the task's setting ("team",
  * "practice", "rain"). 0.4 to 0.55 measured alike on the tuning sets with the first phrases, 0.6 to 0.8 gained
- * three to four tasks more with the rest; 0.6 is the least of those (docs/DISCOVERY.md, "a seventh session").
+ * three to four tasks more with the rest, and 0.6 was kept (docs/DISCOVERY.md, "a seventh session"). Since a
+ * need the wording states leaves out the closest capability in meaning when it is another ("a twelfth
+ * session"), 0.7 and 0.8 each gained tasks over 0.6 with none lost (0.8: seven), and 0.9 to 1.2 began to lose
+ * some: 0.8.
  */
-const NEED_SIMILARITY = 0.6;
+const NEED_SIMILARITY = 0.8;
+/**
+ * A capability a named thing implies (a team's or an artist's name: vocabulary.ts, `taskNeeds().named`) counts
+ * as this close: it says what the task is about, not what it asks ("songs similar to Radiohead" asks for
+ * music recommendations). 0.6, as stated needs counted before the twelfth session.
+ */
+const NAMED_SIMILARITY = 0.6;
 
 /**
  * The capabilities that apply to a task (`used`, their places in CAPABILITIES) and, per API (position),
@@ -689,7 +698,7 @@ const NEED_SIMILARITY = 0.6;
  * CAPABILITY_MIN_SIMILARITY, or CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY / DENSE_ALONE_MIN_SIMILARITY when no
  * word of the task matched (capabilityFloor): made-up words come close to a capability too ("qzxqvjw"
  * reaches 0.38 with QR codes' description). The capabilities the task names by its need (`needs`) count
- * from NEED_SIMILARITY. With `kin` (null when an API's words cover the task), per API of the kind of one of
+ * from NEED_SIMILARITY (those a named thing implies from NAMED_SIMILARITY). With `kin` (null when an API's words cover the task), per API of the kind of one of
  * them in meaning (`kin`), the task's closeness to it times the API's (the best); the closest capability's
  * kin counts from `kin.floor` (CAPABILITY_KIN_FLOOR when a word matched), which may be under `min`: such a
  * capability is used for its kin alone.
@@ -733,9 +742,10 @@ function taskCapabilities(
     const c = CAPABILITY_AT.get(id);
     if (c === undefined) continue;
     if (!used.includes(c)) used.push(c);
-    closeness.set(c, Math.max(closeness.get(c) ?? 0, NEED_SIMILARITY));
+    const similarity = stated.has(c) ? NEED_SIMILARITY : NAMED_SIMILARITY;
+    closeness.set(c, Math.max(closeness.get(c) ?? 0, similarity));
     for (const at of members[c]!) {
-      boosts.set(at, Math.max(boosts.get(at) ?? 0, NEED_SIMILARITY));
+      boosts.set(at, Math.max(boosts.get(at) ?? 0, similarity));
       of(at, c);
     }
   }
