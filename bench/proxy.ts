@@ -46,7 +46,7 @@ import {
   type Child,
 } from './lib/procs.js';
 import { writeSpeedscope } from './lib/speedscope.js';
-import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeFromSource, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
+import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeFromSource, edgeNodeFlags, removeRunApis, startWorkers, type StackEnv } from './lib/stack.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
 
 const scenario = 'proxy';
@@ -967,6 +967,10 @@ paths relative to the repository or from the package name. Positions are those o
 } finally {
   await stopAll();
   await sql.end({ timeout: 5 });
+  // The bench upstream's API row leaves the bench database's directory with the run (and any an interrupted run left).
+  await removeRunApis(settings.DATABASE_URL, 'bench-proxy-', `bench-proxy-${process.pid}`).catch((error: unknown) =>
+    log(scenario, `could not remove the bench API: ${String(error)}`),
+  );
   // The run's queues (with their completed jobs and schedules) and counters are of no use to anyone after it.
   await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch((error: unknown) =>
     log(scenario, `could not drop the Redis keys under ${RUN_ID}: ${String(error)}`),

@@ -32,7 +32,7 @@ import { callerFromKey } from '#core/identity';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { CPU_EDGE, CPU_LOAD, freePort, placement, procStat, runJson, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection, type Summary } from './lib/report.js';
-import { dropRedisPrefix, edgeNodeFlags, startWorkers, type StackEnv } from './lib/stack.js';
+import { dropRedisPrefix, edgeNodeFlags, removeRunApis, startWorkers, type StackEnv } from './lib/stack.js';
 
 const scenario = 'stages';
 /** Iterations per timed run of a stage, and timed runs per stage (the median is reported). */
@@ -554,4 +554,5 @@ stages, so their sum is a floor rather than a share of the edge's figure: the re
 } finally {
   await stopAll();
   await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch(() => 0);
+  await removeRunApis(settings.DATABASE_URL, 'bench-stages-', `bench-stages-${process.pid}`).catch(() => []);
 }

@@ -28,7 +28,7 @@ import { credit } from '#db/ledger';
 import { createSql } from '#db/sql';
 import { benchSettings as settings, prepareDatabase } from '../bench/lib/env.js';
 import { freePort, ROOT, startChild, waitForHttp, type Child } from '../bench/lib/procs.js';
-import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeNodeFlags, startWorkers, type StackEnv } from '../bench/lib/stack.js';
+import { dropRedisPrefix, edgeEntry, edgeEntryNote, edgeNodeFlags, removeRunApis, startWorkers, type StackEnv } from '../bench/lib/stack.js';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
 const SAMPLE_MS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 60) * 1000;
@@ -330,6 +330,8 @@ try {
   await stopAll();
   await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch(() => 0);
   await sql.end({ timeout: 5 });
+  // The soak's upstream leaves the bench database's directory with it (and any an interrupted soak left).
+  await removeRunApis(settings.DATABASE_URL, 'soak-', `soak-${process.pid}`).catch(() => []);
 }
 
 /** Self size and count per constructor name of a V8 heap snapshot (read as a stream of its nodes). */

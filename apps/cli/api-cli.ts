@@ -8,6 +8,7 @@ import {
   insertOperatorApi,
   listMeteredApis,
   publishApiChange,
+  removeOperatorApi,
   setPlatformKey,
   updateApi,
   type ApiOAuth,
@@ -37,6 +38,7 @@ export const USAGE = `Operator tool for the directory's metered APIs.
   npm run api -- set-key --id ID --key KEY        (or --clear; the key can also come from PLATFORM_KEY)
   npm run api -- list [--all]                     (operator APIs; --all includes the imported catalog)
   npm run api -- show --id ID
+  npm run api -- remove --id ID                   (an operator API; an imported one comes back with the next import)
   npm run api -- oauth-app set --provider HOST --client-id ID (--client-secret-stdin | --client-secret-file PATH | --public)
                      (--authorization-url URL --token-url URL [--revocation-url URL] [--issuer URL] | --issuer URL)
                      [--scope SCOPE]... [--param NAME=VALUE]... [--token-auth basic|post]
@@ -402,6 +404,14 @@ export async function runApiCli(argv: string[], env: NodeJS.ProcessEnv = process
         const api = await getMeteredApi(sql, id);
         if (!api) throw new CliError(`API ${id} does not exist`);
         return JSON.stringify(describe(api), null, 2);
+      }
+      case 'remove': {
+        const id = requireId();
+        const outcome = await removeOperatorApi(sql, id);
+        if (outcome === 'missing') throw new CliError(`API ${id} does not exist`);
+        if (outcome === 'imported')
+          throw new CliError(`API ${id} is imported from the catalog, not an operator API: the next import would bring it back`);
+        return `removed ${id} (its connections went with it; usage and ledger rows keep its id)${await announceChange(settings, id)}`;
       }
       case 'list':
         return (await listMeteredApis(sql, values.all ? {} : { source: 'operator' })).map((api) => JSON.stringify(describe(api))).join('\n');

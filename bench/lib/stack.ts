@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { usageBatchJob } from '#core/billing';
 import { createRedis, TemporalGateway } from '#core/platform';
+import { removeOperatorApi } from '#db/metered-apis';
+import { createSql } from '#db/sql';
 import { DEFAULT_EDGE_NODE_OPTIONS } from '#edge/config';
 import { buildEdge } from '#scripts/build-edge';
 import { freePort, ROOT, startChild, type Child } from './procs.js';
@@ -169,4 +171,37 @@ export async function dropRedisPrefix(url: string, prefix: string): Promise<numb
     redis.disconnect();
   }
   return dropped;
+}
+
+/**
+ * Removes the operator APIs a benchmark or the soak registered (ids `${prefix}${pid}`): this run's own
+ * (`own`), and those of earlier runs of the same scenario whose process is gone (a run stopped before its
+ * end), so that no bench upstream stays in the bench database's directory. Returns the ids removed.
+ */
+export async function removeRunApis(databaseUrl: string, prefix: string, own: string): Promise<string[]> {
+  const sql = createSql(databaseUrl, { max: 1, appName: 'bench-cleanup' });
+  try {
+    const rows = await sql<{ id: string }[]>`
+      select id from apis where source = 'operator' and starts_with(id, ${prefix})`;
+    const gone = rows
+      .map((r) => r.id)
+      .filter((id) => {
+        if (id === own) return true;
+        const pid = Number(id.slice(prefix.length));
+        return Number.isInteger(pid) && pid > 0 && !processAlive(pid);
+      });
+    for (const id of gone) await removeOperatorApi(sql, id);
+    return gone;
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

@@ -160,6 +160,20 @@ export async function updateApi(db: Db, id: string, update: ApiUpdate): Promise<
   return rows.length === 1;
 }
 
+/**
+ * Deletes an operator API (its connections, stored vectors and connect requests go with it by cascade;
+ * usage events and ledger rows keep its id as history). An imported API is refused: the next import
+ * would bring it back. Returns what happened.
+ */
+export async function removeOperatorApi(db: Db, id: string): Promise<'removed' | 'imported' | 'missing'> {
+  // The statement's own read of apis sees the row as it was before the delete.
+  const [row] = await db<{ removed: boolean }[]>`
+    with gone as (delete from apis where id = ${id} and source = 'operator' returning id)
+    select exists (select 1 from gone) as removed from apis where id = ${id}`;
+  if (!row) return 'missing';
+  return row.removed ? 'removed' : 'imported';
+}
+
 export async function setPlatformKey(db: Db, id: string, sealed: Buffer | null): Promise<boolean> {
   const rows = await db`update apis set platform_key_encrypted = ${sealed}, updated_at = now() where id = ${id} returning id`;
   return rows.length === 1;

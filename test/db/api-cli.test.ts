@@ -84,6 +84,21 @@ describe('operator CLI: npm run api', () => {
     expect(api.platformKeyEncrypted).toBeNull();
   });
 
+  it('removes an operator API, with its connections, and refuses to remove an imported one', async () => {
+    const id = uniqueId('cli-');
+    await run(['add', '--id', id, '--name', 'Leftover', '--base-url', 'https://leftover.example.com', '--price', '0.001']);
+    const [account] = await sql<{ id: string }[]>`
+      insert into accounts (email) values (${`${id}@example.test`}) returning id`;
+    await sql`insert into connections (account_id, api_id, key_encrypted, key_hint) values (${account!.id}, ${id}, ${Buffer.from('sealed')}, 'abcd')`;
+    expect(await run(['remove', '--id', id])).toMatch(new RegExp(`^removed ${id}`));
+    expect(await getMeteredApi(sql, id)).toBeNull();
+    expect(await sql`select 1 from connections where api_id = ${id}`).toHaveLength(0);
+    await expect(run(['remove', '--id', id])).rejects.toThrow(`API ${id} does not exist`);
+    const [imported] = await sql<{ id: string }[]>`select id from apis where source = 'apis.guru' limit 1`;
+    await expect(run(['remove', '--id', imported!.id])).rejects.toThrow(/imported from the catalog/);
+    expect(await getMeteredApi(sql, imported!.id)).not.toBeNull();
+  });
+
   it('refuses bad input with a clear message', async () => {
     const bad: string[][] = [
       ['add', '--id', 'Bad Id', '--name', 'x', '--base-url', 'https://x.example', '--price', '1'],
