@@ -1,5 +1,4 @@
 import { defineConfig } from 'vitest/config';
-import LongestFirstSequencer from './test/helpers/longest-first-sequencer.js';
 
 // Two projects, both run by `npm test` (scripts/test.sh):
 // - unit: pure logic in test/unit/, no services and no global setup (`npm run test:unit`, seconds);
@@ -18,8 +17,6 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: Number(process.env.TEST_WORKERS ?? 4),
     reporters: ['default', './test/helpers/summary-reporter.ts'],
-    // The longest files first, on a clean clone too (docs/decisions/test-files-longest-first.md).
-    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         extends: true,
