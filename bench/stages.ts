@@ -554,5 +554,7 @@ stages, so their sum is a floor rather than a share of the edge's figure: the re
 } finally {
   await stopAll();
   await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch(() => 0);
-  await removeRunApis(settings.DATABASE_URL, 'bench-stages-', `bench-stages-${process.pid}`).catch(() => []);
+  await removeRunApis(settings.DATABASE_URL, 'bench-stages-', `bench-stages-${process.pid}`).catch((error: unknown) =>
+    log(scenario, `could not remove the bench API: ${String(error)}`),
+  );
 }

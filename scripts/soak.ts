@@ -331,7 +331,9 @@ try {
   await dropRedisPrefix(settings.REDIS_URL, RUN_ID).catch(() => 0);
   await sql.end({ timeout: 5 });
   // The soak's upstream leaves the bench database's directory with it (and any an interrupted soak left).
-  await removeRunApis(settings.DATABASE_URL, 'soak-', `soak-${process.pid}`).catch(() => []);
+  await removeRunApis(settings.DATABASE_URL, 'soak-', `soak-${process.pid}`).catch((error: unknown) =>
+    say(`could not remove the soak API: ${String(error)}`),
+  );
 }
 
 /** Self size and count per constructor name of a V8 heap snapshot (read as a stream of its nodes). */

@@ -21,6 +21,7 @@ import { masterKeySetting, platformKeyContext, sealSecret } from '#core/platform
 import { parseSettings, sharedSettings } from '#core/platform';
 import { createRedis } from '#core/platform';
 import { createSql } from '#db/sql';
+import { connectionChangesChannel } from '#db/connections';
 import { API_ID_PATTERN as API_ID } from '#contracts/directory';
 import { oauthProviderOf } from '#core/directory';
 import { envFlag, PlatformError } from '#core/platform';
@@ -38,7 +39,7 @@ export const USAGE = `Operator tool for the directory's metered APIs.
   npm run api -- set-key --id ID --key KEY        (or --clear; the key can also come from PLATFORM_KEY)
   npm run api -- list [--all]                     (operator APIs; --all includes the imported catalog)
   npm run api -- show --id ID
-  npm run api -- remove --id ID                   (an operator API; an imported one comes back with the next import)
+  npm run api -- remove --id ID                   (operator APIs only: an imported one is refused; its connections go too)
   npm run api -- oauth-app set --provider HOST --client-id ID (--client-secret-stdin | --client-secret-file PATH | --public)
                      (--authorization-url URL --token-url URL [--revocation-url URL] [--issuer URL] | --issuer URL)
                      [--scope SCOPE]... [--param NAME=VALUE]... [--token-auth basic|post]
@@ -258,7 +259,15 @@ function parseParam(value: string): [string, string] {
  * Tells the edges to drop their cached copy of a changed API row (see packages/core/directory/api-cache.ts).
  * Returns a note for the output when Redis could not be told: the edges then see it when their copy expires.
  */
-async function announceChange(settings: { REDIS_URL: string; REDIS_PREFIX: string }, id: string): Promise<string> {
+/**
+ * Tells every running edge to drop its copy of the API row; with `connections`, also every cached
+ * bring-your-own-key connection (a removed API's connections are gone: none may reach an API re-added under its id).
+ */
+async function announceChange(
+  settings: { REDIS_URL: string; REDIS_PREFIX: string },
+  id: string,
+  options: { connections?: boolean } = {},
+): Promise<string> {
   const redis = createRedis(settings.REDIS_URL, 'request-path', {
     lazyConnect: true,
     enableOfflineQueue: false,
@@ -268,6 +277,8 @@ async function announceChange(settings: { REDIS_URL: string; REDIS_PREFIX: strin
   try {
     await redis.connect();
     await publishApiChange(redis, settings.REDIS_PREFIX, id);
+    // '*' empties the edges' connection caches (entries are by account and API; a removal names no account).
+    if (options.connections) await redis.publish(connectionChangesChannel(settings.REDIS_PREFIX), '*');
     return '';
   } catch {
     return ' (Redis unreachable: running edges pick the change up when their cached copy expires, API_CACHE_TTL_MS)';
@@ -411,7 +422,7 @@ export async function runApiCli(argv: string[], env: NodeJS.ProcessEnv = process
         if (outcome === 'missing') throw new CliError(`API ${id} does not exist`);
         if (outcome === 'imported')
           throw new CliError(`API ${id} is imported from the catalog, not an operator API: the next import would bring it back`);
-        return `removed ${id} (its connections went with it; usage and ledger rows keep its id)${await announceChange(settings, id)}`;
+        return `removed ${id} (its connections and votes went with it; usage and ledger rows keep its id)${await announceChange(settings, id, { connections: true })}`;
       }
       case 'list':
         return (await listMeteredApis(sql, values.all ? {} : { source: 'operator' })).map((api) => JSON.stringify(describe(api))).join('\n');

@@ -175,8 +175,10 @@ export async function dropRedisPrefix(url: string, prefix: string): Promise<numb
 
 /**
  * Removes the operator APIs a benchmark or the soak registered (ids `${prefix}${pid}`): this run's own
- * (`own`), and those of earlier runs of the same scenario whose process is gone (a run stopped before its
- * end), so that no bench upstream stays in the bench database's directory. Returns the ids removed.
+ * (`own`), and those of earlier runs of the same scenario whose process is gone from this machine (a run
+ * stopped before its end), so that no bench upstream stays in the bench database's directory. The bench
+ * database is this machine's own (scripts/bench.sh): a run on another machine sharing it would look gone.
+ * Returns the ids removed.
  */
 export async function removeRunApis(databaseUrl: string, prefix: string, own: string): Promise<string[]> {
   const sql = createSql(databaseUrl, { max: 1, appName: 'bench-cleanup' });
@@ -187,8 +189,8 @@ export async function removeRunApis(databaseUrl: string, prefix: string, own: st
       .map((r) => r.id)
       .filter((id) => {
         if (id === own) return true;
-        const pid = Number(id.slice(prefix.length));
-        return Number.isInteger(pid) && pid > 0 && !processAlive(pid);
+        const rest = id.slice(prefix.length);
+        return /^[1-9]\d*$/.test(rest) && !processAlive(Number(rest));
       });
     for (const id of gone) await removeOperatorApi(sql, id);
     return gone;

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { apiOAuthSchema, authSchemeSchema, type ApiOAuth, type AuthScheme } from '#contracts/auth-scheme';
-import type { Db } from './sql.js';
+import type { Db, Sql } from './sql.js';
 
 /** Channel on which an API row change is announced to every edge (which caches the rows it proxies to). */
 export const apiChangesChannel = (redisPrefix: string) => `${redisPrefix}:api-changes`;
@@ -161,17 +161,20 @@ export async function updateApi(db: Db, id: string, update: ApiUpdate): Promise<
 }
 
 /**
- * Deletes an operator API (its connections, stored vectors and connect requests go with it by cascade;
- * usage events and ledger rows keep its id as history). An imported API is refused: the next import
- * would bring it back. Returns what happened.
+ * Deletes an operator API: its connections, stored vectors and connect requests go with it by cascade, its
+ * votes here (they name it by id); usage events and ledger rows keep its id as history. An imported API is
+ * refused: the next import would bring it back. The row is read under a lock first, so a removal that finds
+ * nothing to remove changes nothing (and two at once agree: one removes, the other finds it missing).
  */
-export async function removeOperatorApi(db: Db, id: string): Promise<'removed' | 'imported' | 'missing'> {
-  // The statement's own read of apis sees the row as it was before the delete.
-  const [row] = await db<{ removed: boolean }[]>`
-    with gone as (delete from apis where id = ${id} and source = 'operator' returning id)
-    select exists (select 1 from gone) as removed from apis where id = ${id}`;
-  if (!row) return 'missing';
-  return row.removed ? 'removed' : 'imported';
+export async function removeOperatorApi(sql: Sql, id: string): Promise<'removed' | 'imported' | 'missing'> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ source: string }[]>`select source from apis where id = ${id} for update`;
+    if (!row) return 'missing';
+    if (row.source !== 'operator') return 'imported';
+    await tx`delete from votes where target_type = 'api' and target_id = ${id}`;
+    await tx`delete from apis where id = ${id}`;
+    return 'removed';
+  });
 }
 
 export async function setPlatformKey(db: Db, id: string, sealed: Buffer | null): Promise<boolean> {

@@ -51,6 +51,11 @@ describe('discovery word knowledge', () => {
     expect(needCapabilities(normalizeQuery('what does petrichor mean?'))).toEqual(['dictionary']);
     expect(needCapabilities(normalizeQuery('another word for "big" in my cover letter'))).toEqual(['dictionary']);
     expect(needCapabilities(normalizeQuery('turn my newsletter into audio for subscribers'))).toEqual(['text-to-speech']);
+    // A verb after "that" or "her" is still the verb.
+    expect(needCapabilities(normalizeQuery('an API that signs documents'))).toEqual(['e-signature']);
+    expect(needCapabilities(normalizeQuery('help her sign the lease'))).toEqual(['e-signature']);
+    expect(needCapabilities(normalizeQuery('a good pizza place near my hotel'))).toEqual(['places-search']);
+    expect(needCapabilities(normalizeQuery('get me a car from my hotel to the airport'))).toEqual(['ride-hailing']);
     // A need stated by the wording is told from a named thing that only implies a kind.
     expect(taskNeeds(normalizeQuery('a taxi from the Coldplay concert at Wembley to my hotel'))).toEqual({
       stated: ['ride-hailing'],
@@ -70,6 +75,17 @@ describe('discovery word knowledge', () => {
       'what does this error mean for my deploy',
       'turn the meeting audio into text',
       'got a text saying her parcel is held',
+      // Phrases of this round in their other senses.
+      'crimes that took place near my address',
+      'convert this mp4 video into audio',
+      'validate the OpenAPI definition of my service',
+      'the colour opposite of orange on the wheel',
+      'take the pills as directed by the pharmacist',
+      'upload a ride to Strava',
+      'extract a cab file from the installer',
+      'get me a car insurance quote',
+      'what does this mean',
+      'another way to say thank you in Japanese',
     ]) {
       expect(needCapabilities(normalizeQuery(other)), other).toEqual([]);
     }

@@ -675,8 +675,8 @@ function capabilityMatrix(index: DirectoryIndex, vectors: readonly Float32Array[
 }
 
 /**
- * A capability a task names by its need (vocabulary.ts, NEED_PHRASES: "text my ...", "sign the ...", a
- * team's name) counts as if the task were this close to its description, unless it is closer: its members
+ * A capability a task's wording states as its need (vocabulary.ts, NEED_PHRASES and the need verbs: "text my
+ * ...", "sign the ...") counts as if the task were this close to its description, unless it is closer: its members
  * join the candidates with CAPABILITY_WEIGHT x 0.8, outweighing words of the task's setting ("team",
  * "practice", "rain"). 0.4 to 0.55 measured alike on the tuning sets with the first phrases, 0.6 to 0.8 gained
  * three to four tasks more with the rest, and 0.6 was kept (docs/DISCOVERY.md, "a seventh session"). Since a
@@ -719,7 +719,8 @@ function taskCapabilities(
     if (!list) kinds.set(at, [c]);
     else if (!list.includes(c)) list.push(c);
   };
-  // Per capability whose kin counts, how close the task is to it (a need the wording names counts as NEED_SIMILARITY).
+  // Per capability whose kin counts, how close the task is to it (a need the wording states counts as NEED_SIMILARITY,
+  // one a named thing implies as NAMED_SIMILARITY).
   const closeness = new Map<number, number>();
   const vectors = index.capabilityVectors;
   const members = index.capabilityMembers;

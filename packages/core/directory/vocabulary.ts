@@ -150,18 +150,37 @@ const NEED_VERBS: readonly NeedVerb[] = [
     more: [],
   },
 ];
+/** Languages besides the six listed by name in CAPABILITY_SYNONYMS, read as translation after in, into, from or to. */
+const LANGUAGES = (
+  'portuguese italian dutch russian arabic korean hindi polish swedish turkish greek hebrew vietnamese thai indonesian ukrainian ' +
+  'czech danish norwegian finnish hungarian romanian persian urdu bengali swahili tagalog malay catalan'
+).split(' ');
+
 const needVerbPhrases = (need: NeedVerb) => [...phrases(need.verbs, need.pronouns, need.nouns), ...need.more];
 /** Per need verb, "the verb, up to three words, one of its objects" (on a normalized query). */
 const NEED_PATTERNS = [
   ...NEED_VERBS.filter((need) => need.verbs.length > 0).map((need) => ({
     capability: need.capability,
-    // Not after a determiner, where the word is a noun ("got a text saying her parcel is held").
+    // Not after a determiner, where the word is a noun ("got a text saying her parcel is held"); "that" and "her"
+    // often come before the verb itself ("an API that signs documents", "help her sign the lease").
     pattern: new RegExp(
-      `(?:^| )(?<!(?:^| )(?:a|an|the|this|that|my|your|his|her|our|their) )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`,
+      `(?:^| )(?<!(?:^| )(?:a|an|the|this|my|your|his|our|their|another|each|every|no|one) )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,3}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`,
     ),
   })),
+  // Another way to say a word, unless in another language ("another way to say thank you in Japanese").
+  {
+    capability: 'dictionary',
+    pattern: new RegExp(
+      `(?:^| )another way to say (?!.* (?:in|into) (?:${['english', 'french', 'spanish', 'german', 'chinese', 'japanese', ...LANGUAGES].join('|')})(?: |$))`,
+    ),
+  },
+  // Written words made audio, unless a video or a recording is what is turned into audio.
+  {
+    capability: 'text-to-speech',
+    pattern: /^(?!(?:.* )?(?:video|videos|mp4|movie|film|clip|clips|recording|recordings)(?: |$)).*(?:^| )into (?:an )?audio(?: |$)/,
+  },
   // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
-  { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?[a-z]+ mean$/ },
+  { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?(?!(?:it|this|that|these|those) )[a-z]+ mean$/ },
 ];
 
 export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
@@ -197,35 +216,9 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['german', 'language translation'],
   ['chinese', 'language translation'],
   ['japanese', 'language translation'],
-  ['portuguese', 'language translation'],
-  ['italian', 'language translation'],
-  ['dutch', 'language translation'],
-  ['russian', 'language translation'],
-  ['arabic', 'language translation'],
-  ['korean', 'language translation'],
-  ['hindi', 'language translation'],
-  ['polish', 'language translation'],
-  ['swedish', 'language translation'],
-  ['turkish', 'language translation'],
-  ['greek', 'language translation'],
-  ['hebrew', 'language translation'],
-  ['vietnamese', 'language translation'],
-  ['thai', 'language translation'],
-  ['indonesian', 'language translation'],
-  ['ukrainian', 'language translation'],
-  ['czech', 'language translation'],
-  ['danish', 'language translation'],
-  ['norwegian', 'language translation'],
-  ['finnish', 'language translation'],
-  ['hungarian', 'language translation'],
-  ['romanian', 'language translation'],
-  ['persian', 'language translation'],
-  ['urdu', 'language translation'],
-  ['bengali', 'language translation'],
-  ['swahili', 'language translation'],
-  ['tagalog', 'language translation'],
-  ['malay', 'language translation'],
-  ['catalan', 'language translation'],
+  // More languages, named as the language of a text ("in Portuguese", "into Thai"), not as a cuisine or a verb
+  // ("thai restaurants", "polish my resume"): LANGUAGES below.
+  ...LANGUAGES.flatMap((language) => ['in', 'into', 'from', 'to'].map((before) => [`${before} ${language}`, 'language translation'] as const)),
   ['email', 'email mail'],
   ['e-mail', 'email mail'],
   ['newsletter', 'email marketing campaign'],
@@ -461,37 +454,38 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['parcel tracking', 'shipping'],
   // Who made a film: film information.
   ['who directed', 'movies'],
-  ['directed by', 'movies'],
-  // Somewhere to go near a place: local places search.
-  ['place near', 'places-search'],
-  ['places near', 'places-search'],
+  // Somewhere to eat near a place: local places search (not "took place near", "a place near campus to rent").
   ['restaurant near', 'places-search'],
   ['restaurants near', 'places-search'],
   ['cafe near', 'places-search'],
   ['cafes near', 'places-search'],
   ['coffee shop near', 'places-search'],
   ['somewhere to eat', 'places-search'],
-  // Being driven somewhere: ride hailing.
-  ['a ride to', 'ride-hailing'],
-  ['a ride from', 'ride-hailing'],
+  ...'pizza sushi burger coffee lunch breakfast brunch dinner food'
+    .split(' ')
+    .flatMap((food) => [`${food} place near`, `${food} places near`].map((phrase) => [phrase, 'places-search'] as const)),
+  // Being driven somewhere: ride hailing (not "upload a ride to Strava", "a cab file").
+  ['need a ride', 'ride-hailing'],
+  ['get a ride', 'ride-hailing'],
+  ['book a ride', 'ride-hailing'],
   ['a ride home', 'ride-hailing'],
   ['a taxi', 'ride-hailing'],
-  ['a cab', 'ride-hailing'],
-  ['get me a car', 'ride-hailing'],
-  // Asking about a word: a dictionary or thesaurus.
+  ['a cab to', 'ride-hailing'],
+  ['a cab from', 'ride-hailing'],
+  ['book a cab', 'ride-hailing'],
+  ['call a cab', 'ride-hailing'],
+  ['get me a car to', 'ride-hailing'],
+  ['get me a car from', 'ride-hailing'],
+  // Asking about a word: a dictionary or thesaurus (not "the OpenAPI definition of my service").
   ['another word for', 'dictionary'],
-  ['another way to say', 'dictionary'],
   ['synonym for', 'dictionary'],
   ['synonyms for', 'dictionary'],
   ['synonyms of', 'dictionary'],
-  ['opposite of', 'dictionary'],
-  ['definition of', 'dictionary'],
+  ['definition of the word', 'dictionary'],
   ['meaning of the word', 'dictionary'],
   ['rhymes with', 'dictionary'],
   ['rhyme with', 'dictionary'],
-  // Written words made audio (the other way is speech to text: "audio into text").
-  ['into audio', 'text-to-speech'],
-  ['into an audio', 'text-to-speech'],
+  // Written words made audio: audio versions (the other way is speech to text; "into audio" in NEED_PATTERNS).
   ['audio version', 'text-to-speech'],
   ['audio versions', 'text-to-speech'],
 ];
