@@ -727,7 +727,7 @@ function taskCapabilities(
   // The closest capability needs the model; the ones the task's wording names do not.
   // A need the wording states outright is the task's need: the closest capability in meaning, when another,
   // is left out (it was the setting's: "who registered this website's domain" is closest to domain availability).
-  const stated = new Set(needs.stated.map((id) => CAPABILITY_AT.get(id)));
+  const stated = new Set(needs.stated.flatMap((id) => CAPABILITY_AT.get(id) ?? []));
   for (const { c, similarity } of task && vectors && vectors.length > 0 ? closestCapabilities(index, vectors, task) : []) {
     if (stated.size > 0 && !stated.has(c)) continue;
     if (similarity >= min) {

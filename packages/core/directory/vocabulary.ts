@@ -217,7 +217,7 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['chinese', 'language translation'],
   ['japanese', 'language translation'],
   // More languages, named as the language of a text ("in Portuguese", "into Thai"), not as a cuisine or a verb
-  // ("thai restaurants", "polish my resume"): LANGUAGES below.
+  // ("thai restaurants", "polish my resume"): LANGUAGES above.
   ...LANGUAGES.flatMap((language) => ['in', 'into', 'from', 'to'].map((before) => [`${before} ${language}`, 'language translation'] as const)),
   ['email', 'email mail'],
   ['e-mail', 'email mail'],
