@@ -395,6 +395,32 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'team-chat', text: 'Team chat: post messages to channels and groups of a chat workspace.', terms: 'channel messages' },
   // GitHub ("repositories", "issues", "pull requests"), GitLab, Bitbucket.
   { id: 'code-hosting', text: 'Code hosting: git repositories, issues and pull requests.', terms: 'repositories pull' },
+  // LaunchDarkly ("feature flags"), ConfigCat, CloudWatch Evidently ("serving them to a specified percentage of your users while you roll out the feature").
+  {
+    id: 'feature-flags',
+    text: 'Feature flags: turn a feature on or off without a deploy and roll it out to a percentage of users.',
+    terms: 'feature flags',
+  },
+  // bintable ("lookup card information using its BIN"), Adyen BinLookup, Mastercard BIN table, Neutrino ("BIN Lookup").
+  {
+    id: 'card-bin-lookup',
+    text: 'Card BIN lookup: the issuing bank, card brand and type (debit or credit) of a payment card from its first digits.',
+    terms: 'bin',
+  },
+  // Where to Credit ("mileage earning calculations for frequent flyer programs").
+  {
+    id: 'frequent-flyer',
+    text: 'Frequent flyer miles: how many miles and points a flight earns in each airline loyalty program.',
+    terms: 'frequent flyer',
+  },
+  // FEC ("explore the way candidates and committees fund their campaigns").
+  {
+    id: 'campaign-finance',
+    text: 'Campaign finance: how political candidates and committees raise and spend money for their election campaigns.',
+    terms: 'candidates committees',
+  },
+  // UniCourt ("court data": cases, dockets, parties and attorneys).
+  { id: 'court-records', text: 'Court records: court cases, their dockets, filings, parties and hearing dates.', terms: 'court' },
 ];
 
 /** What embeds the descriptions (the discovery model: embedder.ts). */
@@ -407,7 +433,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 126 costs about 1.7 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 131 costs about 1.7 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.
