@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isEnglishWord, needCapabilities, normalizeQuery, relatedWords, splitCompound, taskNeeds } from '#core/directory';
+import { isEnglishWord, normalizeQuery, relatedWords, splitCompound, taskNeeds } from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -28,34 +28,36 @@ describe('discovery word knowledge', () => {
   });
 
   it('tells a need stated by its verb from the same word used otherwise', () => {
-    expect(needCapabilities(normalizeQuery('text the whole team that practice is off'))).toEqual(['sms']);
-    expect(needCapabilities(normalizeQuery('let my tenant sign the lease'))).toEqual(['e-signature']);
-    expect(needCapabilities(normalizeQuery('hear my posts read out loud'))).toEqual(['text-to-speech']);
-    expect(needCapabilities(normalizeQuery('draw a logo for my stand'))).toEqual(['image-generation']);
-    expect(needCapabilities(normalizeQuery('extract the text from a PDF'))).toEqual([]);
-    expect(needCapabilities(normalizeQuery('sign up new users with a password'))).toEqual([]);
-    expect(needCapabilities(normalizeQuery('read out the numbers on a receipt'))).toEqual([]);
+    /** The capabilities a task names by its wording, as discovery reads it (normalized). */
+    const needsOf = (task: string) => taskNeeds(normalizeQuery(task)).all;
+    expect(needsOf('text the whole team that practice is off')).toEqual(['sms']);
+    expect(needsOf('let my tenant sign the lease')).toEqual(['e-signature']);
+    expect(needsOf('hear my posts read out loud')).toEqual(['text-to-speech']);
+    expect(needsOf('draw a logo for my stand')).toEqual(['image-generation']);
+    expect(needsOf('extract the text from a PDF')).toEqual([]);
+    expect(needsOf('sign up new users with a password')).toEqual([]);
+    expect(needsOf('read out the numbers on a receipt')).toEqual([]);
     // Named things: a team's name says which league's scores the task is about; a word's other sense does not.
-    expect(needCapabilities(normalizeQuery('did the Lakers win last night'))).toEqual(['basketball']);
-    expect(needCapabilities(normalizeQuery('how did Arsenal do at the weekend'))).toEqual(['soccer-scores']);
-    expect(needCapabilities(normalizeQuery('how much heat does magic thunder make'))).toEqual([]);
+    expect(needsOf('did the Lakers win last night')).toEqual(['basketball']);
+    expect(needsOf('how did Arsenal do at the weekend')).toEqual(['soccer-scores']);
+    expect(needsOf('how much heat does magic thunder make')).toEqual([]);
     // An artist's name says the task is about them: concerts, tours, set lists (accents and the "the" of a band's name as written).
-    expect(needCapabilities(normalizeQuery('is Radiohead playing anywhere near Berlin'))).toEqual(['live-events']);
-    expect(needCapabilities(normalizeQuery('when is Beyoncé touring Europe'))).toEqual(['live-events']);
-    expect(needCapabilities(normalizeQuery('tickets for The Killers in Dublin'))).toEqual(['live-events']);
+    expect(needsOf('is Radiohead playing anywhere near Berlin')).toEqual(['live-events']);
+    expect(needsOf('when is Beyoncé touring Europe')).toEqual(['live-events']);
+    expect(needsOf('tickets for The Killers in Dublin')).toEqual(['live-events']);
     // A name that is also an everyday word, or that many other people have, is not on the list.
-    expect(needCapabilities(normalizeQuery('a queen bed for the guest room'))).toEqual([]);
-    expect(needCapabilities(normalizeQuery('send Adele the invoice for March'))).toEqual([]);
-    expect(needCapabilities(normalizeQuery('convert AC/DC voltage for a one direction motor'))).toEqual([]);
+    expect(needsOf('a queen bed for the guest room')).toEqual([]);
+    expect(needsOf('send Adele the invoice for March')).toEqual([]);
+    expect(needsOf('convert AC/DC voltage for a one direction motor')).toEqual([]);
     // Asking about a word is a dictionary's; written words made audio are speech synthesis, not its reverse.
-    expect(needCapabilities(normalizeQuery('what does petrichor mean?'))).toEqual(['dictionary']);
-    expect(needCapabilities(normalizeQuery('another word for "big" in my cover letter'))).toEqual(['dictionary']);
-    expect(needCapabilities(normalizeQuery('turn my newsletter into audio for subscribers'))).toEqual(['text-to-speech']);
+    expect(needsOf('what does petrichor mean?')).toEqual(['dictionary']);
+    expect(needsOf('another word for "big" in my cover letter')).toEqual(['dictionary']);
+    expect(needsOf('turn my newsletter into audio for subscribers')).toEqual(['text-to-speech']);
     // A verb after "that" or "her" is still the verb.
-    expect(needCapabilities(normalizeQuery('an API that signs documents'))).toEqual(['e-signature']);
-    expect(needCapabilities(normalizeQuery('help her sign the lease'))).toEqual(['e-signature']);
-    expect(needCapabilities(normalizeQuery('a good pizza place near my hotel'))).toEqual(['places-search']);
-    expect(needCapabilities(normalizeQuery('get me a car from my hotel to the airport'))).toEqual(['ride-hailing']);
+    expect(needsOf('an API that signs documents')).toEqual(['e-signature']);
+    expect(needsOf('help her sign the lease')).toEqual(['e-signature']);
+    expect(needsOf('a good pizza place near my hotel')).toEqual(['places-search']);
+    expect(needsOf('get me a car from my hotel to the airport')).toEqual(['ride-hailing']);
     // A need stated by the wording is told from a named thing that only implies a kind.
     expect(taskNeeds(normalizeQuery('a taxi from the Coldplay concert at Wembley to my hotel'))).toEqual({
       stated: ['ride-hailing'],
@@ -87,7 +89,7 @@ describe('discovery word knowledge', () => {
       'what does this mean',
       'another way to say thank you in Japanese',
     ]) {
-      expect(needCapabilities(normalizeQuery(other)), other).toEqual([]);
+      expect(needsOf(other), other).toEqual([]);
     }
   });
 

@@ -532,11 +532,6 @@ export function taskNeeds(normalized: string): { stated: string[]; named: string
   return { stated: [...stated], named: [...named], all: [...new Set([...stated, ...named])] };
 }
 
-/** The capabilities (ids) whose need phrases (or teams, or artists) a normalized query contains. */
-export function needCapabilities(normalized: string): string[] {
-  return taskNeeds(normalized).all;
-}
-
 /** Longest-first phrase list, so "text message" wins over "message", each with its expansion terms. */
 const matchSynonyms = phraseMatcher(
   [...CAPABILITY_SYNONYMS].sort((a, b) => b[0].length - a[0].length).map(([phrase, expansion]) => [phrase, expansion.split(' ')] as const),
