@@ -172,6 +172,14 @@ describe('GET /api/v1/discover', () => {
     // Vonage's Number Insight holds every word of this one: the words rank it, and the verification
     // services, closer to the one-time-codes capability it is read as, stay under it.
     expect((await first('validate a phone number')).id).toBe('nexmo.com-number-insight');
+    // An identifier the task quotes implies the kind that looks it up: an IP address its location, a UK
+    // registration plate the vehicle's record (no word of either task names the kind).
+    const ip = await first('8.8.8.8 keeps showing up in my server logs, where is it');
+    expect(ip.capabilities).toContain('ip-geolocation');
+    expect(['greip.io', 'ip2location.com-geolocation', 'abstractapi.com-geolocation', 'ip2location.io', 'iptwist.com']).toContain(ip.id);
+    const plate = await first('is the car with plate BD51 SMR taxed');
+    expect(plate.capabilities).toContain('vehicle-records');
+    expect(['regcheck.org.uk', 'api.gov.uk-vehicle-enquiry']).toContain(plate.id);
   });
 
   // The floors of the everyday sets moved on 2026-11-30 (the capability's kin) were measured on an AMD EPYC host

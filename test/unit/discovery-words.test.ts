@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isEnglishWord, normalizeQuery, relatedWords, splitCompound, taskNeeds } from '#core/directory';
+import { identifierNeeds, isEnglishWord, normalizeQuery, relatedWords, splitCompound, taskNeeds } from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -25,6 +25,49 @@ describe('discovery word knowledge', () => {
     expect(splitCompound('documentation', catalog)).toEqual([]);
     expect(splitCompound('stripe', catalog)).toEqual([]);
     expect(splitCompound('xkcdqzv', catalog)).toEqual([]);
+  });
+
+  it('tells the identifiers a task quotes by their form, each implying the kind that looks it up', () => {
+    expect(identifierNeeds('Which country is 185.220.101.4 in?')).toEqual(['ip-geolocation']);
+    expect(identifierNeeds('who is behind 2001:db8::8a2e:370:7334')).toEqual(['ip-geolocation']);
+    // An IBAN counts when its check digits hold (ISO 13616), grouped or not; an ISBN-13 when its check digit does.
+    expect(identifierNeeds('is NL91ABNA0417164300 a real account')).toEqual(['iban-validation']);
+    expect(identifierNeeds('pay BE71 0961 2345 6769 today')).toEqual(['iban-validation']);
+    expect(identifierNeeds('is NL91ABNA0417164301 a real account')).toEqual([]);
+    expect(identifierNeeds('who wrote 978-0-14-044913-6')).toEqual(['books']);
+    expect(identifierNeeds('who wrote 978-0-14-044913-7')).toEqual([]);
+    // A flight designator among words of flying; the same shape elsewhere is not one.
+    expect(identifierNeeds('has LH 454 landed yet')).toEqual(['flight-status']);
+    expect(identifierNeeds('is BA2490 delayed')).toEqual(['flight-status']);
+    for (const other of ['LH 454 results', 'how much CO2 does my flight put out', 'my PS5 keeps crashing on the flight', 'F1 2024 season results'])
+      expect(identifierNeeds(other), other).toEqual([]);
+    // UK postcodes and registration plates, VINs, parcels' tracking numbers, phone numbers.
+    expect(identifierNeeds('addresses at SW1A 2AA')).toEqual(['address-lookup']);
+    expect(identifierNeeds('is AB12 CDE taxed')).toEqual(['vehicle-records']);
+    expect(identifierNeeds('recalls for VIN 1C4PJMCS8EW123456')).toEqual(['vehicle-records']);
+    expect(identifierNeeds('where is 1Z999AA10123456784')).toEqual(['shipping']);
+    expect(identifierNeeds('where is RR123456785GB')).toEqual(['shipping']);
+    expect(identifierNeeds('who owns +44 7700 900123')).toEqual(['phone-lookup']);
+    expect(identifierNeeds('who keeps calling from (415) 555-0132')).toEqual(['phone-lookup']);
+    for (const other of [
+      'meet at 12:30:45',
+      'between 2019 and 2024',
+      'the ANTIDISESTABLISHMENTARIANISM of it',
+      'order 12345678',
+      'a NY 10001 address',
+    ])
+      expect(identifierNeeds(other), other).toEqual([]);
+    // Discovery passes the task as typed: its named kinds include them, and a stated need still comes first.
+    expect(
+      taskNeeds(
+        normalizeQuery('send a text to +44 7700 900123 saying the table is ready'),
+        'send a text to +44 7700 900123 saying the table is ready',
+      ),
+    ).toEqual({
+      stated: ['sms'],
+      named: ['phone-lookup'],
+      all: ['sms', 'phone-lookup'],
+    });
   });
 
   it('tells a need stated by its verb from the same word used otherwise', () => {

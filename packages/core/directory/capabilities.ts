@@ -279,6 +279,13 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'carbon-emissions', text: 'Carbon emissions: estimates of the carbon dioxide emissions of travel and activities.', terms: 'carbon' },
   // OpenALPR ("analyzed for license plates and vehicle make/models").
   { id: 'license-plates', text: 'License plate recognition: read the license plate and vehicle make in an image.', terms: 'plate' },
+  // DVLA Vehicle Enquiry ("get vehicle details by registration number"), Car Registration API ("car information from its
+  // numberplate"), MarketCheck ("recall info by VIN").
+  {
+    id: 'vehicle-records',
+    text: 'Vehicle records: the details of a car from its registration number or VIN: make, model, year, tax and MOT status, recalls.',
+    terms: 'vehicle details',
+  },
   // Chomp ("branded food item using a barcode"), Go-UPC ("product info for a particular barcode number"), EAN-Search ("look up an EAN").
   { id: 'barcode-lookup', text: 'Barcode lookup: the product and its details for a UPC or EAN barcode number.', terms: 'barcode' },
   // Buffer ("social media management", "posting schedules").

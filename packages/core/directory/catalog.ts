@@ -877,7 +877,7 @@ export async function discover(
     index,
     dense?.vector ?? null,
     floor,
-    taskNeeds(normalized),
+    taskNeeds(normalized, q),
     wordsCoverTask ? null : { floor: lexical.length > 0 ? CAPABILITY_KIN_FLOOR : floor },
   );
   const rows = fuse(index, lexical, dense?.similarities ?? null, capabilities, limit, only, options.feedback === false ? null : index.feedback);

@@ -48,7 +48,7 @@ export type { Embedder } from './embedder.js';
 export { callabilityInstructions, generateInstructions, instructionsFooter, mcpInstructions, plainText, proxyPath } from './text.js';
 export type { InstructionsDoor, InstructionsPrices } from './text.js';
 export { isEnglishWord, relatedWords } from './wordnet.js';
-export { taskNeeds } from './vocabulary.js';
+export { identifierNeeds, taskNeeds } from './vocabulary.js';
 export { listDocSections, listDocSectionsWithContent, readDocSection, searchDocSections } from './docs.js';
 export type { DocHit, DocListRow, DocRow } from './docs.js';
 export { voteOn, voteTally, withdrawVote } from './votes.js';

@@ -520,15 +520,83 @@ function phraseMatcher<T>(list: ReadonlyArray<readonly [string, T]>): (normalize
 const matchStated = phraseMatcher(NEED_PHRASES);
 const matchNamed = phraseMatcher(NAMED);
 
+/** ISO 13616's check: the first four characters moved to the end, letters as 10-35, the number mod 97 is 1. */
+function ibanChecks(text: string): boolean {
+  const iban = text.replace(/ /g, '');
+  if (iban.length < 15 || iban.length > 34) return false;
+  let rest = 0;
+  for (const char of iban.slice(4) + iban.slice(0, 4)) {
+    const value = char >= 'A' ? char.charCodeAt(0) - 55 : Number(char);
+    rest = (value >= 10 ? rest * 100 : rest * 10) + value;
+    rest %= 97;
+  }
+  return rest === 1;
+}
+
+/** ISBN-13's check digit: the digits weighed 1, 3, 1, ... sum to a multiple of 10. */
+function isbn13Checks(text: string): boolean {
+  const digits = text.replace(/[- ]/g, '');
+  let sum = 0;
+  for (let i = 0; i < 13; i++) sum += Number(digits[i]) * (i % 2 === 0 ? 1 : 3);
+  return sum % 10 === 0;
+}
+
+/** Words that put a flight designator ("LH 454") in its context: a train, a bus line or a product can look the same. */
+const FLIGHT_CONTEXT =
+  /\b(?:flights?|fly|flying|flies|flew|plane|airport|airline|land|lands|landed|landing|depart\w*|arriv\w*|take off|takes off|took off|delay\w*|boarding|gate|terminal)\b/i;
+
+/**
+ * Identifiers a task quotes, told by their form on the task as typed (case and punctuation kept), each with
+ * the kind of service that looks such an identifier up: an IP address, an IBAN (its check digits must hold),
+ * an ISBN-13 (its check digit too), a flight designator among words of flying, a UK postcode or registration
+ * plate, a VIN, a parcel's tracking number (UPS's, or the UPU's S10 form of the postal services), a phone
+ * number written with its country code or in the North American form. Standard forms, not phrasings: like a
+ * team's name (NAMED) each only implies its kind ("send a text to +44 7700 900123 saying the table is ready" asks for SMS).
+ */
+const IDENTIFIER_FORMS: ReadonlyArray<{ capability: string; pattern: RegExp; valid?: (match: string) => boolean; context?: RegExp }> = [
+  { capability: 'ip-geolocation', pattern: /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/ },
+  {
+    capability: 'ip-geolocation',
+    pattern: /(?<![\w:])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])|(?<![\w:])(?:[0-9a-f]{1,4}:)+:(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?(?![\w:])/i,
+  },
+  { capability: 'iban-validation', pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/, valid: ibanChecks },
+  { capability: 'books', pattern: /\b97[89](?:[- ]?\d){10}\b/, valid: isbn13Checks },
+  { capability: 'flight-status', pattern: /\b(?:[A-Z]{2}|[A-Z]\d|\d[A-Z]) ?\d{2,4}\b(?! ?[A-Z]{3}\b)/, context: FLIGHT_CONTEXT },
+  { capability: 'address-lookup', pattern: /\b[A-Z]{1,2}\d[A-Z\d]? \d[A-Z]{2}\b/ },
+  { capability: 'vehicle-records', pattern: /\b[A-Z]{2}\d{2} ?[A-Z]{3}\b/ },
+  { capability: 'vehicle-records', pattern: /\b(?=(?:[A-HJ-NPR-Z]*\d){2})(?=(?:\d*[A-HJ-NPR-Z]){2})[A-HJ-NPR-Z\d]{17}\b/ },
+  { capability: 'shipping', pattern: /\b1Z[0-9A-Z]{16}\b|\b[A-Z]{2}\d{9}[A-Z]{2}\b/ },
+  {
+    capability: 'phone-lookup',
+    pattern: /(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![\w.-]?\d)|(?<![\w(])\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}(?![\w-])/,
+  },
+];
+
+/** The kinds of service the identifiers a task quotes imply (IDENTIFIER_FORMS), on the task as typed. */
+export function identifierNeeds(typed: string): string[] {
+  const found = new Set<string>();
+  for (const { capability, pattern, valid, context } of IDENTIFIER_FORMS) {
+    if (found.has(capability) || (context && !context.test(typed))) continue;
+    const global = new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`);
+    for (const match of typed.matchAll(global))
+      if (!valid || valid(match[0])) {
+        found.add(capability);
+        break;
+      }
+  }
+  return [...found];
+}
+
 /**
  * The capabilities (ids) a normalized query names: `stated`, by the wording of its need (NEED_PHRASES and
  * the need verbs' patterns: "text my team", "another word for"), and `named`, by a named thing (a team, an
- * artist) that only implies a kind ("songs similar to Radiohead" is not about concerts). `all` is both.
+ * artist, an identifier the task as typed quotes: IDENTIFIER_FORMS) that only implies a kind ("songs similar
+ * to Radiohead" is not about concerts). `all` is both.
  */
-export function taskNeeds(normalized: string): { stated: string[]; named: string[]; all: string[] } {
+export function taskNeeds(normalized: string, typed?: string): { stated: string[]; named: string[]; all: string[] } {
   const stated = new Set(matchStated(normalized));
   for (const { capability, pattern } of NEED_PATTERNS) if (pattern.test(normalized)) stated.add(capability);
-  const named = new Set(matchNamed(normalized));
+  const named = new Set([...matchNamed(normalized), ...(typed === undefined ? [] : identifierNeeds(typed))]);
   return { stated: [...stated], named: [...named], all: [...new Set([...stated, ...named])] };
 }
 
