@@ -22,6 +22,8 @@ ensure_nginx() {
   if [ -n "$created" ]; then rm -f "$policy"; fi
 }
 if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -qx proxy; then ensure_nginx; fi
+# The dashboard scenario drives Debian's Chromium, as the browser tests do.
+if [ $# -eq 0 ] || printf '%s\n' "$@" | grep -qx dashboard; then ensure_chromium; fi
 export DATABASE_URL=${BENCH_DATABASE_URL:-postgres://$PGUSER@$PGHOST:$PGPORT/platform_bench}
 export TEMPORAL_ADDRESS="$TEMPORAL_HOST:$TEMPORAL_PORT"
 export LOG_LEVEL=${LOG_LEVEL:-warn} NODE_ENV=development
