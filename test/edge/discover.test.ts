@@ -177,6 +177,16 @@ describe('GET /api/v1/discover', () => {
     const ip = await first('8.8.8.8 keeps showing up in my server logs, where is it');
     expect(ip.capabilities).toContain('ip-geolocation');
     expect(['greip.io', 'ip2location.com-geolocation', 'abstractapi.com-geolocation', 'ip2location.io', 'iptwist.com']).toContain(ip.id);
+    // Sending email is a kind only a stated need reads as: "send an email to ..." does, an email address does not.
+    const welcome = await first('send an email to new users when they sign up');
+    expect(welcome.capabilities).toEqual(['email-sending']);
+    expect(['sendgrid.com', 'mandrillapp.com', 'postmarkapp.com-server', 'mailgun.com', 'sparkpost.com']).toContain(welcome.id);
+    expect((await first('is this email address real')).capabilities).not.toContain('email-sending');
+    // Everyday kinds drawn from the catalog: taking card payments, a calendar's events.
+    expect(['adyen.com-checkoutservice', 'adyen.com-checkoutservice-v71', 'stripe.com', 'pay1.de-link']).toContain(
+      (await first('take card payments on my bakery website')).id,
+    );
+    expect((await first('add the team offsite to our shared calendar')).id).toBe('googleapis.com-calendar');
     const plate = await first('is the car with plate BD51 SMR taxed');
     expect(plate.capabilities).toContain('vehicle-records');
     expect(['regcheck.org.uk', 'api.gov.uk-vehicle-enquiry']).toContain(plate.id);

@@ -77,6 +77,10 @@ describe('discovery word knowledge', () => {
     expect(needsOf('let my tenant sign the lease')).toEqual(['e-signature']);
     expect(needsOf('hear my posts read out loud')).toEqual(['text-to-speech']);
     expect(needsOf('draw a logo for my stand')).toEqual(['image-generation']);
+    // Emailing people is sending email; an email address is not a need to send one.
+    expect(needsOf('automatically email them a confirmation')).toEqual(['email-sending']);
+    expect(needsOf('email my customers a receipt')).toEqual(['email-sending']);
+    expect(needsOf('check that an email address is valid')).toEqual([]);
     expect(needsOf('extract the text from a PDF')).toEqual([]);
     expect(needsOf('sign up new users with a password')).toEqual([]);
     expect(needsOf('read out the numbers on a receipt')).toEqual([]);

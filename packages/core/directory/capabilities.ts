@@ -18,6 +18,12 @@ export interface Capability {
   id: string;
   text: string;
   terms: string;
+  /**
+   * Counted only when a task's wording states it (vocabulary.ts, NEED_VERBS), never as the kind closest in
+   * meaning: its description is close to every task that mentions its object ("an email address" is not
+   * asking to send one).
+   */
+  statedOnly?: boolean;
 }
 
 export const CAPABILITIES: readonly Capability[] = [
@@ -120,6 +126,31 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'video-meetings',
     text: 'Video meetings: create and schedule online video meetings and webinars with participants.',
     terms: 'meetings webinar',
+  },
+  // GraphHopper ("route optimization"), GSMtasks ("real-time delivery and task management and route optimization").
+  {
+    id: 'route-optimization',
+    text: 'Route optimization: solve vehicle routing problems, assigning many delivery stops to several vehicles and ordering the stops of each.',
+    terms: 'route optimization',
+  },
+  // Google Calendar ("manipulates events and other calendar data"), Microsoft Graph (calendar events).
+  {
+    id: 'calendar-events',
+    text: "Calendar events: create, update and list events on a person's or a shared calendar, with reminders and attendees.",
+    terms: 'calendar events',
+  },
+  // Stripe ("create a payment link", PaymentIntents), Adyen Checkout ("initiate and authorise online payments ... cards"), PAYONE Link.
+  {
+    id: 'card-payments',
+    text: "Card payments: accept card payments online with payment links and checkout pages that charge a customer's card.",
+    terms: 'payment link',
+  },
+  // Mandrill ("delivery API for transactional emails"), Postmark ("sending and receiving email"), SendGrid ("mail send").
+  {
+    id: 'email-sending',
+    text: 'Email sending: send transactional email, such as confirmations, receipts and notifications, to a person.',
+    terms: 'transactional email',
+    statedOnly: true,
   },
   // TomTom Routing ("calculate a route ... travel time with traffic"), GraphHopper ("route planning").
   {

@@ -783,6 +783,7 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
   // The CAPABILITY_TOP most similar capabilities, best first (a short insertion list: no sort of all).
   const best: { c: number; similarity: number }[] = [];
   for (let c = 0, row = 0; c < vectors.length; c++, row += d) {
+    if (CAPABILITIES[c]!.statedOnly) continue;
     let dot = 0;
     for (let k = 0; k < d; k++) dot += matrix[row + k]! * task[k]!;
     // The lowest floor any task has, the kin's (taskCapabilities applies each task's own).

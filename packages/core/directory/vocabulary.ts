@@ -141,6 +141,23 @@ const NEED_VERBS: readonly NeedVerb[] = [
     more: ['read out loud', 'read aloud', 'listen instead', 'rather listen'],
   },
   {
+    // Emailing people something: sending email (a kind counted only when stated: capabilities.ts, `statedOnly`).
+    capability: 'email-sending',
+    terms: 'email transactional',
+    verbs: ['email', 'emails', 'emailing'],
+    pronouns: ['them', 'him', 'her', 'everyone', 'everybody'],
+    nouns: PEOPLE.split(' '),
+    more: [
+      'send an email',
+      'send them an email',
+      'send out an email',
+      'send emails',
+      'confirmation email',
+      'email confirmation',
+      'email a confirmation',
+    ],
+  },
+  {
     // Drawing something new: image generation from a prompt.
     capability: 'image-generation',
     terms: 'image prompt',
