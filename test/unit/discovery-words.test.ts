@@ -81,6 +81,18 @@ describe('discovery word knowledge', () => {
     expect(needsOf('automatically email them a confirmation')).toEqual(['email-sending']);
     expect(needsOf('email my customers a receipt')).toEqual(['email-sending']);
     expect(needsOf('check that an email address is valid')).toEqual([]);
+    // Everyday ways of saying a kind's need, and the same words in other senses.
+    expect(needsOf('send students a link to pay the deposit by card')).toEqual(['card-payments']);
+    expect(needsOf('put the dentist appointment in the family calendar')).toEqual(['calendar-events']);
+    expect(needsOf('is that link a known scam')).toEqual(['url-safety']);
+    expect(needsOf('weed out subscriber addresses that would bounce')).toEqual(['email-validation']);
+    for (const other of [
+      'reconcile my card payments with the bank',
+      'public holidays in the calendar year',
+      'which stops does the 38 bus make',
+      'is this attachment safe to open',
+    ])
+      expect(needsOf(other), other).toEqual([]);
     expect(needsOf('extract the text from a PDF')).toEqual([]);
     expect(needsOf('sign up new users with a password')).toEqual([]);
     expect(needsOf('read out the numbers on a receipt')).toEqual([]);

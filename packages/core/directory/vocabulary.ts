@@ -505,6 +505,46 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   // Written words made audio: audio versions (the other way is speech to text; "into audio" in NEED_PATTERNS).
   ['audio version', 'text-to-speech'],
   ['audio versions', 'text-to-speech'],
+  // Whether a link is safe: URL safety (not fraud scoring of a payment; a file "safe to open" is not a link).
+  ['safe to click', 'url-safety'],
+  ['link safe to open', 'url-safety'],
+  ['scam link', 'url-safety'],
+  ['phishing link', 'url-safety'],
+  ['link a scam', 'url-safety'],
+  ['link a known scam', 'url-safety'],
+  ['link is a scam', 'url-safety'],
+  // Being paid by card: card payments (not a payout to others, not cryptocurrency; "my card payments" are spending).
+  ['link to pay', 'card-payments'],
+  ['pay by card', 'card-payments'],
+  ['accept card payments', 'card-payments'],
+  ['take card payments', 'card-payments'],
+  ['payment link', 'card-payments'],
+  ['payment links', 'card-payments'],
+  // Something put in a calendar: calendar events (finding when people are free is free/busy).
+  ...'in to on'.split(' ').flatMap((at) =>
+    // Whose calendar, or which ("in the family calendar"; not "the calendar year").
+    ['my', 'our', 'their', 'his', 'her', ...'family shared team work office'.split(' ').flatMap((which) => [which, `the ${which}`])].map(
+      (whose) => [`${at} ${whose} calendar`, 'calendar-events'] as const,
+    ),
+  ),
+  ['calendar invite', 'calendar-events'],
+  ['calendar invites', 'calendar-events'],
+  // Getting somewhere by road: routing; many stops over several vehicles: route optimization (not "which stops" a bus makes).
+  ['driving directions', 'routing'],
+  ['the drive from', 'routing'],
+  ['which highways', 'routing'],
+  ['order of stops', 'route-optimization'],
+  ['delivery routes', 'route-optimization'],
+  // Addresses that would bounce: email validation (not sending to them).
+  ['would bounce', 'email-validation'],
+  ['disposable email', 'email-validation'],
+  ['throwaway inboxes', 'email-validation'],
+  ['throwaway email', 'email-validation'],
+  // A photo to license: stock media.
+  ['stock photo', 'stock-media'],
+  ['stock photos', 'stock-media'],
+  ['licensed photo', 'stock-media'],
+  ['royalty free', 'stock-media'],
 ];
 
 /** The teams of the leagues with a capability of their own, and the artists: named things that imply a kind. */
