@@ -81,6 +81,7 @@ describe('discovery word knowledge', () => {
     expect(needsOf('automatically email them a confirmation')).toEqual(['email-sending']);
     expect(needsOf('email my customers a receipt')).toEqual(['email-sending']);
     expect(needsOf('check that an email address is valid')).toEqual([]);
+    expect(needsOf('is the email a customer gave us real')).toEqual([]);
     // Everyday ways of saying a kind's need, and the same words in other senses.
     expect(needsOf('send students a link to pay the deposit by card')).toEqual(['card-payments']);
     expect(needsOf('put the dentist appointment in the family calendar')).toEqual(['calendar-events']);

@@ -425,7 +425,8 @@ export const DISCOVERY_STOPWORDS = new Set(
  * them they gained one task in 33.
  */
 export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
-  ...NEED_VERBS.flatMap((need) => needVerbPhrases(need).map((phrase) => [phrase, need.capability] as const)),
+  // A need verb with its object is NEED_PATTERNS' (not after a determiner: "the email a customer gave us"); its own phrases here.
+  ...NEED_VERBS.flatMap((need) => need.more.map((phrase) => [phrase, need.capability] as const)),
   ['video call', 'video-meetings'],
   ['video calls', 'video-meetings'],
   ['video meeting', 'video-meetings'],
