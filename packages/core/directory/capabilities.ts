@@ -19,7 +19,7 @@ export interface Capability {
   text: string;
   terms: string;
   /**
-   * Counted only when a task's wording states it (vocabulary.ts, NEED_VERBS), never as the kind closest in
+   * Counted only when a task's wording states it (vocabulary.ts, `taskNeeds().stated`), never as the kind closest in
    * meaning: its description is close to every task that mentions its object ("an email address" is not
    * asking to send one).
    */
@@ -471,7 +471,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 131 costs about 1.7 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 136 costs about 1.7 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.
