@@ -13,7 +13,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildApp } from '#edge/app';
 import { edgeSettings } from '#edge/config';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
-import { freePort, ROOT, startChild, waitForHttp } from './lib/procs.js';
+import { freePort, ROOT, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection } from './lib/report.js';
 
 const scenario = 'dashboard';
@@ -61,18 +61,6 @@ const app = await buildApp(
   }),
 );
 await app.listen({ host: '127.0.0.1', port: edgePort });
-
-const devPort = await freePort();
-const devOrigin = `http://127.0.0.1:${devPort}`;
-const devServer = startChild(
-  'vite',
-  join(ROOT, 'node_modules/.bin/vite'),
-  ['--config', 'apps/dashboard/vite.config.ts', '--port', String(devPort), '--strictPort', '--host', '127.0.0.1'],
-  {
-    env: { EDGE_URL: edgeOrigin, NODE_ENV: 'development' },
-  },
-);
-await waitForHttp(`${devOrigin}/`, 60_000, devServer);
 
 /** A person of their own per run: registered and signed in through the API, as the sign-in page would. */
 async function signedInCookies(): Promise<{ name: string; value: string }[]> {
@@ -122,8 +110,8 @@ async function visit(browser: Browser, origin: string, throttled: boolean): Prom
       await cdp.send('Emulation.setCPUThrottlingRate', { rate: CPU_SLOWDOWN });
     }
     const dataRequests = new Map<string, number>();
-    const scripts: Promise<{ wire: number; decoded: number; encoding: string; before: boolean }>[] = [];
-    let dataShown = false;
+    /** The scripts' Content-Encoding, by URL (headers only: no body is fetched while the page loads). */
+    const encodings = new Map<string, string>();
     page.on('request', (request) => {
       const url = new URL(request.url());
       if (url.pathname.startsWith('/api/')) {
@@ -131,37 +119,33 @@ async function visit(browser: Browser, origin: string, throttled: boolean): Prom
         dataRequests.set(key, (dataRequests.get(key) ?? 0) + 1);
       }
     });
-    page.on('requestfinished', (request) => {
-      if (request.resourceType() !== 'script') return;
-      const before = !dataShown;
-      scripts.push(
-        (async () => {
-          const [sizes, response] = await Promise.all([request.sizes(), request.response()]);
-          const body = await response?.body().catch(() => null);
-          return {
-            wire: sizes.responseBodySize,
-            decoded: body?.length ?? 0,
-            encoding: response?.headers()['content-encoding'] ?? 'identity',
-            before,
-          };
-        })(),
-      );
+    page.on('response', (response) => {
+      if (response.request().resourceType() === 'script') encodings.set(response.url(), response.headers()['content-encoding'] ?? 'identity');
     });
     const start = performance.now();
     await page.goto(`${origin}/`, { waitUntil: 'commit' });
     await page.getByTestId('balance').waitFor({ state: 'visible' });
     const dataMs = performance.now() - start;
-    dataShown = true;
+    // The page's own clock when the data showed: a script counts as loaded before it when its response ended first.
+    const shownAt = await page.evaluate(() => performance.now());
     // Quiet: whatever the page asks for after its first data is counted too (a second render's requests).
     await page.waitForLoadState('networkidle');
     await page.waitForTimeout(throttled ? 3_000 : 1_000);
-    const loaded = (await Promise.all(scripts)).filter((s) => s.before);
+    // Sizes from Resource Timing: the body as sent (compressed when it was) and decoded.
+    const entries = await page.evaluate(() =>
+      performance
+        .getEntriesByType('resource')
+        // The browser's PerformanceResourceTiming (this project's types are Node's, without the DOM's).
+        .map((e) => e as unknown as { name: string; responseEnd: number; encodedBodySize: number; decodedBodySize: number })
+        .map((e) => ({ name: e.name, responseEnd: e.responseEnd, encoded: e.encodedBodySize, decoded: e.decodedBodySize })),
+    );
+    const loaded = entries.filter((e) => encodings.has(e.name) && e.responseEnd <= shownAt);
     return {
       dataMs,
-      scriptWireBytes: loaded.reduce((sum, s) => sum + s.wire, 0),
-      scriptDecodedBytes: loaded.reduce((sum, s) => sum + s.decoded, 0),
+      scriptWireBytes: loaded.reduce((sum, e) => sum + e.encoded, 0),
+      scriptDecodedBytes: loaded.reduce((sum, e) => sum + e.decoded, 0),
       scripts: loaded.length,
-      encodings: [...new Set(loaded.map((s) => s.encoding))],
+      encodings: [...new Set(loaded.map((e) => encodings.get(e.name)!))],
       dataRequests,
     };
   } finally {
@@ -169,25 +153,49 @@ async function visit(browser: Browser, origin: string, throttled: boolean): Prom
   }
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+// Whatever happens below, the dev server, the browser and the edge stop (and the build's folder goes, on exit).
+let devServer: Child | undefined;
+let browser: Browser | undefined;
+let stopped: Promise<void> | undefined;
+const stopAll = () =>
+  (stopped ??= (async () => {
+    await browser?.close().catch(() => {});
+    await devServer?.stop().catch(() => {});
+    await app.close().catch(() => {});
+  })());
+process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
+
+const devPort = await freePort();
+const devOrigin = `http://127.0.0.1:${devPort}`;
+const results = new Map<string, { plain: Visit[]; throttled: Visit[] }>();
 const builds = [
   { name: 'production build, served by the edge (`npm run up`)', origin: edgeOrigin },
   { name: 'development server (`npm run dev:dashboard`, vite)', origin: devOrigin },
 ] as const;
-const results = new Map<string, { plain: Visit[]; throttled: Visit[] }>();
 try {
+  devServer = startChild(
+    'vite',
+    join(ROOT, 'node_modules/.bin/vite'),
+    ['--config', 'apps/dashboard/vite.config.ts', '--port', String(devPort), '--strictPort', '--host', '127.0.0.1'],
+    {
+      env: { EDGE_URL: edgeOrigin, NODE_ENV: 'development' },
+    },
+  );
+  await waitForHttp(`${devOrigin}/`, 60_000, devServer);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+
   // One visit each first, not measured: vite compiles the modules on the first request, the edge loads its caches.
   for (const build of builds) await visit(browser, build.origin, false);
   for (let run = 1; run <= RUNS; run++) {
@@ -207,9 +215,7 @@ try {
     }
   }
 } finally {
-  await browser.close();
-  await devServer.stop();
-  await app.close();
+  await stopAll();
 }
 
 const kb = (bytes: number) => fmt(bytes / 1024, 1);
@@ -246,8 +252,9 @@ of the run's own, and served by an edge (\`DASHBOARD_DIST\`); the baseline is th
 Chromium, headless, signed in as a new account of its own, opening the overview (\`/\`). "Data shows" is the time from the
 navigation until the balance figure is visible (its three data requests answered and rendered); "slow 4G" is Chrome DevTools'
 preset (${fmt(SLOW_4G.latency, 1)} ms latency, ${fmt((SLOW_4G.downloadThroughput * 8) / 1e6, 2)} Mbit/s down, ${fmt((SLOW_4G.uploadThroughput * 8) / 1e3, 0)} kbit/s up) with the CPU slowed ${CPU_SLOWDOWN}x, set over
-the DevTools protocol. Scripts are those the page loaded before its data showed; their bytes on the wire are the bodies as sent
-(compressed when the server compressed them). Data requests are every \`/api/\` request of the visit, counted once the page was quiet.
+the DevTools protocol. Scripts are those whose response ended before the data showed, by the page's own Resource Timing (its
+encoded body size is the bytes on the wire, compressed when the server compressed them; its decoded size after); their
+Content-Encoding from the response headers. Data requests are every \`/api/\` request of the visit, counted once the page was quiet.
 Cells: median (min–max) of ${RUNS} visits.
 
 | build | scripts before data | JavaScript on the wire (KB) | decoded (KB) | Content-Encoding | data requests sent / distinct | sent more than once | data shows (ms) | data shows, slow 4G and 4x CPU (ms) |
