@@ -70,6 +70,11 @@ const CONTROL_NODE_OPTIONS = process.env.BENCH_CONTROL_EDGE_NODE_OPTIONS;
  * answered call. Off by default: on some hosts perf cannot attach, and tracing has a cost of its own.
  */
 const COUNT_SYSCALLS = process.env.BENCH_SYSCALLS === '1';
+/**
+ * BENCH_ALLOCATIONS=surviving samples, in the allocation runs, only what survived a young-generation
+ * collection (promoted, mostly: what the old generation's collections then carry) instead of every byte allocated.
+ */
+const SURVIVING_ONLY = process.env.BENCH_ALLOCATIONS === 'surviving';
 const controlNodeFlags = CONTROL_NODE_OPTIONS === undefined ? edgeNodeFlags : CONTROL_NODE_OPTIONS.split(' ').filter(Boolean);
 const controlNote = CONTROL_NODE_OPTIONS === undefined ? '' : `, node flags \`${CONTROL_NODE_OPTIONS || '(none)'}\``;
 /** How long a ledger check waits for the settlements of calls charged from credit holds. */
@@ -775,7 +780,7 @@ http {
     const sampled = await start(inspectPort);
     targets[target].origin = sampled.origin;
     await load(target, 'peak', 2);
-    const { result, summary } = await sampleAllocations(inspectPort, () => load(target, 'peak', seconds));
+    const { result, summary } = await sampleAllocations(inspectPort, () => load(target, 'peak', seconds), undefined, !SURVIVING_ONLY);
     await sampled.child.stop();
     return { summary, calls: result.ok, rps: result.rps };
   };
@@ -949,8 +954,11 @@ ${metricsProfile}
 ### What the edge allocates per call
 
 The garbage collector's share above is paid for by what each call allocates. One more peak run of a plain edge and one of a second bare
-proxy, each under V8's sampling heap profiler (\`--inspect\`, \`HeapProfiler.startSampling\` every 16 KiB on average, objects already
-collected kept, so every byte allocated during the run is counted, not only what survived it), divided by the calls answered in that run
+proxy, each under V8's sampling heap profiler (\`--inspect\`, \`HeapProfiler.startSampling\` every 16 KiB on average, ${
+      SURVIVING_ONLY
+        ? 'objects a young-generation collection took left out (`BENCH_ALLOCATIONS=surviving`), so what is counted is what survived a scavenge: promoted, mostly'
+        : 'objects already collected kept, so every byte allocated during the run is counted, not only what survived it'
+    }), divided by the calls answered in that run
 (${fmt(edgeAllocations.rps, 0)} and ${fmt(bareAllocations.rps, 0)} req/s under the sampler). Background work the calls cause (settlements,
 usage batches) is in it. Sites are named by function and the line of its start${positionsNote('file:1')}.
 
