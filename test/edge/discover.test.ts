@@ -261,6 +261,12 @@ describe('GET /api/v1/discover', () => {
       mrr: 0.58,
     },
     { set: 'everyday-9', measured: '0.680 / 0.594 as written (blind), 0.820 / 0.713 tuned on, 2026-11-30', recallAt5: 0.77, mrr: 0.65 },
+    {
+      set: 'everyday-10',
+      measured: '0.660 / 0.570 with the code before it was written, 0.720 / 0.644 with the code after (blind), 2026-11-30',
+      recallAt5: 0.66,
+      mrr: 0.58,
+    },
     { set: 'heldout', measured: '1.000 / 0.854, 1.000 / 0.861 with the kin on 2026-11-30', recallAt5: 0.83, mrr: 0.79 },
     {
       set: 'fresh',
