@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '#fixtures/chromium';
 import { buildApp } from '#edge/app';
 import { edgeSettings } from '#edge/config';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
@@ -182,19 +183,7 @@ try {
     },
   );
   await waitForHttp(`${devOrigin}/`, 60_000, devServer);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 
   // One visit each first, not measured: vite compiles the modules on the first request, the edge loads its caches.
   for (const build of builds) await visit(browser, build.origin, false);

@@ -1,7 +1,8 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { launchChromium } from '#fixtures/chromium';
 import { expect } from 'vitest';
 import { uniqueId } from './settings.js';
 import { freePort } from './ports.js';
@@ -38,26 +39,9 @@ const ACTION_TIMEOUT_MS = 30_000;
 /** A browser test's own time limit (the suite's default is 30 s): a test walks through several pages. */
 export const BROWSER_TEST_TIMEOUT_MS = 120_000;
 
-/**
- * Debian's Chromium (the `chromium` package; scripts/test.sh installs it when missing) driven by
- * playwright-core, headless and with nothing phoning home. `launch` gives every run a fresh
- * temporary profile directory (user-data-dir) and deletes it on close.
- */
+/** Chromium as packages/fixtures/chromium.ts launches it, with a context per person, watched for script errors. */
 export async function launchBrowser(options: { viewport?: { width: number; height: number } } = {}): Promise<RunningBrowser> {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    timeout: 30_000,
-  });
+  const browser = await launchChromium();
   const pageErrors: string[] = [];
   const pagesLoaded: string[] = [];
   const contexts: BrowserContext[] = [];
