@@ -23,7 +23,8 @@ const RUNS = settings.BENCH_REPEATS;
 const INITIAL_JS_BUDGET = 150 * 1024;
 /**
  * Chrome DevTools' "Slow 4G" preset (its network manager: 1.6 Mbit/s down and 750 kbit/s up at 90 %, 150 ms
- * round trips x 3.75), the conditions the issue's 4.1 s was measured in, with the CPU four times slower.
+ * round trips x 3.75), with the CPU four times slower: the conditions the issue names for its 4.1 s ("slow 4G with a
+ * 4x CPU slowdown"; which tool's slow 4G it used is not said).
  */
 const SLOW_4G = {
   offline: false,
