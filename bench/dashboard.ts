@@ -16,6 +16,7 @@ import { edgeSettings } from '#edge/config';
 import { benchSettings as settings, prepareDatabase } from './lib/env.js';
 import { freePort, ROOT, startChild, waitForHttp, type Child } from './lib/procs.js';
 import { environmentLine, fmt, fmtSummary, log, summarize, writeSection } from './lib/report.js';
+import { dropRedisPrefix } from './lib/stack.js';
 
 const scenario = 'dashboard';
 const RUNS = settings.BENCH_REPEATS;
@@ -164,6 +165,8 @@ const stopAll = () =>
     await browser?.close().catch(() => {});
     await devServer?.stop().catch(() => {});
     await app.close().catch(() => {});
+    // The run's sessions, rate-limit counters and queues live under its own Redis prefix.
+    await dropRedisPrefix(settings.REDIS_URL, prefix).catch(() => 0);
   })());
 process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
 

@@ -256,12 +256,10 @@ function parseParam(value: string): [string, string] {
 }
 
 /**
- * Tells the edges to drop their cached copy of a changed API row (see packages/core/directory/api-cache.ts).
- * Returns a note for the output when Redis could not be told: the edges then see it when their copy expires.
- */
-/**
- * Tells every running edge to drop its copy of the API row; with `connections`, also every cached
- * bring-your-own-key connection (a removed API's connections are gone: none may reach an API re-added under its id).
+ * Tells every running edge to drop its cached copy of a changed API row (see packages/core/directory/api-cache.ts);
+ * with `connections`, also every cached bring-your-own-key connection (a removed API's connections are gone: none
+ * may reach an API re-added under its id). Returns a note for the output when Redis could not be told: the edges
+ * then see it when their copy expires.
  */
 async function announceChange(
   settings: { REDIS_URL: string; REDIS_PREFIX: string },

@@ -648,13 +648,15 @@ const IDENTIFIER_FORMS: ReadonlyArray<{ capability: string; pattern: RegExp; val
   },
 ];
 
+/** IDENTIFIER_FORMS with their patterns global, made once (matchAll copies the pattern, so sharing it is safe). */
+const GLOBAL_IDENTIFIER_FORMS = IDENTIFIER_FORMS.map((form) => ({ ...form, pattern: new RegExp(form.pattern.source, `${form.pattern.flags}g`) }));
+
 /** The kinds of service the identifiers a task quotes imply (IDENTIFIER_FORMS), on the task as typed. */
 export function identifierNeeds(typed: string): string[] {
   const found = new Set<string>();
-  for (const { capability, pattern, valid, context } of IDENTIFIER_FORMS) {
+  for (const { capability, pattern, valid, context } of GLOBAL_IDENTIFIER_FORMS) {
     if (found.has(capability)) continue;
-    const global = new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`);
-    for (const match of typed.matchAll(global)) {
+    for (const match of typed.matchAll(pattern)) {
       const near = () =>
         context!.test(typed.slice(Math.max(0, match.index - FLIGHT_CONTEXT_CHARS), match.index + match[0].length + FLIGHT_CONTEXT_CHARS));
       if ((!valid || valid(match[0])) && (!context || near())) {
