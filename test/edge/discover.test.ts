@@ -148,11 +148,11 @@ describe('GET /api/v1/discover', () => {
     expect(speech.capabilities).toContain('text-to-speech');
     expect(['googleapis.com-texttospeech', 'amazonaws.com-polly', 'elevenlabs.io']).toContain(speech.id);
     expect(speech.reason).toMatch(/ranked for the kind of service the task reads as: text to speech/);
-    // Too far from routing (under 0.35: the place names pull it away) for the capability's members, close enough
-    // for its kin: a timetable API came first without it.
+    // Driving directions state the need for routing; the routers its providers describe in other words ("calculates
+    // a route", "route planning") are its members too, and come before a transit timetable that also names routes.
     const route = await first('driving directions from Porto to Seville');
     expect(['tomtom.com-routing', 'graphhopper.com', 'gov.bc.ca-router']).toContain(route.id);
-    // A kind used for its kin alone is still a kind the task was read as.
+    // The kind the wording states is a kind the task was read as.
     expect(route.capabilities).toContain('routing');
     // A musician's name says the task is about their concerts (a named thing no word of the catalog knows)...
     const gig = await first('is Radiohead playing anywhere near Berlin this year');

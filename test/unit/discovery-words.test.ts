@@ -77,8 +77,19 @@ describe('discovery word knowledge', () => {
     ).toEqual({
       stated: ['sms'],
       named: ['phone-lookup'],
+      sure: [],
       all: ['sms', 'phone-lookup'],
     });
+    // A plate, a VIN or a tracking number is what the task is about: its kind is sure (counted as a stated need).
+    const plate = 'is the car with plate BD51 SMR taxed';
+    expect(taskNeeds(normalizeQuery(plate), plate)).toEqual({
+      stated: [],
+      named: ['vehicle-records'],
+      sure: ['vehicle-records'],
+      all: ['vehicle-records'],
+    });
+    expect(identifierNeeds('where is 1Z999AA10123456784 now', true)).toEqual(['shipping']);
+    expect(identifierNeeds('which country is 8.8.8.8 in', true)).toEqual([]);
   });
 
   it('tells a need stated by its verb from the same word used otherwise', () => {
@@ -102,9 +113,18 @@ describe('discovery word knowledge', () => {
       'summarize emails from my boss',
       'email our subscribers the newsletter',
       'parse the confirmation email from the airline',
-      'send the invoice by email',
     ])
       expect(needsOf(noun), noun).toEqual([]);
+    // Sent by email, the invoice is the need; a longer name of the email is still one sent.
+    expect(needsOf('send the invoice by email')).toEqual(['invoicing']);
+    expect(needsOf('send a transactional order confirmation email to the customer')).toEqual(['email-sending']);
+    // Invoices made or sent are invoicing, one read or received is not; checking an address is not sending it a code.
+    expect(needsOf('create and email an itemized invoice to a client')).toEqual(['invoicing']);
+    expect(needsOf('bill a client for 12 hours of design work')).toEqual(['invoicing']);
+    expect(needsOf('the VAT number on his invoice')).toEqual([]);
+    expect(needsOf('our invoices are already HTML templates')).toEqual([]);
+    expect(needsOf('an email verification service for our sign up form')).toEqual(['email-validation']);
+    expect(needsOf('send an email verification code at sign up')).not.toContain('email-validation');
     // Everyday ways of saying a kind's need, and the same words in other senses.
     expect(needsOf('send students a link to pay the deposit by card')).toEqual(['card-payments']);
     expect(needsOf('create a payment link for the invoice')).toEqual(['card-payments']);
@@ -136,7 +156,7 @@ describe('discovery word knowledge', () => {
     expect(needsOf('tickets for The Killers in Dublin')).toEqual(['live-events']);
     // A name that is also an everyday word, or that many other people have, is not on the list.
     expect(needsOf('a queen bed for the guest room')).toEqual([]);
-    expect(needsOf('send Adele the invoice for March')).toEqual([]);
+    expect(needsOf('send Adele the invoice for March')).toEqual(['invoicing']);
     expect(needsOf('convert AC/DC voltage for a one direction motor')).toEqual([]);
     // Asking about a word is a dictionary's; written words made audio are speech synthesis, not its reverse.
     expect(needsOf('what does petrichor mean?')).toEqual(['dictionary']);
@@ -151,6 +171,7 @@ describe('discovery word knowledge', () => {
     expect(taskNeeds(normalizeQuery('a taxi from the Coldplay concert at Wembley to my hotel'))).toEqual({
       stated: ['ride-hailing'],
       named: ['live-events'],
+      sure: [],
       all: ['ride-hailing', 'live-events'],
     });
     // The verbs' and names' other senses, as developers and cooks write them.
@@ -177,6 +198,9 @@ describe('discovery word knowledge', () => {
       'get me a car insurance quote',
       'what does this mean',
       'another way to say thank you in Japanese',
+      // A sign-up or sign-in form is not signed.
+      'an address from the newsletter sign-up form',
+      'sign in to the form builder',
     ]) {
       expect(needsOf(other), other).toEqual([]);
     }

@@ -19,6 +19,16 @@ export interface Capability {
   text: string;
   terms: string;
   /**
+   * Other sets of the catalog's words for it, where its providers word it differently (TomTom "calculates a
+   * route", GraphHopper "route planning"): an API holding every word of one set is a member too.
+   */
+  also?: readonly string[];
+  /**
+   * Members hold the terms in their own text (name, categories, description) or in one operation, not anywhere
+   * over all their operations: for a word many APIs use in passing ("invoice": a card printer's, a marketplace's).
+   */
+  ownText?: boolean;
+  /**
    * Counted only when a task's wording states it (vocabulary.ts, `taskNeeds().stated`), never as the kind closest in
    * meaning: its description is close to every task that mentions its object ("an email address" is not
    * asking to send one).
@@ -57,6 +67,14 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'image-generation', text: 'Image generation: create an original image or picture from a text prompt describing it.', terms: 'image prompt' },
   // Adyen Payout ("store payout details, confirm, or decline a payout"), Velo Payments, Stripe transfers.
   { id: 'payouts', text: 'Payouts: store payout details and pay out funds to sellers, vendors and payees.', terms: 'payout' },
+  // vatapi.com ("validate a VAT number"), Brex ("a list of VAT numbers with additional data"), Randommer ("validate
+  // VAT/identity numbers"), Taxamo ("EU VIES report").
+  {
+    id: 'vat-validation',
+    text: 'VAT number validation: check that the VAT registration number of a European business is valid and which company it belongs to.',
+    terms: 'vat number',
+    also: ['validate vat'],
+  },
   // IBANAPI ("validate IBAN numbers ... bank information").
   {
     id: 'iban-validation',
@@ -152,11 +170,13 @@ export const CAPABILITIES: readonly Capability[] = [
     terms: 'transactional email',
     statedOnly: true,
   },
-  // TomTom Routing ("calculate a route ... travel time with traffic"), GraphHopper ("route planning").
+  // TomTom Routing ("calculate a route ... travel time with traffic"), GraphHopper ("route planning"), Amazon Location
+  // ("calculates a route given ... DeparturePosition and DestinationPosition").
   {
     id: 'routing',
     text: 'Routing: calculate a driving route between places with its travel time and distance, taking traffic into account.',
     terms: 'route travel time',
+    also: ['calculates route destination', 'route planning navigation'],
   },
   // Google Analytics Reporting / Data ("reports on ... users, sessions, page views").
   { id: 'web-analytics', text: 'Website analytics: reports of visitors, users, sessions and page views of a website.', terms: 'analytics' },
@@ -190,6 +210,14 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'video-hosting', text: 'Video hosting and streaming: upload videos and play them back with adaptive streaming.', terms: 'video streaming' },
   // Amazon S3, Google Cloud Storage, Azure Blob Storage, Box ("store files").
   { id: 'file-storage', text: 'File storage: upload, store and serve files and images in cloud object storage buckets.', terms: 'storage objects' },
+  // Box ("add shared link to file"), DRACOON ("send an existing download share link via email"), Apideck File
+  // Storage ("create shared link").
+  {
+    id: 'file-sharing',
+    text: 'File sharing: share files and folders in a cloud drive with other people through a shared link they open or download from.',
+    terms: 'shared link',
+    also: ['file sharing'],
+  },
   // Google Translation detectLanguage, Azure Text Analytics ("detected language"), Language Identification API.
   { id: 'language-detection', text: 'Language detection: identify which language a text is written in.', terms: 'detect language' },
   // QuickChart ("chart images").
@@ -207,6 +235,15 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'accounting',
     text: 'Accounting: invoices, expenses, bank transactions and financial reports such as profit and loss from the bookkeeping ledger.',
     terms: 'accounting',
+  },
+  // Envoice ("create an invoice"), Billingo ("send invoice to given email addresses"), Stripe ("send invoices to
+  // customers"), Apideck and Codat Accounting ("create invoice").
+  {
+    id: 'invoicing',
+    text: 'Invoicing: create an invoice for a customer with its line items and amount due, send it to them by email and see whether it is paid.',
+    terms: 'create invoice',
+    also: ['send invoice', 'invoicing software'],
+    ownText: true,
   },
   // CalorieNinjas ("nutrition data from any text").
   { id: 'nutrition', text: 'Nutrition facts: calories, protein and fat of foods and meals.', terms: 'nutrition' },
@@ -365,6 +402,13 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'screenshots', text: 'Screenshots: capture a screenshot image of a web page from its URL.', terms: 'screenshot' },
   // Api2Pdf ("convert raw HTML to PDF", "URL to PDF", "office document ... to PDF").
   { id: 'pdf-conversion', text: 'PDF conversion: convert HTML, web pages and office documents to PDF.', terms: 'pdf convert' },
+  // PDF Blocks ("merge PDF documents, add or remove passwords, add watermarks, remove, extract, reverse, and
+  // rotate pages"), PdfBroker.io ("other useful pdf utilities").
+  {
+    id: 'pdf-editing',
+    text: 'PDF editing: merge several PDF documents into one, and remove, extract, reorder or rotate their pages.',
+    terms: 'merge pdf',
+  },
   // MailboxValidator ("validation on a single email address"), IPQualityScore ("Email Validation").
   {
     id: 'email-validation',
@@ -395,6 +439,14 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'content-moderation', text: 'Content moderation: detect nudity and offensive content in images and text.', terms: 'moderation' },
   // WebScraping.AI ("web scraping automation API", "page HTML by URL"), Dataflow Kit.
   { id: 'web-scraping', text: 'Web scraping: fetch a web page and extract its HTML, text and data.', terms: 'scraping' },
+  // Bing Web Search ("send a search query to Bing and get back search results that include links to webpages"),
+  // goog.io ("perform Google searches"), Google Custom Search ("searches over a website or collection of websites").
+  {
+    id: 'web-search',
+    text: 'Web search: send a search query to a search engine and get back results with links to web pages, their titles and snippets.',
+    terms: 'web search',
+    also: ['google searches'],
+  },
   // Traccar ("GPS tracking platform").
   { id: 'gps-tracking', text: 'GPS tracking: the live positions and routes of tracked devices and vehicles.', terms: 'gps tracking' },
   // Polygon.io ("historic quotes", "aggregates"), 1Forge, Tradematic.
@@ -471,7 +523,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 136 costs about 1.7 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 141 costs about 1.8 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.

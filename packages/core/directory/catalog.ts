@@ -688,7 +688,8 @@ const NEED_SIMILARITY = 0.8;
 /**
  * A capability a named thing implies (a team's or an artist's name: vocabulary.ts, `taskNeeds().named`) counts
  * as this close: it says what the task is about, not what it asks ("songs similar to Radiohead" asks for
- * music recommendations). 0.6, as stated needs counted before the twelfth session.
+ * music recommendations). 0.6, as stated needs counted before the twelfth session. A sure identifier's kind
+ * (`taskNeeds().sure`: a plate's vehicle records) counts as NEED_SIMILARITY.
  */
 const NAMED_SIMILARITY = 0.6;
 
@@ -707,7 +708,7 @@ function taskCapabilities(
   index: DirectoryIndex,
   task: Float32Array | null,
   min: number,
-  needs: { stated: readonly string[]; all: readonly string[] },
+  needs: { stated: readonly string[]; sure: readonly string[]; all: readonly string[] },
   kinOptions: { floor: number } | null,
 ): { boosts: Map<number, number>; kin: Map<number, number>; used: number[]; kinds: Map<number, number[]> } {
   const boosts = new Map<number, number>();
@@ -743,7 +744,7 @@ function taskCapabilities(
     const c = CAPABILITY_AT.get(id);
     if (c === undefined) continue;
     if (!used.includes(c)) used.push(c);
-    const similarity = stated.has(c) ? NEED_SIMILARITY : NAMED_SIMILARITY;
+    const similarity = stated.has(c) || needs.sure.includes(id) ? NEED_SIMILARITY : NAMED_SIMILARITY;
     closeness.set(c, Math.max(closeness.get(c) ?? 0, similarity));
     for (const at of members[c]!) {
       boosts.set(at, Math.max(boosts.get(at) ?? 0, similarity));

@@ -143,22 +143,28 @@ export class DirectoryIndex {
     }
     // Once the postings and the vocabulary are in place.
     // Found with or without the model: a task's need phrases name capabilities by words (vocabulary.ts).
-    this.capabilityMembers = CAPABILITIES.map((c) => this.membersOf(c.terms));
+    // A kind its providers describe in more than one way (`also`) has the members of each, its own terms' first.
+    // A kind its providers describe in more than one way (`also`) has the members of each, its own terms' first:
+    // those of another wording hold it in their own text or in one operation (not over all their operations).
+    this.capabilityMembers = CAPABILITIES.map((c) => [
+      ...new Set([...this.membersOf(c.terms, !c.ownText), ...(c.also ?? []).flatMap((terms) => this.membersOf(terms, false))]),
+    ]);
   }
 
   /**
-   * A capability's member APIs: those whose text (name, categories, description, endpoints) holds
-   * every one of its terms (the CAPABILITY_MEMBERS with the highest text rank for them), then those
+   * A capability's member APIs: those whose text (name, categories, description, and with `overOperations` all
+   * their endpoints' words together) holds every one of its terms (the CAPABILITY_MEMBERS with the highest text rank for them), then those
    * with an operation naming every one of them.
    */
-  private membersOf(terms: string): number[] {
+  private membersOf(terms: string, overOperations: boolean): number[] {
     const lexemes = terms.split(' ').map((t) => this.lexeme(t) ?? t);
     const rankOf = new Map<number, number>();
     lexemes.forEach((lexeme, k) => {
       const postings = this.head.get(lexeme);
       const next = new Map<number, number>();
       // In its endpoints, a term counts as ts_rank's weight D would; in its own text, with its weight.
-      for (const at of this.endpoint.get(lexeme) ?? []) if (k === 0 || rankOf.has(at)) next.set(at, (rankOf.get(at) ?? 0) + RANK_WEIGHTS[0]!);
+      if (overOperations)
+        for (const at of this.endpoint.get(lexeme) ?? []) if (k === 0 || rankOf.has(at)) next.set(at, (rankOf.get(at) ?? 0) + RANK_WEIGHTS[0]!);
       postings?.apis.forEach((at, j) => {
         if (k === 0 || rankOf.has(at)) next.set(at, (rankOf.get(at) ?? 0) + postings.contributions[j]!);
       });

@@ -97,6 +97,8 @@ interface NeedVerb {
   more: readonly string[];
   /** How many words may come between the verb and its object (default 3: "sign the rental agreement"). */
   gap?: number;
+  /** Words that make the verb another verb when right after it ("sign up", "sign in": a sign-up form is not signed). */
+  particles?: readonly string[];
 }
 
 /**
@@ -124,6 +126,7 @@ const NEED_VERBS: readonly NeedVerb[] = [
     pronouns: [],
     nouns: 'lease contract contracts agreement agreements form forms document documents nda paperwork papers waiver consent offer'.split(' '),
     more: [],
+    particles: ['up', 'in', 'out', 'on', 'off', 'into'],
   },
   {
     // Hearing what is written: speech synthesis ("read aloud" is how its providers describe it too).
@@ -173,12 +176,17 @@ const NEED_PATTERNS = [
     // Not after a determiner, where the word is a noun ("got a text saying her parcel is held"); "that" and "her"
     // often come before the verb itself ("an API that signs documents", "help her sign the lease").
     pattern: new RegExp(
-      `(?:^| )(?<!(?:^| )(?:a|an|the|this|my|your|his|our|their|another|each|every|no|one) )(?:${need.verbs.join('|')})(?: [a-z0-9]+){0,${need.gap ?? 3}}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`,
+      `(?:^| )(?<!(?:^| )(?:a|an|the|this|my|your|his|our|their|another|each|every|no|one) )(?:${need.verbs.join('|')})${need.particles ? `(?! (?:${need.particles.join('|')})(?: |$))` : ''}(?: [a-z0-9]+){0,${need.gap ?? 3}}? (?:${[...need.pronouns, ...need.nouns].join('|')})(?= |$)`,
     ),
   })),
   // Sending an email ("send a password reset email", "send welcome emails"), not something sent by email
   // ("send the invoice by email": the invoice is the need).
-  { capability: 'email-sending', pattern: /(?:^| )send(?: (?!by )[a-z]+){0,3} e ?mails?(?= |$)/ },
+  { capability: 'email-sending', pattern: /(?:^| )send(?: (?!by )[a-z]+){0,4} e ?mails?(?= |$)/ },
+  // An invoice made or sent to someone ("send the bakery an invoice", "create and email an itemized invoice"), not one
+  // received or read ("the VAT number on his invoice", "our invoices are HTML templates").
+  { capability: 'invoicing', pattern: /(?:^| )(?:send|create|email|issue|raise|generate)(?: [a-z0-9]+){0,4}? invoices?(?= |$)/ },
+  // Checking an address itself ("an email verification service"), not a code or a link sent to it to confirm a sign-up.
+  { capability: 'email-validation', pattern: /(?:^| )e ?mail (?:address )?verification(?! codes?(?: |$)| links?(?: |$)| emails?(?: |$))/ },
   // A link to pay sent to someone ("send students a link to pay the deposit"), not one received ("a text with a
   // link to pay a toll: is it a scam"); a payment link made, not one asked about ("is this payment link legit").
   {
@@ -537,6 +545,12 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['which highways', 'routing'],
   ['order of stops', 'route-optimization'],
   ['delivery routes', 'route-optimization'],
+  // Asking a client to pay for work: invoicing (made or sent invoices are NEED_PATTERNS').
+  ['bill a client', 'invoicing'],
+  ['bill my client', 'invoicing'],
+  ['bill the client', 'invoicing'],
+  ['bill a customer', 'invoicing'],
+  ['bill my clients', 'invoicing'],
   // Addresses that would bounce: email validation (not sending to them).
   ['would bounce', 'email-validation'],
   ['disposable email', 'email-validation'],
@@ -623,7 +637,19 @@ const FLIGHT_CONTEXT_CHARS = 60;
  * number written with its country code or in the North American form. Standard forms, not phrasings: like a
  * team's name (NAMED) each only implies its kind ("send a text to +44 7700 900123 saying the table is ready" asks for SMS).
  */
-const IDENTIFIER_FORMS: ReadonlyArray<{ capability: string; pattern: RegExp; valid?: (match: string) => boolean; context?: RegExp }> = [
+const IDENTIFIER_FORMS: ReadonlyArray<{
+  capability: string;
+  pattern: RegExp;
+  valid?: (match: string) => boolean;
+  context?: RegExp;
+  /**
+   * A form only one kind of service looks up (a vehicle's plate or VIN, a parcel's tracking number): the task is
+   * about what it identifies, and the kind counts as a stated need would (NEED_SIMILARITY), the closest kind in
+   * meaning kept beside it. An IP address may be asked about for its place, its proxy or its abuse; a phone
+   * number to look it up, text it or call it: those only imply their kind.
+   */
+  sure?: true;
+}> = [
   { capability: 'ip-geolocation', pattern: /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)/ },
   {
     capability: 'ip-geolocation',
@@ -639,9 +665,9 @@ const IDENTIFIER_FORMS: ReadonlyArray<{ capability: string; pattern: RegExp; val
   },
   // Not a size ("M2 8GB", "PS5 2TB").
   { capability: 'address-lookup', pattern: /\b[A-Z]{1,2}\d[A-Z\d]? (?!\d[KMGT]B\b)\d[A-Z]{2}\b/ },
-  { capability: 'vehicle-records', pattern: /\b[A-Z]{2}\d{2} ?[A-Z]{3}\b/ },
-  { capability: 'vehicle-records', pattern: /\b(?=(?:[A-HJ-NPR-Z]*\d){2})(?=(?:\d*[A-HJ-NPR-Z]){2})[A-HJ-NPR-Z\d]{17}\b/ },
-  { capability: 'shipping', pattern: /\b1Z[0-9A-Z]{16}\b|\b[A-Z]{2}\d{9}[A-Z]{2}\b/ },
+  { capability: 'vehicle-records', pattern: /\b[A-Z]{2}\d{2} ?[A-Z]{3}\b/, sure: true },
+  { capability: 'vehicle-records', pattern: /\b(?=(?:[A-HJ-NPR-Z]*\d){2})(?=(?:\d*[A-HJ-NPR-Z]){2})[A-HJ-NPR-Z\d]{17}\b/, sure: true },
+  { capability: 'shipping', pattern: /\b1Z[0-9A-Z]{16}\b|\b[A-Z]{2}\d{9}[A-Z]{2}\b/, sure: true },
   {
     capability: 'phone-lookup',
     pattern: /(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![\w.-]?\d)|(?<![\w(])\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}(?![\w-])/,
@@ -651,10 +677,11 @@ const IDENTIFIER_FORMS: ReadonlyArray<{ capability: string; pattern: RegExp; val
 /** IDENTIFIER_FORMS with their patterns global, made once (matchAll copies the pattern, so sharing it is safe). */
 const GLOBAL_IDENTIFIER_FORMS = IDENTIFIER_FORMS.map((form) => ({ ...form, pattern: new RegExp(form.pattern.source, `${form.pattern.flags}g`) }));
 
-/** The kinds of service the identifiers a task quotes imply (IDENTIFIER_FORMS), on the task as typed. */
-export function identifierNeeds(typed: string): string[] {
+/** The kinds of service the identifiers a task quotes imply (IDENTIFIER_FORMS), on the task as typed; `sure` only the sure forms'. */
+export function identifierNeeds(typed: string, sure = false): string[] {
   const found = new Set<string>();
-  for (const { capability, pattern, valid, context } of GLOBAL_IDENTIFIER_FORMS) {
+  for (const { capability, pattern, valid, context, sure: isSure } of GLOBAL_IDENTIFIER_FORMS) {
+    if (sure && !isSure) continue;
     if (found.has(capability)) continue;
     for (const match of typed.matchAll(pattern)) {
       const near = () =>
@@ -672,13 +699,15 @@ export function identifierNeeds(typed: string): string[] {
  * The capabilities (ids) a normalized query names: `stated`, by the wording of its need (NEED_PHRASES and
  * the need verbs' patterns: "text my team", "another word for"), and `named`, by a named thing (a team, an
  * artist, an identifier the task as typed quotes: IDENTIFIER_FORMS) that only implies a kind ("songs similar
- * to Radiohead" is not about concerts). `all` is both.
+ * to Radiohead" is not about concerts), of which `sure` are those a sure identifier form implies (a plate's vehicle
+ * records). `all` is both.
  */
-export function taskNeeds(normalized: string, typed?: string): { stated: string[]; named: string[]; all: string[] } {
+export function taskNeeds(normalized: string, typed?: string): { stated: string[]; named: string[]; sure: string[]; all: string[] } {
   const stated = new Set(matchStated(normalized));
   for (const { capability, pattern } of NEED_PATTERNS) if (pattern.test(normalized)) stated.add(capability);
   const named = new Set([...matchNamed(normalized), ...(typed === undefined ? [] : identifierNeeds(typed))]);
-  return { stated: [...stated], named: [...named], all: [...new Set([...stated, ...named])] };
+  const sure = typed === undefined ? [] : identifierNeeds(typed, true);
+  return { stated: [...stated], named: [...named], sure, all: [...new Set([...stated, ...named])] };
 }
 
 /** Longest-first phrase list, so "text message" wins over "message", each with its expansion terms. */
