@@ -125,6 +125,22 @@ describe('discovery word knowledge', () => {
     expect(needsOf('our invoices are already HTML templates')).toEqual([]);
     expect(needsOf('an email verification service for our sign up form')).toEqual(['email-validation']);
     expect(needsOf('send an email verification code at sign up')).not.toContain('email-validation');
+    // Someone with a symptom asks a symptom checker; rain or a dry day asked about is a forecast; what a band
+    // played at a show is its setlist.
+    expect(needsOf('my toddler has a 39-degree fever and a rash on her tummy')).toEqual(['symptom-checker']);
+    expect(needsOf('he has had a cough for a week')).toEqual(['symptom-checker']);
+    expect(needsOf('should I pack the gazebo, or will it stay dry?')).toEqual(['weather-forecast']);
+    expect(needsOf('is it going to rain in Lisbon on Saturday')).toEqual(['weather-forecast']);
+    expect(needsOf('what did Coldplay play at Wembley last August?')).toEqual(['setlists', 'live-events']);
+    expect(needsOf('which songs did the band play at Wrigley Field')).toEqual(['setlists']);
+    for (const other of [
+      'a playlist of songs for my drive',
+      'cabin fever games for a rainy day',
+      'I made a rash decision with a cough syrup order',
+      'with a rash of new orders this week',
+      'what did the team score at the weekend',
+    ])
+      expect(needsOf(other), other).toEqual([]);
     // Everyday ways of saying a kind's need, and the same words in other senses.
     expect(needsOf('send students a link to pay the deposit by card')).toEqual(['card-payments']);
     expect(needsOf('create a payment link for the invoice')).toEqual(['card-payments']);

@@ -93,6 +93,27 @@ export const CAPABILITIES: readonly Capability[] = [
     text: 'Live events: search concerts, tours, shows and attractions with their venues and dates, and buy tickets.',
     terms: 'events venues',
   },
+  // setlist.fm ("setlist data", "search for setlists" by artist, venue, city).
+  {
+    id: 'setlists',
+    text: 'Concert setlists: the songs an artist played at a concert, searched by artist, venue, city and date.',
+    terms: 'setlists',
+    // Close in meaning to every task about songs (a playlist to make); stated by "what did ... play at" (vocabulary.ts).
+    statedOnly: true,
+  },
+  // Trash Nothing (its posts of offers and wanted items, in local groups).
+  {
+    id: 'giveaways',
+    text: 'Giving things away: post unwanted items free to people nearby, and find free items others offer, in local reuse groups.',
+    terms: 'trash nothing',
+  },
+  // CORE ("articles, journals and repositories", "get fulltext PDF"), OSF (preprints).
+  {
+    id: 'research-papers',
+    text: 'Research papers: search scholarly articles and open access research papers, and download their full text.',
+    terms: 'research articles',
+    also: ['fulltext articles', 'preprints'],
+  },
   // SportsData.io Soccer Scores, Football Prediction API.
   {
     id: 'soccer-scores',
@@ -195,6 +216,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'weather-forecast',
     text: 'Weather forecast: rain, snow, temperature and wind forecasts for the coming days at a location.',
     terms: 'weather forecast',
+    also: ['weather data point'],
   },
   // Spotify ("recommendations ... tracks"), SearchLy ("similarity searching based on song lyrics").
   { id: 'music-recommendations', text: 'Music recommendations: find songs and artists similar to a track.', terms: 'tracks recommendations' },
@@ -523,7 +545,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 141 costs about 1.8 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 144 costs about 1.8 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.

@@ -185,6 +185,15 @@ const NEED_PATTERNS = [
   // An invoice made or sent to someone ("send the bakery an invoice", "create and email an itemized invoice"), not one
   // received or read ("the VAT number on his invoice", "our invoices are HTML templates").
   { capability: 'invoicing', pattern: /(?:^| )(?:send|create|email|issue|raise|generate)(?: [a-z0-9]+){0,4}? invoices?(?= |$)/ },
+  // What a band played at a show ("which songs did Coldplay play at their Wembley show"): its setlist.
+  { capability: 'setlists', pattern: /(?:^| )(?:what|which songs|what songs) did (?:[a-z0-9]+ ){1,4}play (?:at|in|on)(?= |$)/ },
+  // Someone who has a symptom ("my toddler has a 39 degree fever and a rash", "has had a cough for a week"): a
+  // symptom checker (not "cabin fever", "a rash decision", "a rash of orders", "cough syrup prices").
+  {
+    capability: 'symptom-checker',
+    pattern:
+      /(?:^| )(?:has|have|had|got|having|with)(?: [a-z0-9]+){0,3}? (?:fever|rash(?! of )|rashes|cough|headache|headaches|sore throat|vomiting|diarrhea|diarrhoea|chest pain|stomach ache|earache|nausea)(?= |$)(?! (?:decision|decisions|syrup|drops)(?: |$))/,
+  },
   // Checking an address itself ("an email verification service"), not a code or a link sent to it to confirm a sign-up.
   { capability: 'email-validation', pattern: /(?:^| )e ?mail (?:address )?verification(?! codes?(?: |$)| links?(?: |$)| emails?(?: |$))/ },
   // A link to pay sent to someone ("send students a link to pay the deposit"), not one received ("a text with a
@@ -472,6 +481,13 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['login code', 'one-time-codes'],
   ['verification code', 'one-time-codes'],
   ['need an umbrella', 'weather-forecast'],
+  // Asking whether it will rain or stay dry: a forecast.
+  ['will it rain', 'weather-forecast'],
+  ['going to rain', 'weather-forecast'],
+  ['will it snow', 'weather-forecast'],
+  ['going to snow', 'weather-forecast'],
+  ['stay dry', 'weather-forecast'],
+  ['be pouring', 'weather-forecast'],
   ['take an umbrella', 'weather-forecast'],
   ['bring an umbrella', 'weather-forecast'],
   ['to dos', 'task-management'],
@@ -489,6 +505,9 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['parcel tracking', 'shipping'],
   // Who made a film: film information.
   ['who directed', 'movies'],
+  // The songs of a show.
+  ['setlist', 'setlists'],
+  ['set list', 'setlists'],
   // Somewhere to eat near a place: local places search (not "took place near", "a place near campus to rent").
   ['restaurant near', 'places-search'],
   ['restaurants near', 'places-search'],
