@@ -227,7 +227,13 @@ export const CAPABILITIES: readonly Capability[] = [
     terms: 'business registers',
   },
   // SIGNL4 ("mobile alerting"), VictorOps, AWS Incident Manager contacts ("on-call").
-  { id: 'on-call-alerting', text: 'On-call alerting: mobile alerting of the team on duty about incidents of systems.', terms: 'alerting' },
+  {
+    id: 'on-call-alerting',
+    text: 'On-call alerting: mobile alerting of the team on duty about incidents of systems.',
+    terms: 'alerting',
+    // VictorOps ("acknowledge an incident"), SIGNL4 ("duty schedule"), AWS Incident Manager ("a rotation in an on-call schedule").
+    also: ['acknowledge incident', 'duty schedule', 'call schedule rotation'],
+  },
   // api.video, Mux ("video hosting and streaming").
   { id: 'video-hosting', text: 'Video hosting and streaming: upload videos and play them back with adaptive streaming.', terms: 'video streaming' },
   // Amazon S3, Google Cloud Storage, Azure Blob Storage, Box ("store files").

@@ -185,6 +185,78 @@ const NEED_PATTERNS = [
   // An invoice made or sent to someone ("send the bakery an invoice", "create and email an itemized invoice"), not one
   // received or read ("the VAT number on his invoice", "our invoices are HTML templates").
   { capability: 'invoicing', pattern: /(?:^| )(?:send|create|email|issue|raise|generate)(?: [a-z0-9]+){0,4}? invoices?(?= |$)/ },
+  // Whether an address is real or throwaway, or will receive mail: email validation (not made-up data to fill a demo).
+  {
+    capability: 'email-validation',
+    pattern:
+      /(?:^| )(?:is|are) (?:the|this|that|these|those|their|his|her|its) e ?mails?(?: address(?:es)?)?(?: [a-z]+){0,5} (?:real|genuine|valid|fake|legit)(?= |$)/,
+  },
+  {
+    capability: 'email-validation',
+    pattern: /(?:^| )(?:throwaway|disposable|temporary|burner)(?: [a-z0-9]+){0,2} (?:e ?mails?|email addresses|inboxes)(?= |$)/,
+  },
+  { capability: 'email-validation', pattern: /(?:^| )(?:actually|really) (?:receive|get) (?:e ?)?mail(?= |$)/ },
+  // What the press reports about something: news (not "reported as a scam", "reported bugs").
+  {
+    capability: 'news',
+    pattern: /(?:^| )(?:being |been |press |papers |media )?reported (?:about|this week|today|lately|recently|in the press|in the news)(?= |$)/,
+  },
+  // A day asked about as a day off: public holidays.
+  {
+    capability: 'public-holidays',
+    pattern: /(?:^| )(?:is|are|was) (?:[a-z0-9]+ ){0,6}(?:a|an) (?:day off|public holiday|bank holiday|stat holiday)(?= |$)/,
+  },
+  // A photo to license: stock media.
+  { capability: 'stock-media', pattern: /(?:^| )(?:photo|photos|image|images|picture|pictures)(?: [a-z]+){0,6} (?:we|i) can license(?= |$)/ },
+  { capability: 'stock-media', pattern: /(?:^| )licensed(?: [a-z]+){0,2} (?:photo|photos|image|images|picture|pictures)(?= |$)/ },
+  // A link people download files from, or an online folder others open too: file sharing.
+  {
+    capability: 'file-sharing',
+    pattern: /(?:^| )(?:link|links) to download(?= |$)|(?:^| )(?:online|shared) folder(?: [a-z]+){0,3} (?:can|could) (?:open|see|access)(?= |$)/,
+  },
+  // Something people scan with their phone: a QR code (not a document scanned to read it).
+  { capability: 'qr-codes', pattern: /(?:^| )(?:people|customers|guests|visitors|diners|users|they) (?:can )?scan (?:it|them|with|to)(?= |$)/ },
+  // Paying people into their bank accounts: payouts.
+  { capability: 'payouts', pattern: /(?:^| )pay (?:[a-z0-9]+ ){0,6}(?:into|to) their bank accounts?(?= |$)/ },
+  // Whether a number can receive texts: phone number look-up (the line's type).
+  { capability: 'phone-lookup', pattern: /(?:^| )number(?: [a-z]+){0,2} (?:can|could) (?:actually )?receive (?:texts|sms)(?= |$)/ },
+  // A bank account number checked before paying it: IBAN validation.
+  { capability: 'iban-validation', pattern: /(?:^| )(?:check|verify|validate)(?: [a-z]+){0,3} bank account numbers?(?= |$)/ },
+  // Someone alerted when a system goes down: on-call alerting (not "a maintenance page when the site is down").
+  {
+    capability: 'on-call-alerting',
+    pattern: /(?:^| )(?:when|if) (?:a |the |our |my )?(?:[a-z]+ )?(?:server|servers|site|website|app|database|system) (?:goes|go) down(?= |$)/,
+  },
+  // A product photo's background cut away: background removal.
+  {
+    capability: 'background-removal',
+    pattern:
+      /(?:^| )cut (?:out|away)(?: [a-z]+){0,4} (?:of|from) (?:my |our |the )?(?:[a-z]+ )?(?:photo|photos|image|images|picture|pictures)(?= |$)/,
+  },
+  // Reviews or comments sorted by how people feel: sentiment analysis.
+  {
+    capability: 'sentiment-analysis',
+    pattern: /(?:^| )(?:reviews|comments|feedback|tweets|posts)(?: [a-z0-9]+){0,6} (?:positive|negative|happy|angry|neutral)(?= |$)/,
+  },
+  // What shares closed at, a stock's price: stock quotes.
+  { capability: 'stock-quotes', pattern: /(?:^| )(?:shares|stock|stocks) (?:close|closed|closing|trading|traded|price|prices)(?= |$)/ },
+  // Giving something away: giveaways (not "give away the ending").
+  {
+    capability: 'giveaways',
+    pattern:
+      /(?:^| )giv(?:e|es|ing) (?:[a-z0-9]+ ){0,4}away(?: (?:free|for free|to))(?= |$)|(?:^| )giv(?:e|es|ing) away (?:[a-z]+ ){0,3}for free(?= |$)/,
+  },
+  // The order a van should visit its stops in: route optimization.
+  {
+    capability: 'route-optimization',
+    pattern: /(?:^| )(?:what|which|best) order (?:should|to|do|would)(?: [a-z]+){0,4} (?:visit|deliver|drive|go)(?= |$)/,
+  },
+  // Places people walk to or look for near somewhere: places search.
+  {
+    capability: 'places-search',
+    pattern:
+      /(?:^| )(?:pharmacy|pharmacies|chemist|chemists|supermarket|supermarkets|atm|atms|petrol station|petrol stations|gas station|gas stations|bakery|bakeries|bar|bars|pub|pubs) (?:near|nearby|close to|around|i can walk to|within walking distance)(?= |$)|(?:^| )which (?:[a-z]+ ){1,2}can (?:i|we) walk to(?= |$)/,
+  },
   // What a band played at a show ("which songs did Coldplay play at their Wembley show"): its setlist.
   { capability: 'setlists', pattern: /(?:^| )(?:what|which songs|what songs) did (?:[a-z0-9]+ ){1,4}play (?:at|in|on)(?= |$)/ },
   // Someone who has a symptom ("my toddler has a 39 degree fever and a rash", "has had a cough for a week"): a
@@ -505,6 +577,18 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['parcel tracking', 'shipping'],
   // Who made a film: film information.
   ['who directed', 'movies'],
+  // Ingredients to cook with: recipes.
+  ['what can i make', 'recipes'],
+  ['what can i cook', 'recipes'],
+  ['what can we make', 'recipes'],
+  ['what can we cook', 'recipes'],
+  // Words to keep out of posts: content moderation.
+  ['swear words', 'content-moderation'],
+  ['profanity', 'content-moderation'],
+  ['offensive language', 'content-moderation'],
+  // Someone on duty woken for an incident: on-call alerting.
+  ['whoever is on duty', 'on-call-alerting'],
+  ['whoever is on call', 'on-call-alerting'],
   // The songs of a show.
   ['setlist', 'setlists'],
   ['set list', 'setlists'],
