@@ -206,74 +206,105 @@ describe('GET /api/v1/discover', () => {
   // other set within one task): that set's floor is two tasks under the lower host's figure. Floors
   // move up with the ranking, and down only when a host the suite runs on measures the same code lower.
   // The second to seventh sets' floors moved up on 2026-11-30 (the twelfth session, an Intel Xeon with
-  // AVX-512), each about two tasks under what that host measured.
+  // AVX-512), each about two tasks under what that host measured; every floor again in the fourteenth session, two
+  // tasks under what an AMD EPYC host with AVX2 only measured (where the sets measured lower than on AVX-512 before it).
   const floors = [
-    { set: 'devset', measured: '1.000 / 0.947, 1.000 / 0.954 with the kin, 1.000 / 0.950 with books on 2026-11-30', recallAt5: 0.95, mrr: 0.89 },
+    {
+      set: 'devset',
+      measured:
+        '1.000 / 0.947, 1.000 / 0.954 with the kin, 1.000 / 0.950 with books on 2026-11-30, 1.000 / 0.965 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.95,
+      mrr: 0.92,
+    },
     {
       set: 'everyday',
       measured:
-        '0.786 / 0.749, 0.738 / 0.724 on VNNI, 0.762 / 0.720 with the kin, 0.762 / 0.704 with English words uncorrected, 0.762 / 0.716 with stated needs at 0.8, 2026-11-30',
-      recallAt5: 0.69,
-      mrr: 0.67,
+        '0.786 / 0.749, 0.738 / 0.724 on VNNI, 0.762 / 0.720 with the kin, 0.762 / 0.704 with English words uncorrected, 0.762 / 0.716 with stated needs at 0.8, 2026-11-30, 0.810 / 0.746 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.74,
+      mrr: 0.69,
     },
     {
       set: 'everyday-2',
-      measured: '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin, 0.909 / 0.770 with stated needs first, 0.932 / 0.779 at 0.8, 2026-11-30',
-      recallAt5: 0.88,
-      mrr: 0.73,
+      measured:
+        '0.864 / 0.670 on 2026-11-29, 0.909 / 0.753 with the kin, 0.909 / 0.770 with stated needs first, 0.932 / 0.779 at 0.8, 2026-11-30, 0.955 / 0.830 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.91,
+      mrr: 0.78,
     },
     {
       set: 'everyday-3',
-      measured: '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin, 0.911 / 0.774 with stated needs first, 2026-11-30',
-      recallAt5: 0.86,
-      mrr: 0.72,
+      measured:
+        '0.800 / 0.669 on 2026-11-29, 0.867 / 0.730 with the kin, 0.911 / 0.774 with stated needs first, 2026-11-30, 0.956 / 0.814 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.91,
+      mrr: 0.76,
     },
     {
       set: 'everyday-4',
-      measured: '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin, 0.909 / 0.765 with stated needs first, 0.909 / 0.798 at 0.8, 2026-11-30',
-      recallAt5: 0.84,
-      mrr: 0.74,
+      measured:
+        '0.788 / 0.646 on 2026-11-29, 0.848 / 0.752 with the kin, 0.909 / 0.765 with stated needs first, 0.909 / 0.798 at 0.8, 2026-11-30, 0.939 / 0.813 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.87,
+      mrr: 0.75,
     },
     {
       set: 'everyday-5',
       measured:
-        '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 0.791 / 0.608 with artists named, 0.814 / 0.644 with stated needs first, 0.814 / 0.651 at 0.8, 2026-11-30',
-      recallAt5: 0.76,
-      mrr: 0.6,
+        '0.698 / 0.531 as written, 0.767 / 0.585 with the kin, 0.791 / 0.608 with artists named, 0.814 / 0.644 with stated needs first, 0.814 / 0.651 at 0.8, 2026-11-30, 0.930 / 0.742 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.88,
+      mrr: 0.69,
     },
     {
       set: 'everyday-6',
       measured:
-        '0.700 / 0.625 as written (blind), 0.775 / 0.679 with need phrases, 0.800 / 0.701 with five more kinds, 0.825 / 0.728 with identifiers, 2026-11-30',
-      recallAt5: 0.77,
-      mrr: 0.66,
+        '0.700 / 0.625 as written (blind), 0.775 / 0.679 with need phrases, 0.800 / 0.701 with five more kinds, 0.825 / 0.728 with identifiers, 2026-11-30, 0.875 / 0.759 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.82,
+      mrr: 0.7,
     },
     {
       set: 'everyday-7',
-      measured: '0.775 / 0.652 as written (blind), 0.825 / 0.687 tuned on, 0.850 / 0.709 with email sending, 2026-11-30',
-      recallAt5: 0.8,
-      mrr: 0.65,
+      measured:
+        '0.775 / 0.652 as written (blind), 0.825 / 0.687 tuned on, 0.850 / 0.709 with email sending, 2026-11-30, 0.950 / 0.795 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.9,
+      mrr: 0.74,
     },
     {
       set: 'everyday-8',
-      measured: '0.600 / 0.518 as written (blind), 0.675 / 0.607 with five more kinds, 0.725 / 0.640 with identifiers and links to pay, 2026-11-30',
-      recallAt5: 0.67,
-      mrr: 0.58,
+      measured:
+        '0.600 / 0.518 as written (blind), 0.675 / 0.607 with five more kinds, 0.725 / 0.640 with identifiers and links to pay, 2026-11-30, 0.850 / 0.715 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.8,
+      mrr: 0.66,
     },
-    { set: 'everyday-9', measured: '0.680 / 0.594 as written (blind), 0.820 / 0.713 tuned on, 2026-11-30', recallAt5: 0.77, mrr: 0.65 },
+    {
+      set: 'everyday-9',
+      measured: '0.680 / 0.594 as written (blind), 0.820 / 0.713 tuned on, 2026-11-30, 0.960 / 0.803 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.92,
+      mrr: 0.76,
+    },
     {
       set: 'everyday-10',
-      measured: '0.660 / 0.570 with the code before it was written, 0.720 / 0.644 with the code after (blind), 2026-11-30',
-      recallAt5: 0.66,
-      mrr: 0.58,
+      measured:
+        '0.660 / 0.570 with the code before it was written, 0.720 / 0.644 with the code after (blind), 2026-11-30, 0.960 / 0.776 tuned on, an AVX2 host (fourteenth session)',
+      recallAt5: 0.92,
+      mrr: 0.73,
+    },
+    {
+      set: 'everyday-11',
+      measured: "0.840 / 0.698 as written (blind, agents' wording), 0.960 / 0.806 tuned on, an AVX2 host (fourteenth session), 2026-11-30",
+      recallAt5: 0.92,
+      mrr: 0.76,
+    },
+    {
+      set: 'everyday-12',
+      measured:
+        '0.660 / 0.489 as written (blind, drawn from the catalog) with the code before the fourteenth session, 0.680 / 0.493 after its first changes, 0.760 / 0.547 tuned on, 2026-11-30',
+      recallAt5: 0.72,
+      mrr: 0.5,
     },
     { set: 'heldout', measured: '1.000 / 0.854, 1.000 / 0.861 with the kin on 2026-11-30', recallAt5: 0.83, mrr: 0.79 },
     {
       set: 'fresh',
       measured:
-        '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin, 0.922 / 0.735 with stated needs first, 0.938 / 0.751 at 0.8, 0.938 / 0.747 with four more kinds, 2026-11-30',
-      recallAt5: 0.87,
-      mrr: 0.68,
+        '0.906 / 0.731, 0.922 / 0.730 on 2026-11-29, 0.922 / 0.738 with the kin, 0.922 / 0.735 with stated needs first, 0.938 / 0.751 at 0.8, 0.938 / 0.747 with four more kinds, 2026-11-30, 0.953 / 0.754 on an AVX2 host (fourteenth session)',
+      recallAt5: 0.9,
+      mrr: 0.7,
     },
   ];
   for (const floor of floors) {

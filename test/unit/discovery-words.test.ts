@@ -157,6 +157,12 @@ describe('discovery word knowledge', () => {
       ['which pharmacies can I walk to from the station', 'places-search'],
       ['what can I make for dinner with feta and spinach', 'recipes'],
       ['catch swear words in posts', 'content-moderation'],
+      ['is that a throwaway address or a real inbox', 'email-validation'],
+      ['a code that opens the menu when customers point their phone camera at it', 'qr-codes'],
+      ['our order confirmation never reached her inbox', 'email-sending'],
+      ['whether that message bounced or was actually delivered', 'email-sending'],
+      ['send $10 of prepaid phone credit to my mum', 'mobile-top-up'],
+      ['can I send her $10 of airtime', 'mobile-top-up'],
     ])
       expect(needsOf(task!), task).toContain(kind);
     for (const other of [
@@ -166,6 +172,8 @@ describe('discovery word knowledge', () => {
       "don't give away the ending",
       'show a maintenance page when the site is down',
       'the download link in the email is broken',
+      'point my phone camera at a sign and translate it',
+      'a phone with a good camera under 300 dollars',
       'a feature to check in guests at the door',
       'cabin fever games for a rainy day',
       'I made a rash decision with a cough syrup order',

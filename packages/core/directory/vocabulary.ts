@@ -193,7 +193,7 @@ const NEED_PATTERNS = [
   },
   {
     capability: 'email-validation',
-    pattern: /(?:^| )(?:throwaway|disposable|temporary|burner)(?: [a-z0-9]+){0,2} (?:e ?mails?|email addresses|inboxes)(?= |$)/,
+    pattern: /(?:^| )(?:throwaway|disposable|temporary|burner)(?: [a-z0-9]+){0,2} (?:e ?mails?|(?:e ?mail )?address(?:es)?|inboxes)(?= |$)/,
   },
   { capability: 'email-validation', pattern: /(?:^| )(?:actually|really) (?:receive|get) (?:e ?)?mail(?= |$)/ },
   // What the press reports about something: news (not "reported as a scam", "reported bugs").
@@ -214,8 +214,23 @@ const NEED_PATTERNS = [
     capability: 'file-sharing',
     pattern: /(?:^| )(?:link|links) to download(?= |$)|(?:^| )(?:online|shared) folder(?: [a-z]+){0,3} (?:can|could) (?:open|see|access)(?= |$)/,
   },
-  // Something people scan with their phone: a QR code (not a document scanned to read it).
-  { capability: 'qr-codes', pattern: /(?:^| )(?:people|customers|guests|visitors|diners|users|they) (?:can )?scan (?:it|them|with|to)(?= |$)/ },
+  // Something people scan with their phone or point its camera at: a QR code (not a document scanned to read it).
+  {
+    capability: 'qr-codes',
+    pattern:
+      /(?:^| )(?:people|customers|guests|visitors|diners|users|they) (?:can )?scan (?:it|them|with|to)(?= |$)|(?:^| )(?:people|customers|guests|visitors|diners|users|they) point (?:their|a) (?:phone |phones |phone s )?cameras? at(?= |$)/,
+  },
+  // Whether a sent email arrived: the sending service's delivery events.
+  {
+    capability: 'email-sending',
+    pattern:
+      /(?:^| )(?:reached|reach|reaches|landed in|arrived in) (?:her|his|their|my|your|the|our) inbox(?= |$)|(?:^| )bounced or (?:was |were )?(?:actually )?delivered(?= |$)/,
+  },
+  // Prepaid phone credit sent to someone: mobile top-up.
+  {
+    capability: 'mobile-top-up',
+    pattern: /(?:^| )(?:phone|mobile|prepaid|airtime) credit(?= |$)|(?:^| )(?:send|sends|top up) (?:[a-z0-9]+ ){0,4}(?:of )?airtime(?= |$)/,
+  },
   // Paying people into their bank accounts: payouts.
   { capability: 'payouts', pattern: /(?:^| )pay (?:[a-z0-9]+ ){0,6}(?:into|to) their bank accounts?(?= |$)/ },
   // Whether a number can receive texts: phone number look-up (the line's type).
