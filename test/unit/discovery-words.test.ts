@@ -163,6 +163,8 @@ describe('discovery word knowledge', () => {
       ['whether that message bounced or was actually delivered', 'email-sending'],
       ['send $10 of prepaid phone credit to my mum', 'mobile-top-up'],
       ['can I send her $10 of airtime', 'mobile-top-up'],
+      ['which public radio broadcaster can I listen to here', 'radio-stations'],
+      ['split a sofa purchase into four interest-free instalments', 'pay-later'],
     ])
       expect(needsOf(task!), task).toContain(kind);
     for (const other of [

@@ -69,6 +69,74 @@ export const CAPABILITIES: readonly Capability[] = [
     text: 'Mobile top-up: send prepaid airtime credit to a mobile phone number, also to phones in other countries.',
     terms: 'topup mobile phone',
   },
+  // TVmaze (schedules of TV networks), BBC Nitro ("BBC Programmes Metadata"), Channel 4 ("programmes data").
+  {
+    id: 'tv-listings',
+    text: 'TV listings: the television schedule, which programmes and episodes are on each channel tonight and when they air.',
+    terms: 'tv schedule',
+    also: ['programmes metadata', 'programmes data'],
+  },
+  // NPR Station Finder ("look up NPR member station information"), Zeno.FM (radio stations and their streams).
+  {
+    id: 'radio-stations',
+    text: 'Radio stations: find the radio stations to listen to near a place or by genre, with their live streams and programmes.',
+    terms: 'radio station',
+    // Close in meaning to a band's name that holds "radio" (the model reads "Radiohead" as radio and head).
+    statedOnly: true,
+  },
+  // William Hill Bets ("place single, multiple and complex bets ... bet history"), William Hill SportsData ("market and
+  // selection data (including prices)").
+  {
+    id: 'betting',
+    text: 'Sports betting: the odds bookmakers offer on sports events and markets, and placing bets from a betting account.',
+    terms: 'bets',
+    also: ['william hill'],
+  },
+  // The Unified Taxonomic Information Service ("the taxonomic backbone").
+  {
+    id: 'species-names',
+    text: 'Species names: the accepted scientific Latin names of plants and animals, their synonyms and common names, from taxonomic databases.',
+    terms: 'taxonomic',
+  },
+  // Klarna ("Klarna's payment methods as part of your checkout": pay later, in instalments).
+  {
+    id: 'pay-later',
+    text: 'Pay later: let shoppers pay for a purchase later or split it into interest-free instalments at checkout.',
+    terms: 'klarna',
+    // Close in meaning to every task about a checkout ("a cart icon for the checkout button").
+    statedOnly: true,
+  },
+  // Amazon Mechanical Turk (HITs done by workers), Google Cloud AI Data Labeling.
+  {
+    id: 'crowd-work',
+    text: 'Crowd work: pay people online to do small tasks such as tagging images, labelling data or answering surveys.',
+    terms: 'mechanical turk',
+    also: ['data labeling'],
+  },
+  // Google People ("profiles and contacts").
+  {
+    id: 'contacts',
+    text: "Contacts: the people in a user's address book with their phone numbers and email addresses, and contact groups.",
+    terms: 'contacts profiles',
+  },
+  // Azure Ink Recognizer ("ink layout and recognition of written words and shapes").
+  {
+    id: 'handwriting-recognition',
+    text: 'Handwriting recognition: recognize the written words and drawn shapes in digital ink strokes from a pen or stylus.',
+    terms: 'ink recognition',
+  },
+  // Google Search Console ("Search Console data ... for your verified sites").
+  {
+    id: 'search-performance',
+    text: 'Search performance: the search queries people type before they reach a website, and how its pages rank in search results.',
+    terms: 'search console',
+  },
+  // Faretrotter ("modes of transportation between cities and points of interest").
+  {
+    id: 'travel-options',
+    text: 'Travel options: the ways to travel between two cities, by train, bus, plane or car, with their times and prices.',
+    terms: 'modes transportation',
+  },
   // GoDaddy ("determine whether or not the specified domain is available for purchase"), Route 53 Domains ("checks the availability of one domain name"), apispot ("check domain availability").
   {
     id: 'domain-availability',
@@ -565,7 +633,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 146 costs about 1.8 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 156 costs about 1.9 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.

@@ -592,6 +592,16 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['parcel tracking', 'shipping'],
   // Who made a film: film information.
   ['who directed', 'movies'],
+  // Radio to listen to: radio stations (a kind counted only when stated).
+  ['radio station', 'radio-stations'],
+  ['radio stations', 'radio-stations'],
+  ['public radio', 'radio-stations'],
+  ['radio broadcaster', 'radio-stations'],
+  // Paying in parts or later: pay later (a kind counted only when stated).
+  ['instalments', 'pay-later'],
+  ['installments', 'pay-later'],
+  ['pay later', 'pay-later'],
+  ['buy now pay later', 'pay-later'],
   // Ingredients to cook with: recipes.
   ['what can i make', 'recipes'],
   ['what can i cook', 'recipes'],
