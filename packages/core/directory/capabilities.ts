@@ -20,7 +20,9 @@ export interface Capability {
   terms: string;
   /**
    * Other sets of the catalog's words for it, where its providers word it differently (TomTom "calculates a
-   * route", GraphHopper "route planning"): an API holding every word of one set is a member too.
+   * route", GraphHopper "route planning"): an API holding every word of one set in its own text (name, categories,
+   * description) or in one operation is a member too (up to CAPABILITY_MEMBERS by its text, and as many again by an
+   * operation, per set).
    */
   also?: readonly string[];
   /**
@@ -74,7 +76,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'tv-listings',
     text: 'TV listings: the television schedule, which programmes and episodes are on each channel tonight and when they air.',
     terms: 'tv schedule',
-    also: ['programmes metadata', 'programmes data'],
+    also: ['programmes metadata', 'channel programmes'],
   },
   // NPR Station Finder ("look up NPR member station information"), Zeno.FM (radio stations and their streams).
   {
@@ -111,7 +113,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'crowd-work',
     text: 'Crowd work: pay people online to do small tasks such as tagging images, labelling data or answering surveys.',
     terms: 'mechanical turk',
-    also: ['data labeling'],
+    also: ['cloud ai data labeling'],
   },
   // Google People ("profiles and contacts").
   {
@@ -555,7 +557,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'web-search',
     text: 'Web search: send a search query to a search engine and get back results with links to web pages, their titles and snippets.',
     terms: 'web search',
-    also: ['google searches'],
+    also: ['perform google searches'],
   },
   // Traccar ("GPS tracking platform").
   { id: 'gps-tracking', text: 'GPS tracking: the live positions and routes of tracked devices and vehicles.', terms: 'gps tracking' },

@@ -24,7 +24,7 @@ import type { DenseVectors } from './semantic.js';
 import { OperationIndex } from './operation-index.js';
 import { CAPABILITIES } from './capabilities.js';
 
-/** At most this many APIs join a capability by their own text (as many again by an operation). */
+/** At most this many APIs join a capability by their own text per word set (as many again by an operation). */
 const CAPABILITY_MEMBERS = 30;
 
 export const UNCATEGORIZED = 'uncategorized';
@@ -143,9 +143,8 @@ export class DirectoryIndex {
     }
     // Once the postings and the vocabulary are in place.
     // Found with or without the model: a task's need phrases name capabilities by words (vocabulary.ts).
-    // A kind its providers describe in more than one way (`also`) has the members of each, its own terms' first.
-    // A kind its providers describe in more than one way (`also`) has the members of each, its own terms' first:
-    // those of another wording hold it in their own text or in one operation (not over all their operations).
+    // A kind its providers describe in more than one way (`also`) has the members of each: those of another wording
+    // (and, with `ownText`, of its terms) hold it in their own text or in one operation, not over all their operations.
     this.capabilityMembers = CAPABILITIES.map((c) => [
       ...new Set([...this.membersOf(c.terms, !c.ownText), ...(c.also ?? []).flatMap((terms) => this.membersOf(terms, false))]),
     ]);

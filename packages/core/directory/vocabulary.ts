@@ -126,7 +126,7 @@ const NEED_VERBS: readonly NeedVerb[] = [
     pronouns: [],
     nouns: 'lease contract contracts agreement agreements form forms document documents nda paperwork papers waiver consent offer'.split(' '),
     more: [],
-    particles: ['up', 'in', 'out', 'on', 'off', 'into'],
+    particles: ['up', 'in', 'out', 'into'],
   },
   {
     // Hearing what is written: speech synthesis ("read aloud" is how its providers describe it too).
@@ -181,30 +181,37 @@ const NEED_PATTERNS = [
   })),
   // Sending an email ("send a password reset email", "send welcome emails"), not something sent by email
   // ("send the invoice by email": the invoice is the need).
-  { capability: 'email-sending', pattern: /(?:^| )send(?: (?!by )[a-z]+){0,4} e ?mails?(?= |$)/ },
+  // Not "push notifications instead of emails", "slack alerts for new emails".
+  { capability: 'email-sending', pattern: /(?:^| )send(?: (?!by |instead |of |for |not )[a-z]+){0,4} e ?mails?(?= |$)/ },
   // An invoice made or sent to someone ("send the bakery an invoice", "create and email an itemized invoice"), not one
-  // received or read ("the VAT number on his invoice", "our invoices are HTML templates").
-  { capability: 'invoicing', pattern: /(?:^| )(?:send|create|email|issue|raise|generate)(?: [a-z0-9]+){0,4}? invoices?(?= |$)/ },
+  // received or read ("the VAT number on his invoice", "our invoices are HTML templates", "when suppliers send us
+  // invoices", "an issue with the invoice").
+  { capability: 'invoicing', pattern: /(?:^| )(?:send(?! (?:us|me) )|create|email|generate)(?: [a-z0-9]+){0,4}? invoices?(?= |$)/ },
   // Whether an address is real or throwaway, or will receive mail: email validation (not made-up data to fill a demo).
   {
     capability: 'email-validation',
     pattern:
-      /(?:^| )(?:is|are) (?:the|this|that|these|those|their|his|her|its) e ?mails?(?: address(?:es)?)?(?: [a-z]+){0,5} (?:real|genuine|valid|fake|legit)(?= |$)/,
+      /^(?!(?:.* )?(?:scam|scams|phishing|spam)(?: |$)).*(?:^| )(?:is|are) (?:the|this|that|these|those|their|his|her|its) e ?mails?(?! from )(?: address(?:es)?)?(?: [a-z]+){0,5} (?:real|genuine|valid|fake|legit)(?= |$)/,
   },
   {
     capability: 'email-validation',
-    pattern: /(?:^| )(?:throwaway|disposable|temporary|burner)(?: [a-z0-9]+){0,2} (?:e ?mails?|(?:e ?mail )?address(?:es)?|inboxes)(?= |$)/,
+    // A bare "address" only after throwaway, disposable or burner ("a temporary address while I'm abroad" is a postal one).
+    pattern:
+      /(?:^| )(?:throwaway|disposable|temporary|burner)(?: [a-z0-9]+){0,2} (?:e ?mails?|e ?mail address(?:es)?|inboxes)(?= |$)|(?:^| )(?:throwaway|disposable|burner)(?: [a-z0-9]+){0,2} address(?:es)?(?= |$)/,
   },
   { capability: 'email-validation', pattern: /(?:^| )(?:actually|really) (?:receive|get) (?:e ?)?mail(?= |$)/ },
-  // What the press reports about something: news (not "reported as a scam", "reported bugs").
+  // What the press reports about something: news (not "reported as a scam", "the bugs reported this week").
   {
     capability: 'news',
-    pattern: /(?:^| )(?:being |been |press |papers |media )?reported (?:about|this week|today|lately|recently|in the press|in the news)(?= |$)/,
+    pattern:
+      /(?:^| )(?:being|been|press|papers|media) reported (?:about|this week|today|lately|recently|in the press|in the news)(?= |$)|(?:^| )reported about(?= |$)/,
   },
   // A day asked about as a day off: public holidays.
   {
     capability: 'public-holidays',
-    pattern: /(?:^| )(?:is|are|was) (?:[a-z0-9]+ ){0,6}(?:a|an) (?:day off|public holiday|bank holiday|stat holiday)(?= |$)/,
+    // Not someone taking one ("because he is taking a day off on Friday").
+    pattern:
+      /(?:^| )(?:is|are|was) (?:(?!taking |having |takes |has )[a-z0-9]+ ){0,6}(?:a|an) (?:day off|public holiday|bank holiday|stat holiday)(?= |$)/,
   },
   // A photo to license: stock media.
   { capability: 'stock-media', pattern: /(?:^| )(?:photo|photos|image|images|picture|pictures)(?: [a-z]+){0,6} (?:we|i) can license(?= |$)/ },
@@ -214,11 +221,12 @@ const NEED_PATTERNS = [
     capability: 'file-sharing',
     pattern: /(?:^| )(?:link|links) to download(?= |$)|(?:^| )(?:online|shared) folder(?: [a-z]+){0,3} (?:can|could) (?:open|see|access)(?= |$)/,
   },
-  // Something people scan with their phone or point its camera at: a QR code (not a document scanned to read it).
+  // Something people scan with their phone or point its camera at: a QR code (not a document scanned to read it,
+  // "users point their phone camera at a plant and the app names it").
   {
     capability: 'qr-codes',
     pattern:
-      /(?:^| )(?:people|customers|guests|visitors|diners|users|they) (?:can )?scan (?:it|them|with|to)(?= |$)|(?:^| )(?:people|customers|guests|visitors|diners|users|they) point (?:their|a) (?:phone |phones |phone s )?cameras? at(?= |$)/,
+      /(?:^| )(?:people|customers|guests|visitors|diners|users) (?:can )?scan (?:it|them|with|to)(?= |$)|(?:^| )(?:people|customers|guests|visitors|diners|users|they) point (?:their|a) (?:phone |phones )?cameras? at (?:it|them)$/,
   },
   // Whether a sent email arrived: the sending service's delivery events.
   {
@@ -229,7 +237,8 @@ const NEED_PATTERNS = [
   // Prepaid phone credit sent to someone: mobile top-up.
   {
     capability: 'mobile-top-up',
-    pattern: /(?:^| )(?:phone|mobile|prepaid|airtime) credit(?= |$)|(?:^| )(?:send|sends|top up) (?:[a-z0-9]+ ){0,4}(?:of )?airtime(?= |$)/,
+    pattern:
+      /(?:^| )(?:phone|mobile|prepaid|airtime) credit(?= |$)(?! cards?(?: |$))|(?:^| )(?:send|sends|top up) (?:[a-z0-9]+ ){0,4}(?:of )?airtime(?= |$)/,
   },
   // Paying people into their bank accounts: payouts.
   { capability: 'payouts', pattern: /(?:^| )pay (?:[a-z0-9]+ ){0,6}(?:into|to) their bank accounts?(?= |$)/ },
@@ -237,10 +246,12 @@ const NEED_PATTERNS = [
   { capability: 'phone-lookup', pattern: /(?:^| )number(?: [a-z]+){0,2} (?:can|could) (?:actually )?receive (?:texts|sms)(?= |$)/ },
   // A bank account number checked before paying it: IBAN validation.
   { capability: 'iban-validation', pattern: /(?:^| )(?:check|verify|validate)(?: [a-z]+){0,3} bank account numbers?(?= |$)/ },
-  // Someone alerted when a system goes down: on-call alerting (not "a maintenance page when the site is down").
+  // Someone alerted when a system goes down: on-call alerting (not "a maintenance page when the site is down", "keep the
+  // app working offline if the server goes down").
   {
     capability: 'on-call-alerting',
-    pattern: /(?:^| )(?:when|if) (?:a |the |our |my )?(?:[a-z]+ )?(?:server|servers|site|website|app|database|system) (?:goes|go) down(?= |$)/,
+    pattern:
+      /(?:^| )(?:alert|alerts|ping|page|wake|tell|text|call|ring|notify|warn)(?: [a-z]+){0,3} (?:when|if) (?:a |the |our |my )?(?:[a-z]+ )?(?:server|servers|site|website|app|database|system) (?:goes|go) down(?= |$)|(?:^| )(?:when|if) (?:a |the |our |my )?(?:[a-z]+ )?(?:server|servers|site|website|app|database|system) (?:goes|go) down(?: [a-z0-9]+){0,4} (?:keep )?(?:alert|alerting|ping|pinging|page|paging|wake|waking|call|calling|ring|ringing|text|texting)(?= |$)/,
   },
   // A product photo's background cut away: background removal.
   {
@@ -251,38 +262,46 @@ const NEED_PATTERNS = [
   // Reviews or comments sorted by how people feel: sentiment analysis.
   {
     capability: 'sentiment-analysis',
-    pattern: /(?:^| )(?:reviews|comments|feedback|tweets|posts)(?: [a-z0-9]+){0,6} (?:positive|negative|happy|angry|neutral)(?= |$)/,
+    // Not "posts for our happy hour", "posts wishing our followers a happy new year".
+    pattern:
+      /(?:^| )(?:reviews|comments|feedback|tweets|posts)(?: [a-z0-9]+){0,6} (?:positive|negative|happy(?! (?:hour|new year|birthday|holidays|easter|christmas)(?: |$))|angry|neutral)(?= |$)/,
   },
   // What shares closed at, a stock's price: stock quotes.
   { capability: 'stock-quotes', pattern: /(?:^| )(?:shares|stock|stocks) (?:close|closed|closing|trading|traded|price|prices)(?= |$)/ },
-  // Giving something away: giveaways (not "give away the ending").
+  // Giving something away for free: giveaways (not "give away the ending", "give the prize away to them").
   {
     capability: 'giveaways',
-    pattern:
-      /(?:^| )giv(?:e|es|ing) (?:[a-z0-9]+ ){0,4}away(?: (?:free|for free|to))(?= |$)|(?:^| )giv(?:e|es|ing) away (?:[a-z]+ ){0,3}for free(?= |$)/,
+    pattern: /(?:^| )giv(?:e|es|ing) (?:[a-z0-9]+ ){0,4}away (?:free|for free)(?= |$)|(?:^| )giv(?:e|es|ing) away (?:[a-z]+ ){0,3}for free(?= |$)/,
   },
   // The order a van should visit its stops in: route optimization.
   {
     capability: 'route-optimization',
-    pattern: /(?:^| )(?:what|which|best) order (?:should|to|do|would)(?: [a-z]+){0,4} (?:visit|deliver|drive|go)(?= |$)/,
+    pattern: /(?:^| )(?:what|which|best) order (?:should|to|do|would)(?: [a-z]+){0,4} (?:visit|deliver|drive)(?= |$)/,
   },
   // Places people walk to or look for near somewhere: places search.
   {
     capability: 'places-search',
     pattern:
-      /(?:^| )(?:pharmacy|pharmacies|chemist|chemists|supermarket|supermarkets|atm|atms|petrol station|petrol stations|gas station|gas stations|bakery|bakeries|bar|bars|pub|pubs) (?:near|nearby|close to|around|i can walk to|within walking distance)(?= |$)|(?:^| )which (?:[a-z]+ ){1,2}can (?:i|we) walk to(?= |$)/,
+      /(?:^| )(?:pharmacy|pharmacies|chemist|chemists|supermarket|supermarkets|atm|atms|petrol station|petrol stations|gas station|gas stations|bakery|bakeries|pub|pubs) (?:near|nearby|close to|around|i can walk to|within walking distance)(?= |$)|(?:^| )which (?:[a-z]+ ){1,2}can (?:i|we) walk to(?= |$)/,
   },
   // What a band played at a show ("which songs did Coldplay play at their Wembley show"): its setlist.
-  { capability: 'setlists', pattern: /(?:^| )(?:what|which songs|what songs) did (?:[a-z0-9]+ ){1,4}play (?:at|in|on)(?= |$)/ },
+  // Not what someone played themselves ("what did I play on Spotify last week").
+  { capability: 'setlists', pattern: /(?:^| )(?:what|which songs|what songs) did (?!(?:i|we|you) )(?:[a-z0-9]+ ){1,4}play (?:at|in)(?= |$)/ },
   // Someone who has a symptom ("my toddler has a 39 degree fever and a rash", "has had a cough for a week"): a
-  // symptom checker (not "cabin fever", "a rash decision", "a rash of orders", "cough syrup prices").
+  // symptom checker (not "we've got cabin fever", "World Cup fever", "a rash decision", "a rash of orders", "cough
+  // syrup prices", "help with the headache of parsing dates").
   {
     capability: 'symptom-checker',
     pattern:
-      /(?:^| )(?:has|have|had|got|having|with)(?: [a-z0-9]+){0,3}? (?:fever|rash(?! of )|rashes|cough|headache|headaches|sore throat|vomiting|diarrhea|diarrhoea|chest pain|stomach ache|earache|nausea)(?= |$)(?! (?:decision|decisions|syrup|drops)(?: |$))/,
+      /(?:^| )(?:has|have|had|got|having|with)(?: [a-z0-9]+){0,3}? (?<!(?:cabin|cup|spring|gold|football|election|night|the) )(?:fever|rash(?! of )|rashes|cough|headache|headaches|sore throat|vomiting|diarrhea|diarrhoea|chest pain|stomach ache|earache|nausea)(?= |$)(?! (?:decision|decisions|syrup|drops)(?: |$))/,
   },
-  // Checking an address itself ("an email verification service"), not a code or a link sent to it to confirm a sign-up.
-  { capability: 'email-validation', pattern: /(?:^| )e ?mail (?:address )?verification(?! codes?(?: |$)| links?(?: |$)| emails?(?: |$))/ },
+  // Checking an address itself ("an email verification service"), not a code, a link or a step that confirms a sign-up
+  // ("require email verification before users can log in").
+  {
+    capability: 'email-validation',
+    pattern:
+      /^(?!(?:.* )?(?:before|log in|login)(?: |$)).*(?:^| )e ?mail (?:address )?verification(?! codes?(?: |$)| links?(?: |$)| emails?(?: |$)| steps?(?: |$)| flows?(?: |$))/,
+  },
   // A link to pay sent to someone ("send students a link to pay the deposit"), not one received ("a text with a
   // link to pay a toll: is it a scam"); a payment link made, not one asked about ("is this payment link legit").
   {
@@ -598,14 +617,18 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['public radio', 'radio-stations'],
   ['radio broadcaster', 'radio-stations'],
   // Paying in parts or later: pay later (a kind counted only when stated).
-  ['instalments', 'pay-later'],
-  ['installments', 'pay-later'],
+  ['interest free instalments', 'pay-later'],
+  ['interest free installments', 'pay-later'],
+  ['pay in instalments', 'pay-later'],
+  ['pay in installments', 'pay-later'],
   ['pay later', 'pay-later'],
   ['buy now pay later', 'pay-later'],
   // Ingredients to cook with: recipes.
-  ['what can i make', 'recipes'],
+  ['what can i make for dinner', 'recipes'],
+  ['what can i make for lunch', 'recipes'],
+  ['what can i make for breakfast', 'recipes'],
   ['what can i cook', 'recipes'],
-  ['what can we make', 'recipes'],
+  ['what can we make for dinner', 'recipes'],
   ['what can we cook', 'recipes'],
   // Words to keep out of posts: content moderation.
   ['swear words', 'content-moderation'],
@@ -614,6 +637,8 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   // Someone on duty woken for an incident: on-call alerting.
   ['whoever is on duty', 'on-call-alerting'],
   ['whoever is on call', 'on-call-alerting'],
+  ['whoever on duty', 'on-call-alerting'],
+  ['whoever on call', 'on-call-alerting'],
   // The songs of a show.
   ['setlist', 'setlists'],
   ['set list', 'setlists'],
@@ -750,20 +775,25 @@ function isbn13Checks(text: string): boolean {
 }
 
 /**
- * Words that put a flight designator ("LH 454") in its context, within FLIGHT_CONTEXT_CHARS of it: a train, a bus
+ * Words that put a flight designator ("LH 454") in its context, within IDENTIFIER_CONTEXT_CHARS of it: a train, a bus
  * line, a pull request or a product can look the same ("PR 1234 merged", "the 4K 120 Hz monitor").
  */
 const FLIGHT_CONTEXT =
   /\b(?:flights?|fly|flying|flies|flew|plane|airport|airline|land|lands|landed|landing|depart|departs|departed|departing|departure|departures|arrive|arrives|arrived|arriving|arrival|arrivals|take off|takes off|took off|delayed|delays|boarding|on time|cancelled|canceled)\b/i;
-const FLIGHT_CONTEXT_CHARS = 60;
+/** A UK plate's: words of cars and their papers ("FY24 YTD revenue", "IE11 CSS grid" have the plate's form). */
+const PLATE_CONTEXT =
+  /\b(?:car|cars|plate|plates|number plate|reg|registration|registered|mot|taxed|tax|insured|insurance|vehicle|vehicles|van|motorbike|motorcycle|dvla)\b/i;
+/** How far from an identifier (characters either way) its context words are looked for. */
+const IDENTIFIER_CONTEXT_CHARS = 60;
 
 /**
  * Identifiers a task quotes, told by their form on the task as typed (case and punctuation kept), each with
  * the kind of service that looks such an identifier up: an IP address, an IBAN (its check digits must hold),
- * an ISBN-13 (its check digit too), a flight designator among words of flying, a UK postcode or registration
- * plate, a VIN, a parcel's tracking number (UPS's, or the UPU's S10 form of the postal services), a phone
- * number written with its country code or in the North American form. Standard forms, not phrasings: like a
- * team's name (NAMED) each only implies its kind ("send a text to +44 7700 900123 saying the table is ready" asks for SMS).
+ * an ISBN-13 (its check digit too), a flight designator among words of flying, a UK postcode, a registration
+ * plate among words of cars, a VIN, a parcel's tracking number (UPS's, or the UPU's S10 form of the postal services),
+ * a phone number written with its country code or in the North American form. Standard forms, not phrasings: like a
+ * team's name (NAMED) each implies its kind ("send a text to +44 7700 900123 saying the table is ready" asks for
+ * SMS); the `sure` ones count as a stated need would.
  */
 const IDENTIFIER_FORMS: ReadonlyArray<{
   capability: string;
@@ -793,7 +823,7 @@ const IDENTIFIER_FORMS: ReadonlyArray<{
   },
   // Not a size ("M2 8GB", "PS5 2TB").
   { capability: 'address-lookup', pattern: /\b[A-Z]{1,2}\d[A-Z\d]? (?!\d[KMGT]B\b)\d[A-Z]{2}\b/ },
-  { capability: 'vehicle-records', pattern: /\b[A-Z]{2}\d{2} ?[A-Z]{3}\b/, sure: true },
+  { capability: 'vehicle-records', pattern: /\b[A-Z]{2}\d{2} ?[A-Z]{3}\b/, context: PLATE_CONTEXT, sure: true },
   { capability: 'vehicle-records', pattern: /\b(?=(?:[A-HJ-NPR-Z]*\d){2})(?=(?:\d*[A-HJ-NPR-Z]){2})[A-HJ-NPR-Z\d]{17}\b/, sure: true },
   { capability: 'shipping', pattern: /\b1Z[0-9A-Z]{16}\b|\b[A-Z]{2}\d{9}[A-Z]{2}\b/, sure: true },
   {
@@ -813,7 +843,7 @@ export function identifierNeeds(typed: string, sure = false): string[] {
     if (found.has(capability)) continue;
     for (const match of typed.matchAll(pattern)) {
       const near = () =>
-        context!.test(typed.slice(Math.max(0, match.index - FLIGHT_CONTEXT_CHARS), match.index + match[0].length + FLIGHT_CONTEXT_CHARS));
+        context!.test(typed.slice(Math.max(0, match.index - IDENTIFIER_CONTEXT_CHARS), match.index + match[0].length + IDENTIFIER_CONTEXT_CHARS));
       if ((!valid || valid(match[0])) && (!context || near())) {
         found.add(capability);
         break;
