@@ -170,6 +170,8 @@ describe('discovery word knowledge', () => {
       ['can I send her $10 of airtime', 'mobile-top-up'],
       ['which public radio broadcaster can I listen to here', 'radio-stations'],
       ['split a sofa purchase into four interest-free instalments', 'pay-later'],
+      ['the driving distance between our warehouse and a delivery address', 'routing'],
+      ['museums, sights and places to eat near my hotel in Rome', 'places-search'],
     ])
       expect(needsOf(task!), task).toEqual([kind]);
     for (const other of [

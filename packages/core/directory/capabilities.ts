@@ -139,6 +139,27 @@ export const CAPABILITIES: readonly Capability[] = [
     text: 'Travel options: the ways to travel between two cities, by train, bus, plane or car, with their times and prices.',
     terms: 'modes transportation',
   },
+  // DigitalOcean's uptime checks, CloudWatch Synthetics ("creates a canary": scripts that monitor endpoints on a schedule).
+  {
+    id: 'uptime-monitoring',
+    text: 'Uptime monitoring: check a website or endpoint on a schedule and alert when it goes down or stops responding.',
+    terms: 'uptime checks',
+    also: ['synthetics canary'],
+  },
+  // ShipEngine ("validate an address"), Telnyx ("validate an address").
+  {
+    id: 'address-validation',
+    text: 'Address validation: check and standardize a postal or shipping address so that a parcel can be delivered to it.',
+    terms: 'validate address shipping',
+    ownText: true,
+  },
+  // Apptigent PowerTools ("Files - Resize Image").
+  {
+    id: 'image-resizing',
+    text: 'Image resizing: resize, compress and convert images to other sizes and formats.',
+    terms: 'resize image',
+    ownText: true,
+  },
   // GoDaddy ("determine whether or not the specified domain is available for purchase"), Route 53 Domains ("checks the availability of one domain name"), apispot ("check domain availability").
   {
     id: 'domain-availability',
@@ -635,7 +656,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 156 costs about 1.9 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 159 costs about 1.9 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.

@@ -649,6 +649,9 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['cafes near', 'places-search'],
   ['coffee shop near', 'places-search'],
   ['somewhere to eat', 'places-search'],
+  ['places to eat near', 'places-search'],
+  ['sights near', 'places-search'],
+  ['museums near', 'places-search'],
   ...'pizza sushi burger coffee lunch breakfast brunch dinner food'
     .split(' ')
     .flatMap((food) => [`${food} place near`, `${food} places near`].map((phrase) => [phrase, 'places-search'] as const)),
@@ -694,6 +697,7 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['calendar invites', 'calendar-events'],
   // Getting somewhere by road: routing; many stops over several vehicles: route optimization (not "which stops" a bus makes).
   ['driving directions', 'routing'],
+  ['driving distance', 'routing'],
   ['the drive from', 'routing'],
   ['which highways', 'routing'],
   ['order of stops', 'route-optimization'],
