@@ -839,22 +839,26 @@ const IDENTIFIER_FORMS: ReadonlyArray<{
 /** IDENTIFIER_FORMS with their patterns global, made once (matchAll copies the pattern, so sharing it is safe). */
 const GLOBAL_IDENTIFIER_FORMS = IDENTIFIER_FORMS.map((form) => ({ ...form, pattern: new RegExp(form.pattern.source, `${form.pattern.flags}g`) }));
 
-/** The kinds of service the identifiers a task quotes imply (IDENTIFIER_FORMS), on the task as typed; `sure` only the sure forms'. */
-export function identifierNeeds(typed: string, sure = false): string[] {
-  const found = new Set<string>();
-  for (const { capability, pattern, valid, context, sure: isSure } of GLOBAL_IDENTIFIER_FORMS) {
-    if (sure && !isSure) continue;
-    if (found.has(capability)) continue;
+/** Per kind of service the identifiers a task quotes imply (IDENTIFIER_FORMS, on the task as typed), whether a sure form did. */
+function quotedKinds(typed: string): Map<string, boolean> {
+  const found = new Map<string, boolean>();
+  for (const { capability, pattern, valid, context, sure } of GLOBAL_IDENTIFIER_FORMS) {
+    if (found.get(capability) === true || (found.has(capability) && !sure)) continue;
     for (const match of typed.matchAll(pattern)) {
       const near = () =>
         context!.test(typed.slice(Math.max(0, match.index - IDENTIFIER_CONTEXT_CHARS), match.index + match[0].length + IDENTIFIER_CONTEXT_CHARS));
       if ((!valid || valid(match[0])) && (!context || near())) {
-        found.add(capability);
+        found.set(capability, sure === true);
         break;
       }
     }
   }
-  return [...found];
+  return found;
+}
+
+/** The kinds of service the identifiers a task quotes imply (IDENTIFIER_FORMS), on the task as typed; `sure` only the sure forms'. */
+export function identifierNeeds(typed: string, sure = false): string[] {
+  return [...quotedKinds(typed)].filter(([, isSure]) => !sure || isSure).map(([capability]) => capability);
 }
 
 /**
@@ -867,8 +871,9 @@ export function identifierNeeds(typed: string, sure = false): string[] {
 export function taskNeeds(normalized: string, typed?: string): { stated: string[]; named: string[]; sure: string[]; all: string[] } {
   const stated = new Set(matchStated(normalized));
   for (const { capability, pattern } of NEED_PATTERNS) if (pattern.test(normalized)) stated.add(capability);
-  const named = new Set([...matchNamed(normalized), ...(typed === undefined ? [] : identifierNeeds(typed))]);
-  const sure = typed === undefined ? [] : identifierNeeds(typed, true);
+  const quoted = typed === undefined ? new Map<string, boolean>() : quotedKinds(typed);
+  const named = new Set([...matchNamed(normalized), ...quoted.keys()]);
+  const sure = [...quoted].filter(([, isSure]) => isSure).map(([capability]) => capability);
   return { stated: [...stated], named: [...named], sure, all: [...new Set([...stated, ...named])] };
 }
 
