@@ -177,6 +177,22 @@ export class OperationIndex {
     return { api, score: scored.length ? scored[0]!.score / query.total : 0, operations: scored.slice(0, perApi).map((s) => s.at) };
   }
 
+  /** How many of an API's (position) operations hold at least one of these stems. */
+  countNamingAny(api: number, lexemes: readonly string[]): number {
+    const sids = new Set(lexemes.flatMap((l) => this.stemIds.get(l) ?? []));
+    if (sids.size === 0) return 0;
+    let n = 0;
+    for (let op = this.firstOp[api]!; op < this.firstOp[api + 1]!; op++) {
+      for (let k = this.stemStart[op]!; k < this.stemStart[op + 1]!; k++) {
+        if (sids.has(this.stems[k]!)) {
+          n++;
+          break;
+        }
+      }
+    }
+    return n;
+  }
+
   /** The APIs (positions) with an operation whose words hold every one of these stems, in index order. */
   naming(lexemes: readonly string[]): number[] {
     const sids = lexemes.map((l) => this.stemIds.get(l));

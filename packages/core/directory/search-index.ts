@@ -26,6 +26,8 @@ import { CAPABILITIES } from './capabilities.js';
 
 /** At most this many APIs join a capability by their own text per word set (as many again by an operation). */
 const CAPABILITY_MEMBERS = 30;
+/** A member with this many operations naming its kind's words offers the whole of it (`capabilityDepth`). */
+const CAPABILITY_DEPTH_OPERATIONS = 8;
 
 export const UNCATEGORIZED = 'uncategorized';
 
@@ -40,6 +42,13 @@ export class DirectoryIndex {
   readonly capabilityVectors: Float32Array[] | null;
   /** Per capability, its member APIs (positions), found once per load by its terms. */
   readonly capabilityMembers: number[][];
+  /**
+   * Per capability, per member (position), how much of the kind it offers, in [0, 1]: log2(1 + n) /
+   * log2(1 + CAPABILITY_DEPTH_OPERATIONS), at most 1, where n is how many of its operations name any of the
+   * kind's words. A general provider of a kind offers many operations for it (Google Translate, ShipEngine);
+   * a service bound to its own platform offers one (eBay's translation of listings, its sellers' labels).
+   */
+  readonly capabilityDepth: Map<number, number>[];
   /**
    * Per capability, the APIs close in meaning to its description (capabilities.ts, `capabilityKin`:
    * positions and similarities, closest first); null without the model.
@@ -148,6 +157,12 @@ export class DirectoryIndex {
     this.capabilityMembers = CAPABILITIES.map((c) => [
       ...new Set([...this.membersOf(c.terms, !c.ownText), ...(c.also ?? []).flatMap((terms) => this.membersOf(terms, false))]),
     ]);
+    this.capabilityDepth = CAPABILITIES.map((c, i) => {
+      const lexemes = [c.terms, ...(c.also ?? [])].flatMap((terms) => terms.split(' ')).map((t) => this.lexeme(t) ?? t);
+      const depth = (at: number) =>
+        Math.min(1, Math.log2(1 + this.operations.countNamingAny(at, lexemes)) / Math.log2(1 + CAPABILITY_DEPTH_OPERATIONS));
+      return new Map(this.capabilityMembers[i]!.map((at) => [at, depth(at)]));
+    });
   }
 
   /**
