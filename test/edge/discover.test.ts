@@ -189,6 +189,13 @@ describe('GET /api/v1/discover', () => {
       (await first('take card payments on my bakery website')).id,
     );
     expect((await first('add the team offsite to our shared calendar')).id).toBe('googleapis.com-calendar');
+    // eBay's logistics API is a limited release, open only to developers eBay approves: an open shipping API comes
+    // first, and eBay's, still listed, says why it is lower.
+    const parcel = expectOk<Discovery>(await discover(`q=${encodeURIComponent('where is my parcel right now')}`)).results;
+    const ebay = parcel.findIndex((r) => r.api.id === 'ebay.com-sell-logistics');
+    expect(ebay).toBeGreaterThan(0);
+    expect(parcel[ebay]!.reason).toMatch(/ranked lower: its description says it is open only to some developers/);
+    expect(parcel[0]!.reason).not.toMatch(/ranked lower/);
     const plate = await first('is the car with plate BD51 SMR taxed');
     expect(plate.capabilities).toContain('vehicle-records');
     expect(['regcheck.org.uk', 'api.gov.uk-vehicle-enquiry']).toContain(plate.id);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { identifierNeeds, isEnglishWord, normalizeQuery, relatedWords, splitCompound, taskNeeds } from '#core/directory';
+import { identifierNeeds, isEnglishWord, normalizeQuery, relatedWords, restrictedAccess, splitCompound, taskNeeds } from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -25,6 +25,26 @@ describe('discovery word knowledge', () => {
     expect(splitCompound('documentation', catalog)).toEqual([]);
     expect(splitCompound('stripe', catalog)).toEqual([]);
     expect(splitCompound('xkcdqzv', catalog)).toEqual([]);
+  });
+
+  it('tells an API open only to some developers, or withdrawn, from its description, and not by a deprecated part', () => {
+    // As the catalog's descriptions say it (eBay, Xero, VTEX, the New York Times, Google).
+    expect(restrictedAccess('Note: This is a (Limited Release) API available only to select developers approved by business units.')).toBe(true);
+    expect(restrictedAccess('The Bank Feeds API is a closed API that is only available to financial institutions')).toBe(true);
+    expect(restrictedAccess('This feature is in closed beta, available only for selected customers.')).toBe(true);
+    expect(restrictedAccess('Get access to comments from registered users on New York Times articles. NOTE: This API is deprecated.')).toBe(true);
+    expect(restrictedAccess('Examines the call stack and variables of a running application without stopping or slowing it down. (Deprecated)')).toBe(
+      true,
+    );
+    // A deprecated version, field, URL or webhook, and scopes for select developers, leave the API open.
+    expect(restrictedAccess('Versions 1 and 2 of the Transfers API are deprecated. If you are just starting, use the latest version.')).toBe(false);
+    expect(restrictedAccess('Deprecated error fields: some fields could be included with previous versions.')).toBe(false);
+    expect(restrictedAccess('The payment webhooks are deprecated. Use the accounting webhooks instead.')).toBe(false);
+    expect(
+      restrictedAccess('The fields returned are controlled by the scopes and are available only to select developers approved by business units.'),
+    ).toBe(false);
+    expect(restrictedAccess('Please note that the following URLs were deprecated in September 2018')).toBe(false);
+    expect(restrictedAccess('Send SMS messages worldwide; join our beta program for RCS.')).toBe(false);
   });
 
   it('tells the identifiers a task quotes by their form, each implying the kind that looks it up', () => {

@@ -816,6 +816,13 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
  * its kin score (taskCapabilities), divided by the best such score so that the first result is 1. Ties go
  * to the word ranking's order. Without the model (`similarities` null) only the word score counts.
  */
+/**
+ * What an API's fused score is multiplied by when its description says only some developers may use it, or that
+ * it is withdrawn (`restrictedAccess` in index-loader.ts): an agent cannot call eBay's limited-release logistics, so
+ * it ranks below ShipEngine for a parcel. Such an API is still found when nothing open does the task.
+ */
+const RESTRICTED_FACTOR = 0.8;
+
 function fuse(
   index: DirectoryIndex,
   lexical: RankedRow[],
@@ -828,14 +835,16 @@ function fuse(
   const fused = new Map<string, { row: RankedRow; score: number; lexical: number; similarity: number }>();
   const add = (row: RankedRow, at: number | undefined, order: number) => {
     const similarity = at === undefined || !similarities ? 0 : similarities[at]!;
+    const restricted = at !== undefined && index.apis[at]!.restricted ? RESTRICTED_FACTOR : 1;
     const score =
-      row.score +
-      DENSE_WEIGHT * Math.max(similarity, 0) +
-      (at === undefined
-        ? 0
-        : CAPABILITY_WEIGHT * (capabilities.boosts.get(at) ?? 0) +
-          CAPABILITY_KIN_WEIGHT * (capabilities.kin.get(at) ?? 0) +
-          (feedback ? FEEDBACK_WEIGHT * feedback[at]! : 0));
+      restricted *
+      (row.score +
+        DENSE_WEIGHT * Math.max(similarity, 0) +
+        (at === undefined
+          ? 0
+          : CAPABILITY_WEIGHT * (capabilities.boosts.get(at) ?? 0) +
+            CAPABILITY_KIN_WEIGHT * (capabilities.kin.get(at) ?? 0) +
+            (feedback ? FEEDBACK_WEIGHT * feedback[at]! : 0)));
     fused.set(row.id, { row, score, lexical: order, similarity });
   };
   lexical.forEach((row, r) => add(row, index.position(row.id), r));
@@ -931,6 +940,7 @@ export async function discover(
     if (endpoints.length)
       parts.push(`endpoints: ${endpoints.map((e) => `${e.method} ${e.path}${e.summary ? ` (${e.summary.slice(0, 80)})` : ''}`).join('; ')}`);
     if (similarity !== null) parts.push(`what it does is close in meaning to the task (similarity ${similarity.toFixed(2)})`);
+    if (api?.restricted) parts.push('ranked lower: its description says it is open only to some developers, or withdrawn');
     const users = options.feedback === false || at === undefined ? 0 : index.feedbackAccounts[at]!;
     if (users >= FEEDBACK_REASON_MIN_ACCOUNTS) parts.push(`used by ${users} accounts in the last 30 days`);
     // Words matched that the parts above cannot show: another form of a word ("studies" for "study"), or one

@@ -85,6 +85,7 @@ export async function loadDirectoryIndex(
     pricing_rules: row.pricing_rules,
     featured: row.featured,
     popularity: row.popularity,
+    restricted: restrictedAccess(row.embed_description),
     votes_up: votes.get(row.id)?.up ?? 0,
     votes_down: votes.get(row.id)?.down ?? 0,
     endpoints: Array.isArray(row.endpoints) ? row.endpoints : [],
@@ -350,3 +351,23 @@ export function splitCompound(token: string, catalogWords: ReadonlyMap<string, n
   for (let end = token.length; end > 0; end = best[end]!.from) out.unshift(token.slice(best[end]!.from, end));
   return out;
 }
+
+/**
+ * Whether an API's description says that it is not open to every developer, or that the whole API is withdrawn:
+ * eBay's "(Limited Release) API available only to select developers approved by business units", Xero's "a closed
+ * API that is only available to financial institutions", VTEX's "in closed beta, available only for selected
+ * customers", "NOTE: This API is deprecated." An agent cannot use such an API, so discovery ranks it below the open
+ * ones of its kind (RESTRICTED_FACTOR in catalog.ts). A deprecated field, version or URL does not count.
+ */
+export function restrictedAccess(description: string): boolean {
+  return RESTRICTED.some((pattern) => pattern.test(description));
+}
+
+const RESTRICTED = [
+  /\(limited release\)/i,
+  /\bis a closed api\b/i,
+  /\bin (?:a )?(?:closed|private) beta\b/i,
+  /\b(?:api|service) is (?:available )?(?:only|by invitation)(?: available)? (?:to|for) (?:select|selected|approved)\b/i,
+  /\b(?:this|the) api (?:is|has been) (?:deprecated|retired|discontinued)\b/i,
+  /\(deprecated\)\s*$/i,
+];

@@ -27,6 +27,8 @@ export interface ApiSummaryRow {
 /** An API as the in-process index holds it: its summary plus what ranking and reasons need. */
 export interface IndexedApi extends ApiSummaryRow {
   popularity: number;
+  /** Its description says that only some developers may use it, or that it is withdrawn (index-loader.ts, `restrictedAccess`). */
+  restricted: boolean;
   endpoints: IndexedEndpoint[];
   /** Its per-path price rules (`apis.pricing_rules`), for the price of each operation discovery names. */
   pricingRules: PricingRule[];

@@ -34,7 +34,7 @@ export {
 } from './import.js';
 export { isPlaceholderHost, keyDocsUrlOf, oauthOf, oauthProviderOf, operationScopes } from './security.js';
 export type { ImportOptions } from './import.js';
-export { LiveDirectoryIndex, splitCompound } from './index-loader.js';
+export { LiveDirectoryIndex, restrictedAccess, splitCompound } from './index-loader.js';
 export { inProcessRanking, RankPool } from './rank-pool.js';
 export type { DirectoryRanking } from './rank-pool.js';
 export { rankingServer, RemoteRanking } from './rank-remote.js';
