@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { identifierNeeds, isEnglishWord, normalizeQuery, relatedWords, restrictedAccess, splitCompound, taskNeeds } from '#core/directory';
+import {
+  editDistance,
+  identifierNeeds,
+  isEnglishWord,
+  normalizeQuery,
+  relatedWords,
+  restrictedAccess,
+  splitCompound,
+  taskNeeds,
+} from '#core/directory';
 
 describe('discovery word knowledge', () => {
   it('relates everyday words to their synonyms, similar and derived words in WordNet', () => {
@@ -25,6 +34,16 @@ describe('discovery word knowledge', () => {
     expect(splitCompound('documentation', catalog)).toEqual([]);
     expect(splitCompound('stripe', catalog)).toEqual([]);
     expect(splitCompound('xkcdqzv', catalog)).toEqual([]);
+  });
+
+  it('counts the edits between two words, a swap of neighbouring letters as one', () => {
+    expect(editDistance('recipies', 'recipes')).toBe(1);
+    expect(editDistance('recipies', 'recipient')).toBe(2);
+    expect(editDistance('grammer', 'grammar')).toBe(1);
+    expect(editDistance('adress', 'address')).toBe(1);
+    expect(editDistance('leauge', 'league')).toBe(1);
+    expect(editDistance('twilio', 'twilio')).toBe(0);
+    expect(editDistance('', 'abc')).toBe(3);
   });
 
   it('tells an API open only to some developers, or withdrawn, from its description, and not by a deprecated part', () => {
@@ -274,6 +293,13 @@ describe('discovery word knowledge', () => {
     // Asking about a word is a dictionary's; written words made audio are speech synthesis, not its reverse.
     expect(needsOf('what does petrichor mean?')).toEqual(['dictionary']);
     expect(needsOf('another word for "big" in my cover letter')).toEqual(['dictionary']);
+    // A terse query that is a word to define, or its synonyms; not something a developer defines.
+    expect(needsOf('define serendipity')).toEqual(['dictionary']);
+    expect(needsOf('synonyms for happy')).toEqual(['dictionary']);
+    expect(needsOf('define a schema for my orders table')).toEqual([]);
+    expect(needsOf('define pricing rules')).toEqual([]);
+    // The air quality index by its abbreviation.
+    expect(needsOf('aqi beijing today')).toEqual(['air-quality']);
     expect(needsOf('turn my newsletter into audio for subscribers')).toEqual(['text-to-speech']);
     // A verb after "that" or "her" is still the verb.
     expect(needsOf('an API that signs documents')).toEqual(['e-signature']);

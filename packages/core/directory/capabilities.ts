@@ -486,6 +486,9 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'vehicle-records',
     text: 'Vehicle records: the details of a car from its registration number or VIN: make, model, year, tax and MOT status, recalls.',
     terms: 'vehicle details',
+    ownText: true,
+    // MarketCheck's and Auto Dealer Data's "VIN Decoder" operations.
+    also: ['vin decoder'],
   },
   // Chomp ("branded food item using a barcode"), Go-UPC ("product info for a particular barcode number"), EAN-Search ("look up an EAN").
   { id: 'barcode-lookup', text: 'Barcode lookup: the product and its details for a UPC or EAN barcode number.', terms: 'barcode' },

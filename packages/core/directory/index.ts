@@ -40,7 +40,7 @@ export type { DirectoryRanking } from './rank-pool.js';
 export { rankingServer, RemoteRanking } from './rank-remote.js';
 export type { ApiSummaryRow } from './index-types.js';
 export { directoryIndexingJob, enqueueDirectoryJob } from './indexing-job.js';
-export { similarity, wordSimilarityOf } from './scoring.js';
+export { editDistance, similarity, wordSimilarityOf } from './scoring.js';
 export { directorySettings } from './settings.js';
 export { DEFAULT_MODEL_DIR, embedCatalog, modelDirSetting } from './semantic.js';
 export { loadEmbedder } from './embedder.js';

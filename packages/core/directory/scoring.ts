@@ -143,3 +143,25 @@ export function parseTsvector(text: string): Map<string, number[]> {
   }
   return out;
 }
+
+/**
+ * The optimal string alignment distance of two words: insertions, deletions, substitutions and
+ * transpositions of adjacent letters, each counting one ("recipies" is one from "recipes", two from "recipient").
+ */
+export function editDistance(a: string, b: string): number {
+  if (a === b) return 0;
+  let before = new Array<number>(b.length + 1).fill(0);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  let current = new Array<number>(b.length + 1).fill(0);
+  for (let i = 1; i <= a.length; i++) {
+    current[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      current[j] = d;
+    }
+    [before, previous, current] = [previous, current, before];
+  }
+  return previous[b.length]!;
+}

@@ -18,7 +18,7 @@
  */
 import { stem } from 'porter2';
 import { TopHits } from './top-hits.js';
-import { ENGLISH_STOPWORDS, RANK_WEIGHTS, F, rankContribution, trigrams, wordSimilarity } from './scoring.js';
+import { ENGLISH_STOPWORDS, RANK_WEIGHTS, F, editDistance, rankContribution, trigrams, wordSimilarity } from './scoring.js';
 import type { IndexedEndpoint, IndexedApi, HeadPostings, VocabularyWord, RankRequest, IndexHit } from './index-types.js';
 import type { DenseVectors } from './semantic.js';
 import { OperationIndex } from './operation-index.js';
@@ -282,8 +282,8 @@ export class DirectoryIndex {
   }
 
   /**
-   * The catalog word closest to `word` by trigram similarity (at least 0.45), the most used one on a
-   * tie: the spelling correction of a word the catalog never uses.
+   * The spelling correction of a word the catalog never uses: of the catalog words at least 0.45 alike by trigram
+   * similarity, the fewest edits away (editDistance), then the most alike, then the most used.
    */
   closestWord(word: string): { word: string; ndoc: number } | null {
     const memo = this.corrections.get(word);
@@ -299,19 +299,24 @@ export class DirectoryIndex {
     }
     let best: VocabularyWord | null = null;
     let bestSimilarity = 0;
+    let bestDistance = Number.POSITIVE_INFINITY;
     for (const at of touched) {
       const count = shared[at]!;
       shared[at] = 0;
       const candidate = this.vocabularyList[at]!;
       const sim = F(count / (grams.size + candidate.trigrams - count));
       if (sim < 0.45) continue;
+      const distance = editDistance(word, candidate.word);
       if (
         !best ||
-        sim > bestSimilarity ||
-        (sim === bestSimilarity && (candidate.ndoc > best.ndoc || (candidate.ndoc === best.ndoc && candidate.word < best.word)))
+        distance < bestDistance ||
+        (distance === bestDistance &&
+          (sim > bestSimilarity ||
+            (sim === bestSimilarity && (candidate.ndoc > best.ndoc || (candidate.ndoc === best.ndoc && candidate.word < best.word)))))
       ) {
         best = candidate;
         bestSimilarity = sim;
+        bestDistance = distance;
       }
     }
     const result = best ? { word: best.word, ndoc: best.ndoc } : null;

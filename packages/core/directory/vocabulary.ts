@@ -330,6 +330,9 @@ const NEED_PATTERNS = [
   },
   // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
   { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?(?!(?:it|this|that|these|those) )[a-z]+ mean$/ },
+  // So does a terse query that is a word to define or its synonyms ("define serendipity", "synonyms for happy"), not
+  // something to set up ("define a schema", "define the pricing rules": more than one word).
+  { capability: 'dictionary', pattern: /^(?:define (?:the word )?|(?:synonyms?|antonyms?|definition|meaning) (?:for|of) (?:the word )?)[a-z]+$/ },
 ];
 
 export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
@@ -492,6 +495,7 @@ export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
   ['mars', 'mars nasa rover'],
   ['earthquake', 'earthquake seismic'],
   ['air quality', 'air quality pollution'],
+  ['aqi', 'air quality pollution'],
   ['pollution', 'air quality pollution'],
   ['comic', 'comic comics'],
   ['joke', 'jokes humor'],
@@ -559,6 +563,8 @@ export const DISCOVERY_STOPWORDS = new Set(
 export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   // A need verb with its object is NEED_PATTERNS' (not after a determiner: "the email a customer gave us"); its own phrases here.
   ...NEED_VERBS.flatMap((need) => need.more.map((phrase) => [phrase, need.capability] as const)),
+  // The air quality index, as a terse query names it ("aqi beijing today").
+  ['aqi', 'air-quality'],
   ['video call', 'video-meetings'],
   ['video calls', 'video-meetings'],
   ['video meeting', 'video-meetings'],
