@@ -56,6 +56,8 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'air-quality',
     text: 'Air quality: current air quality conditions, air pollution and pollutant levels for a location.',
     terms: 'air quality',
+    // Held in an API's own text or one operation: spread over operations, they made a member of Meraki's network devices.
+    ownText: true,
   },
   // Sonar ("exchange rate of ... crypto currencies"), NOWPayments ("get estimated price"), Chain49 ("tickers" of
   // each blockchain).
@@ -70,6 +72,8 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'mobile-top-up',
     text: 'Mobile top-up: send prepaid airtime credit to a mobile phone number, also to phones in other countries.',
     terms: 'topup mobile phone',
+    // Held in an API's own text or one operation: the words spread over a VoIP provider's operations made it a member.
+    ownText: true,
   },
   // TVmaze (schedules of TV networks), BBC Nitro ("BBC Programmes Metadata"), Channel 4 ("programmes data").
   {
@@ -321,6 +325,9 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'weather-forecast',
     text: 'Weather forecast: rain, snow, temperature and wind forecasts for the coming days at a location.',
     terms: 'weather forecast',
+    // Held in an API's own text or one operation: spread over operations, they made members of marine and climate-model
+    // APIs (Stormglass, Ocean Drivers, GeodeSystems) that rank over general forecasts for a picnic's rain.
+    ownText: true,
     also: ['weather data point'],
   },
   // Spotify ("recommendations ... tracks"), SearchLy ("similarity searching based on song lyrics").
@@ -443,6 +450,9 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'shipping',
     text: 'Shipping: compare carrier shipping rates for a package, buy shipping labels and track shipments.',
     terms: 'shipping carrier',
+    // Held in an API's own text or one operation: spread over operations, they made members of store platforms' APIs (VTEX
+    // logistics, Google's Content API for Shopping).
+    ownText: true,
   },
   // NamSor ("process personal names (gender, cultural origin or ethnicity)").
   { id: 'name-analysis', text: 'Name analysis: the likely gender and cultural origin of a personal name.', terms: 'gender names' },
