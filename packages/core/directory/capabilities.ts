@@ -28,6 +28,9 @@ export interface Capability {
   /**
    * Members hold the terms in their own text (name, categories, description) or in one operation, not anywhere
    * over all their operations: for a word many APIs use in passing ("invoice": a card printer's, a marketplace's).
+   * Set on every kind where that leaves out only APIs of other kinds (read from the members each way, docs/DISCOVERY.md,
+   * "a fifteenth session": Stripe and Twilio in domain availability, SendGrid and Zoom in contacts); not where it
+   * also leaves out providers of the kind (SendGrid in email sending, Zoom in video meetings, Amazon S3 in file storage).
    */
   ownText?: boolean;
   /**
@@ -124,6 +127,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'contacts',
     text: "Contacts: the people in a user's address book with their phone numbers and email addresses, and contact groups.",
     terms: 'contacts profiles',
+    ownText: true,
   },
   // Azure Ink Recognizer ("ink layout and recognition of written words and shapes").
   {
@@ -136,12 +140,14 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'search-performance',
     text: 'Search performance: the search queries people type before they reach a website, and how its pages rank in search results.',
     terms: 'search console',
+    ownText: true,
   },
   // Faretrotter ("modes of transportation between cities and points of interest").
   {
     id: 'travel-options',
     text: 'Travel options: the ways to travel between two cities, by train, bus, plane or car, with their times and prices.',
     terms: 'modes transportation',
+    ownText: true,
   },
   // DigitalOcean's uptime checks, CloudWatch Synthetics ("creates a canary": scripts that monitor endpoints on a schedule).
   {
@@ -169,11 +175,17 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'domain-availability',
     text: 'Domain availability: check whether a domain name is available for purchase and registration.',
     terms: 'domain availability',
+    ownText: true,
   },
   // Google Calendar ("returns free/busy information for a set of calendars"), Microsoft Graph getSchedule.
   { id: 'free-busy', text: 'Calendar free/busy: free/busy information for a set of calendars, to find meeting times.', terms: 'free busy calendar' },
   // OpenAI ("creates an image given a prompt").
-  { id: 'image-generation', text: 'Image generation: create an original image or picture from a text prompt describing it.', terms: 'image prompt' },
+  {
+    id: 'image-generation',
+    text: 'Image generation: create an original image or picture from a text prompt describing it.',
+    terms: 'image prompt',
+    ownText: true,
+  },
   // Adyen Payout ("store payout details, confirm, or decline a payout"), Velo Payments, Stripe transfers.
   { id: 'payouts', text: 'Payouts: store payout details and pay out funds to sellers, vendors and payees.', terms: 'payout' },
   // vatapi.com ("validate a VAT number"), Brex ("a list of VAT numbers with additional data"), Randommer ("validate
@@ -256,17 +268,23 @@ export const CAPABILITIES: readonly Capability[] = [
     terms: 'cryptocurrency payments',
   },
   // Amadeus On-Demand Flight Status, Flight Delay Prediction.
-  { id: 'flight-status', text: 'Flight status: departure and arrival times, delays and cancellations of a flight.', terms: 'flight status' },
+  {
+    id: 'flight-status',
+    text: 'Flight status: departure and arrival times, delays and cancellations of a flight.',
+    terms: 'flight status',
+    ownText: true,
+  },
   // Truora, Frankie Financial, Adyen Legal Entity Management ("know your customer").
   {
     id: 'identity-verification',
     text: 'Identity verification (KYC): check that a person or customer is who they claim to be, background checks and compliance.',
     terms: 'identity verification',
+    ownText: true,
   },
   // Azure Face ("face detection, verification, and identification").
   { id: 'face-detection', text: 'Face detection: find human faces in an image and recognize or compare them.', terms: 'face detection' },
   // Interzoid Zip Code, Metadapi ("United States zip code data").
-  { id: 'zip-codes', text: 'Postal codes: the city, state and area of a zip code or postcode.', terms: 'zip code' },
+  { id: 'zip-codes', text: 'Postal codes: the city, state and area of a zip code or postcode.', terms: 'zip code', ownText: true },
   // Twilio Fax ("send and receive faxes").
   { id: 'fax', text: 'Fax: send and receive faxes of documents.', terms: 'fax' },
   // Zoom ("meetings, webinars").
@@ -286,6 +304,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'calendar-events',
     text: "Calendar events: create, update and list events on a person's or a shared calendar, with reminders and attendees.",
     terms: 'calendar events',
+    ownText: true,
   },
   // Stripe ("create a payment link", PaymentIntents), Adyen Checkout ("initiate and authorise online payments ... cards"), PAYONE Link.
   {
@@ -306,12 +325,18 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'routing',
     text: 'Routing: calculate a driving route between places with its travel time and distance, taking traffic into account.',
     terms: 'route travel time',
+    ownText: true,
     also: ['calculates route destination', 'route planning navigation'],
   },
   // Google Analytics Reporting / Data ("reports on ... users, sessions, page views").
   { id: 'web-analytics', text: 'Website analytics: reports of visitors, users, sessions and page views of a website.', terms: 'analytics' },
   // Mailchimp ("audiences, campaigns"), SendGrid ("marketing campaigns").
-  { id: 'email-marketing', text: 'Email marketing: send newsletters and email campaigns to a list of subscribers.', terms: 'campaigns subscribers' },
+  {
+    id: 'email-marketing',
+    text: 'Email marketing: send newsletters and email campaigns to a list of subscribers.',
+    terms: 'campaigns subscribers',
+    ownText: true,
+  },
   // Twilio Voice ("make and receive phone calls"), Vonage Voice.
   {
     id: 'voice-calls',
@@ -343,6 +368,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'on-call-alerting',
     text: 'On-call alerting: mobile alerting of the team on duty about incidents of systems.',
     terms: 'alerting',
+    ownText: true,
     // VictorOps ("acknowledge an incident"), SIGNL4 ("duty schedule"), AWS Incident Manager ("a rotation in an on-call schedule").
     also: ['acknowledge incident', 'duty schedule', 'call schedule rotation'],
   },
@@ -359,11 +385,11 @@ export const CAPABILITIES: readonly Capability[] = [
     also: ['file sharing'],
   },
   // Google Translation detectLanguage, Azure Text Analytics ("detected language"), Language Identification API.
-  { id: 'language-detection', text: 'Language detection: identify which language a text is written in.', terms: 'detect language' },
+  { id: 'language-detection', text: 'Language detection: identify which language a text is written in.', terms: 'detect language', ownText: true },
   // QuickChart ("chart images").
   { id: 'charts', text: 'Charts: render data as a chart image (bar, line, pie).', terms: 'chart' },
   // remove.bg ("remove the background of any image").
-  { id: 'background-removal', text: 'Background removal: remove the background of any image.', terms: 'background remove' },
+  { id: 'background-removal', text: 'Background removal: remove the background of any image.', terms: 'background remove', ownText: true },
   // Instagram Graph ("media ... publish").
   { id: 'instagram', text: 'Instagram: publish photos and read media and comments of an Instagram account.', terms: 'instagram' },
   // Twitter API ("tweets ... search").
@@ -375,6 +401,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'accounting',
     text: 'Accounting: invoices, expenses, bank transactions and financial reports such as profit and loss from the bookkeeping ledger.',
     terms: 'accounting',
+    ownText: true,
   },
   // Envoice ("create an invoice"), Billingo ("send invoice to given email addresses"), Stripe ("send invoices to
   // customers"), Apideck and Codat Accounting ("create invoice").
@@ -398,23 +425,29 @@ export const CAPABILITIES: readonly Capability[] = [
   // OMDb ("movie information"), Trakt.
   { id: 'movies', text: 'Movies: information, ratings and reviews of films and TV shows.', terms: 'movie' },
   // Google Cloud Vision, Amazon Rekognition ("detect objects ... in images").
-  { id: 'image-recognition', text: 'Image recognition: detect objects, labels and scenes in photos.', terms: 'image labels' },
+  { id: 'image-recognition', text: 'Image recognition: detect objects, labels and scenes in photos.', terms: 'image labels', ownText: true },
   // SMS providers ("send SMS messages").
   { id: 'sms', text: 'SMS: send text messages to mobile phones.', terms: 'sms' },
   // Currency APIs ("exchange rates").
-  { id: 'exchange-rates', text: 'Exchange rates: convert amounts between currencies at current foreign exchange rates.', terms: 'exchange rates' },
+  {
+    id: 'exchange-rates',
+    text: 'Exchange rates: convert amounts between currencies at current foreign exchange rates.',
+    terms: 'exchange rates',
+    ownText: true,
+  },
   // Bing Local Search ("local businesses such as restaurants, hotels, retail stores ... restaurants near me"), Google Places
   // ("search for places near locations", "text query based place search"), TomTom Search ("points of interest search", "nearby search").
   {
     id: 'places-search',
     text: 'Local places search: find local businesses such as restaurants, cafes and retail stores, and points of interest near a location.',
     terms: 'points interest',
+    ownText: true,
   },
   // Geocoders ("convert addresses into geographic coordinates").
   { id: 'geocoding', text: 'Geocoding: turn an address into latitude and longitude coordinates and back.', terms: 'geocoding' },
   // Broader layer (2026-11-28): more kinds of service the catalog holds, each from its providers' documents.
   // Google Cloud Translation ("integrates text translation"), Amazon Translate, LibreTranslate ("translate text from a language to another").
-  { id: 'translation', text: 'Translation: translate text from one language to another.', terms: 'translate text' },
+  { id: 'translation', text: 'Translation: translate text from one language to another.', terms: 'translate text', ownText: true },
   // Wordnik ("definitions for a word", "related words"), Oxford Dictionaries ("dictionary information", "words that mean the opposite"), Word Associations.
   { id: 'dictionary', text: 'Dictionary and thesaurus: definitions, synonyms, antonyms and related words for a word.', terms: 'dictionary' },
   // Giphy ("Search GIFs; Random GIF; Translate phrase to GIF").
@@ -444,7 +477,12 @@ export const CAPABILITIES: readonly Capability[] = [
   // departureboard.io ("services arriving to and departing from a UK train station"), Deutsche Bahn Fahrplan, TfL.
   { id: 'train-times', text: 'Train times: live departures and arrivals of trains at railway stations, and timetables.', terms: 'departures' },
   // Taxrates.io ("global tax rate service"), VAT API ("VAT rates by country"), Taxamo.
-  { id: 'tax-rates', text: 'Tax rates: VAT and sales tax rates by country and region, and the tax due on a sale.', terms: 'tax rates' },
+  {
+    id: 'tax-rates',
+    text: 'Tax rates: VAT and sales tax rates by country and region, and the tax due on a sale.',
+    terms: 'tax rates',
+    ownText: true,
+  },
   // ShipEngine ("manage all of your shipping needs ... carrier"; rates, labels, tracking), eBay Logistics ("shipping quotes").
   {
     id: 'shipping',
@@ -455,7 +493,7 @@ export const CAPABILITIES: readonly Capability[] = [
     ownText: true,
   },
   // NamSor ("process personal names (gender, cultural origin or ethnicity)").
-  { id: 'name-analysis', text: 'Name analysis: the likely gender and cultural origin of a personal name.', terms: 'gender names' },
+  { id: 'name-analysis', text: 'Name analysis: the likely gender and cultural origin of a personal name.', terms: 'gender names', ownText: true },
   // PageSpeed Insights ("analyze the performance of your website", "suggestions to make that page faster").
   { id: 'page-speed', text: 'Page speed: analyze the performance of a web page and get suggestions to make it load faster.', terms: 'pagespeed' },
   // Probely ("web vulnerability scanning"), Web Security Scanner ("scans ... apps for common web vulnerabilities").
@@ -475,6 +513,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'civic-information',
     text: 'Civic information: elected government representatives, elections and polling places for an address.',
     terms: 'representatives government',
+    ownText: true,
   },
   // YNAB ("budgets", "accounts", "transactions"), PocketSmith ("transactions in account").
   {
@@ -483,7 +522,12 @@ export const CAPABILITIES: readonly Capability[] = [
     terms: 'budgets transactions',
   },
   // Carbone ("generate a document from a template ID, and a JSON data-set"), PDF Generator API, DocSpring ("fill out ... PDF templates").
-  { id: 'document-generation', text: 'Document generation: fill a document template with data and render it as a PDF.', terms: 'template pdf' },
+  {
+    id: 'document-generation',
+    text: 'Document generation: fill a document template with data and render it as a PDF.',
+    terms: 'template pdf',
+    ownText: true,
+  },
   // Moon API ("moon phase data", "lunar calendar"), Wyjyt Geo Calculate ("sun, moon, eclipse and sky information").
   { id: 'moon-phase', text: 'Moon phases: the phase of the moon and the lunar calendar for a date and place.', terms: 'moon' },
   // Travel Impact Model ("travel carbon emission estimates"), Climatekuul, CarbonDoomsDay ("carbon dioxide levels").
@@ -535,11 +579,16 @@ export const CAPABILITIES: readonly Capability[] = [
   // Listen Notes ("podcast search & directory"), Spotify ("discover music and podcasts").
   { id: 'podcasts', text: 'Podcasts: search podcasts and episodes by topic.', terms: 'podcasts' },
   // Shotstack ("automated generation of videos, images and audio"), JSON2Video ("create and edit videos programmatically").
-  { id: 'video-editing', text: 'Video editing: create and render videos from images, clips, text and audio.', terms: 'render videos' },
+  { id: 'video-editing', text: 'Video editing: create and render videos from images, clips, text and audio.', terms: 'render videos', ownText: true },
   // FraudLabs Pro ("screen order for payment fraud"), Amazon Fraud Detector.
   { id: 'fraud-detection', text: 'Fraud detection: screen online orders and payments for fraud.', terms: 'fraud' },
   // IP2Proxy ("detection of anonymous proxy, VPN, TOR exit nodes").
-  { id: 'proxy-detection', text: 'Proxy and VPN detection: whether an IP address is an anonymous proxy, VPN or TOR exit node.', terms: 'proxy ip' },
+  {
+    id: 'proxy-detection',
+    text: 'Proxy and VPN detection: whether an IP address is an anonymous proxy, VPN or TOR exit node.',
+    terms: 'proxy ip',
+    ownText: true,
+  },
   // Shorten.rest ("create short URLs"), TinyUID.
   { id: 'url-shortening', text: 'URL shortening: create a short link (alias) that redirects to a long URL.', terms: 'shorten' },
   // LinQR ("generate custom ... QR Codes"), QuickChart.
@@ -547,26 +596,28 @@ export const CAPABILITIES: readonly Capability[] = [
   // Urlbox ("capture screenshots of a web page"), Browshot.
   { id: 'screenshots', text: 'Screenshots: capture a screenshot image of a web page from its URL.', terms: 'screenshot' },
   // Api2Pdf ("convert raw HTML to PDF", "URL to PDF", "office document ... to PDF").
-  { id: 'pdf-conversion', text: 'PDF conversion: convert HTML, web pages and office documents to PDF.', terms: 'pdf convert' },
+  { id: 'pdf-conversion', text: 'PDF conversion: convert HTML, web pages and office documents to PDF.', terms: 'pdf convert', ownText: true },
   // PDF Blocks ("merge PDF documents, add or remove passwords, add watermarks, remove, extract, reverse, and
   // rotate pages"), PdfBroker.io ("other useful pdf utilities").
   {
     id: 'pdf-editing',
     text: 'PDF editing: merge several PDF documents into one, and remove, extract, reorder or rotate their pages.',
     terms: 'merge pdf',
+    ownText: true,
   },
   // MailboxValidator ("validation on a single email address"), IPQualityScore ("Email Validation").
   {
     id: 'email-validation',
     text: 'Email validation: check whether an email address is valid, deliverable or disposable.',
     terms: 'email validation',
+    ownText: true,
   },
   // IP2WHOIS ("WHOIS information for a particular domain ... owner contact ... registrar").
   { id: 'whois', text: 'WHOIS: the owner, registrar and registration dates of a domain name.', terms: 'whois' },
   // IP2Location ("reverse lookup of an IP address to ... country, region, city").
   { id: 'ip-geolocation', text: 'IP geolocation: the country, city and location of an IP address.', terms: 'ip geolocation' },
   // World Time API ("current time based on ... a timezone").
-  { id: 'time-zones', text: 'Time zones: the current local time in a time zone.', terms: 'timezone time' },
+  { id: 'time-zones', text: 'Time zones: the current local time in a time zone.', terms: 'timezone time', ownText: true },
   // Canada Holidays ("public holidays for all 13 provinces and territories").
   { id: 'public-holidays', text: 'Public holidays: the public holidays of a country or province.', terms: 'holidays' },
   // New York Times Top Stories, Times Wire.
@@ -574,9 +625,9 @@ export const CAPABILITIES: readonly Capability[] = [
   // Jokes One ("Joke of the Day", "jokes platform").
   { id: 'jokes', text: 'Jokes: a joke of the day, or jokes by category.', terms: 'jokes' },
   // They Said So Quotes ("Quote of the Day", "quotes platform").
-  { id: 'quotes', text: 'Quotes: a famous quote of the day, or quotes by author and category.', terms: 'quotes day' },
+  { id: 'quotes', text: 'Quotes: a famous quote of the day, or quotes by author and category.', terms: 'quotes day', ownText: true },
   // Google Cloud Talent Solution, DataAtWork ("jobs").
-  { id: 'job-search', text: 'Job search: search job postings and openings.', terms: 'job postings' },
+  { id: 'job-search', text: 'Job search: search job postings and openings.', terms: 'job postings', ownText: true },
   // Infermedica ("intelligent diagnostic insights", "query diagnostic engine").
   { id: 'symptom-checker', text: 'Symptom checking: possible conditions for a set of symptoms, from a diagnostic engine.', terms: 'symptoms' },
   // Cloudmersive OCR, Amazon Textract ("extract text ... from scanned documents").
@@ -591,12 +642,13 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'web-search',
     text: 'Web search: send a search query to a search engine and get back results with links to web pages, their titles and snippets.',
     terms: 'web search',
+    ownText: true,
     also: ['perform google searches'],
   },
   // Traccar ("GPS tracking platform").
-  { id: 'gps-tracking', text: 'GPS tracking: the live positions and routes of tracked devices and vehicles.', terms: 'gps tracking' },
+  { id: 'gps-tracking', text: 'GPS tracking: the live positions and routes of tracked devices and vehicles.', terms: 'gps tracking', ownText: true },
   // Polygon.io ("historic quotes", "aggregates"), 1Forge, Tradematic.
-  { id: 'stock-quotes', text: 'Stock market data: real-time and historical quotes and prices of stocks.', terms: 'stocks quotes' },
+  { id: 'stock-quotes', text: 'Stock market data: real-time and historical quotes and prices of stocks.', terms: 'stocks quotes', ownText: true },
   // Plaid ("real-time balance data", "accounts", transactions), Nordigen.
   { id: 'bank-accounts', text: 'Bank account data: balances and transactions of connected bank accounts.', terms: 'bank accounts transactions' },
   // PayRun.io ("payroll API"), Paylocity, Xero Payroll.
@@ -610,7 +662,7 @@ export const CAPABILITIES: readonly Capability[] = [
   // Amadeus Hotel Search, Impala ("hotel booking").
   { id: 'hotels', text: 'Hotels: search hotel offers and book rooms.', terms: 'hotel' },
   // Amadeus Flight Offers ("flight offers search").
-  { id: 'flights', text: 'Flights: search flight offers and fares between airports.', terms: 'flight offers' },
+  { id: 'flights', text: 'Flights: search flight offers and fares between airports.', terms: 'flight offers', ownText: true },
   // UK Parliament Bills, Open States ("bills search").
   { id: 'legislation', text: 'Legislation: bills and laws before a parliament, and how its members voted.', terms: 'bills parliament' },
   // Wolfram|Alpha ("Get Wolfram Alpha results"), Math Tools.
@@ -618,15 +670,20 @@ export const CAPABILITIES: readonly Capability[] = [
   // Internet Archive Wayback Machine.
   { id: 'web-archive', text: 'Web archive: archived snapshots of web pages as they were in the past.', terms: 'wayback' },
   // TVmaze ("episodes"), TheTVDB, Trakt.
-  { id: 'tv-shows', text: 'TV shows: series, seasons, episodes and their air dates.', terms: 'episodes shows' },
+  { id: 'tv-shows', text: 'TV shows: series, seasons, episodes and their air dates.', terms: 'episodes shows', ownText: true },
   // RAWG ("the largest open video games database ... platforms").
   { id: 'video-games', text: 'Video games: games with their platforms, release dates and ratings.', terms: 'games platforms' },
   // Just Eat ("restaurants", "delivery", "checkout").
   { id: 'food-delivery', text: 'Food delivery: order takeaway food from restaurants for delivery.', terms: 'restaurants' },
   // Password Utility ("validate and generate passwords").
-  { id: 'passwords', text: 'Passwords: generate strong passwords and validate their strength.', terms: 'passwords validate generate' },
+  { id: 'passwords', text: 'Passwords: generate strong passwords and validate their strength.', terms: 'passwords validate generate', ownText: true },
   // Amazon SNS, Azure Notification Hubs ("push notifications").
-  { id: 'push-notifications', text: 'Push notifications: send push notifications to mobile apps and devices.', terms: 'push notifications' },
+  {
+    id: 'push-notifications',
+    text: 'Push notifications: send push notifications to mobile apps and devices.',
+    terms: 'push notifications',
+    ownText: true,
+  },
   // Slack ("post a message to a channel"), Telegram.
   { id: 'team-chat', text: 'Team chat: post messages to channels and groups of a chat workspace.', terms: 'channel messages' },
   // GitHub ("repositories", "issues", "pull requests"), GitLab, Bitbucket.
@@ -636,6 +693,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'feature-flags',
     text: 'Feature flags: turn a feature on or off without a deploy and roll it out to a percentage of users.',
     terms: 'feature flags',
+    ownText: true,
   },
   // bintable ("lookup card information using its BIN"), Adyen BinLookup, Mastercard BIN table, Neutrino ("BIN Lookup").
   {
@@ -654,6 +712,7 @@ export const CAPABILITIES: readonly Capability[] = [
     id: 'campaign-finance',
     text: 'Campaign finance: how political candidates and committees raise and spend money for their election campaigns.',
     terms: 'candidates committees',
+    ownText: true,
   },
   // UniCourt ("court data": cases, dockets, parties and attorneys).
   { id: 'court-records', text: 'Court records: court cases, their dockets, filings, parties and hearing dates.', terms: 'court' },
