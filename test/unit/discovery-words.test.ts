@@ -300,6 +300,14 @@ describe('discovery word knowledge', () => {
     expect(needsOf('define pricing rules')).toEqual([]);
     // The air quality index by its abbreviation.
     expect(needsOf('aqi beijing today')).toEqual(['air-quality']);
+    // A phone's address book; pictures made smaller; what was said in a workplace's chat, not a chat something is posted to.
+    expect(needsOf("add the plumber to my phone's address book")).toEqual(['contacts']);
+    expect(needsOf('resize and compress the images users upload')).toEqual(['image-resizing']);
+    expect(needsOf('shrink my product photos to thumbnails')).toEqual(['image-resizing']);
+    expect(needsOf('resize the browser window on mobile')).toEqual([]);
+    expect(needsOf('compress the video before upload')).toEqual([]);
+    expect(needsOf('find what my team said in our work chat about the invoice')).toEqual(['team-chat']);
+    expect(needsOf('a bar chart image of weekly sales to post in our team chat')).toEqual([]);
     expect(needsOf('turn my newsletter into audio for subscribers')).toEqual(['text-to-speech']);
     // A verb after "that" or "her" is still the verb.
     expect(needsOf('an API that signs documents')).toEqual(['e-signature']);

@@ -153,6 +153,15 @@ const NEED_VERBS: readonly NeedVerb[] = [
     gap: 1,
   },
   {
+    // Making pictures smaller: image resizing ("resize and compress the images users upload"), not a window or a video.
+    capability: 'image-resizing',
+    terms: 'resize image',
+    verbs: ['resize', 'resizing', 'shrink', 'compress', 'compressing', 'downscale'],
+    pronouns: [],
+    nouns: 'image images photo photos picture pictures thumbnail thumbnails jpg jpeg png'.split(' '),
+    more: [],
+  },
+  {
     // Drawing something new: image generation from a prompt.
     capability: 'image-generation',
     terms: 'image prompt',
@@ -330,6 +339,11 @@ const NEED_PATTERNS = [
   },
   // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
   { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?(?!(?:it|this|that|these|those) )[a-z]+ mean$/ },
+  // What was said in a workplace's chat: its messages (not a chat a chart or an alert is posted to: the need is the chart).
+  {
+    capability: 'team-chat',
+    pattern: /(?:^| )(?:said|wrote|posted|mentioned|discussed|shared) in (?:our|the|my|their) (?:work|team|company|office) chat(?= |$)/,
+  },
   // So does a terse query that is a word to define or its synonyms ("define serendipity", "synonyms for happy"), not
   // something to set up ("define a schema", "define the pricing rules": more than one word).
   { capability: 'dictionary', pattern: /^(?:define (?:the word )?|(?:synonyms?|antonyms?|definition|meaning) (?:for|of) (?:the word )?)[a-z]+$/ },
@@ -565,6 +579,9 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ...NEED_VERBS.flatMap((need) => need.more.map((phrase) => [phrase, need.capability] as const)),
   // The air quality index, as a terse query names it ("aqi beijing today").
   ['aqi', 'air-quality'],
+  // A phone's or an account's list of people.
+  ['address book', 'contacts'],
+
   ['video call', 'video-meetings'],
   ['video calls', 'video-meetings'],
   ['video meeting', 'video-meetings'],
