@@ -302,6 +302,7 @@ describe('discovery word knowledge', () => {
     expect(needsOf('aqi beijing today')).toEqual(['air-quality']);
     // A phone's address book; pictures made smaller; what was said in a workplace's chat, not a chat something is posted to.
     expect(needsOf("add the plumber to my phone's address book")).toEqual(['contacts']);
+    expect(needsOf('Lease signing: collect tenant e-signatures on rental agreements')).toEqual(['e-signature']);
     expect(needsOf('resize and compress the images users upload')).toEqual(['image-resizing']);
     expect(needsOf('shrink my product photos to thumbnails')).toEqual(['image-resizing']);
     expect(needsOf('resize the browser window on mobile')).toEqual([]);

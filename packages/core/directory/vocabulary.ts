@@ -581,6 +581,10 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['aqi', 'air-quality'],
   // A phone's or an account's list of people.
   ['address book', 'contacts'],
+  // Signatures collected electronically.
+  ...['e signature', 'e signatures', 'esignature', 'esignatures', 'electronic signature', 'electronic signatures'].map(
+    (phrase) => [phrase, 'e-signature'] as const,
+  ),
 
   ['video call', 'video-meetings'],
   ['video calls', 'video-meetings'],
