@@ -303,6 +303,14 @@ describe('discovery word knowledge', () => {
     // A phone's address book; pictures made smaller; what was said in a workplace's chat, not a chat something is posted to.
     expect(needsOf("add the plumber to my phone's address book")).toEqual(['contacts']);
     expect(needsOf('Lease signing: collect tenant e-signatures on rental agreements')).toEqual(['e-signature']);
+    // Posts read aloud; photos labelled by what they show; text or figures taken out of a photo; a CAPTCHA on a form.
+    expect(needsOf('Accessibility: read blog posts aloud with a natural voice')).toEqual(['text-to-speech']);
+    expect(needsOf('Listing upload: auto-tag listing photos (kitchen, pool, garden)')).toEqual(['image-recognition']);
+    expect(needsOf('tag my friends in the photos from the party')).toEqual([]);
+    expect(needsOf('extract dish names and prices from photos of paper menus')).toEqual(['ocr']);
+    expect(needsOf('extract the dominant colors from product images')).toEqual([]);
+    expect(needsOf('extract frames from uploaded videos')).toEqual([]);
+    expect(needsOf('Signup form: stop bot registrations with a captcha')).toEqual(['bot-protection']);
     expect(needsOf('resize and compress the images users upload')).toEqual(['image-resizing']);
     expect(needsOf('shrink my product photos to thumbnails')).toEqual(['image-resizing']);
     expect(needsOf('resize the browser window on mobile')).toEqual([]);

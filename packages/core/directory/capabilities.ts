@@ -632,6 +632,14 @@ export const CAPABILITIES: readonly Capability[] = [
   { id: 'symptom-checker', text: 'Symptom checking: possible conditions for a set of symptoms, from a diagnostic engine.', terms: 'symptoms' },
   // Cloudmersive OCR, Amazon Textract ("extract text ... from scanned documents").
   { id: 'ocr', text: 'OCR: extract the text from scanned documents and images.', terms: 'ocr' },
+  // Google's reCAPTCHA Enterprise ("protect your website from fraudulent activity, spam, and abuse"), Firebase App Check
+  // (reCAPTCHA attestation), Identity Toolkit (reCAPTCHA parameters of a sign-up).
+  {
+    id: 'bot-protection',
+    text: 'Bot protection: tell people from bots on sign-up and login forms with a CAPTCHA challenge or a risk score.',
+    terms: 'recaptcha',
+    also: ['captcha'],
+  },
   // ModerateContent ("blocks images with nudity"), Azure Content Moderator.
   { id: 'content-moderation', text: 'Content moderation: detect nudity and offensive content in images and text.', terms: 'moderation' },
   // WebScraping.AI ("web scraping automation API", "page HTML by URL"), Dataflow Kit.
@@ -728,7 +736,7 @@ interface SentenceEmbedder {
 const vectorsByModel = new Map<string, Promise<Float32Array[]>>();
 
 /**
- * The embedded descriptions of CAPABILITIES, in order. Embedding all 159 costs about 1.9 s of CPU on a
+ * The embedded descriptions of CAPABILITIES, in order. Embedding all 160 costs about 1.9 s of CPU on a
  * host without VNNI (docs/DISCOVERY.md), so they are remembered per model for the process's later
  * index loads (a catalog change reloads the index; the test suite builds many apps per process).
  * A failed embedding is not remembered.

@@ -162,6 +162,16 @@ const NEED_VERBS: readonly NeedVerb[] = [
     more: [],
   },
   {
+    // Photos labelled by what they show: image recognition ("auto-tag listing photos"), not people tagged in a post.
+    capability: 'image-recognition',
+    terms: 'image labels',
+    verbs: ['tag', 'label', 'classify', 'categorize', 'categorise'],
+    pronouns: [],
+    nouns: 'photo photos image images picture pictures'.split(' '),
+    more: [],
+    gap: 2,
+  },
+  {
     // Drawing something new: image generation from a prompt.
     capability: 'image-generation',
     terms: 'image prompt',
@@ -339,6 +349,14 @@ const NEED_PATTERNS = [
   },
   // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
   { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?(?!(?:it|this|that|these|those) )[a-z]+ mean$/ },
+  // Written words read out ("read blog posts aloud"): speech synthesis.
+  { capability: 'text-to-speech', pattern: /(?:^| )read(?: [a-z0-9]+){1,4} (?:aloud|out loud)(?= |$)/ },
+  // Text, names or figures taken out of a photo or a scan: OCR ("extract dish names and prices from photos of paper menus").
+  {
+    capability: 'ocr',
+    pattern:
+      /(?:^| )extract(?: [a-z]+){0,3} (?:text|names|prices|numbers|words|details|totals|dates|addresses)(?: [a-z]+){0,3} from (?:the |a |an |my |our |their )?(?:[a-z]+ )?(?:photos?|images?|pictures?|scans?|screenshots?)(?= |$)/,
+  },
   // What was said in a workplace's chat: its messages (not a chat a chart or an alert is posted to: the need is the chart).
   {
     capability: 'team-chat',
@@ -581,6 +599,9 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['aqi', 'air-quality'],
   // A phone's or an account's list of people.
   ['address book', 'contacts'],
+  // A CAPTCHA on a form: bot protection.
+  ['captcha', 'bot-protection'],
+  ['recaptcha', 'bot-protection'],
   // Signatures collected electronically.
   ...['e signature', 'e signatures', 'esignature', 'esignatures', 'electronic signature', 'electronic signatures'].map(
     (phrase) => [phrase, 'e-signature'] as const,
