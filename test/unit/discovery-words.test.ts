@@ -64,6 +64,20 @@ describe('discovery word knowledge', () => {
     ).toBe(false);
     expect(restrictedAccess('Please note that the following URLs were deprecated in September 2018')).toBe(false);
     expect(restrictedAccess('Send SMS messages worldwide; join our beta program for RCS.')).toBe(false);
+    // Withdrawn or invitation-only, as AWS, Google and the VA say it (the end of a long description is read too).
+    expect(restrictedAccess('Alexa for Business has been retired and is no longer supported.')).toBe(true);
+    expect(restrictedAccess('Amazon Macie Classic has been discontinued and is no longer available.')).toBe(true);
+    expect(
+      restrictedAccess(`${'AWS IoT Things Graph connects devices and services. '.repeat(9)}The AWS IoT Things Graph service is discontinued.`),
+    ).toBe(true);
+    expect(restrictedAccess('This is an invitation-only API.')).toBe(true);
+    expect(restrictedAccess('The Deprecated Veteran Confirmation API allows you to confirm Veteran status.')).toBe(true);
+    expect(restrictedAccess('Most of these APIs are no longer supported and will not be updated.')).toBe(true);
+    // A feature in beta, an older version, or a sandbox withdrawn leaves the API open.
+    expect(restrictedAccess('Payouts to bank accounts. Instant payouts are in private beta.')).toBe(false);
+    expect(restrictedAccess('Version 1 of the API has been deprecated; this is version 2.')).toBe(false);
+    expect(restrictedAccess('There was a sandbox at https://sandbox.example.com but this has been retired.')).toBe(false);
+    expect(restrictedAccess('TLS 1.0 is no longer supported; use TLS 1.2.')).toBe(false);
   });
 
   it('tells the identifiers a task quotes by their form, each implying the kind that looks it up', () => {

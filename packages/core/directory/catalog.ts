@@ -695,7 +695,8 @@ const NAMED_SIMILARITY = 0.6;
 
 /**
  * The capabilities that apply to a task (`used`, their places in CAPABILITIES) and, per API (position),
- * the task's similarity to the closest of them it belongs to (`boosts`). `min` is
+ * the task's similarity to the closest of them it belongs to, times how much of that kind it offers (`boosts`;
+ * memberDepth). `min` is
  * CAPABILITY_MIN_SIMILARITY, or CAPABILITY_ENGLISH_ALONE_MIN_SIMILARITY / DENSE_ALONE_MIN_SIMILARITY when no
  * word of the task matched (capabilityFloor): made-up words come close to a capability too ("qzxqvjw"
  * reaches 0.38 with QR codes' description). The capabilities the task names by its need (`needs`) count
@@ -811,18 +812,19 @@ function closestCapabilities(index: DirectoryIndex, vectors: readonly Float32Arr
 }
 
 /**
- * The lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0) +
- * CAPABILITY_WEIGHT x the task's similarity to a capability the API belongs to + CAPABILITY_KIN_WEIGHT x
- * its kin score (taskCapabilities), divided by the best such score so that the first result is 1. Ties go
- * to the word ranking's order. Without the model (`similarities` null) only the word score counts.
- */
-/**
  * What an API's fused score is multiplied by when its description says only some developers may use it, or that
  * it is withdrawn (`restrictedAccess` in index-loader.ts): an agent cannot call eBay's limited-release logistics, so
  * it ranks below ShipEngine for a parcel. Such an API is still found when nothing open does the task.
  */
 const RESTRICTED_FACTOR = 0.8;
 
+/**
+ * The lists fused: word score + DENSE_WEIGHT x similarity (a negative similarity counts 0) +
+ * CAPABILITY_WEIGHT x the member's boost for a capability it belongs to + CAPABILITY_KIN_WEIGHT x
+ * its kin score (taskCapabilities), times RESTRICTED_FACTOR for a restricted API, divided by the best such score so
+ * that the first result is 1. Ties go to the word ranking's order. Without the model (`similarities` null) only the
+ * word score counts.
+ */
 function fuse(
   index: DirectoryIndex,
   lexical: RankedRow[],

@@ -24,6 +24,8 @@ interface ApiLoadRow extends Omit<ApiSummaryRow, 'votes_up' | 'votes_down'> {
   pricing_rules: unknown;
   /** The start of the description that API embeddings are computed from (semantic.ts). */
   embed_description: string;
+  /** The description's first 2,000 characters, read for what it says of who may use the API (restrictedAccess). */
+  access_text: string;
 }
 
 export async function loadVotes(db: Db): Promise<Map<string, { up: number; down: number }>> {
@@ -44,7 +46,7 @@ export async function loadDirectoryIndex(
 ): Promise<DirectoryIndex> {
   const read = async (tx: Db) => {
     const apis = await tx<ApiLoadRow[]>`
-      select id, name, provider, service, categories, left(description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, left(description, 400) as embed_description,
+      select id, name, provider, service, categories, left(description, ${SUMMARY_DESCRIPTION_LENGTH + 1}::int) as description, left(description, 400) as embed_description, left(description, 2000) as access_text,
              price_micros, pricing_rules, featured, popularity,
              search_name, search_vector::text as head, endpoint_vector::text as endpoint,
              endpoints, pricing_rules
@@ -85,7 +87,7 @@ export async function loadDirectoryIndex(
     pricing_rules: row.pricing_rules,
     featured: row.featured,
     popularity: row.popularity,
-    restricted: restrictedAccess(row.embed_description),
+    restricted: restrictedAccess(row.access_text),
     votes_up: votes.get(row.id)?.up ?? 0,
     votes_down: votes.get(row.id)?.down ?? 0,
     endpoints: Array.isArray(row.endpoints) ? row.endpoints : [],
@@ -366,8 +368,17 @@ export function restrictedAccess(description: string): boolean {
 const RESTRICTED = [
   /\(limited release\)/i,
   /\bis a closed api\b/i,
-  /\bin (?:a )?(?:closed|private) beta\b/i,
+  /\binvitation-only api\b/i,
+  // The whole API or product in a closed beta (VTEX's "This feature is in closed beta"), not one feature of it
+  // ("Instant payouts are in private beta").
+  /\b(?:this|the) (?:api|feature|service|product) is in (?:a )?(?:closed|private) beta\b/i,
   /\b(?:api|service) is (?:available )?(?:only|by invitation)(?: available)? (?:to|for) (?:select|selected|approved)\b/i,
-  /\b(?:this|the) api (?:is|has been) (?:deprecated|retired|discontinued)\b/i,
+  // The API itself withdrawn ("NOTE: This API is deprecated.", "The AWS IoT Things Graph service is discontinued."),
+  // not an older version of it ("Version 1 of the API has been deprecated").
+  /(?<!of )\b(?:this|the) api (?:is|has been) (?:deprecated|retired|discontinued)\b/i,
+  /\b(?:api|service) (?:is|has been) (?:discontinued|retired|shut down)\b/i,
+  /\bhas been (?:retired|discontinued) and is no longer (?:supported|available)\b/i,
+  /\bapis? (?:is|are) no longer supported\b/i,
+  /^the deprecated\b/i,
   /\(deprecated\)\s*$/i,
 ];

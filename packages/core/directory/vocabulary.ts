@@ -153,25 +153,6 @@ const NEED_VERBS: readonly NeedVerb[] = [
     gap: 1,
   },
   {
-    // Making pictures smaller: image resizing ("resize and compress the images users upload"), not a window or a video.
-    capability: 'image-resizing',
-    terms: 'resize image',
-    verbs: ['resize', 'resizing', 'shrink', 'compress', 'compressing', 'downscale'],
-    pronouns: [],
-    nouns: 'image images photo photos picture pictures thumbnail thumbnails jpg jpeg png'.split(' '),
-    more: [],
-  },
-  {
-    // Photos labelled by what they show: image recognition ("auto-tag listing photos"), not people tagged in a post.
-    capability: 'image-recognition',
-    terms: 'image labels',
-    verbs: ['tag', 'label', 'classify', 'categorize', 'categorise'],
-    pronouns: [],
-    nouns: 'photo photos image images picture pictures'.split(' '),
-    more: [],
-    gap: 2,
-  },
-  {
     // Drawing something new: image generation from a prompt.
     capability: 'image-generation',
     terms: 'image prompt',
@@ -349,22 +330,56 @@ const NEED_PATTERNS = [
   },
   // The whole task asks what one word means ("what does petrichor mean"): a dictionary.
   { capability: 'dictionary', pattern: /^what (?:does|do) (?:the word )?(?!(?:it|this|that|these|those) )[a-z]+ mean$/ },
-  // Written words read out ("read blog posts aloud"): speech synthesis.
-  { capability: 'text-to-speech', pattern: /(?:^| )read(?: [a-z0-9]+){1,4} (?:aloud|out loud)(?= |$)/ },
-  // Text, names or figures taken out of a photo or a scan: OCR ("extract dish names and prices from photos of paper menus").
+  // Written words read out ("read blog posts aloud"): speech synthesis; not someone reading aloud to be heard or scored.
+  {
+    capability: 'text-to-speech',
+    pattern:
+      /^(?!(?:.* )?(?:pronunciation|pronounce|transcribe|transcript|transcription|record|records|recording|score|scores|grade|grades)(?: |$)).*(?:^| )read(?: [a-z0-9]+){1,4} (?:aloud|out loud)(?= |$)/,
+  },
+  // Text, names or figures taken out of a photo or a scan: OCR ("extract dish names and prices from photos of paper menus"),
+  // not a photo's metadata ("extract the capture dates and gps details from uploaded photos").
   {
     capability: 'ocr',
     pattern:
-      /(?:^| )extract(?: [a-z]+){0,3} (?:text|names|prices|numbers|words|details|totals|dates|addresses)(?: [a-z]+){0,3} from (?:the |a |an |my |our |their )?(?:[a-z]+ )?(?:photos?|images?|pictures?|scans?|screenshots?)(?= |$)/,
+      /^(?!(?:.* )?(?:metadata|exif|gps|geotag|geotags|location|locations|colors|colours)(?: |$)).*(?:^| )extract(?: [a-z]+){0,3} (?:text|names|prices|numbers|words|details|totals|dates|addresses)(?: [a-z]+){0,3} from (?:the |a |an |my |our |their )?(?:[a-z]+ )?(?:photos?|images?|pictures?|scans?|screenshots?)(?= |$)/,
   },
-  // What was said in a workplace's chat: its messages (not a chat a chart or an alert is posted to: the need is the chart).
+  // Pictures made smaller: image resizing ("resize and compress the images users upload"); not a container image
+  // ("shrink our docker image size") nor a cost.
+  {
+    capability: 'image-resizing',
+    pattern:
+      /^(?!(?:.* )?(?:docker|container|containers|vm|ami|disk|cost|costs|bill)(?: |$)).*(?:^| )(?<!(?:a|an|the) )(?:resize|resizing|shrink|compress|compressing|downscale)(?: [a-z0-9]+){0,3}? (?:images?|photos?|pictures?|thumbnails?|jpe?g|png)(?= |$)/,
+  },
+  // Photos labelled by what they show: image recognition ("auto-tag listing photos"); not people tagged in a photo, a
+  // container image tagged with a version, or a shipping label's image.
+  {
+    capability: 'image-recognition',
+    pattern:
+      /^(?!(?:.* )?(?:docker|container|containers|registry|version|commit|sha|release|shipping|postage|parcel|friends?|people|someone|me|him|her|them)(?: |$)).*(?:^| )(?<!(?:a|an|the) )(?:tag|label|classify|categori[sz]e)(?: [a-z]+){0,2}? (?:photos?|images?|pictures?)(?= |$)/,
+  },
+  // What was said in a workplace's chat: its messages (not a chat a chart or an alert is posted or shared to: there the
+  // chart is the need).
   {
     capability: 'team-chat',
-    pattern: /(?:^| )(?:said|wrote|posted|mentioned|discussed|shared) in (?:our|the|my|their) (?:work|team|company|office) chat(?= |$)/,
+    pattern: /(?:^| )(?:said|wrote|mentioned|discussed) in (?:our|the|my|their) (?:work|team|company|office) chat(?= |$)/,
   },
-  // So does a terse query that is a word to define or its synonyms ("define serendipity", "synonyms for happy"), not
-  // something to set up ("define a schema", "define the pricing rules": more than one word).
-  { capability: 'dictionary', pattern: /^(?:define (?:the word )?|(?:synonyms?|antonyms?|definition|meaning) (?:for|of) (?:the word )?)[a-z]+$/ },
+  // A phone's or an account's list of people; not a saved delivery address picked at checkout.
+  {
+    capability: 'contacts',
+    pattern: /^(?!(?:.* )?(?:shipping|delivery|checkout|postal|billing)(?: |$)).*(?:^| )address book(?= |$)/,
+  },
+  // A CAPTCHA on one's own form: bot protection; not one in the way of a scraper.
+  {
+    capability: 'bot-protection',
+    pattern: /^(?!(?:.* )?(?:scrape|scraping|scraper|crawl|crawler|behind|bypass|solve|solving|solver)(?: |$)).*(?:^| )(?:re)?captchas?(?= |$)/,
+  },
+  // The dictionary also answers a terse query that is one word to define, or its synonyms ("define serendipity",
+  // "synonyms for happy"); not something a developer defines ("define a schema", "define permissions").
+  {
+    capability: 'dictionary',
+    pattern:
+      /^(?:define (?:the word )?(?!(?:schema|schemas|permissions?|roles?|routes?|types?|variables?|endpoints?|policy|policies|scopes?|fields?|models?|metrics?|requirements?|workflows?|pipelines?|interfaces?|functions?|classes|class|constants?|rules?|env|environment|tables?|columns?|indexes|index|events?|goals?|kpis?|okrs?|sla|slas|success|done)$)|(?:synonyms?|antonyms?) (?:for|of) (?:the word )?)[a-z]+$/,
+  },
 ];
 
 export const CAPABILITY_SYNONYMS: ReadonlyArray<readonly [string, string]> = [
@@ -597,11 +612,6 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ...NEED_VERBS.flatMap((need) => need.more.map((phrase) => [phrase, need.capability] as const)),
   // The air quality index, as a terse query names it ("aqi beijing today").
   ['aqi', 'air-quality'],
-  // A phone's or an account's list of people.
-  ['address book', 'contacts'],
-  // A CAPTCHA on a form: bot protection.
-  ['captcha', 'bot-protection'],
-  ['recaptcha', 'bot-protection'],
   // Signatures collected electronically.
   ...['e signature', 'e signatures', 'esignature', 'esignatures', 'electronic signature', 'electronic signatures'].map(
     (phrase) => [phrase, 'e-signature'] as const,
