@@ -325,6 +325,13 @@ describe('discovery word knowledge', () => {
     expect(needsOf('extract the dominant colors from product images')).toEqual([]);
     expect(needsOf('extract frames from uploaded videos')).toEqual([]);
     expect(needsOf('Signup form: stop bot registrations with a captcha')).toEqual(['bot-protection']);
+    // Spoken requests, as a voice assistant transcribes them ("gonna" is "going to").
+    expect(normalizeQuery('is it gonna freeze tonight, i gotta cover the plants')).toBe('is it going to freeze tonight i got to cover the plants');
+    expect(needsOf('hey is it gonna freeze tonight in austin')).toEqual(['weather-forecast']);
+    expect(needsOf("how long's it gonna take me to get from bondi to the airport")).toEqual(['routing']);
+    expect(needsOf('how long will it take to get a visa for vietnam')).not.toContain('routing');
+    expect(needsOf('charge the hendersons card for the two hundred they owe me')).toEqual(['card-payments']);
+    expect(needsOf('charge the battery of the delivery scooters')).not.toContain('card-payments');
     expect(needsOf('resize and compress the images users upload')).toEqual(['image-resizing']);
     expect(needsOf('shrink my product photos to thumbnails')).toEqual(['image-resizing']);
     expect(needsOf('resize the browser window on mobile')).toEqual([]);

@@ -96,6 +96,10 @@ export function normalizeQuery(q: string): string {
       .replace(/\bwon't(?![a-z])/g, 'will not')
       .replace(/([a-z])n't(?![a-z])/g, '$1 not')
       .replace(/([a-z0-9])'(s|d|m|t|ll|re|ve)(?![a-z])/g, '$1')
+      // Spoken contractions, as a voice assistant transcribes them ("is it gonna freeze tonight").
+      .replace(/\bgonna\b/g, 'going to')
+      .replace(/\bwanna\b/g, 'want to')
+      .replace(/\bgotta\b/g, 'got to')
       .replace(/[^a-z0-9]+/g, ' ')
       .trim()
   );

@@ -363,6 +363,14 @@ const NEED_PATTERNS = [
     capability: 'team-chat',
     pattern: /(?:^| )(?:said|wrote|mentioned|discussed) in (?:our|the|my|their) (?:work|team|company|office) chat(?= |$)/,
   },
+  // How long a trip from one place to another takes: routing ("how long's it gonna take me to get from bondi to the
+  // airport"), not how long something else takes ("how long will it take to get a visa").
+  {
+    capability: 'routing',
+    pattern: /(?:^| )how long (?:will |does |would |is )?it (?:going to )?take(?: me| us| them| him| her)? to (?:get|drive|travel|go) from(?= |$)/,
+  },
+  // A customer's card charged: card payments ("charge the hendersons card for the two hundred they owe me").
+  { capability: 'card-payments', pattern: /(?:^| )charge (?:the |a |my |our |their |his |her |this )?(?:[a-z]+ )?(?:card|cards)(?= |$)/ },
   // A phone's or an account's list of people; not a saved delivery address picked at checkout.
   {
     capability: 'contacts',
@@ -647,6 +655,8 @@ export const NEED_PHRASES: ReadonlyArray<readonly [string, string]> = [
   ['need an umbrella', 'weather-forecast'],
   // Asking whether it will rain or stay dry: a forecast.
   ['will it rain', 'weather-forecast'],
+  ['will it freeze', 'weather-forecast'],
+  ['going to freeze', 'weather-forecast'],
   ['going to rain', 'weather-forecast'],
   ['will it snow', 'weather-forecast'],
   ['going to snow', 'weather-forecast'],
