@@ -25,16 +25,30 @@ export async function setLowBalanceThreshold(db: Db, accountId: string, threshol
      where id = ${accountId}`;
 }
 
-/** Moves an account to 'low' if it was 'ok'; true when it moved (announce it once). */
+/**
+ * Moves an account to 'low' if it was 'ok' and its balance is still under its threshold; true when it moved (announce it
+ * once). The check runs after the charge it observed: a top-up settled in between (settleBalanceAlertState) leaves it 'ok'.
+ */
 export async function markBalanceLow(db: Db, accountId: string): Promise<boolean> {
-  const rows = await db`update accounts set balance_alert_state = 'low' where id = ${accountId} and balance_alert_state = 'ok' returning id`;
+  const rows = await db`
+    update accounts set balance_alert_state = 'low'
+     where id = ${accountId} and balance_alert_state = 'ok'
+       and low_balance_threshold_micros is not null and balance_micros < low_balance_threshold_micros
+    returning id`;
   return rows.length > 0;
 }
 
-/** Moves an account to 'depleted' unless it is already; true when it moved (announce it once). */
-export async function markBalanceDepleted(db: Db, accountId: string): Promise<boolean> {
-  const rows =
-    await db`update accounts set balance_alert_state = 'depleted' where id = ${accountId} and balance_alert_state <> 'depleted' returning id`;
+/**
+ * Moves an account to 'depleted' unless it is already, while its balance is still under `belowMicros` (the refused
+ * call's price, or 1 for a charge that left nothing); true when it moved (announce it once). Without that condition a
+ * refusal checked after a top-up had settled marked the topped-up account depleted again, and its next crossing was
+ * never announced.
+ */
+export async function markBalanceDepleted(db: Db, accountId: string, belowMicros: bigint): Promise<boolean> {
+  const rows = await db`
+    update accounts set balance_alert_state = 'depleted'
+     where id = ${accountId} and balance_alert_state <> 'depleted' and balance_micros < ${belowMicros}
+    returning id`;
   return rows.length > 0;
 }
 

@@ -41,7 +41,7 @@ export class BalanceAlerts {
       if (cached && cached.until > Date.now() && !mayAlert(cached, before, after)) return;
       void this.afterCharge(req.accountId, before, after).catch(this.onError);
     } else if (result.reason === 'insufficient_balance') {
-      void this.depleted(req.accountId, result.balanceMicros).catch(this.onError);
+      void this.depleted(req.accountId, result.balanceMicros, req.costMicros).catch(this.onError);
     }
   }
 
@@ -70,15 +70,16 @@ export class BalanceAlerts {
         await this.announce(accountId, { type: 'auto-topup', balanceMicros: after });
       }
     }
-    if (after === 0n) return this.depleted(accountId, after);
+    if (after === 0n) return this.depleted(accountId, after, 1n);
     const threshold = thresholds.low;
     if (threshold === null || !(before >= threshold && after < threshold)) return;
     if (await markBalanceLow(this.db, accountId))
       await this.announce(accountId, { type: 'balance.low', balanceMicros: after, thresholdMicros: threshold });
   }
 
-  private async depleted(accountId: string, balanceMicros: bigint): Promise<void> {
-    if (await markBalanceDepleted(this.db, accountId)) await this.announce(accountId, { type: 'balance.depleted', balanceMicros });
+  /** `belowMicros`: the balance is still under it (the refused call's price; 1 when a charge left nothing). */
+  private async depleted(accountId: string, balanceMicros: bigint, belowMicros: bigint): Promise<void> {
+    if (await markBalanceDepleted(this.db, accountId, belowMicros)) await this.announce(accountId, { type: 'balance.depleted', balanceMicros });
   }
 }
 
